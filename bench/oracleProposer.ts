@@ -1,0 +1,27 @@
+import type { Token } from '../src/engine/types';
+import type { DraftProposer, Proposal } from '../src/speculation/proposers';
+import { mulberry32 } from '../test/support/ggufWriter';
+
+/**
+ * A proposer of controlled accuracy: the target's own plain output (the oracle), each proposed token
+ * replaced by a wrong one with probability 1 - a. Costs nothing, so it isolates the verify side.
+ */
+export class OracleProposer implements DraftProposer {
+  private readonly rand: () => number;
+
+  constructor(
+    private readonly promptLength: number,
+    private readonly oracle: readonly Token[],
+    private readonly accuracy: number,
+    private readonly vocabSize: number,
+    seed: number,
+  ) {
+    this.rand = mulberry32(seed);
+  }
+
+  async propose(history: readonly Token[], maxLen: number): Promise<Proposal> {
+    const at = history.length - this.promptLength;
+    const tokens = this.oracle.slice(at, at + maxLen).map((t) => (this.rand() < this.accuracy ? t : (t + 1 + Math.floor(this.rand() * (this.vocabSize - 1))) % this.vocabSize));
+    return { source: 'draft', tokens, evaluations: 0, generationMs: 0 };
+  }
+}

@@ -1,0 +1,35 @@
+export function median(xs: number[]): number | null {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function percentile(xs: number[], p: number): number | null {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
+}
+
+export function fmt(x: number | null | undefined, digits = 1): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits);
+}
+
+/** A one-line progress bar on stderr. */
+export class Progress {
+  private done = 0;
+  private readonly started = Date.now();
+  constructor(
+    private readonly total: number,
+    private readonly label: string,
+  ) {}
+  tick(note = ''): void {
+    this.done++;
+    const width = 30;
+    const filled = Math.round((this.done / this.total) * width);
+    const elapsed = (Date.now() - this.started) / 1000;
+    const eta = this.done ? (elapsed / this.done) * (this.total - this.done) : 0;
+    process.stderr.write(`\r${this.label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s ${note}`.padEnd(110).slice(0, 140));
+    if (this.done === this.total) process.stderr.write('\n');
+  }
+}

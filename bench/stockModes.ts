@@ -1,0 +1,86 @@
+// node-llama-cpp's own speculation (DraftSequenceTokenPredictor, InputLookupTokenPredictor): the
+// off-the-shelf path, kept as the baseline our decoder must beat. Same prompt tokens, same stop rules.
+import type { LlamaContext, LlamaContextSequence, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { CompletionRequest, Token } from '../src/engine/types';
+import type { InferenceSession } from '../src/inference/inferenceSession';
+import { loadLibrary } from '../src/inference/llamaRuntime';
+import { blockEndOffset } from '../src/postprocess/limitScopeByIndentation';
+import { StopRules } from '../src/stopping/stopRules';
+
+export type StockMode = 'stock-draft' | 'stock-lookup';
+
+export interface StockResult {
+  tokens: Token[];
+  text: string;
+  totalMs: number;
+  promptMs: number;
+  validated: number;
+  refuted: number;
+}
+
+export class StockRunner {
+  private constructor(
+    private readonly session: InferenceSession,
+    private readonly contexts: LlamaContext[],
+    private readonly sequences: Partial<Record<StockMode, LlamaContextSequence>>,
+  ) {}
+
+  static async create(session: InferenceSession, threads: number, maxProposal: number, minConfidence: number): Promise<StockRunner> {
+    const lib = await loadLibrary();
+    const contextSize = session.target.context.contextSize;
+    const targetContext = await session.target.model.createContext({ contextSize, sequences: 2, threads, batchSize: Math.min(512, contextSize) });
+    const contexts = [targetContext];
+    const sequences: Partial<Record<StockMode, LlamaContextSequence>> = {
+      'stock-lookup': targetContext.getSequence({
+        tokenPredictor: new lib.InputLookupTokenPredictor({ patternLength: { min: 2 }, predictionLength: { max: maxProposal } }),
+      }),
+    };
+    if (session.draft) {
+      const draftContext = await session.draft.model.createContext({ contextSize, sequences: 1, threads });
+      contexts.push(draftContext);
+      sequences['stock-draft'] = targetContext.getSequence({
+        tokenPredictor: new lib.DraftSequenceTokenPredictor(draftContext.getSequence(), { minTokens: 0, maxTokens: maxProposal, minConfidence }),
+      });
+    }
+    return new StockRunner(session, contexts, sequences);
+  }
+
+  has(mode: StockMode): boolean {
+    return this.sequences[mode] !== undefined;
+  }
+
+  async run(mode: StockMode, request: CompletionRequest): Promise<StockResult> {
+    const sequence = this.sequences[mode]!;
+    const model = this.session.target.model;
+    await sequence.clearHistory();
+    const prompt = this.session.promptFor(request) as LlamaToken[];
+    const stop = new StopRules({
+      detokenize: (tokens) => model.detokenize(tokens as LlamaToken[], false),
+      isEndToken: (t) => model.isEogToken(t as LlamaToken),
+      maxTokens: Math.max(1, Math.min(request.maxTokens, 1024)),
+      stopStrings: request.stop,
+      singleLine: request.singleLine,
+      maxLines: request.maxLines,
+      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
+    });
+    const before = { ...sequence.tokenPredictions };
+    const t0 = performance.now();
+    let promptMs = 0;
+    const generator = sequence.evaluate(prompt, { temperature: 0 });
+    try {
+      for await (const token of generator) {
+        if (promptMs === 0) promptMs = performance.now() - t0;
+        if (stop.push(token)) break;
+      }
+    } finally {
+      await generator.return();
+    }
+    const totalMs = performance.now() - t0;
+    const after = sequence.tokenPredictions;
+    return { tokens: [...stop.tokens], text: stop.finalText, totalMs, promptMs, validated: after.validated - before.validated, refuted: after.refuted - before.refuted };
+  }
+
+  async dispose(): Promise<void> {
+    for (const c of this.contexts) await c.dispose();
+  }
+}

@@ -1,0 +1,23 @@
+// Bundles the extension host entry and the inference worker as CommonJS.
+// node-llama-cpp stays external: it is ESM-only with native binaries and is loaded with import().
+import * as esbuild from 'esbuild';
+
+const watch = process.argv.includes('--watch');
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: true,
+  external: ['vscode', 'node-llama-cpp'],
+  logLevel: 'info',
+};
+const builds = [
+  { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' },
+  { ...common, entryPoints: ['src/worker/workerMain.ts'], outfile: 'dist/worker.js' },
+];
+if (watch) {
+  for (const b of builds) await (await esbuild.context(b)).watch();
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh Debian machine and runs Draftline in a real VS Code (code-server),
+# with the embedded demo models, at http://127.0.0.1:${PORT:-8080}/ . Ctrl+C stops it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd)
+PORT=${PORT:-8080}
+
+[ -d node_modules/node-llama-cpp ] || npm ci
+bash scripts/setup-e2e.sh
+npm run package -- --out .cache/draftline-linux-x64.vsix
+
+RUN=.cache/demo
+mkdir -p "$RUN/workspace" "$RUN/user-data/User" "$RUN/extensions"
+if [ ! -f "$RUN/workspace/example.ts" ]; then
+  cat > "$RUN/workspace/example.ts" <<'TS'
+// Type below: Draftline completes with the tiny embedded models (weak, but local and fast).
+export function sum(values: number[]): number {
+  let total = 0;
+  for (const value of values) {
+    total += value;
+  }
+  return total;
+}
+
+export function average(values: number[]): number {
+  
+}
+TS
+fi
+cat > "$RUN/user-data/User/settings.json" <<'JSON'
+{
+  "workbench.startupEditor": "none",
+  "editor.quickSuggestions": { "other": false, "comments": false, "strings": false },
+  "editor.suggestOnTriggerCharacters": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "security.workspace.trust.enabled": false
+}
+JSON
+printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$RUN/config.yaml"
+CS=.cache/code-server/node_modules/.bin/code-server
+export XDG_DATA_HOME="$REPO/$RUN/xdg-data" XDG_CONFIG_HOME="$REPO/$RUN/xdg-config"
+"$CS" --config "$RUN/config.yaml" --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" \
+  --install-extension .cache/draftline-linux-x64.vsix --force
+echo
+echo "Draftline is running in VS Code at:  http://127.0.0.1:$PORT/?folder=$REPO/$RUN/workspace"
+echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it.)"
+echo
+exec "$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \
+  --disable-workspace-trust --disable-getting-started-override --ignore-last-opened \
+  --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" "$RUN/workspace"

@@ -1,0 +1,138 @@
+import { postprocess } from '../postprocess';
+import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
+import { CompletionCache } from './completionCache';
+import { StatsCollector } from './statsCollector';
+import type { CompletionRequest, CompletionResult, DecodeMode } from './types';
+
+/** Where completions are computed: the worker client in the extension, an in-process session in tests. */
+export interface CompletionBackend {
+  complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
+}
+
+export interface EngineDocument extends TextSource {
+  uri: string;
+  languageId: string;
+  /** Cursor offset in UTF-16 code units. */
+  offset: number;
+  tabSize?: number;
+  insertSpaces?: boolean;
+}
+
+export interface EngineSettings extends WindowLimits {
+  enabled: boolean;
+  speculation: boolean;
+  ngramReuse: boolean;
+  /** True when a usable draft model is loaded. */
+  draftAvailable: boolean;
+  maxTokens: number;
+  maxLines: number;
+  disabledLanguages: string[];
+  /** Documents longer than this are not completed in (chars). */
+  maxDocumentChars: number;
+}
+
+export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
+  enabled: true,
+  speculation: true,
+  ngramReuse: true,
+  draftAvailable: true,
+  maxTokens: 64,
+  maxLines: 16,
+  disabledLanguages: [],
+  maxDocumentChars: 20_000_000,
+  maxPrefixChars: 3000,
+  maxSuffixChars: 1000,
+};
+
+export interface EngineCompletion {
+  text: string;
+  fromCache: boolean;
+  result: CompletionResult | null;
+  latencyMs: number;
+}
+
+export type SkipReason = 'disabled' | 'language' | 'binary' | 'tooLarge' | 'cancelled';
+
+export class SkippedCompletion {
+  constructor(
+    readonly reason: SkipReason,
+    readonly message: string,
+  ) {}
+}
+
+/** The decode mode the toggles ask for. */
+export function modeFor(settings: Pick<EngineSettings, 'speculation' | 'ngramReuse' | 'draftAvailable'>): DecodeMode {
+  if (!settings.speculation) return 'plain';
+  if (settings.ngramReuse) return settings.draftAvailable ? 'hybrid' : 'ngram';
+  return settings.draftAvailable ? 'draft' : 'plain';
+}
+
+/** Closing brackets and punctuation after the cursor still allow a multi-line completion. */
+const TRIVIAL_LINE_SUFFIX = /^[\s)\]}>;,'"`]*$/;
+
+/**
+ * The IDE-agnostic completion core: window the document, serve from cache, ask the backend, post-
+ * process, record stats. The VS Code layer (or a test) injects the backend and the document.
+ */
+export class CompletionEngine {
+  readonly cache = new CompletionCache();
+  readonly stats = new StatsCollector();
+
+  constructor(
+    private readonly backend: CompletionBackend,
+    public settings: EngineSettings = { ...DEFAULT_ENGINE_SETTINGS },
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  get mode(): DecodeMode {
+    return modeFor(this.settings);
+  }
+
+  /** The request the engine sends for a document and cursor (also used to reproduce a completion). */
+  buildRequest(doc: EngineDocument): CompletionRequest | SkippedCompletion {
+    const s = this.settings;
+    if (!s.enabled) return new SkippedCompletion('disabled', 'completions are turned off');
+    if (s.disabledLanguages.includes(doc.languageId)) return new SkippedCompletion('language', `completions are off for ${doc.languageId}`);
+    if (doc.length > s.maxDocumentChars) return new SkippedCompletion('tooLarge', `document is larger than ${s.maxDocumentChars} characters`);
+    const window = documentWindow(doc, doc.offset, s);
+    if (looksBinary(window.prefix) || looksBinary(window.suffix)) return new SkippedCompletion('binary', 'document looks binary (NUL characters)');
+    const lineSuffix = window.suffix.split('\n', 1)[0];
+    return {
+      prefix: window.prefix,
+      suffix: window.suffix,
+      documentKey: doc.uri,
+      languageId: doc.languageId,
+      tabSize: doc.tabSize,
+      maxTokens: s.maxTokens,
+      mode: this.mode,
+      stopAtBlockEnd: true,
+      singleLine: !TRIVIAL_LINE_SUFFIX.test(lineSuffix),
+      maxLines: s.maxLines,
+    };
+  }
+
+  /**
+   * `beforeModel` runs only on a cache miss, before the model is asked (the editor debounces there).
+   */
+  async complete(doc: EngineDocument, signal?: AbortSignal, beforeModel?: () => Promise<void>): Promise<EngineCompletion | SkippedCompletion> {
+    let started = this.now();
+    const request = this.buildRequest(doc);
+    if (request instanceof SkippedCompletion) return request;
+    const cached = this.cache.get(request.prefix, request.suffix);
+    if (cached !== undefined) {
+      const latencyMs = this.now() - started;
+      this.stats.record({ at: Date.now(), latencyMs, fromCache: true, chars: cached.length, stats: null });
+      return { text: cached, fromCache: true, result: null, latencyMs };
+    }
+    await beforeModel?.();
+    if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    started = this.now(); // latency counts from the model request, not the debounce
+    const result = await this.backend.complete(request, signal);
+    if (signal?.aborted || result.stats.stopReason === 'abort') return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    const text = postprocess(result.text, { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces });
+    const latencyMs = this.now() - started;
+    this.cache.put(request.prefix, request.suffix, text);
+    this.stats.record({ at: Date.now(), latencyMs, fromCache: false, chars: text.length, stats: result.stats });
+    return { text, fromCache: false, result, latencyMs };
+  }
+}

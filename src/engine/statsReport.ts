@@ -1,0 +1,63 @@
+import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
+import type { DecodeMode, LoadedModelsInfo } from './types';
+
+const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
+const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
+const ms = (x: number | null) => (x === null ? '-' : `${Math.round(x)} ms`);
+
+/** Show Stats as Markdown: the mode, the models, the last completion and the session totals. */
+export function statsReport(stats: StatsCollector, mode: DecodeMode, models: LoadedModelsInfo | null): string {
+  const lines: string[] = ['# Draftline stats', '', `Mode: ${mode}`, ''];
+  if (models) {
+    lines.push(
+      `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptFormat})`,
+      `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
+      `Backend: ${models.backend}, GPU layers ${models.gpuLayers.target}/${models.gpuLayers.draft}, ${models.threads} thread(s), context ${models.contextSize}`,
+      '',
+    );
+  } else {
+    lines.push('Models: not loaded', '');
+  }
+  const last = stats.last;
+  lines.push('## Last completion', '');
+  if (!last) lines.push('none yet');
+  else if (last.fromCache) lines.push(`served from cache in ${ms(last.latencyMs)}`);
+  else if (last.stats) {
+    const s = last.stats;
+    lines.push(
+      '| figure | value |',
+      '|---|---|',
+      `| mode | ${s.mode} |`,
+      `| latency (end to end) | ${ms(last.latencyMs)} |`,
+      `| time to first token | ${ms(s.timeToFirstTokenMs)} |`,
+      `| prompt tokens (reused from cache) | ${s.promptTokens} (${s.reusedPromptTokens}) |`,
+      `| generated tokens | ${s.generatedTokens} |`,
+      `| tokens/s (decoding) | ${num(tokensPerSecond(s))} |`,
+      `| target evaluations | ${s.targetEvaluations} |`,
+      `| tokens per target evaluation | ${num(tokensPerEvaluation(s), 2)} |`,
+      `| acceptance n-gram | ${pct(acceptanceRate(s, 'ngram'))} (${s.bySource.ngram.acceptedTokens}/${s.bySource.ngram.proposedTokens} in ${s.bySource.ngram.steps} proposals) |`,
+      `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${s.bySource.draft.acceptedTokens}/${s.bySource.draft.proposedTokens} in ${s.bySource.draft.steps} proposals) |`,
+      `| time in target / draft | ${ms(s.targetMs)} / ${ms(s.draftMs)} |`,
+      `| stop reason | ${s.stopReason} |`,
+    );
+  }
+  const a = stats.aggregate();
+  const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
+  lines.push(
+    '',
+    '## Session',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| completions (from cache) | ${a.completions} (${a.cacheHits}) |`,
+    `| latency median / p90 | ${ms(a.latencyMedianMs)} / ${ms(a.latencyP90Ms)} |`,
+    `| generated tokens | ${a.generatedTokens} |`,
+    `| target evaluations | ${a.targetEvaluations} |`,
+    `| tokens per target evaluation | ${num(a.tokensPerEvaluation, 2)} |`,
+    `| acceptance n-gram | ${pct(accepted(a.bySource.ngram))} (${a.bySource.ngram.acceptedTokens}/${a.bySource.ngram.proposedTokens} in ${a.bySource.ngram.steps} proposals) |`,
+    `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
+    `| draft evaluations | ${a.draftEvaluations} |`,
+    `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
+  );
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,109 @@
+// Types shared by the extension host side and the inference worker. Plain data only: they cross IPC.
+
+export type Token = number;
+
+/** How completions are decoded. Every mode but the stock ones yields the target's exact greedy output. */
+export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid';
+
+export type ProposalSource = 'ngram' | 'draft';
+
+export interface ModelSettings {
+  targetModel: string;
+  draftModel: string;
+  gpu: 'auto' | 'cuda' | 'vulkan' | 'metal' | 'cpu';
+  gpuLayers: number | 'auto';
+  threads: number;
+  contextSize: number;
+}
+
+export interface SpeculationSettings {
+  /** Longest proposal verified in one target batch. */
+  maxProposal: number;
+  /** N-gram match length bounds (tokens). */
+  ngramMinMatch: number;
+  ngramMaxMatch: number;
+  /** Draft stops proposing once its own probability of the next token falls below this. */
+  draftMinConfidence: number;
+  /** Let the cost model turn speculation off (or shorten it) when it does not pay. */
+  adaptive: boolean;
+}
+
+export interface CompletionRequest {
+  /** Document text before the cursor (already windowed by the caller). */
+  prefix: string;
+  /** Document text after the cursor (already windowed). */
+  suffix: string;
+  /** Key of the document in the n-gram index (its uri), so its own tokens rank first. */
+  documentKey?: string;
+  languageId?: string;
+  tabSize?: number;
+  maxTokens: number;
+  mode: DecodeMode;
+  /** Extra stop strings (cut before them). */
+  stop?: string[];
+  /** Stop at the end of the block the cursor is in (indentation based). */
+  stopAtBlockEnd?: boolean;
+  /** Stop at the first newline (the cursor has text after it on its line). */
+  singleLine?: boolean;
+  maxLines?: number;
+}
+
+export interface SourceStats {
+  /** Target verification steps that carried a proposal of this source. */
+  steps: number;
+  proposedTokens: number;
+  acceptedTokens: number;
+}
+
+export interface CompletionStats {
+  mode: DecodeMode;
+  promptTokens: number;
+  /** Prompt tokens whose KV was reused from the previous request. */
+  reusedPromptTokens: number;
+  generatedTokens: number;
+  /** Target evaluations while decoding (after the prompt). Plain decoding: one per token. */
+  targetEvaluations: number;
+  /** Tokens the target evaluated while decoding (including rejected proposals). */
+  targetTokensEvaluated: number;
+  draftEvaluations: number;
+  bySource: Record<ProposalSource, SourceStats>;
+  promptMs: number;
+  targetMs: number;
+  draftMs: number;
+  timeToFirstTokenMs: number;
+  totalMs: number;
+  stopReason: StopReason;
+}
+
+export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'abort' | 'contextFull';
+
+export interface CompletionResult {
+  text: string;
+  tokens: Token[];
+  stats: CompletionStats;
+}
+
+export interface ModelDescription {
+  path: string;
+  name: string;
+  sizeBytes: number;
+  contextLength: number;
+  vocabSize: number;
+  hasFim: boolean;
+}
+
+export interface LoadedModelsInfo {
+  target: ModelDescription;
+  draft: ModelDescription | null;
+  /** Why the draft is not used, when it is not. */
+  draftProblem: string | null;
+  backend: string;
+  gpuLayers: { target: number; draft: number };
+  contextSize: number;
+  threads: number;
+  promptFormat: 'fim' | 'prefix-only';
+}
+
+export function emptySourceStats(): SourceStats {
+  return { steps: 0, proposedTokens: 0, acceptedTokens: 0 };
+}

@@ -1,0 +1,239 @@
+import type { Llama, LlamaContext, LlamaModel, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import * as os from 'node:os';
+import type { CompletionRequest, CompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../engine/types';
+import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
+import { NgramIndex, findInSequence } from '../ngram';
+import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
+import { buildPrompt, type PromptVocabulary } from '../prompt/fimPrompt';
+import { DraftModelProposer } from '../speculation/draftModelProposer';
+import { SpeculationPolicy } from '../speculation/policy';
+import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
+import { decode } from '../speculation/speculativeDecoder';
+import { StopRules } from '../stopping/stopRules';
+import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { getRuntime, resolveThreads, type RuntimeLog } from './llamaRuntime';
+
+/** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
+export interface DecodeOverrides {
+  draft?: DraftProposer;
+  policy?: SpeculationPolicy;
+}
+
+export const DEFAULT_SPECULATION: SpeculationSettings = {
+  maxProposal: 8,
+  ngramMinMatch: 3,
+  ngramMaxMatch: 8,
+  draftMinConfidence: 0.35,
+  adaptive: true,
+};
+
+interface LoadedModel {
+  info: ModelFileInfo;
+  model: LlamaModel;
+  context: LlamaContext;
+  evaluator: LlamaSequenceEvaluator;
+}
+
+/**
+ * Everything that runs next to the models: loading, prompt layout, the speculative decoder, the
+ * n-gram index of open documents. Lives in the worker process; tests and the benchmark drive it
+ * directly.
+ */
+export class InferenceSession {
+  readonly documents: NgramIndex;
+  readonly policy: SpeculationPolicy;
+  private speculation: SpeculationSettings;
+  private running: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly llama: Llama,
+    readonly target: LoadedModel,
+    readonly draft: LoadedModel | null,
+    readonly info: LoadedModelsInfo,
+    speculation: SpeculationSettings,
+    private readonly log: RuntimeLog,
+  ) {
+    this.speculation = { ...speculation };
+    this.policy = new SpeculationPolicy(this.speculation);
+    this.documents = new NgramIndex({
+      minN: speculation.ngramMinMatch,
+      maxN: speculation.ngramMaxMatch,
+      tokenize: (text: string): Token[] => target.model.tokenize(text, false),
+    });
+  }
+
+  static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
+    // Check files before the native loader sees them: a malformed GGUF can abort the process.
+    const targetInfo = await inspectModelFile(settings.targetModel);
+    let draftInfo: ModelFileInfo | null = null;
+    let draftProblem: string | null = null;
+    if (settings.draftModel) {
+      try {
+        draftInfo = await inspectModelFile(settings.draftModel);
+        const compatible = checkVocabularyCompatible(targetInfo, draftInfo);
+        if (!compatible.compatible) {
+          draftProblem = `Draft model ${basename(settings.draftModel)} cannot be used with ${basename(settings.targetModel)}: ${compatible.reason}. Speculation uses n-gram reuse only.`;
+          draftInfo = null;
+        }
+      } catch (error) {
+        draftProblem = `Draft model not used: ${(error as Error).message}`;
+        draftInfo = null;
+      }
+      if (draftProblem) log('warn', draftProblem);
+    }
+    const threads = resolveThreads(settings.threads, os.availableParallelism());
+    const llama = await getRuntime(settings, threads, log);
+    const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
+    const target = await loadModel(llama, targetInfo, settings, contextSize, threads);
+    let draft: LoadedModel | null = null;
+    if (draftInfo) {
+      try {
+        draft = await loadModel(llama, draftInfo, settings, contextSize, threads);
+      } catch (error) {
+        draftProblem = `Draft model failed to load: ${(error as Error).message}`;
+        log('warn', draftProblem);
+      }
+    }
+    const info: LoadedModelsInfo = {
+      target: describe(targetInfo),
+      draft: draft ? describe(draft.info) : null,
+      draftProblem,
+      backend: llama.gpu === false ? 'cpu' : llama.gpu,
+      gpuLayers: { target: target.model.gpuLayers, draft: draft?.model.gpuLayers ?? 0 },
+      contextSize: target.context.contextSize,
+      threads,
+      promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
+    };
+    log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s)`);
+    return new InferenceSession(llama, target, draft, info, speculation, log);
+  }
+
+  configure(speculation: Partial<SpeculationSettings>): void {
+    // The policy holds the same object, so it sees the change at its next step.
+    Object.assign(this.speculation, speculation);
+  }
+
+  get vocabulary(): PromptVocabulary {
+    const info = this.target.info;
+    return {
+      tokenize: (text) => this.target.model.tokenize(text, false),
+      bos: info.addBos && info.bos !== null ? info.bos : null,
+      fim: info.fim,
+    };
+  }
+
+  detokenize(tokens: readonly Token[]): string {
+    return this.target.model.detokenize(tokens as readonly LlamaToken[], false);
+  }
+
+  /** One generation at a time: a request waits for the previous one (which the caller aborts). */
+  complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<CompletionResult> {
+    const run = this.running.then(() => this.completeNow(request, signal, overrides));
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Remembers an accepted completion as n-gram material for later requests. */
+  addAccepted(key: string, text: string): void {
+    if (text) this.documents.addSequence(key, this.target.model.tokenize(text, false));
+  }
+
+  /** Empties both KV caches (the benchmark starts every measured completion cold). */
+  async resetCaches(): Promise<void> {
+    await this.target.evaluator.truncate(0);
+    await this.draft?.evaluator.truncate(0);
+  }
+
+  /** The prompt tokens a request is decoded from. */
+  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens'>): Token[] {
+    return buildPrompt(this.vocabulary, request.prefix, request.suffix, this.promptBudget(request.maxTokens)).tokens;
+  }
+
+  private promptBudget(maxTokens: number): number {
+    return this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
+  }
+
+  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
+    const maxTokens = Math.max(1, Math.min(request.maxTokens, 1024));
+    const budget = this.promptBudget(maxTokens);
+    if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
+    const prompt = buildPrompt(this.vocabulary, request.prefix, request.suffix, budget);
+    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
+    // Without a usable draft, hybrid is n-gram only and draft is plain.
+    const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
+    const stop = new StopRules({
+      detokenize: (tokens) => this.detokenize(tokens),
+      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken),
+      maxTokens,
+      stopStrings: request.stop,
+      singleLine: request.singleLine,
+      maxLines: request.maxLines,
+      blockEnd: request.stopAtBlockEnd
+        ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
+        : undefined,
+    });
+    try {
+      const stats = await decode({
+        mode,
+        target: this.target.evaluator,
+        prompt: prompt.tokens,
+        stop,
+        ngram: this.ngramProposer(request.documentKey),
+        draft,
+        policy: overrides.policy ?? this.policy,
+        signal,
+      });
+      return { text: stop.finalText, tokens: [...stop.tokens], stats };
+    } catch (error) {
+      // The library's state is unknown after a failed evaluation: start the caches afresh.
+      await this.target.evaluator.reset().catch(() => undefined);
+      await this.draft?.evaluator.reset().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private ngramProposer(documentKey: string | undefined): NgramProposer {
+    const { ngramMinMatch: minN, ngramMaxMatch: maxN } = this.speculation;
+    return {
+      find: (history, maxLen): Proposal | null => {
+        // The prompt and the generation so far first (most local), then the open documents.
+        const local = findInSequence(history, { minN, maxN, maxLen });
+        const global = this.documents.lookup(history, maxLen, { preferKey: documentKey });
+        const best = !local ? global : !global ? local : global.n > local.n ? global : local;
+        if (!best || best.n < 1) return null;
+        return { source: 'ngram', tokens: best.tokens, matchLength: best.n };
+      },
+    };
+  }
+
+  async dispose(): Promise<void> {
+    await this.draft?.context.dispose();
+    await this.target.context.dispose();
+    await this.draft?.model.dispose();
+    await this.target.model.dispose();
+  }
+}
+
+async function loadModel(llama: Llama, info: ModelFileInfo, settings: ModelSettings, contextSize: number, threads: number): Promise<LoadedModel> {
+  const model = await llama.loadModel({
+    modelPath: info.path,
+    gpuLayers: settings.gpu === 'cpu' ? 0 : settings.gpuLayers,
+  });
+  const context = await model.createContext({ contextSize, sequences: 1, threads, batchSize: Math.min(contextSize, 512) });
+  return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence()) };
+}
+
+function describe(info: ModelFileInfo): ModelDescription {
+  return {
+    path: info.path,
+    name: info.name || basename(info.path),
+    sizeBytes: info.fileSize,
+    contextLength: info.contextLength,
+    vocabSize: info.vocabSize,
+    hasFim: info.fim !== null,
+  };
+}
+
+function basename(path: string): string {
+  return path.split(/[\\/]/).pop() ?? path;
+}

@@ -1,0 +1,34 @@
+import type { Token } from '../engine/types';
+import { syncAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
+import type { DraftProposer, Proposal } from './proposers';
+
+/**
+ * Greedy proposals from the draft model's own long-lived sequence. Its cache follows the accepted
+ * history (longest common prefix reused), so after a rejection only the correction is evaluated.
+ */
+export class DraftModelProposer implements DraftProposer {
+  constructor(
+    private readonly draft: GreedyEvaluator,
+    private readonly minConfidence: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  async propose(history: readonly Token[], maxLen: number): Promise<Proposal> {
+    const tokens: Token[] = [];
+    if (maxLen <= 0 || history.length + maxLen >= this.draft.capacity) return { source: 'draft', tokens, evaluations: 0 };
+    const t0 = this.now();
+    const first = await syncAndPredictNext(this.draft, history, true);
+    // A first call that caught up with a whole prompt says nothing about the per-token cost.
+    const tStart = first.evaluated > 8 ? this.now() : t0;
+    let evaluations = 1;
+    let next = first.next;
+    // Stop early when the draft itself is unsure: an unlikely guess mostly costs verify time.
+    while ((next.confidence ?? 1) >= this.minConfidence) {
+      tokens.push(next.token);
+      if (tokens.length >= maxLen) break;
+      [next] = await this.draft.append([next.token], 1, true);
+      evaluations++;
+    }
+    return { source: 'draft', tokens, evaluations, generationMs: this.now() - tStart };
+  }
+}

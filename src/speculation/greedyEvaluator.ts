@@ -1,0 +1,49 @@
+import type { Token } from '../engine/types';
+
+/**
+ * What the decoder needs from a model: a KV cache it can append to and cut back, and the greedy
+ * (argmax) next token after chosen positions. Implemented on node-llama-cpp in inference/, and by
+ * plain functions in tests.
+ */
+export interface GreedyEvaluator {
+  /** Tokens whose state is in the cache, in order. */
+  readonly tokens: readonly Token[];
+  /** Largest number of tokens the cache can hold. */
+  readonly capacity: number;
+  /**
+   * Evaluates `input` after the cached tokens in ONE batch and returns the greedy next token after
+   * each of the last `outputs` input positions (with its probability when asked).
+   */
+  append(input: readonly Token[], outputs: number, withConfidence?: boolean): Promise<EvaluatedNext[]>;
+  /** Drops cached tokens from index `length` on. */
+  truncate(length: number): Promise<void>;
+}
+
+export interface EvaluatedNext {
+  token: Token;
+  confidence?: number;
+}
+
+export function commonPrefixLength(a: readonly Token[], b: readonly Token[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * Brings the cache to `tokens` reusing the longest common prefix, and returns the greedy token that
+ * follows. At least the last token is evaluated again, since its output is what we need.
+ */
+export async function syncAndPredictNext(
+  evaluator: GreedyEvaluator,
+  tokens: readonly Token[],
+  withConfidence = false,
+): Promise<{ next: EvaluatedNext; reused: number; evaluated: number }> {
+  if (tokens.length === 0) throw new Error('cannot predict after an empty token list');
+  const reused = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
+  if (reused < evaluator.tokens.length) await evaluator.truncate(reused);
+  const rest = tokens.slice(reused);
+  const [next] = await evaluator.append(rest, 1, withConfidence);
+  return { next, reused, evaluated: rest.length };
+}

@@ -1,0 +1,98 @@
+import type { StopReason, Token } from '../engine/types';
+
+export interface StopRulesOptions {
+  detokenize(tokens: readonly Token[]): string;
+  isEndToken(token: Token): boolean;
+  maxTokens: number;
+  stopStrings?: readonly string[];
+  /** Char offset where the generated text leaves the cursor's block, once that is known. */
+  blockEnd?: (text: string) => number | undefined;
+  singleLine?: boolean;
+  maxLines?: number;
+}
+
+export interface StopDecision {
+  reason: StopReason;
+}
+
+/**
+ * Decides, token by token, when generation ends and what text it produced. Plain and speculative
+ * decoding push the same token stream through it, so they stop at the same token with the same text
+ * even when the stop falls inside an accepted proposal.
+ */
+export class StopRules {
+  private readonly accepted: Token[] = [];
+  private text = '';
+  private cut: number | undefined;
+  private stopped: StopDecision | undefined;
+
+  constructor(private readonly options: StopRulesOptions) {}
+
+  get tokens(): readonly Token[] {
+    return this.accepted;
+  }
+
+  get finalText(): string {
+    return this.cut === undefined ? this.text : this.text.slice(0, this.cut);
+  }
+
+  get decision(): StopDecision | undefined {
+    return this.stopped;
+  }
+
+  /** Tokens still allowed before maxTokens. */
+  get remaining(): number {
+    return this.stopped ? 0 : this.options.maxTokens - this.accepted.length;
+  }
+
+  /** Feeds one generated token; returns the decision once generation must end. */
+  push(token: Token): StopDecision | undefined {
+    if (this.stopped) return this.stopped;
+    if (this.options.isEndToken(token)) return this.stop('eos');
+    this.accepted.push(token);
+    const previousLength = this.text.length;
+    this.text = this.options.detokenize(this.accepted);
+    const textCut = this.findTextStop(previousLength);
+    if (textCut) {
+      this.cut = textCut.at;
+      return this.stop(textCut.reason);
+    }
+    if (this.accepted.length >= this.options.maxTokens) return this.stop('maxTokens');
+    return undefined;
+  }
+
+  /** Ends generation for a reason outside the token stream (abort, full context). */
+  stop(reason: StopReason): StopDecision {
+    this.stopped ??= { reason };
+    return this.stopped;
+  }
+
+  private findTextStop(previousLength: number): { at: number; reason: StopReason } | undefined {
+    const { stopStrings, singleLine, maxLines, blockEnd } = this.options;
+    const text = this.text;
+    let best: { at: number; reason: StopReason } | undefined;
+    const consider = (at: number, reason: StopReason) => {
+      if (at >= 0 && (!best || at < best.at)) best = { at, reason };
+    };
+    // Earlier text can change when a multi-byte character completes, so look back a little.
+    if (stopStrings?.length) {
+      const longest = Math.max(...stopStrings.map((s) => s.length));
+      const from = Math.max(0, previousLength - longest - 4);
+      for (const s of stopStrings) if (s) consider(text.indexOf(s, from), 'stopSequence');
+    }
+    if (singleLine) consider(text.indexOf('\n'), 'newline');
+    if (maxLines !== undefined && maxLines > 0) {
+      let at = -1;
+      for (let line = 0; line < maxLines; line++) {
+        at = text.indexOf('\n', at + 1);
+        if (at < 0) break;
+      }
+      consider(at, 'maxLines');
+    }
+    if (blockEnd) {
+      const end = blockEnd(text);
+      if (end !== undefined) consider(end, 'blockEnd');
+    }
+    return best;
+  }
+}

@@ -1,0 +1,60 @@
+import * as vscode from 'vscode';
+import type { WorkerNotification } from '../worker/protocol';
+
+/** Largest document mirrored into the n-gram index; bigger ones are skipped (bounded work). */
+const MAX_MIRRORED_CHARS = 2_000_000;
+
+function mirrorable(doc: vscode.TextDocument): boolean {
+  return (doc.uri.scheme === 'file' || doc.uri.scheme === 'untitled' || doc.uri.scheme === 'vscode-remote') && !doc.isClosed;
+}
+
+/**
+ * Mirrors open documents into the worker's n-gram index: full text once, then only the edits, so a
+ * keystroke in a 1 MB file sends a few bytes.
+ */
+export class DocumentSync implements vscode.Disposable {
+  private readonly mirrored = new Set<string>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly notify: (n: WorkerNotification) => void) {
+    this.disposables.push(
+      vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
+      vscode.workspace.onDidCloseTextDocument((d) => this.close(d)),
+      vscode.workspace.onDidChangeTextDocument((e) => this.change(e)),
+    );
+  }
+
+  /** Sends every open document again (after a worker restart or model change). */
+  resendAll(): void {
+    this.mirrored.clear();
+    for (const doc of vscode.workspace.textDocuments) this.open(doc);
+  }
+
+  private open(doc: vscode.TextDocument): void {
+    if (!mirrorable(doc)) return;
+    const key = doc.uri.toString();
+    const text = doc.getText();
+    if (text.length > MAX_MIRRORED_CHARS || text.includes('\u0000')) return;
+    this.mirrored.add(key);
+    this.notify({ kind: 'documentOpen', key, text });
+  }
+
+  private close(doc: vscode.TextDocument): void {
+    const key = doc.uri.toString();
+    if (this.mirrored.delete(key)) this.notify({ kind: 'documentClose', key });
+  }
+
+  private change(event: vscode.TextDocumentChangeEvent): void {
+    const key = event.document.uri.toString();
+    if (!this.mirrored.has(key) || event.contentChanges.length === 0) return;
+    this.notify({
+      kind: 'documentEdit',
+      key,
+      edits: event.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
+    });
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

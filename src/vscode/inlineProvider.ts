@@ -1,0 +1,84 @@
+import * as vscode from 'vscode';
+import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
+
+/** TextSource over a VS Code document that reads only the window it needs. */
+export function engineDocument(document: vscode.TextDocument, position: vscode.Position, editor?: vscode.TextEditor): EngineDocument {
+  const lastLine = document.lineAt(document.lineCount - 1);
+  const length = document.offsetAt(lastLine.range.end);
+  const tabSize = editor?.options.tabSize;
+  return {
+    uri: document.uri.toString(),
+    languageId: document.languageId,
+    offset: document.offsetAt(position),
+    length,
+    tabSize: typeof tabSize === 'number' ? tabSize : 4,
+    insertSpaces: editor?.options.insertSpaces !== false,
+    slice: (start, end) => document.getText(new vscode.Range(document.positionAt(start), document.positionAt(end))),
+  };
+}
+
+export interface ProviderHooks {
+  engine(): CompletionEngine | null;
+  debounceMs(): number;
+  onBusy(busy: boolean): void;
+  onCompleted(): void;
+  onError(error: Error): void;
+}
+
+function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
+  return new Promise((resolve) => {
+    if (ms <= 0 || token.isCancellationRequested) return resolve();
+    const timer = setTimeout(done, ms);
+    const sub = token.onCancellationRequested(done);
+    function done() {
+      clearTimeout(timer);
+      sub.dispose();
+      resolve();
+    }
+  });
+}
+
+/** Ghost text: debounce, cache, then one model call that the next keystroke cancels. */
+export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvider {
+  constructor(private readonly hooks: ProviderHooks) {}
+
+  async provideInlineCompletionItems(
+    document: vscode.TextDocument,
+    position: vscode.Position,
+    context: vscode.InlineCompletionContext,
+    token: vscode.CancellationToken,
+  ): Promise<vscode.InlineCompletionItem[] | undefined> {
+    const engine = this.hooks.engine();
+    if (!engine || !engine.settings.enabled) return undefined;
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
+    const doc = engineDocument(document, position, editor);
+    const controller = new AbortController();
+    const sub = token.onCancellationRequested(() => controller.abort());
+    let busy = false;
+    try {
+      const result = await engine.complete(doc, controller.signal, async () => {
+        // Only a cache miss waits for the user to pause typing.
+        if (context.triggerKind === vscode.InlineCompletionTriggerKind.Automatic) await sleep(this.hooks.debounceMs(), token);
+        if (token.isCancellationRequested) controller.abort();
+        else {
+          busy = true;
+          this.hooks.onBusy(true);
+        }
+      });
+      if (token.isCancellationRequested || result instanceof SkippedCompletion || !result.text) return undefined;
+      this.hooks.onCompleted();
+      const item = new vscode.InlineCompletionItem(result.text, new vscode.Range(position, position), {
+        title: 'Draftline: completion accepted',
+        command: 'draftline.accepted',
+        arguments: [document.uri.toString(), result.text],
+      });
+      return [item];
+    } catch (error) {
+      if (!token.isCancellationRequested) this.hooks.onError(error as Error);
+      return undefined;
+    } finally {
+      sub.dispose();
+      if (busy) this.hooks.onBusy(false);
+    }
+  }
+}

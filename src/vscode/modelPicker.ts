@@ -1,0 +1,83 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
+import { embeddedModels, readModelSettings, SECTION } from './settings';
+
+interface ModelPick extends vscode.QuickPickItem {
+  value?: string;
+  action?: 'browse' | 'enter';
+}
+
+/** Folder where downloaded models live. */
+export function modelsDir(context: vscode.ExtensionContext): string {
+  return path.join(context.globalStorageUri.fsPath, 'models');
+}
+
+function listGguf(dir: string): string[] {
+  try {
+    return fs
+      .readdirSync(dir)
+      .filter((f) => f.toLowerCase().endsWith('.gguf'))
+      .map((f) => path.join(dir, f));
+  } catch {
+    return [];
+  }
+}
+
+function sizeLabel(file: string): string {
+  try {
+    return `${(fs.statSync(file).size / 1e6).toFixed(1)} MB`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/** "Select Target Model" / "Select Draft Model": embedded, downloaded, browse, or a typed path/URI. */
+export async function pickModel(context: vscode.ExtensionContext, role: 'target' | 'draft'): Promise<void> {
+  const embedded = embeddedModels(context.extensionPath);
+  const current = readModelSettings(context.extensionPath);
+  const currentPath = role === 'target' ? current.targetModel : current.draftModel;
+  const targetInfo = role === 'draft' ? await inspectModelFile(current.targetModel).catch(() => null) : null;
+  const items: ModelPick[] = [];
+  const add = async (file: string, label: string, value: string) => {
+    let description = sizeLabel(file);
+    if (targetInfo) {
+      const info = await inspectModelFile(file).catch((e: Error) => e);
+      if (info instanceof Error) description += ' — unreadable';
+      else {
+        const check = checkVocabularyCompatible(targetInfo, info);
+        if (!check.compatible) description += ` — incompatible vocabulary (${check.reason})`;
+      }
+    }
+    items.push({ label: `${file === currentPath ? '$(check) ' : ''}${label}`, description, detail: file, value });
+  };
+  items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
+  await add(role === 'target' ? embedded.target : embedded.draft, role === 'target' ? 'tiny-code-target (embedded)' : 'tiny-code-draft (embedded)', '');
+  const downloaded = listGguf(modelsDir(context));
+  if (downloaded.length) {
+    items.push({ label: 'Downloaded', kind: vscode.QuickPickItemKind.Separator });
+    for (const file of downloaded) await add(file, path.basename(file), file);
+  }
+  items.push({ label: 'Other', kind: vscode.QuickPickItemKind.Separator });
+  if (role === 'draft') items.push({ label: 'No draft model', description: 'n-gram speculation only', value: 'none' });
+  items.push({ label: '$(folder-opened) Browse for a .gguf file…', action: 'browse' });
+  items.push({ label: '$(edit) Enter a path or hub URI…', action: 'enter' });
+
+  const choice = await vscode.window.showQuickPick(items, {
+    title: role === 'target' ? 'Draftline: Select Target Model' : 'Draftline: Select Draft Model',
+    placeHolder: `current: ${currentPath || 'none'}`,
+    matchOnDetail: true,
+  });
+  if (!choice) return;
+  let value = choice.value;
+  if (choice.action === 'browse') {
+    const picked = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'GGUF models': ['gguf'] }, title: 'Choose a GGUF model' });
+    value = picked?.[0]?.fsPath;
+  } else if (choice.action === 'enter') {
+    value = await vscode.window.showInputBox({ title: 'Model path or hub URI', placeHolder: '/path/to/model.gguf or hf:user/repo:Q4_K_M', value: currentPath });
+  }
+  if (value === undefined) return;
+  // Model paths live in user settings only (never a workspace's).
+  await vscode.workspace.getConfiguration(SECTION).update(role === 'target' ? 'targetModel' : 'draftModel', value, vscode.ConfigurationTarget.Global);
+}

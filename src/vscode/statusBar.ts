@@ -1,0 +1,75 @@
+import * as vscode from 'vscode';
+import type { StatusSummary } from '../engine/statsCollector';
+import type { LoadedModelsInfo } from '../engine/types';
+
+export type StatusState =
+  | { kind: 'loading' }
+  | { kind: 'ready' }
+  | { kind: 'busy' }
+  | { kind: 'off' }
+  | { kind: 'error'; message: string };
+
+/** Status bar readout: tokens/s · acceptance · latency of the last completion; click for the menu. */
+export class StatusBar implements vscode.Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private state: StatusState = { kind: 'loading' };
+  private summary: StatusSummary | null = null;
+  private models: LoadedModelsInfo | null = null;
+  private mode = '';
+
+  constructor() {
+    this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Right, 100);
+    this.item.name = 'Draftline';
+    this.item.command = 'draftline.showMenu';
+    this.render();
+    this.item.show();
+  }
+
+  setState(state: StatusState): void {
+    this.state = state;
+    this.render();
+  }
+
+  setSummary(summary: StatusSummary, mode: string): void {
+    this.summary = summary;
+    this.mode = mode;
+    this.render();
+  }
+
+  setModels(models: LoadedModelsInfo | null, mode: string): void {
+    this.models = models;
+    this.mode = mode;
+    this.render();
+  }
+
+  /** The label as shown (without the icon), for tests and the log. */
+  static label(summary: StatusSummary | null): string {
+    if (!summary || summary.latencyMs === null) return 'Draftline';
+    const speed = summary.fromCache ? 'cache' : summary.tokensPerSecond === null ? '- tok/s' : `${Math.round(summary.tokensPerSecond)} tok/s`;
+    const acceptance = summary.acceptance === null ? '-' : `${Math.round(summary.acceptance * 100)}%`;
+    return `${speed} · ${acceptance} · ${Math.round(summary.latencyMs)} ms`;
+  }
+
+  private render(): void {
+    const s = this.state;
+    const icon = s.kind === 'busy' || s.kind === 'loading' ? '$(loading~spin)' : s.kind === 'error' ? '$(error)' : s.kind === 'off' ? '$(circle-slash)' : '$(zap)';
+    const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
+    this.item.text = `${icon} ${label}`;
+    const tip = new vscode.MarkdownString(undefined, true);
+    tip.appendMarkdown(`**Draftline** — ${s.kind === 'error' ? `error: ${s.message}` : s.kind}\n\n`);
+    tip.appendMarkdown(`Mode: ${this.mode || '-'}\n\n`);
+    if (this.models) {
+      const m = this.models;
+      tip.appendMarkdown(`Target: ${m.target.name}\n\nDraft: ${m.draft?.name ?? 'none'}\n\n`);
+      tip.appendMarkdown(`Backend: ${m.backend}, GPU layers ${m.gpuLayers.target} + ${m.gpuLayers.draft}, ${m.threads} thread(s)\n\n`);
+    }
+    if (this.summary?.tokensPerEvaluation != null) tip.appendMarkdown(`Tokens per target evaluation: ${this.summary.tokensPerEvaluation.toFixed(2)}\n\n`);
+    tip.appendMarkdown('Click for Draftline commands');
+    this.item.tooltip = tip;
+    this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

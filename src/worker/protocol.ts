@@ -1,0 +1,43 @@
+import type { CompletionRequest, CompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../engine/types';
+
+/** Bumped on any incompatible change; the client refuses a worker that speaks another version. */
+export const PROTOCOL_VERSION = 1;
+
+export interface TextEdit {
+  offset: number;
+  deleteCount: number;
+  text: string;
+}
+
+/** Requests that get a response, by name: [params, result]. */
+export interface WorkerMethods {
+  hello: [Record<string, never>, { protocol: number; pid: number }];
+  load: [{ models: ModelSettings; speculation: SpeculationSettings }, LoadedModelsInfo];
+  complete: [{ request: CompletionRequest }, CompletionResult];
+  configure: [{ speculation: Partial<SpeculationSettings> }, null];
+  unload: [Record<string, never>, null];
+  /** Test hook, enabled by DRAFTLINE_TEST_HOOKS=1 only: kills the worker like a native abort would. */
+  crash: [Record<string, never>, null];
+}
+
+/** One-way messages (no response): document mirroring for the n-gram index, cancellation. */
+export type WorkerNotification =
+  | { kind: 'cancel'; id: number }
+  | { kind: 'documentOpen'; key: string; text: string }
+  | { kind: 'documentEdit'; key: string; edits: TextEdit[] }
+  | { kind: 'documentClose'; key: string }
+  | { kind: 'accepted'; key: string; text: string };
+
+export type ClientMessage =
+  | { v: typeof PROTOCOL_VERSION; type: 'request'; id: number; method: keyof WorkerMethods; params: unknown }
+  | { v: typeof PROTOCOL_VERSION; type: 'notify'; notification: WorkerNotification };
+
+export interface WorkerError {
+  message: string;
+  code?: string;
+}
+
+export type WorkerMessage =
+  | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: true; result: unknown }
+  | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: false; error: WorkerError }
+  | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string };

@@ -1,0 +1,196 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
+
+export interface WorkerClientOptions {
+  /** The bundled worker script (dist/worker.js). */
+  workerPath: string;
+  env?: NodeJS.ProcessEnv;
+  log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+  /** Called when the worker died unexpectedly; `restartInMs` is the backoff before the next start. */
+  onCrash?: (description: string, restartInMs: number) => void;
+  /** Called after a restart, once the new worker answers (reload models here). */
+  onRestart?: () => void;
+  requestTimeoutMs?: Partial<Record<keyof WorkerMethods, number>>;
+  backoff?: { initialMs: number; maxMs: number; stableAfterMs: number };
+}
+
+export class WorkerError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
+  hello: 20_000,
+  load: 10 * 60_000,
+  complete: 120_000,
+  configure: 10_000,
+  unload: 30_000,
+  crash: 10_000,
+};
+
+/**
+ * Talks to the inference worker over IPC: typed requests, cancellation, and restart with backoff
+ * when the process dies (a native abort in llama.cpp ends the worker, never the extension host).
+ */
+export class WorkerClient {
+  private child: ChildProcess | null = null;
+  private ready: Promise<void> | null = null;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private disposed = false;
+  private crashes = 0;
+  private startedAt = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
+  /** Count of worker processes started, for tests and the log. */
+  starts = 0;
+
+  constructor(private readonly options: WorkerClientOptions) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts the worker if it is not running; resolves when it answered the handshake. */
+  start(): Promise<void> {
+    if (this.disposed) return Promise.reject(new WorkerError('worker client is disposed', 'disposed'));
+    this.ready ??= this.spawn();
+    return this.ready;
+  }
+
+  async request<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal): Promise<WorkerMethods[M][1]> {
+    await this.start();
+    return this.send(method, params, signal);
+  }
+
+  notify(notification: WorkerNotification): void {
+    if (!this.child?.connected) return;
+    this.post({ v: PROTOCOL_VERSION, type: 'notify', notification });
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.failAll(new WorkerError('worker stopped', 'disposed'));
+    const child = this.child;
+    this.child = null;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'), 3000).unref();
+    }
+  }
+
+  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal): Promise<WorkerMethods[M][1]> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timeoutMs = this.options.requestTimeoutMs?.[method] ?? DEFAULT_TIMEOUTS[method];
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new WorkerError(`worker did not answer ${method} within ${Math.round(timeoutMs / 1000)} s`, 'timeout'));
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      if (signal) {
+        const cancel = () => this.notify({ kind: 'cancel', id });
+        if (signal.aborted) cancel();
+        else signal.addEventListener('abort', cancel, { once: true });
+      }
+      if (!this.post({ v: PROTOCOL_VERSION, type: 'request', id, method, params })) {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        reject(new WorkerError('worker is not running', 'not_running'));
+      }
+    });
+  }
+
+  private post(message: ClientMessage): boolean {
+    const child = this.child;
+    if (!child?.connected) return false;
+    try {
+      child.send(message);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async spawn(): Promise<void> {
+    const child = fork(this.options.workerPath, [], {
+      // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
+      env: { ...process.env, ...this.options.env, ELECTRON_RUN_AS_NODE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      execArgv: [],
+      serialization: 'advanced',
+    });
+    this.child = child;
+    this.starts++;
+    this.startedAt = Date.now();
+    child.stdout?.on('data', (d: Buffer) => this.options.log?.('debug', `worker: ${d.toString().trimEnd()}`));
+    child.stderr?.on('data', (d: Buffer) => this.options.log?.('warn', `worker: ${d.toString().trimEnd()}`));
+    child.on('message', (message: WorkerMessage) => this.onMessage(message));
+    child.on('exit', (code, signal) => this.onExit(child, code, signal));
+    child.on('error', (error) => this.options.log?.('error', `worker process error: ${error.message}`));
+    try {
+      const hello = await this.send('hello', {});
+      if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
+      this.options.log?.('info', `inference worker started (pid ${hello.pid})`);
+    } catch (error) {
+      this.ready = null;
+      throw error;
+    }
+  }
+
+  private onMessage(message: WorkerMessage): void {
+    if (message?.v !== PROTOCOL_VERSION) return;
+    if (message.type === 'log') {
+      this.options.log?.(message.level, message.message);
+      return;
+    }
+    const pending = this.pending.get(message.id);
+    if (!pending) return;
+    this.pending.delete(message.id);
+    clearTimeout(pending.timer);
+    if (message.ok) pending.resolve(message.result);
+    else pending.reject(new WorkerError(message.error.message, message.error.code));
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.child !== child) return;
+    this.child = null;
+    this.ready = null;
+    const description = signal ? `inference worker was killed by ${signal}` : `inference worker exited with code ${code}`;
+    this.failAll(new WorkerError(description, 'crashed'));
+    if (this.disposed) return;
+    // Back off so a model that kills the worker at every load does not spin the machine.
+    const { initialMs, maxMs, stableAfterMs } = this.options.backoff ?? { initialMs: 1000, maxMs: 30_000, stableAfterMs: 60_000 };
+    if (Date.now() - this.startedAt > stableAfterMs) this.crashes = 0;
+    const delay = Math.min(maxMs, initialMs * 2 ** this.crashes);
+    this.crashes++;
+    this.options.log?.('error', `${description}; restarting in ${delay} ms`);
+    this.options.onCrash?.(description, delay);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.disposed) return;
+      this.start().then(
+        () => this.options.onRestart?.(),
+        (error: Error) => this.options.log?.('error', `worker restart failed: ${error.message}`),
+      );
+    }, delay);
+  }
+
+  private failAll(error: Error): void {
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(error);
+      this.pending.delete(id);
+    }
+  }
+}
