@@ -37,7 +37,8 @@ APT_PACKAGES=(
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+  status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+  if [[ "$status" != "install ok installed" ]]; then
     missing+=("$p")
   fi
 done
@@ -135,7 +136,7 @@ JSON
   got="$(installed_version || true)"
   [[ "$got" == "$CS_VERSION" ]] || die "installed code-server version is '$got', wanted $CS_VERSION"
   # The ripgrep VS Code uses must be there (the postinstall would have failed without the seed).
-  rg_found="$(find "$CS_DIR/node_modules" -path '*@vscode/ripgrep/bin/rg' -type f 2>/dev/null | head -n1)"
+  rg_found="$(find "$CS_DIR/node_modules" -path '*@vscode/ripgrep/bin/rg' -type f 2>/dev/null | head -n1 || true)"
   [[ -n "$rg_found" ]] || die "no @vscode/ripgrep/bin/rg under $CS_DIR/node_modules"
   log "ripgrep in place: $rg_found"
   rm -rf "$INSTALL_TMP"

@@ -26,7 +26,8 @@ function closingLineAllowed(ctx: CompletionContext, indent: number, tabSize: num
   const below = firstNonBlankLineBelowCursor(ctx);
   if (below === undefined) return true;
   const belowIndent = indentationWidth(below, tabSize);
-  return belowIndent < indent || (belowIndent === indent && !startsWithCloser(below));
+  const belowContinuesBlock = startsWithCloser(below) || startsWithContinuationKeyword(below.trimStart(), true) === 'yes';
+  return belowIndent < indent || (belowIndent === indent && !belowContinuesBlock);
 }
 
 /** End of the text before `offset` with trailing whitespace dropped. */

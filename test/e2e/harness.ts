@@ -211,6 +211,7 @@ function killTreeSync(pid: number): void {
   const root = readProc(pid);
   if (!root) return;
   const ds = descendants(pid);
+  kill(-pid, 'SIGKILL'); // its process group (spawned detached), then the tree by pid
   kill(pid, 'SIGKILL');
   for (const d of ds) if (alive(d)) kill(d.pid, 'SIGKILL');
 }
@@ -439,6 +440,7 @@ export async function startCodeServer(opts: StartCodeServerOptions): Promise<Cod
     fs.closeSync(logFd);
   }
   child.unref(); // never keeps the test process alive; the exit hook kills it
+  if (child.pid) startWatchdog(child.pid);
   let exited: string | null = null;
   child.on('exit', (code, signal) => (exited = `exited with code ${code} signal ${signal}`));
   child.on('error', (e) => (exited = `failed to spawn: ${e.message}`));
@@ -499,6 +501,24 @@ export async function startCodeServer(opts: StartCodeServerOptions): Promise<Cod
   }
 }
 
+/**
+ * A sleeping `sh` that outlives a SIGKILLed test process: when this node process is gone it kills
+ * code-server's process group (code-server, its entry process, file watcher and extension hosts all
+ * stay in the group the harness created with detached: true). Exits by itself once code-server is gone.
+ */
+function startWatchdog(csPid: number): void {
+  const script =
+    `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${csPid} 2>/dev/null; do sleep 2; done; ` +
+    `if kill -0 ${csPid} 2>/dev/null; then kill -TERM -${csPid} 2>/dev/null; sleep 5; kill -KILL -${csPid} 2>/dev/null; fi`;
+  try {
+    const w = spawn('/bin/sh', ['-c', script], { stdio: 'ignore', detached: true });
+    w.on('error', () => undefined);
+    w.unref();
+  } catch {
+    /* best effort */
+  }
+}
+
 function newestExtHostLog(userDataDir: string): string | null {
   // <userDataDir>/logs/<session>/exthost<N>/remoteexthost.log (code-server) or .../exthost.log
   const logsDir = path.join(userDataDir, 'logs');
@@ -548,6 +568,8 @@ export const CHROMIUM_ARGS = [
   '--no-default-browser-check',
   '--metrics-recording-only',
   '--mute-audio',
+  '--disable-crash-reporter',
+  '--disable-breakpad',
   '--password-store=basic',
   '--use-mock-keychain',
   '--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication',
@@ -566,7 +588,18 @@ export async function openWorkbench(
     url += `&payload=${encodeURIComponent(JSON.stringify([['extensionDevelopmentPath', dev]]))}`;
   }
   const browser = await withTimeout(
-    chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 }),
+    chromium.launch({
+      executablePath: CHROMIUM_PATH,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      timeout: 60_000,
+      // Debian's chromium (and its crashpad handler) writes under $XDG_CONFIG_HOME/chromium: keep it in outDir.
+      env: {
+        ...cleanEnv(process.env),
+        XDG_CONFIG_HOME: path.join(server.outDir, 'xdg', 'chromium-config'),
+        XDG_CACHE_HOME: path.join(server.outDir, 'xdg', 'chromium-cache'),
+      },
+    }),
     70_000,
     `launching ${CHROMIUM_PATH}`,
   );

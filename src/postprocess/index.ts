@@ -1,0 +1,37 @@
+import type { CompletionContext } from './context';
+import { DEFAULT_MAX_LINES, limitLines } from './limitLines';
+import { limitScopeByIndentation } from './limitScopeByIndentation';
+import { removeRepetitiveLines } from './removeRepetitiveLines';
+import { trimSuffixOverlap } from './trimSuffixOverlap';
+import { trimTrailingWhitespace } from './trimTrailingWhitespace';
+
+export type PostprocessFilter = (completion: string, ctx: CompletionContext) => string;
+
+/**
+ * Order matters: loops go first (they confuse the scope rules), the block's closing line is kept
+ * before the suffix overlap decides whether the document already has it, whitespace goes last.
+ */
+export const DEFAULT_FILTERS: readonly PostprocessFilter[] = [
+  removeRepetitiveLines,
+  limitScopeByIndentation,
+  trimSuffixOverlap,
+  limitLines(DEFAULT_MAX_LINES),
+  trimTrailingWhitespace,
+];
+
+/** Turns a raw completion into the text shown as ghost text ("" means show nothing). */
+export function postprocess(completion: string, ctx: CompletionContext, filters: readonly PostprocessFilter[] = DEFAULT_FILTERS): string {
+  let text = completion;
+  for (const filter of filters) {
+    if (text === '') break;
+    text = filter(text, ctx);
+  }
+  return text;
+}
+
+export * from './context';
+export { blockEndOffset, limitScopeByIndentation, type BlockEndOptions } from './limitScopeByIndentation';
+export { DEFAULT_MAX_LINES, limitLines } from './limitLines';
+export { removeRepetitiveLines } from './removeRepetitiveLines';
+export { trimSuffixOverlap } from './trimSuffixOverlap';
+export { trimTrailingWhitespace } from './trimTrailingWhitespace';

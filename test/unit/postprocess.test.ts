@@ -1,0 +1,77 @@
+// The whole pipeline on realistic raw completions: what the user finally sees as ghost text.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_FILTERS, postprocess, type CompletionContext, type PostprocessFilter } from '../../src/postprocess';
+
+/** A context from a document with the cursor marked by ║. */
+function at(document: string, languageId = 'typescript'): CompletionContext {
+  const cursor = document.indexOf('║');
+  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4, insertSpaces: true };
+}
+
+const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+  {
+    name: 'block between auto-closed braces: body shown, the existing brace moves below it',
+    ctx: at('function findMax(arr: number[]) {║}\n'),
+    completion: '\n  let max = arr[0];\n  for (const x of arr) if (x > max) max = x;\n  return max;\n}\n\nconsole.log(findMax([1, 2]));\n',
+    expected: '\n  let max = arr[0];\n  for (const x of arr) if (x > max) max = x;\n  return max;\n',
+  },
+  {
+    name: 'python function body, then the model wandered off to module level',
+    ctx: at('import math\n\ndef circle_area(r):║\n', 'python'),
+    completion: '\n    return math.pi * r ** 2\n\n\nprint(circle_area(2))\n',
+    expected: '\n    return math.pi * r ** 2',
+  },
+  {
+    name: 'argument list: stop at the auto-closed parenthesis',
+    ctx: at("const user = await db.findOne(║);\n"),
+    completion: "{ id: userId });\nconsole.log(user);",
+    expected: '{ id: userId }',
+  },
+  {
+    name: 'a loop until the token limit is cut to its first line',
+    ctx: at('function setup() {\n  ║\n}\n'),
+    completion: 'init();\n  register();\n  register();\n  register();\n  register();\n  regis',
+    expected: 'init();\n  register();',
+  },
+  {
+    name: 'duplicate of the lines below the cursor',
+    ctx: at('export function area(w: number, h: number) {\n  ║\n  return w * h;\n}\n'),
+    completion: 'if (w < 0 || h < 0) throw new RangeError("negative");\n  return w * h;\n}',
+    expected: 'if (w < 0 || h < 0) throw new RangeError("negative");',
+  },
+  {
+    name: 'whitespace-only completion shows nothing',
+    ctx: at('let a = 1;\n║'),
+    completion: '\n\n   \n',
+    expected: '',
+  },
+  {
+    name: 'long completions are limited to 16 lines',
+    ctx: at('const table = [\n║'),
+    completion: Array.from({ length: 30 }, (_, i) => `  { id: ${i}, name: "item${i}" },`).join('\n'),
+    expected: Array.from({ length: 16 }, (_, i) => `  { id: ${i}, name: "item${i}" },`).join('\n'),
+  },
+  {
+    name: 'inline completion in the middle of a line',
+    ctx: at('if (║) {\n  start();\n}\n'),
+    completion: 'isReady(config)) {\n  start();\n}',
+    expected: 'isReady(config)',
+  },
+];
+
+describe('postprocess', () => {
+  for (const { name, ctx, completion, expected } of GOLDEN) {
+    it(name, () => assert.equal(postprocess(completion, ctx), expected));
+  }
+
+  it('runs the filters in order and stops once nothing is left', () => {
+    const calls: string[] = [];
+    const record =
+      (name: string, result?: string): PostprocessFilter =>
+      (text) => (calls.push(name), result ?? text);
+    assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]), '');
+    assert.deepEqual(calls, ['first', 'empties']);
+    assert.equal(DEFAULT_FILTERS.length, 5);
+  });
+});

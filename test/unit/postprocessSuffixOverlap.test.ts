@@ -1,0 +1,113 @@
+// trimSuffixOverlap golden cases: never repeat what already follows the cursor.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { CompletionContext } from '../../src/postprocess/context';
+import { trimSuffixOverlap } from '../../src/postprocess/trimSuffixOverlap';
+
+/** A context from a document with the cursor marked by ║. */
+function at(document: string, languageId = 'typescript'): CompletionContext {
+  const cursor = document.indexOf('║');
+  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4 };
+}
+
+const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+  { name: 'no overlap: unchanged', ctx: at('const total = ║\n'), completion: 'a + b;', expected: 'a + b;' },
+  { name: 'auto-closed parenthesis is not repeated', ctx: at('sum(║)'), completion: 'a, b)', expected: 'a, b' },
+  { name: 'completion ends with ")" and ");" follows', ctx: at("console.log(║);"), completion: "'done')", expected: "'done'" },
+  { name: 'completion ends with ");" and ");" follows', ctx: at("console.log(║);"), completion: "'done');", expected: "'done'" },
+  { name: 'completion goes on past the rest of the line: cut where it starts', ctx: at('sum(║)'), completion: 'a);', expected: 'a' },
+  { name: 'closes one bracket of its own before the duplicate', ctx: at('outer(inner(║)'), completion: 'x))', expected: 'x)' },
+  {
+    name: 'whitespace does not hide a duplicate',
+    ctx: at('items.push(║ );'),
+    completion: 'item) ;',
+    expected: 'item',
+  },
+  {
+    name: 'rest of the line is code: one line only, then the overlap goes',
+    ctx: at('if (║) {\n  go();\n}\n'),
+    completion: 'ready) {\n  go();\n}',
+    expected: 'ready',
+  },
+  {
+    name: 'a completion with text after the cursor keeps its space before the duplicate',
+    ctx: at('call(║y);'),
+    completion: 'x, y',
+    expected: 'x, ',
+  },
+  { name: 'closing quote is not repeated', ctx: at('const s = "║";'), completion: 'hello";', expected: 'hello' },
+  {
+    name: 'block between auto-closed braces: the closing brace goes, its indentation stays',
+    ctx: at('  function f() {║}\n'),
+    completion: '\n    return 1;\n  }',
+    expected: '\n    return 1;\n  ',
+  },
+  {
+    name: 'callback inside auto-closed parentheses',
+    ctx: at('items.forEach(║);'),
+    completion: '(item) => {\n  total += item;\n});',
+    expected: '(item) => {\n  total += item;\n}',
+  },
+  {
+    name: "the completion's last lines equal the suffix's first lines",
+    ctx: at('function area(w, h) {\n  const a = 1;║\n  const b = 2;\n  return a + b;\n}\n'),
+    completion: '\n  const mid = 1.5;\n  const b = 2;\n  return a + b;',
+    expected: '\n  const mid = 1.5;\n  ',
+  },
+  {
+    name: 'a whole duplicate completion becomes whitespace',
+    ctx: at('def f(x):\n    ║\n    return x\n', 'python'),
+    completion: 'return x',
+    expected: '',
+  },
+  {
+    name: 'python: duplicate last line',
+    ctx: at('def f(x):\n    ║\n    return x\n', 'python'),
+    completion: 'x = x * 2\n    return x',
+    expected: 'x = x * 2\n    ',
+  },
+  {
+    name: 'a closer of a bracket the completion opened is kept',
+    ctx: at('function f() {\n  ║\n}\n'),
+    completion: 'if (x) {\n    y();\n  }',
+    expected: 'if (x) {\n    y();\n  }',
+  },
+  {
+    name: 'a closer inside a string literal does not count as a bracket',
+    ctx: at('log(║);'),
+    completion: '"(", x)',
+    expected: '"(", x',
+  },
+  {
+    name: 'never cuts inside a word of the completion',
+    ctx: at('let x = ║rest;'),
+    completion: 'bar',
+    expected: 'bar',
+  },
+  {
+    name: 'never cuts where the overlap would end inside a word of the suffix',
+    ctx: at('return ║result;'),
+    completion: 'res',
+    expected: 'res',
+  },
+  {
+    name: 'mid-line code after the cursor and a multi-line completion that is not a block: first line only',
+    ctx: at('const x = ║ + 1;\n'),
+    completion: 'compute(a)\nconst y = 2;',
+    expected: 'compute(a)',
+  },
+];
+
+describe('trimSuffixOverlap', () => {
+  for (const { name, ctx, completion, expected } of GOLDEN) {
+    it(name, () => assert.equal(trimSuffixOverlap(completion, ctx), expected));
+  }
+
+  it('stays cheap on long completions and suffixes', () => {
+    const ctx = at('║' + '\n  next();'.repeat(5000));
+    const completion = '\n  work();'.repeat(400);
+    const started = process.hrtime.bigint();
+    assert.equal(trimSuffixOverlap(completion, ctx), completion);
+    assert.ok(Number(process.hrtime.bigint() - started) / 1e6 < 1000);
+  });
+});
