@@ -27,11 +27,12 @@ const ignore = [
   'node_modules/typescript/**', 'node_modules/.bin/**',
   ...present.filter((p) => !keep.has(p)).map((p) => `node_modules/@node-llama-cpp/${p}/**`),
 ];
+execFileSync(process.execPath, ['esbuild.mjs'], { stdio: 'inherit' });
 const had = existsSync('.vscodeignore');
 if (had) renameSync('.vscodeignore', '.vscodeignore.bak');
 writeFileSync('.vscodeignore', ignore.join('\n') + '\n');
 try {
-  execFileSync('npx', ['--no-install', 'vsce', 'package', '--target', target, '--out', out, '--allow-missing-repository', '--skip-license'], { stdio: 'inherit' });
+  execFileSync(join('node_modules', '.bin', 'vsce'), ['package', '--target', target, '--out', out, '--allow-missing-repository', '--skip-license'], { stdio: ['ignore', 'inherit', 'inherit'] });
 } finally {
   rmSync('.vscodeignore');
   if (had) renameSync('.vscodeignore.bak', '.vscodeignore');

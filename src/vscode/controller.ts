@@ -33,6 +33,7 @@ export class DraftlineController implements vscode.Disposable {
       log: (level, message) => this.log[level](message),
       onCrash: (description, restartInMs) => this.onWorkerCrash(description, restartInMs),
       onRestart: () => void this.loadModels('worker restarted'),
+      onResync: (key) => this.documentSync.resend(key),
     });
     const backend: CompletionBackend = {
       complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> =>

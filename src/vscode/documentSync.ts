@@ -30,6 +30,13 @@ export class DocumentSync implements vscode.Disposable {
     for (const doc of vscode.workspace.textDocuments) this.open(doc);
   }
 
+  /** Sends one document again (the worker could not apply an edit to its mirror). */
+  resend(key: string): void {
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+    this.mirrored.delete(key);
+    if (doc) this.open(doc);
+  }
+
   private open(doc: vscode.TextDocument): void {
     if (!mirrorable(doc)) return;
     const key = doc.uri.toString();

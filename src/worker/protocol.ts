@@ -40,4 +40,6 @@ export interface WorkerError {
 export type WorkerMessage =
   | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: true; result: unknown }
   | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: false; error: WorkerError }
-  | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string };
+  | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
+  /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
+  | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string };

@@ -10,6 +10,8 @@ export interface WorkerClientOptions {
   onCrash?: (description: string, restartInMs: number) => void;
   /** Called after a restart, once the new worker answers (reload models here). */
   onRestart?: () => void;
+  /** The worker asks for a document's full text again. */
+  onResync?: (key: string) => void;
   requestTimeoutMs?: Partial<Record<keyof WorkerMethods, number>>;
   backoff?: { initialMs: number; maxMs: number; stableAfterMs: number };
 }
@@ -152,6 +154,10 @@ export class WorkerClient {
     if (message?.v !== PROTOCOL_VERSION) return;
     if (message.type === 'log') {
       this.options.log?.(message.level, message.message);
+      return;
+    }
+    if (message.type === 'resync') {
+      this.options.onResync?.(message.key);
       return;
     }
     const pending = this.pending.get(message.id);

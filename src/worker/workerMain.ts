@@ -83,7 +83,7 @@ function applyNotification(n: WorkerNotification): void {
         session.documents.setDocument(n.key, n.text);
         break;
       case 'documentEdit':
-        session.documents.applyEdits(n.key, n.edits);
+        if (!session.documents.applyEdits(n.key, n.edits)) send({ v: PROTOCOL_VERSION, type: 'resync', key: n.key });
         break;
       case 'documentClose':
         session.documents.removeDocument(n.key);

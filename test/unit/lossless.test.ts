@@ -4,11 +4,12 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, DecodeMode, SpeculationSettings } from '../../src/engine/types';
+import type { CompletionRequest, CompletionResult, DecodeMode, SpeculationSettings } from '../../src/engine/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { writeRandomLlamaModel } from '../support/ggufWriter';
 import { promptCases } from '../support/prompts';
 import { ensureTestModel } from '../support/models';
+import { batchDrift, topTwoAfter } from '../support/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');
 const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draft: path.join(ROOT, 'models/tiny-code-draft.gguf') };
@@ -32,42 +33,63 @@ interface Pair {
   draft: () => Promise<string>;
   prompts: number;
   speculation?: Partial<SpeculationSettings>;
+  /** An unrelated draft: proposals are made but (almost) never accepted. */
+  unrelated?: boolean;
 }
 
 const random = (seed: number, extra: Partial<Parameters<typeof writeRandomLlamaModel>[1]> = {}) => () =>
-  ensureTestModel(`lossless-${seed}`, { seed, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128, contextLength: 512, ...extra });
+  ensureTestModel(`lossless-${seed}`, { seed, dModel: 128, nLayers: 2, nHeads: 4, ffn: 256, contextLength: 512, ...extra });
 
+const fixedProposals = { adaptive: false, draftMinConfidence: 0 };
 const pairs: Pair[] = [
   { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 60 },
-  { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { adaptive: false, maxProposal: 12, draftMinConfidence: 0 } },
-  { name: 'random GQA target, its own file as a perfect draft', target: random(101, { nHeads: 4, nKvHeads: 2, dModel: 96 }), draft: random(101, { nHeads: 4, nKvHeads: 2, dModel: 96 }), prompts: 30, speculation: { adaptive: false, draftMinConfidence: 0 } },
-  { name: 'random f32 target, unrelated random draft', target: random(202, { f16: false, dModel: 128, nLayers: 3, ffn: 256 }), draft: random(203, { dModel: 48, nLayers: 1, ffn: 96 }), prompts: 30, speculation: { adaptive: false, draftMinConfidence: 0 } },
-  { name: 'random tied-output target, embedded draft', target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, dModel: 128 }), draft: async () => EMBEDDED.draft, prompts: 30 },
+  { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { ...fixedProposals, maxProposal: 12 } },
+  { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 30, speculation: fixedProposals },
+  { name: 'random wide target, unrelated random draft', target: random(404, { dModel: 256, nHeads: 8, ffn: 512 }), draft: random(203, { dModel: 64, nLayers: 1, ffn: 128 }), prompts: 30, speculation: fixedProposals, unrelated: true },
+  { name: 'random tied-output MQA target, embedded draft', target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }), draft: async () => EMBEDDED.draft, prompts: 30, speculation: fixedProposals },
 ];
 
 for (const pair of pairs) {
   describe(`lossless: ${pair.name}`, () => {
     let session: InferenceSession;
+    let drift = 0;
     before(async () => {
       session = await load(await pair.target(), await pair.draft(), pair.speculation);
+      // Token identity needs llama.cpp to compute a position the same in a batch as alone. Where it
+      // does not (drift > 0), a divergence is allowed only at a numerical tie of the top two logits.
+      drift = await batchDrift(session);
+      if (pair.name.startsWith('embedded')) assert.equal(drift, 0, 'the embedded models are batch-invariant');
     });
+    const same = async (spec: CompletionResult, plain: CompletionResult, prompt: CompletionRequest, what: string) => {
+      const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
+      if (at < 0 && spec.tokens.length === plain.tokens.length) {
+        assert.equal(spec.text, plain.text, what);
+        assert.equal(spec.stats.stopReason, plain.stats.stopReason, what);
+        return;
+      }
+      assert.ok(drift > 0, `${what}: ${JSON.stringify(spec.text)} vs plain ${JSON.stringify(plain.text)}`);
+      const i = at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at;
+      const [first, second] = await topTwoAfter(session, [...session.promptFor(prompt), ...plain.tokens.slice(0, i)]);
+      assert.ok(first - second < 10 * drift, `${what}: diverged at token ${i} with a logit margin ${first - second} (drift ${drift})`);
+    };
     after(async () => session?.dispose());
 
     it('ngram, draft and hybrid equal plain greedy decoding token for token', async () => {
       let accepted = 0;
+      let proposed = 0;
       for (const c of promptCases(pair.prompts, pair.prompts * 7 + pair.name.length)) {
         const plain = await session.complete(request(c, 'plain'));
         assert.equal(plain.stats.targetEvaluations, Math.max(0, plain.tokens.length - (plain.stats.stopReason === 'eos' ? 0 : 1)), 'plain: one evaluation per token');
         for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
           const spec = await session.complete(request(c, mode));
-          assert.deepEqual(spec.tokens, plain.tokens, `${mode} differs on ${c.name}: ${JSON.stringify(spec.text)} vs ${JSON.stringify(plain.text)}`);
-          assert.equal(spec.text, plain.text);
-          assert.equal(spec.stats.stopReason, plain.stats.stopReason);
+          await same(spec, plain, request(c, mode), `${mode} on ${c.name}`);
           accepted += spec.stats.bySource.draft.acceptedTokens + spec.stats.bySource.ngram.acceptedTokens;
+          proposed += spec.stats.bySource.draft.proposedTokens + spec.stats.bySource.ngram.proposedTokens;
         }
       }
-      // The check is only meaningful if proposals were actually accepted.
-      assert.ok(accepted > 0, 'some proposals were accepted');
+      // The check is only meaningful if proposals were made (and, with a related draft, accepted).
+      assert.ok(proposed > 0, 'proposals were made');
+      if (!pair.unrelated) assert.ok(accepted > 0, 'some proposals were accepted');
     });
 
     it('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
@@ -84,9 +106,7 @@ for (const pair of pairs) {
           const plain = await session.complete(request(c, 'plain', { maxTokens: 60, ...extra }));
           for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
             const spec = await session.complete(request(c, mode, { maxTokens: 60, ...extra }));
-            assert.deepEqual(spec.tokens, plain.tokens, `${mode} ${JSON.stringify(extra)} on ${c.name}`);
-            assert.equal(spec.text, plain.text);
-            assert.equal(spec.stats.stopReason, plain.stats.stopReason);
+            await same(spec, plain, request(c, mode, { maxTokens: 60, ...extra }), `${mode} ${JSON.stringify(extra)} on ${c.name}`);
           }
         }
       }
@@ -105,14 +125,44 @@ for (const pair of pairs) {
         };
         try {
           const partial = await session.complete(request(c, 'hybrid', { maxTokens: 48 }), controller.signal);
-          assert.deepEqual(partial.tokens, plain.tokens.slice(0, partial.tokens.length));
+          if (drift === 0) assert.deepEqual(partial.tokens, plain.tokens.slice(0, partial.tokens.length));
           if (calls > 2 + (i % 3)) assert.fail('evaluated after the abort');
         } finally {
           evaluator.append = original;
         }
         const again = await session.complete(request(c, 'hybrid', { maxTokens: 48 }));
-        assert.deepEqual(again.tokens, plain.tokens);
+        await same(again, plain, request(c, 'hybrid', { maxTokens: 48 }), `after cancellation on ${c.name}`);
       }
     });
   });
 }
+
+// Where llama.cpp's CPU kernels are NOT batch-invariant (F32 weights, some widths), batched and
+// single-token logits differ by ~1e-4..1e-3. Then a speculative run may differ from plain decoding,
+// but only where the target's top two candidates are that close: a numerical tie, never a decoder bug.
+describe('lossless up to numerical ties on a model whose kernels are not batch-invariant (F32)', () => {
+  let session: InferenceSession;
+  before(async () => {
+    session = await load(await random(505, { nLayers: 3, f16: false })(), await random(111, { nKvHeads: 2 })(), fixedProposals);
+  });
+  after(async () => session?.dispose());
+
+  it('every divergence from plain decoding sits on a near-tie of the top two logits', async () => {
+    const drift = await batchDrift(session);
+    assert.ok(drift > 0 && drift < 0.01, `drift ${drift}`);
+    let divergences = 0;
+    for (const c of promptCases(40, 505)) {
+      const plain = await session.complete(request(c, 'plain'));
+      for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
+        const spec = await session.complete(request(c, mode));
+        const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
+        if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
+        divergences++;
+        const i = at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at;
+        const [first, second] = await topTwoAfter(session, [...session.promptFor(request(c, mode)), ...plain.tokens.slice(0, i)]);
+        assert.ok(first - second < 10 * drift, `${mode} on ${c.name} diverged at token ${i} with a logit margin of ${first - second} (drift ${drift})`);
+      }
+    }
+    process.stdout.write(`# F32 model: ${divergences} of 120 runs diverged, all at near-ties\n`);
+  });
+});

@@ -1,0 +1,22 @@
+// What the engine returns for a document and cursor when called directly, in-process, with the
+// extension's default settings and the embedded models: the reference the real editor must match.
+import * as path from 'node:path';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, SkippedCompletion } from '../../src/engine/completionEngine';
+import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export async function directCompletion(text: string, offset: number, languageId: string, tabSize: number): Promise<string> {
+  const session = await InferenceSession.load(
+    { targetModel: path.join(ROOT, 'models/tiny-code-target.gguf'), draftModel: path.join(ROOT, 'models/tiny-code-draft.gguf'), gpu: 'auto', gpuLayers: 'auto', threads: 1, contextSize: 2048 },
+    DEFAULT_SPECULATION,
+    () => undefined,
+  );
+  try {
+    const engine = new CompletionEngine(session, { ...DEFAULT_ENGINE_SETTINGS });
+    const result = await engine.complete({ uri: 'file:///direct', languageId, offset, length: text.length, slice: (s, e) => text.slice(s, e), tabSize, insertSpaces: true });
+    return result instanceof SkippedCompletion ? '' : result.text;
+  } finally {
+    await session.dispose();
+  }
+}

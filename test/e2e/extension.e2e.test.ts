@@ -1,0 +1,214 @@
+// Draftline in a real VS Code (code-server 4.100.3 + Debian chromium, driven by playwright-core):
+// the linux-x64 .vsix installed like a user would, the embedded models, typing key by key.
+// Screenshots of every step go to test-output/e2e/.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { directCompletion } from './expected';
+import {
+  closeQuickInput,
+  closeWorkbench,
+  e2eUnavailableReason,
+  focusEditor,
+  gotoLineEnd,
+  openFile,
+  openWorkbench,
+  quickPickRows,
+  readGhostText,
+  readStatusBarItem,
+  repoRoot,
+  runCommand,
+  saveActiveFile,
+  screenshot,
+  sleep,
+  startCodeServer,
+  typeLikeAPerson,
+  waitFor,
+  waitForGhostText,
+  waitForNotification,
+  type CodeServer,
+  type Workbench,
+} from './harness';
+
+const ROOT = repoRoot();
+const OUT = path.join(ROOT, 'test-output', 'e2e');
+const STATUS_ID = 'draftline.draftline.status';
+const FILE = 'stats.ts';
+const SOURCE = `export function sum(values: number[]): number {
+  let total = 0;
+  for (const value of values) {
+    total += value;
+  }
+  return total;
+}
+
+export function average(values: number[]): number {
+  
+}
+`;
+/** Typed key by key at the end of line 10 (the empty line inside average). */
+const TYPED = 'for (let i = 0; i < values.length; i';
+const EDITOR_SETTINGS = {
+  'editor.autoClosingBrackets': 'never',
+  'editor.autoClosingQuotes': 'never',
+  'editor.autoIndent': 'none',
+  'editor.detectIndentation': false,
+  'editor.tabSize': 2,
+  'editor.insertSpaces': true,
+  'draftline.debounceMs': 100,
+};
+
+const skip = e2eUnavailableReason();
+
+/** Text of the active editor, as rendered (enough for the short Show Stats document). */
+async function activeEditorText(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const doc = (globalThis as any).document;
+    const view = doc.querySelector('.part.editor .editor-group-container.active .monaco-editor .view-lines');
+    const lines: any[] = view ? Array.from(view.querySelectorAll('.view-line')) : [];
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return lines.map((l) => String(l.textContent ?? '').replace(/\u00a0/g, ' ')).join('\n');
+  });
+}
+
+async function showStats(page: Page): Promise<string> {
+  await runCommand(page, 'Draftline: Show Stats');
+  return waitFor(async () => {
+    const text = await activeEditorText(page);
+    return text.includes('# Draftline stats') && text.includes('## Session') ? text : undefined;
+  }, { timeoutMs: 15_000, what: 'the Show Stats document' });
+}
+
+describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
+  let server: CodeServer;
+  let wb: Workbench;
+  let page: Page;
+  let shot = 0;
+  const snap = (name: string) => screenshot(page, OUT, `${String(++shot).padStart(2, '0')}-${name}`);
+  const workspace = path.join(OUT, 'workspace');
+  const settingsFile = () => path.join(server.userDataDir, 'User', 'settings.json');
+  const writeSettings = (extra: Record<string, unknown>) => {
+    const current = JSON.parse(fs.readFileSync(settingsFile(), 'utf8'));
+    fs.writeFileSync(settingsFile(), JSON.stringify({ ...current, ...extra }, null, 2));
+  };
+
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    fs.mkdirSync(workspace, { recursive: true });
+    fs.writeFileSync(path.join(workspace, FILE), SOURCE);
+    fs.writeFileSync(path.join(workspace, 'broken.gguf'), Buffer.concat([Buffer.from('GGUF'), Buffer.from([3, 0, 0, 0]), Buffer.alloc(40, 0xff)]));
+    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
+    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
+    server = await startCodeServer({ workspaceDir: workspace, outDir: path.join(OUT, 'server'), settings: EDITOR_SETTINGS, vsixPaths: [vsix] });
+    wb = await openWorkbench(server, { folder: workspace });
+    page = wb.page;
+  });
+
+  after(async () => {
+    await closeWorkbench(wb);
+    await server?.stop();
+  });
+
+  it('shows ghost text equal to the engine called directly, Tab accepts it, it is saved', async () => {
+    await openFile(page, FILE);
+    await gotoLineEnd(page, 10);
+    await typeLikeAPerson(page, TYPED, 40);
+    const expected = await directCompletion(SOURCE.replace('\n  \n', `\n  ${TYPED}\n`), SOURCE.indexOf('\n  \n') + 3 + TYPED.length, 'typescript', 2);
+    assert.ok(expected.length > 0, 'the embedded models complete this position');
+    const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.length > 0 });
+    await snap('ghost-text');
+    const norm = (s: string) => s.split('\n').map((l) => l.trimEnd()).join('\n').trimEnd();
+    assert.equal(norm(ghost), norm(expected), 'ghost text equals the engine output for the same document and cursor');
+    await page.keyboard.press('Tab');
+    await sleep(300);
+    await saveActiveFile(page);
+    await snap('accepted-and-saved');
+    const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+    assert.ok(onDisk.includes(`${TYPED}${expected}`), `file on disk contains the accepted completion:\n${onDisk}`);
+  });
+
+  it('status bar shows tokens/s, acceptance and latency from the engine stats', async () => {
+    const item = await readStatusBarItem(page, STATUS_ID);
+    assert.ok(item, 'status bar item is present');
+    assert.match(item.text, /(\d+ tok\/s|- tok\/s|cache) · (\d+%|-) · \d+ ms/);
+    const stats = await showStats(page);
+    await snap('show-stats');
+    const latency = /latency \(end to end\) \| (\d+) ms/.exec(stats)?.[1] ?? /served from cache in (\d+) ms/.exec(stats)?.[1];
+    assert.ok(latency, `stats document lists the latency:\n${stats}`);
+    assert.ok(item.text.endsWith(`· ${latency} ms`), `status "${item.text}" shows the engine's latency ${latency} ms`);
+    assert.match(stats, /Mode: hybrid/);
+  });
+
+  it('typing exactly what the ghost text showed is served from the cache', async () => {
+    await openFile(page, FILE);
+    // A fresh line: type a prefix, wait for ghost text, then type its first characters.
+    await gotoLineEnd(page, 10);
+    await page.keyboard.press('Enter');
+    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 2 });
+    const chunk = ghost.slice(0, Math.min(3, ghost.indexOf('\n') > 0 ? ghost.indexOf('\n') : 3));
+    await typeLikeAPerson(page, chunk, 80);
+    const rest = await waitForGhostText(page, { timeoutMs: 20_000, predicate: (g) => g.length > 0 && ghost.startsWith(chunk + g.split('\n')[0]) });
+    await snap('typed-through');
+    assert.ok(ghost.slice(chunk.length).startsWith(rest.split('\n')[0]));
+    await sleep(500);
+    const stats = await showStats(page);
+    const cache = /completions \(from cache\) \| (\d+) \((\d+)\)/.exec(stats);
+    assert.ok(cache && Number(cache[2]) >= 1, `a completion was served from the cache:\n${stats}`);
+    await snap('cache-stats');
+  });
+
+  it('palette: toggles and the model picker work', async () => {
+    await openFile(page, FILE);
+    await runCommand(page, 'Draftline: Toggle Completions');
+    await gotoLineEnd(page, 10);
+    await page.keyboard.press('Enter');
+    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    await sleep(2500);
+    assert.equal(await readGhostText(page), '', 'no ghost text while completions are off');
+    await snap('completions-off');
+    await runCommand(page, 'Draftline: Toggle Completions');
+    await typeLikeAPerson(page, ' ', 30);
+    await page.keyboard.press('Backspace');
+    await waitForGhostText(page, { timeoutMs: 60_000 });
+    await snap('completions-on-again');
+
+    await runCommand(page, 'Draftline: Toggle Speculation');
+    assert.match(await showStats(page), /Mode: plain/);
+    await runCommand(page, 'Draftline: Toggle Speculation');
+    assert.match(await showStats(page), /Mode: hybrid/);
+
+    await runCommand(page, 'Draftline: Select Target Model');
+    const rows = await waitFor(async () => {
+      const r = await quickPickRows(page);
+      return r.some((x) => x.includes('tiny-code-target')) ? r : undefined;
+    }, { timeoutMs: 15_000, what: 'the model quick pick' });
+    await snap('model-picker');
+    assert.ok(rows.some((r) => r.includes('tiny-code-target (embedded)')));
+    await closeQuickInput(page);
+  });
+
+  it('a corrupt target model gives a clear error, the extension host survives, restoring it brings completions back', async () => {
+    writeSettings({ 'draftline.targetModel': path.join(workspace, 'broken.gguf') });
+    const message = await waitForNotification(page, /Draftline: cannot load the model/, 30_000);
+    await snap('corrupt-model-error');
+    assert.match(message, /broken\.gguf/);
+    // Another command still works: the extension host is alive.
+    assert.match(await showStats(page), /Models: not loaded/);
+    const restored = JSON.parse(fs.readFileSync(settingsFile(), 'utf8'));
+    delete restored['draftline.targetModel'];
+    fs.writeFileSync(settingsFile(), JSON.stringify(restored, null, 2));
+    await openFile(page, FILE);
+    await waitFor(async () => /Target: tiny-code-target/.test(await showStats(page)) || undefined, { timeoutMs: 30_000, what: 'models loaded again' });
+    await openFile(page, FILE);
+    await gotoLineEnd(page, 10);
+    await page.keyboard.press('Enter');
+    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    await focusEditor(page);
+    await waitForGhostText(page, { timeoutMs: 60_000 });
+    await snap('completions-back');
+  });
+});
