@@ -75,7 +75,7 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
     await truncateFile(TARGET, truncated, 2_000_000);
     const noHeads = await ensureTestModel('worker-no-heads', { seed: 7, dModel: 64, nLayers: 1, nHeads: 4, ffn: 128, omitKeys: ['llama.attention.head_count'] });
     const cases: [string, RegExp][] = [
-      [missing, /missing\.gguf.*(not found|does not exist|no such)/i],
+      [missing, /not found: .*missing\.gguf/],
       [notGguf, /not a GGUF model file/],
       [truncated, /truncated/],
       [noHeads, /head_count/],
