@@ -23,7 +23,7 @@ export class DraftlineController implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly documentSync: DocumentSync;
   private lastCrashNotice = 0;
-  readonly statsUri = vscode.Uri.parse('draftline-stats:Draftline%20Stats.md');
+  readonly statsUri = vscode.Uri.parse('draftline-stats:Draftline%20Report.md');
   private readonly statsChanged = new vscode.EventEmitter<vscode.Uri>();
 
   constructor(readonly context: vscode.ExtensionContext) {
@@ -90,6 +90,8 @@ export class DraftlineController implements vscode.Disposable {
         void vscode.window.showWarningMessage(`Draftline: ${info.target.name} has no fill-in-the-middle tokens; completions see only the text before the cursor.`);
       }
       this.refreshStats();
+      // Whatever the user typed while the models loaded gets its completion now.
+      if (vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     } catch (error) {
       if (generation !== this.loadGeneration) return;
       this.models = null;
@@ -98,6 +100,7 @@ export class DraftlineController implements vscode.Disposable {
       this.log.error(`model load failed: ${message}`);
       this.statusBar.setModels(null, this.engine.mode);
       this.statusBar.setState({ kind: 'error', message });
+      this.refreshStats();
       if ((error as WorkerError).code !== 'crashed') {
         void vscode.window.showErrorMessage(`Draftline: cannot load the model. ${message}`, 'Select Target Model', 'Show Log').then((choice) => {
           if (choice === 'Select Target Model') void vscode.commands.executeCommand('draftline.selectTargetModel');
