@@ -95,6 +95,14 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
   const snap = (name: string) => screenshot(page, OUT, `${String(++shot).padStart(2, '0')}-${name}`);
   const workspace = path.join(OUT, 'workspace');
 
+  /** Puts the file back to SOURCE (a context where the embedded models are known to complete). */
+  const resetDocument = async () => {
+    await focusEditor(page);
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(SOURCE);
+    await sleep(200);
+  };
+
   before(async () => {
     fs.rmSync(OUT, { recursive: true, force: true });
     fs.mkdirSync(workspace, { recursive: true });
@@ -161,18 +169,19 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
   });
 
   it('palette: toggles and the model picker work', async () => {
-    await focusEditor(page);
+    await resetDocument();
     await runCommand(page, 'Draftline: Toggle Completions');
+    await focusEditor(page);
     await gotoLineEnd(page, 10);
-    await page.keyboard.press('Enter');
-    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    await typeLikeAPerson(page, TYPED, 30);
     await sleep(2500);
     assert.equal(await readGhostText(page), '', 'no ghost text while completions are off');
     await snap('completions-off');
     await runCommand(page, 'Draftline: Toggle Completions');
     await focusEditor(page);
-    // Ask explicitly (VS Code does not re-request after a toggle by itself).
-    await page.keyboard.press('Alt+Backslash');
+    // Retype the last character: VS Code asks again on typing (not on a toggle or a deletion).
+    await page.keyboard.press('Backspace');
+    await typeLikeAPerson(page, TYPED.slice(-1), 30);
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await snap('completions-on-again');
 
@@ -215,10 +224,9 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await sleep(300);
     await page.keyboard.press('Enter');
     await showStats(page, /Target: tiny-code-target/);
-    await focusEditor(page);
+    await resetDocument();
     await gotoLineEnd(page, 10);
-    await page.keyboard.press('Enter');
-    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    await typeLikeAPerson(page, TYPED, 30);
     await page.keyboard.press('Alt+Backslash');
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await snap('completions-back');
