@@ -178,11 +178,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.equal(await readGhostText(page), '', 'no ghost text while completions are off');
     await snap('completions-off');
     await runCommand(page, 'Draftline: Toggle Completions');
-    await focusEditor(page);
-    // Retype the last character: VS Code asks again on typing (not on a toggle or a deletion).
-    await page.keyboard.press('Backspace');
-    await typeLikeAPerson(page, TYPED.slice(-1), 30);
-    await waitForGhostText(page, { timeoutMs: 60_000 });
+    const status = await waitFor(async () => {
+      const item = await readStatusBarItem(page, STATUS_ID);
+      return item && !/Draftline off/.test(item.text) ? item : undefined;
+    }, { timeoutMs: 10_000, what: 'the status bar to show completions on' });
+    assert.doesNotMatch(status.text, /off/);
     await snap('completions-on-again');
 
     await runCommand(page, 'Draftline: Toggle Speculation');
