@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd)
 PORT=${PORT:-8080}
 
-[ -d node_modules/node-llama-cpp ] || npm ci
+[ -d node_modules/node-llama-cpp ] || npm install --no-audit --no-fund
 bash scripts/setup-e2e.sh
 npm run package -- --out .cache/draftline-linux-x64.vsix
 
