@@ -70,7 +70,7 @@ for (const pair of pairs) {
       assert.ok(drift > 0, `${what}: ${JSON.stringify(spec.text)} vs plain ${JSON.stringify(plain.text)}`);
       const i = at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at;
       const [first, second] = await topTwoAfter(session, [...session.promptFor(prompt), ...plain.tokens.slice(0, i)]);
-      assert.ok(first - second < 10 * drift, `${what}: diverged at token ${i} with a logit margin ${first - second} (drift ${drift})`);
+      assert.ok(first - second < 50 * drift, `${what}: diverged at token ${i} with a logit margin ${first - second} (drift ${drift})`);
     };
     after(async () => session?.dispose());
 
@@ -160,7 +160,7 @@ describe('lossless up to numerical ties on a model whose kernels are not batch-i
         divergences++;
         const i = at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at;
         const [first, second] = await topTwoAfter(session, [...session.promptFor(request(c, mode)), ...plain.tokens.slice(0, i)]);
-        assert.ok(first - second < 10 * drift, `${mode} on ${c.name} diverged at token ${i} with a logit margin of ${first - second} (drift ${drift})`);
+        assert.ok(first - second < 50 * drift, `${mode} on ${c.name} diverged at token ${i} with a logit margin of ${first - second} (drift ${drift})`);
       }
     }
     process.stdout.write(`# F32 model: ${divergences} of 120 runs diverged, all at near-ties\n`);
