@@ -46,7 +46,7 @@ const pairs: Pair[] = [
   { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { ...fixedProposals, maxProposal: 12 } },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 30, speculation: fixedProposals },
   { name: 'random wide target, unrelated random draft', target: random(404, { dModel: 256, nHeads: 8, ffn: 512 }), draft: random(203, { dModel: 64, nLayers: 1, ffn: 128 }), prompts: 30, speculation: fixedProposals, unrelated: true },
-  { name: 'random tied-output MQA target, embedded draft', target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }), draft: async () => EMBEDDED.draft, prompts: 30, speculation: fixedProposals },
+  { name: 'random tied-output MQA target, embedded draft', target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }), draft: async () => EMBEDDED.draft, prompts: 30, speculation: fixedProposals, unrelated: true },
 ];
 
 for (const pair of pairs) {
