@@ -4,8 +4,6 @@ import type { LlamaContext, LlamaContextSequence, Token as LlamaToken } from 'no
 import type { CompletionRequest, Token } from '../src/engine/types';
 import type { InferenceSession } from '../src/inference/inferenceSession';
 import { loadLibrary } from '../src/inference/llamaRuntime';
-import { blockEndOffset } from '../src/postprocess/limitScopeByIndentation';
-import { StopRules } from '../src/stopping/stopRules';
 
 export type StockMode = 'stock-draft' | 'stock-lookup';
 
@@ -54,15 +52,7 @@ export class StockRunner {
     const model = this.session.target.model;
     await sequence.clearHistory();
     const prompt = this.session.promptFor(request) as LlamaToken[];
-    const stop = new StopRules({
-      detokenize: (tokens) => model.detokenize(tokens as LlamaToken[], false),
-      isEndToken: (t) => model.isEogToken(t as LlamaToken),
-      maxTokens: Math.max(1, Math.min(request.maxTokens, 1024)),
-      stopStrings: request.stop,
-      singleLine: request.singleLine,
-      maxLines: request.maxLines,
-      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
-    });
+    const stop = this.session.stopRulesFor(request);
     const before = { ...sequence.tokenPredictions };
     const t0 = performance.now();
     let promptMs = 0;

@@ -1,4 +1,4 @@
-import { postprocess } from '../postprocess';
+import { defaultFilters, postprocess } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
 import { CompletionCache } from './completionCache';
 import { StatsCollector } from './statsCollector';
@@ -129,7 +129,9 @@ export class CompletionEngine {
     started = this.now(); // latency counts from the model request, not the debounce
     const result = await this.backend.complete(request, signal);
     if (signal?.aborted || result.stats.stopReason === 'abort') return new SkippedCompletion('cancelled', 'superseded by a newer request');
-    const text = postprocess(result.text, { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces });
+    // The user's maxLines, not the filters' default: the stop rule already cut there.
+    const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
+    const text = postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
     const latencyMs = this.now() - started;
     this.cache.put(request.prefix, request.suffix, text);
     this.stats.record({ at: Date.now(), latencyMs, fromCache: false, chars: text.length, stats: result.stats });

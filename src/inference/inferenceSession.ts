@@ -146,25 +146,18 @@ export class InferenceSession {
 
   /** The prompt tokens a request is decoded from. */
   promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens'>): Token[] {
-    return buildPrompt(this.vocabulary, request.prefix, request.suffix, this.promptBudget(request.maxTokens)).tokens;
-  }
-
-  private promptBudget(maxTokens: number): number {
-    return this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
-  }
-
-  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
-    const maxTokens = Math.max(1, Math.min(request.maxTokens, 1024));
-    const budget = this.promptBudget(maxTokens);
+    const maxTokens = clampMaxTokens(request.maxTokens);
+    const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
-    const prompt = buildPrompt(this.vocabulary, request.prefix, request.suffix, budget);
-    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
-    // Without a usable draft, hybrid is n-gram only and draft is plain.
-    const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
-    const stop = new StopRules({
+    return buildPrompt(this.vocabulary, request.prefix, request.suffix, budget).tokens;
+  }
+
+  /** The stop rules of a request, the same for our decoder and the stock baseline. */
+  stopRulesFor(request: CompletionRequest): StopRules {
+    return new StopRules({
       detokenize: (tokens) => this.detokenize(tokens),
       isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken),
-      maxTokens,
+      maxTokens: clampMaxTokens(request.maxTokens),
       stopStrings: request.stop,
       singleLine: request.singleLine,
       maxLines: request.maxLines,
@@ -172,11 +165,19 @@ export class InferenceSession {
         ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
         : undefined,
     });
+  }
+
+  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
+    const prompt = this.promptFor(request);
+    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
+    // Without a usable draft, hybrid is n-gram only and draft is plain.
+    const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
+    const stop = this.stopRulesFor(request);
     try {
       const stats = await decode({
         mode,
         target: this.target.evaluator,
-        prompt: prompt.tokens,
+        prompt,
         stop,
         ngram: this.ngramProposer(request.documentKey),
         draft,
@@ -221,6 +222,11 @@ async function loadModel(llama: Llama, info: ModelFileInfo, settings: ModelSetti
   });
   const context = await model.createContext({ contextSize, sequences: 1, threads, batchSize: Math.min(contextSize, 512) });
   return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence()) };
+}
+
+/** Longest completion a request may ask for. */
+function clampMaxTokens(maxTokens: number): number {
+  return Math.max(1, Math.min(maxTokens, 1024));
 }
 
 function describe(info: ModelFileInfo): ModelDescription {

@@ -11,13 +11,11 @@ export type PostprocessFilter = (completion: string, ctx: CompletionContext) => 
  * Order matters: loops go first (they confuse the scope rules), the block's closing line is kept
  * before the suffix overlap decides whether the document already has it, whitespace goes last.
  */
-export const DEFAULT_FILTERS: readonly PostprocessFilter[] = [
-  removeRepetitiveLines,
-  limitScopeByIndentation,
-  trimSuffixOverlap,
-  limitLines(DEFAULT_MAX_LINES),
-  trimTrailingWhitespace,
-];
+export function defaultFilters(maxLines: number = DEFAULT_MAX_LINES): readonly PostprocessFilter[] {
+  return [removeRepetitiveLines, limitScopeByIndentation, trimSuffixOverlap, limitLines(maxLines), trimTrailingWhitespace];
+}
+
+export const DEFAULT_FILTERS = defaultFilters();
 
 /** Turns a raw completion into the text shown as ghost text ("" means show nothing). */
 export function postprocess(completion: string, ctx: CompletionContext, filters: readonly PostprocessFilter[] = DEFAULT_FILTERS): string {
