@@ -18,6 +18,7 @@ export function fmt(x: number | null | undefined, digits = 1): string {
 /** A one-line progress bar on stderr. */
 export class Progress {
   private done = 0;
+  private lastDraw = 0;
   private readonly started = Date.now();
   constructor(
     private readonly total: number,
@@ -25,6 +26,9 @@ export class Progress {
   ) {}
   tick(note = ''): void {
     this.done++;
+    // Redraw at most 5 times a second (and at the end): the bar must not cost what it measures.
+    if (this.done < this.total && Date.now() - this.lastDraw < 200) return;
+    this.lastDraw = Date.now();
     const width = 30;
     const filled = Math.round((this.done / this.total) * width);
     const elapsed = (Date.now() - this.started) / 1000;

@@ -47,16 +47,22 @@ export class StockRunner {
     return this.sequences[mode] !== undefined;
   }
 
+  /** Empties the stock sequences' caches. */
+  async reset(): Promise<void> {
+    for (const sequence of Object.values(this.sequences)) await sequence.clearHistory();
+  }
+
+  /** One completion; the KV of the longest common prefix with the previous one is reused, as ours does. */
   async run(mode: StockMode, request: CompletionRequest): Promise<StockResult> {
     const sequence = this.sequences[mode]!;
-    const model = this.session.target.model;
-    await sequence.clearHistory();
     const prompt = this.session.promptFor(request) as LlamaToken[];
+    const reused = Math.min(sequence.compareContextTokens(prompt).firstDifferentIndex, prompt.length - 1);
+    if (reused < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: reused, end: sequence.nextTokenIndex }]);
     const stop = this.session.stopRulesFor(request);
     const before = { ...sequence.tokenPredictions };
     const t0 = performance.now();
     let promptMs = 0;
-    const generator = sequence.evaluate(prompt, { temperature: 0 });
+    const generator = sequence.evaluate(prompt.slice(reused), { temperature: 0 });
     try {
       for await (const token of generator) {
         if (promptMs === 0) promptMs = performance.now() - t0;

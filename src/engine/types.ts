@@ -61,7 +61,7 @@ export interface CompletionStats {
   /** Prompt tokens whose KV was reused from the previous request. */
   reusedPromptTokens: number;
   generatedTokens: number;
-  /** Target evaluations while decoding (after the prompt). Plain decoding: one per token. */
+  /** Target evaluations, the prompt's included (it yields the first token). Plain decoding: one per token. */
   targetEvaluations: number;
   /** Tokens the target evaluated while decoding (including rejected proposals). */
   targetTokensEvaluated: number;

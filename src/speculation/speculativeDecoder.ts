@@ -64,6 +64,8 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
   }
   const prefill = await syncAndPredictNext(target, input.prompt);
   stats.reusedPromptTokens = prefill.reused;
+  // The prompt's evaluation yields the first token: counted, so plain decoding is one per token.
+  stats.targetEvaluations = 1;
   stats.promptMs = now() - started;
   stats.timeToFirstTokenMs = stats.promptMs;
 

@@ -102,15 +102,15 @@ describe('speculative decoder (stand-in model)', () => {
     const r = await run('plain', model, [1, 2, 3], { maxTokens: 40 });
     assert.equal(r.tokens.length, 40);
     // The prompt evaluation yields the first token; then one evaluation per further token.
-    assert.equal(r.stats.targetEvaluations, 39);
+    assert.equal(r.stats.targetEvaluations, 40);
   });
 
   it('a perfect draft accepts whole proposals: k+1 tokens per target evaluation', async () => {
     const model = hashModel(11, VOCAB - 1, 3);
     const r = await run('draft', model, [5, 6, 7], { draftAccuracy: 1, maxTokens: 71, spec: { maxProposal: 6 } });
     assert.equal(r.tokens.length, 71);
-    // 70 tokens after the first, 7 per evaluation.
-    assert.equal(r.stats.targetEvaluations, 10);
+    // The prompt's evaluation gives the first token, then 70 tokens at 7 per evaluation.
+    assert.equal(r.stats.targetEvaluations, 11);
     assert.equal(r.stats.bySource.draft.acceptedTokens, r.stats.bySource.draft.proposedTokens);
   });
 
