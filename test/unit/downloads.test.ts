@@ -1,0 +1,162 @@
+// The real download path (node-llama-cpp's downloader) against a local server: no hub is reachable here.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CATALOG, recommendPair } from '../../src/models/catalog';
+import { DownloadError, downloadedPath, downloadModels, isModelUri, SpeedMeter, type DownloadProgress } from '../../src/models/downloads';
+import { writeNotGguf } from '../support/ggufWriter';
+import { startModelServer } from '../support/modelServer';
+import { ensureTestModel } from '../support/models';
+
+const ROOT = path.resolve(__dirname, '../..');
+const OUT = path.join(ROOT, 'test-output/downloads');
+const GB = 1e9;
+
+describe('recommended pair for a machine', () => {
+  const cases: [string, { vramBytes: number; ramBytes: number; unifiedMemory?: boolean }, string][] = [
+    ['no GPU, 8 GB RAM', { vramBytes: 0, ramBytes: 8 * GB }, '1.5B'],
+    ['no GPU, 24 GB RAM', { vramBytes: 0, ramBytes: 24 * GB }, '1.5B'],
+    ['no GPU, 64 GB RAM', { vramBytes: 0, ramBytes: 64 * GB }, '3B'],
+    ['4 GB GPU', { vramBytes: 4 * GB, ramBytes: 16 * GB }, '1.5B'],
+    ['8 GB GPU', { vramBytes: 8 * GB, ramBytes: 32 * GB }, '3B'],
+    ['12 GB GPU', { vramBytes: 12 * GB, ramBytes: 32 * GB }, '7B'],
+    ['24 GB GPU', { vramBytes: 24 * GB, ramBytes: 64 * GB }, '7B'],
+    ['16 GB unified memory', { vramBytes: 16 * GB, ramBytes: 16 * GB, unifiedMemory: true }, '3B'],
+    ['2 GB GPU (tight)', { vramBytes: 2 * GB, ramBytes: 8 * GB }, '1.5B'],
+  ];
+  for (const [name, machine, params] of cases) {
+    it(`${name} -> ${params} target + 0.5B draft`, () => {
+      const pair = recommendPair(machine);
+      assert.equal(pair.target.params, params);
+      assert.equal(pair.draft, CATALOG.draft05);
+      assert.match(pair.target.uri, /^hf:ggml-org\/Qwen2\.5-Coder-.*-Q8_0-GGUF\/qwen2\.5-coder-.*-q8_0\.gguf$/);
+    });
+  }
+});
+
+describe('model URIs and progress', () => {
+  it('tells URIs from paths', () => {
+    for (const u of ['hf:user/repo:Q4_K_M', 'hf:user/repo/file.gguf', 'https://x.org/m.gguf', 'http://127.0.0.1:1/m.gguf']) assert.ok(isModelUri(u), u);
+    for (const p of ['/home/me/m.gguf', 'C:\\models\\m.gguf', 'models/hf.gguf', '']) assert.ok(!isModelUri(p), p);
+  });
+  it('computes speed and ETA over a sliding window', () => {
+    let t = 0;
+    const meter = new SpeedMeter(5000, () => t);
+    meter.sample(0, 1000);
+    t = 1000;
+    const p = meter.sample(100, 1000);
+    assert.equal(p.bytesPerSecond, 100);
+    assert.equal(p.etaSeconds, 9);
+    t = 2000;
+    assert.equal(meter.sample(1000, 1000).etaSeconds, 0);
+  });
+});
+
+describe('downloading from a local server', () => {
+  let server: Awaited<ReturnType<typeof startModelServer>>;
+  let model: string;
+  let draft: string;
+  let big: string;
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    fs.mkdirSync(OUT, { recursive: true });
+    model = await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 });
+    draft = await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 });
+    big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
+    const text = path.join(OUT, 'text.gguf');
+    await writeNotGguf(text, 'this is not a model\n'.repeat(100));
+    server = await startModelServer({
+      '/m/target.gguf': { file: model },
+      '/m/draft.gguf': { file: draft },
+      '/m/slow.gguf': { file: big, rate: 2_000_000 },
+      '/m/drop.gguf': { file: big, dropAfter: { bytes: 1_500_000, times: 1 } },
+      '/m/text.gguf': { file: text },
+      // The hub: hf:user/repo/file.gguf resolves to <endpoint>/user/repo/resolve/main/file.gguf
+      '/tester/tiny-repo/resolve/main/tiny-target.gguf': { file: model },
+    });
+  });
+  after(async () => server?.close());
+
+  it('downloads a pair as one operation with progress, validates it, and resolves it offline afterwards', async () => {
+    const dir = path.join(OUT, 'pair');
+    const progress: DownloadProgress[] = [];
+    const uris = [`${server.url}/m/target.gguf`, `${server.url}/m/draft.gguf`];
+    const files = await downloadModels(uris, { dirPath: dir, onProgress: (p) => progress.push(p) });
+    assert.equal(files.length, 2);
+    for (const [i, f] of files.entries()) assert.equal(fs.readFileSync(f).length, fs.statSync([model, draft][i]).size);
+    assert.ok(progress.length > 0);
+    const last = progress.at(-1)!;
+    assert.equal(last.totalBytes, fs.statSync(model).size + fs.statSync(draft).size);
+    assert.equal(last.downloadedBytes, last.totalBytes);
+    assert.equal(downloadedPath(dir, uris[0]), files[0]);
+    // A second call needs no server.
+    const requestsBefore = server.requests.length;
+    assert.deepEqual(await downloadModels(uris, { dirPath: dir }), files);
+    assert.equal(server.requests.length, requestsBefore);
+  });
+
+  it('resolves a hub URI (hf:user/repo/file.gguf) against the configured endpoint', async () => {
+    const dir = path.join(OUT, 'hub');
+    const [file] = await downloadModels(['hf:tester/tiny-repo/tiny-target.gguf'], { dirPath: dir, huggingFaceEndpoint: `${server.url}/` });
+    assert.equal(fs.statSync(file).size, fs.statSync(model).size);
+    assert.ok(server.requests.some((r) => r.includes('/tester/tiny-repo/resolve/main/tiny-target.gguf')));
+  });
+
+  it('cancel: no file left behind and no success', async () => {
+    const dir = path.join(OUT, 'cancel');
+    const controller = new AbortController();
+    let seen = 0;
+    const pending = downloadModels([`${server.url}/m/slow.gguf`], {
+      dirPath: dir,
+      signal: controller.signal,
+      onProgress: (p) => {
+        seen = p.downloadedBytes;
+        if (p.downloadedBytes > 200_000) controller.abort();
+      },
+    });
+    await assert.rejects(pending, (e: DownloadError) => e.code === 'cancelled');
+    assert.ok(seen < fs.statSync(big).size, 'cancelled mid-file');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f !== 'downloads.json') : [], []);
+    assert.equal(downloadedPath(dir, `${server.url}/m/slow.gguf`), undefined);
+  });
+
+  it('a connection dropped mid-file is resumed (Range request) and the file is complete', async () => {
+    const dir = path.join(OUT, 'drop');
+    let error: unknown;
+    let file: string | undefined;
+    try {
+      [file] = await downloadModels([`${server.url}/m/drop.gguf`], { dirPath: dir });
+    } catch (e) {
+      error = e;
+    }
+    if (!file) {
+      // The downloader gave up: a second attempt must continue from the partial file.
+      assert.ok(error instanceof DownloadError, String(error));
+      [file] = await downloadModels([`${server.url}/m/drop.gguf`], { dirPath: dir });
+    }
+    assert.ok(fs.readFileSync(file).equals(fs.readFileSync(big)), 'byte-identical');
+    assert.ok(server.requests.some((r) => r.startsWith('GET /m/drop.gguf bytes=') && !r.endsWith('bytes=0-')), `resumed with a Range request: ${server.requests.filter((r) => r.includes('drop')).join(' | ')}`);
+  });
+
+  it('a 404 fails with a clear error and leaves nothing', async () => {
+    const dir = path.join(OUT, '404');
+    await assert.rejects(downloadModels([`${server.url}/m/missing.gguf`], { dirPath: dir }), (e: DownloadError) => {
+      assert.ok(e instanceof DownloadError);
+      assert.match(e.message, /404|not found|failed/i);
+      return true;
+    });
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+  });
+
+  it('a file that is not GGUF is rejected after download and deleted', async () => {
+    const dir = path.join(OUT, 'text');
+    await assert.rejects(downloadModels([`${server.url}/m/text.gguf`], { dirPath: dir }), (e: DownloadError) => {
+      assert.equal(e.code, 'invalid');
+      assert.match(e.message, /not a GGUF model file/);
+      return true;
+    });
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+  });
+});
