@@ -4,12 +4,14 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } fro
 import { statsReport } from '../engine/statsReport';
 import type { CompletionRequest, CompletionResult, LoadedModelsInfo } from '../engine/types';
 import { WorkerClient, WorkerError } from '../worker/workerClient';
+import { describeBackend } from '../models/backend';
 import { DocumentSync } from './documentSync';
+import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { DraftlineInlineProvider } from './inlineProvider';
 import { readEngineSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
 import { StatusBar } from './statusBar';
 
-const MODEL_KEYS = ['targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize'].map((k) => `${SECTION}.${k}`);
+const MODEL_KEYS = ['targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
 
 /** Wires the engine, the worker, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -63,7 +65,11 @@ export class DraftlineController implements vscode.Disposable {
   }
 
   start(): void {
-    void this.loadModels('startup');
+    void this.loadModels('startup').then(() => {
+      if (readModelSettings(this.context.extensionPath).targetIsEmbedded && this.models) {
+        void offerRecommendedPair(this.context, this.worker, this.log).catch((e: Error) => this.log.warn(`model offer: ${e.message}`));
+      }
+    });
   }
 
   /** Loads (or reloads) the configured models in the worker; the previous ones keep serving until then. */
@@ -73,17 +79,16 @@ export class DraftlineController implements vscode.Disposable {
     this.statusBar.setState({ kind: 'loading' });
     this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
     try {
-      if (/^(hf:|https?:)/i.test(models.targetModel) || /^(hf:|https?:)/i.test(models.draftModel)) {
-        throw new Error('Model URIs (hf:… / https://…) need a download first: use "Draftline: Select Target Model" to download, or give a local .gguf path.');
-      }
-      const info = await this.worker.request('load', { models, speculation: readSpeculationSettings() });
+      const files = await resolveModelFiles(this.context, models);
+      if (generation !== this.loadGeneration) return;
+      const info = await this.worker.request('load', { models: files, speculation: readSpeculationSettings() });
       if (generation !== this.loadGeneration) return;
       this.models = info;
       this.loadError = null;
       this.engine.settings = readEngineSettings(info.draft !== null);
       this.engine.cache.clear();
       this.documentSync.resendAll();
-      this.statusBar.setModels(info, this.engine.mode);
+      this.statusBar.setModels(info, this.engine.mode, describeBackend(models.gpu, info).text);
       this.statusBar.setState(this.restingState());
       if (info.draftProblem) void vscode.window.showWarningMessage(`Draftline: ${info.draftProblem}`);
       if (info.promptFormat === 'prefix-only') {

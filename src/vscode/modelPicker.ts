@@ -2,6 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
+import { CATALOG } from '../models/catalog';
+import { downloadedPath } from '../models/downloads';
 import { embeddedModels, readModelSettings, SECTION } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
@@ -54,6 +56,12 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
   };
   items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
   await add(role === 'target' ? embedded.target : embedded.draft, role === 'target' ? 'tiny-code-target (embedded)' : 'tiny-code-draft (embedded)', '');
+  items.push({ label: 'Recommended (downloaded on first use)', kind: vscode.QuickPickItemKind.Separator });
+  const recommended = role === 'target' ? [CATALOG.target15, CATALOG.target3, CATALOG.target7] : [CATALOG.draft05];
+  for (const m of recommended) {
+    const have = downloadedPath(modelsDir(context), m.uri);
+    items.push({ label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`, description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ' — downloaded' : ''}`, detail: m.uri, value: m.uri });
+  }
   const downloaded = listGguf(modelsDir(context));
   if (downloaded.length) {
     items.push({ label: 'Downloaded', kind: vscode.QuickPickItemKind.Separator });

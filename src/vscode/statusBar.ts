@@ -16,6 +16,7 @@ export class StatusBar implements vscode.Disposable {
   private summary: StatusSummary | null = null;
   private models: LoadedModelsInfo | null = null;
   private mode = '';
+  private backend = '';
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Right, 100);
@@ -36,9 +37,10 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  setModels(models: LoadedModelsInfo | null, mode: string): void {
+  setModels(models: LoadedModelsInfo | null, mode: string, backend?: string): void {
     this.models = models;
     this.mode = mode;
+    if (backend !== undefined) this.backend = backend;
     this.render();
   }
 
@@ -61,7 +63,7 @@ export class StatusBar implements vscode.Disposable {
     if (this.models) {
       const m = this.models;
       tip.appendMarkdown(`Target: ${m.target.name}\n\nDraft: ${m.draft?.name ?? 'none'}\n\n`);
-      tip.appendMarkdown(`Backend: ${m.backend}, GPU layers ${m.gpuLayers.target} + ${m.gpuLayers.draft}, ${m.threads} thread(s)\n\n`);
+      tip.appendMarkdown(`Backend: ${this.backend || m.backend}; ${m.threads} thread(s)\n\n`);
     }
     if (this.summary?.tokensPerEvaluation != null) tip.appendMarkdown(`Tokens per target evaluation: ${this.summary.tokensPerEvaluation.toFixed(2)}\n\n`);
     tip.appendMarkdown('Click for Draftline commands');

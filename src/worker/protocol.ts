@@ -16,6 +16,8 @@ export interface WorkerMethods {
   complete: [{ request: CompletionRequest }, CompletionResult];
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
+  /** Memory of this machine as node-llama-cpp sees it, for the recommended model pair. */
+  systemInfo: [Record<string, never>, { backend: string; vramBytes: number; ramBytes: number; unifiedMemory: boolean }];
   /** Test hook, enabled by DRAFTLINE_TEST_HOOKS=1 only: kills the worker like a native abort would. */
   crash: [Record<string, never>, null];
 }

@@ -37,6 +37,7 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
   complete: 120_000,
   configure: 10_000,
   unload: 30_000,
+  systemInfo: 60_000,
   crash: 10_000,
 };
 

@@ -1,6 +1,8 @@
 // Entry of the inference child process. A native abort in llama.cpp ends this process, never the
 // extension host; the client restarts it.
+import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
+import { getRuntime } from '../inference/llamaRuntime';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 
 let session: InferenceSession | null = null;
@@ -55,6 +57,11 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     session = null;
     await previous?.dispose();
     return null;
+  },
+  systemInfo: async () => {
+    const llama = await getRuntime({ gpu: 'auto' }, 1, log);
+    const vram = llama.gpu === false ? { total: 0, unifiedSize: 0 } : await llama.getVramState();
+    return { backend: llama.gpu === false ? 'cpu' : llama.gpu, vramBytes: vram.total, ramBytes: os.totalmem(), unifiedMemory: vram.unifiedSize > 0 };
   },
   crash: async () => {
     if (process.env.DRAFTLINE_TEST_HOOKS !== '1') throw new Error('test hooks are disabled');

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { getRuntime } from '../../src/inference/llamaRuntime';
+import { describeBackend } from '../../src/models/backend';
 import { CATALOG, recommendPair } from '../../src/models/catalog';
 import { DownloadError, downloadedPath, downloadModels, isModelUri, SpeedMeter, type DownloadProgress } from '../../src/models/downloads';
 import { writeNotGguf } from '../support/ggufWriter';
@@ -158,5 +160,28 @@ describe('downloading from a local server', () => {
       return true;
     });
     assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+  });
+});
+
+describe('GPU backend description', () => {
+  const table: [Parameters<typeof describeBackend>[0], string, number, boolean, RegExp][] = [
+    ['auto', 'cpu', 0, true, /^CPU — no GPU backend/],
+    ['cpu', 'cpu', 0, false, /^CPU \(as set\)/],
+    ['auto', 'cuda', 29, false, /^CUDA, 29 \+ 25 layers/],
+    ['vulkan', 'vulkan', 0, true, /no layer fits/],
+    ['metal', 'metal', 33, false, /^Metal/],
+  ];
+  for (const [requested, backend, layers, fallback, text] of table) {
+    it(`${requested} -> ${backend} with ${layers} layers`, () => {
+      const d = describeBackend(requested, { backend, gpuLayers: { target: layers, draft: layers ? 25 : 0 } });
+      assert.equal(d.fallback, fallback);
+      assert.match(d.text, text);
+    });
+  }
+  it('reports what node-llama-cpp picked on this machine (CPU here) as a fallback from auto', async () => {
+    const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
+    const backend = llama.gpu === false ? 'cpu' : llama.gpu;
+    const d = describeBackend('auto', { backend, gpuLayers: { target: 0, draft: 0 } });
+    assert.equal(d.fallback, true, `${backend}: ${d.text}`);
   });
 });

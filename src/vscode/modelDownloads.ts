@@ -1,0 +1,107 @@
+import * as vscode from 'vscode';
+import { catalogModelByUri, recommendPair } from '../models/catalog';
+import { DownloadError, downloadedPath, downloadModels, isModelUri } from '../models/downloads';
+import type { WorkerClient } from '../worker/workerClient';
+import { modelsDir } from './modelPicker';
+import { SECTION, type ResolvedModelSettings } from './settings';
+
+const ONBOARDED_KEY = 'draftline.onboarded';
+
+/** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
+export function huggingFaceEndpoint(): string | undefined {
+  const configured = vscode.workspace.getConfiguration(SECTION).inspect<string>('huggingFaceEndpoint')?.globalValue;
+  return configured || process.env.HF_ENDPOINT || undefined;
+}
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
+
+function formatEta(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '…';
+  if (seconds < 60) return `${Math.ceil(seconds)} s`;
+  return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
+}
+
+/** Downloads with a cancellable progress notification (size, speed, ETA). Resolves to local paths. */
+export async function downloadWithProgress(context: vscode.ExtensionContext, uris: string[], title: string): Promise<string[]> {
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
+    const controller = new AbortController();
+    token.onCancellationRequested(() => controller.abort());
+    let reported = 0;
+    return downloadModels(uris, {
+      dirPath: modelsDir(context),
+      signal: controller.signal,
+      huggingFaceEndpoint: huggingFaceEndpoint(),
+      onProgress: (p) => {
+        const percent = p.totalBytes ? (100 * p.downloadedBytes) / p.totalBytes : 0;
+        progress.report({
+          increment: Math.max(0, percent - reported),
+          message: `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`,
+        });
+        reported = Math.max(reported, percent);
+      },
+    });
+  });
+}
+
+/**
+ * Turns model URIs in the settings into local files: already downloaded ones resolve offline,
+ * others are downloaded after the user agrees (never silently).
+ */
+export async function resolveModelFiles(context: vscode.ExtensionContext, models: ResolvedModelSettings): Promise<ResolvedModelSettings> {
+  const dir = modelsDir(context);
+  const missing = [models.targetModel, models.draftModel].filter((m) => m && isModelUri(m) && !downloadedPath(dir, m));
+  if (missing.length > 0) {
+    const names = missing.map((uri) => {
+      const known = catalogModelByUri(uri);
+      return known ? `${known.name} (${mb(known.sizeBytes)})` : uri;
+    });
+    const choice = await vscode.window.showInformationMessage(`Draftline: ${names.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not downloaded yet.`, 'Download', 'Cancel');
+    if (choice !== 'Download') throw new Error(`Model not downloaded: ${missing.join(', ')}`);
+    await downloadWithProgress(context, missing, 'Draftline: downloading models');
+  }
+  const local = (m: string) => (m && isModelUri(m) ? downloadedPath(dir, m)! : m);
+  return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
+}
+
+async function online(endpoint: string | undefined): Promise<boolean> {
+  try {
+    await fetch(endpoint ?? 'https://huggingface.co', { method: 'HEAD', signal: AbortSignal.timeout(4000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * First run with no model configured: offer a recommended pair sized to this machine, the embedded
+ * demo models, or never asking again. Downloads only on an explicit choice.
+ */
+export async function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel): Promise<void> {
+  if (context.globalState.get<boolean>(ONBOARDED_KEY)) return;
+  if (!(await online(huggingFaceEndpoint()))) {
+    log.info('offline: not offering a model download');
+    return;
+  }
+  const machine = await worker.request('systemInfo', {});
+  const pair = recommendPair(machine);
+  const size = mb(pair.target.sizeBytes + pair.draft.sizeBytes);
+  const choice = await vscode.window.showInformationMessage(
+    `Draftline runs on tiny demo models. Download ${pair.target.name} with ${pair.draft.name} as draft (${size}, ${pair.reason}) for real completions?`,
+    `Download (${size})`,
+    'Use embedded demo models',
+    "Don't ask again",
+  );
+  if (!choice) return; // dismissed: ask again next time
+  await context.globalState.update(ONBOARDED_KEY, true);
+  if (!choice.startsWith('Download')) return;
+  try {
+    await downloadWithProgress(context, [pair.target.uri, pair.draft.uri], `Draftline: downloading ${pair.target.name} + ${pair.draft.name}`);
+  } catch (error) {
+    await context.globalState.update(ONBOARDED_KEY, false);
+    if (!(error instanceof DownloadError && error.code === 'cancelled')) void vscode.window.showErrorMessage(`Draftline: ${(error as Error).message}`);
+    return;
+  }
+  const config = vscode.workspace.getConfiguration(SECTION);
+  await config.update('targetModel', pair.target.uri, vscode.ConfigurationTarget.Global);
+  await config.update('draftModel', pair.draft.uri, vscode.ConfigurationTarget.Global);
+}

@@ -1,0 +1,102 @@
+// From a fresh install to completions from a downloaded model pair, without touching a setting:
+// the first-run offer, the download with its progress notification, and the switch to the new pair.
+// The hub is a local server (draftline.huggingFaceEndpoint) serving GGUF files at the recommended
+// pair's own hf: paths; the files are the embedded models (no real model can be downloaded here).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { CATALOG } from '../../src/models/catalog';
+import { startModelServer } from '../support/modelServer';
+import {
+  closeWorkbench,
+  e2eUnavailableReason,
+  gotoLineEnd,
+  openFile,
+  openWorkbench,
+  repoRoot,
+  screenshot,
+  startCodeServer,
+  typeLikeAPerson,
+  waitFor,
+  waitForGhostText,
+  waitForNotification,
+  type CodeServer,
+  type Workbench,
+} from './harness';
+
+const ROOT = repoRoot();
+const OUT = path.join(ROOT, 'test-output', 'e2e-onboarding');
+const hubPath = (uri: string) => {
+  const [, user, repo, file] = /^hf:([^/]+)\/([^/]+)\/(.+)$/.exec(uri)!;
+  return `/${user}/${repo}/resolve/main/${file}`;
+};
+
+async function clickNotificationButton(page: Page, label: RegExp): Promise<void> {
+  const button = await waitFor(async () => {
+    const buttons = await page.$$('.notifications-toasts .notification-toast .monaco-button');
+    for (const b of buttons) if (label.test((await b.textContent()) ?? '')) return b;
+    return undefined;
+  }, { timeoutMs: 60_000, what: `a notification button ${label}` });
+  await button.click();
+}
+
+describe('first run: download the recommended pair and complete with it', { skip: e2eUnavailableReason() ?? false }, () => {
+  let server: CodeServer;
+  let hub: Awaited<ReturnType<typeof startModelServer>>;
+  let wb: Workbench;
+
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    const workspace = path.join(OUT, 'workspace');
+    fs.mkdirSync(workspace, { recursive: true });
+    fs.writeFileSync(path.join(workspace, 'main.ts'), 'export function sum(values: number[]): number {\n  let total = 0;\n  \n}\n');
+    // The recommended pair on this machine (CPU, 24 GB) is 1.5B + 0.5B; the local hub serves them.
+    hub = await startModelServer({
+      [hubPath(CATALOG.target15.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
+      [hubPath(CATALOG.target3.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
+      [hubPath(CATALOG.draft05.uri)]: { file: path.join(ROOT, 'models/tiny-code-draft.gguf'), rate: 4_000_000 },
+    });
+    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
+    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
+    server = await startCodeServer({
+      workspaceDir: workspace,
+      outDir: path.join(OUT, 'server'),
+      settings: { 'draftline.huggingFaceEndpoint': `${hub.url}/`, 'editor.autoClosingBrackets': 'never', 'draftline.debounceMs': 100 },
+      vsixPaths: [vsix],
+    });
+    wb = await openWorkbench(server, { folder: workspace });
+  });
+
+  after(async () => {
+    await closeWorkbench(wb);
+    await server?.stop();
+    await hub?.close();
+  });
+
+  it('offers the pair, downloads it with progress, and completes with it; no setting touched by hand', async () => {
+    const page = wb.page;
+    const offer = await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 90_000);
+    assert.match(offer, /2[.,]?\d* ?(GB|MB)|MB/);
+    await screenshot(page, OUT, '01-offer');
+    await clickNotificationButton(page, /^Download \(/);
+    await waitForNotification(page, /downloading/i, 30_000);
+    await screenshot(page, OUT, '02-progress');
+    // The user settings now name the pair by URI; the files are in the extension's global storage.
+    const settingsFile = path.join(server.userDataDir, 'User', 'settings.json');
+    await waitFor(() => (fs.readFileSync(settingsFile, 'utf8').includes(CATALOG.draft05.uri) ? true : undefined), { timeoutMs: 120_000, what: 'the pair in the user settings' });
+    const storage = path.join(server.userDataDir, 'User', 'globalStorage', 'draftline.draftline', 'models');
+    const files = fs.readdirSync(storage).filter((f) => f.endsWith('.gguf'));
+    assert.equal(files.length, 2, files.join(', '));
+    assert.ok(hub.requests.some((r) => r.includes('qwen2.5-coder-0.5b-q8_0.gguf')));
+    await openFile(page, 'main.ts');
+    await gotoLineEnd(page, 3);
+    await typeLikeAPerson(page, 'for (const value of values', 40);
+    await waitForGhostText(page, { timeoutMs: 60_000 });
+    await screenshot(page, OUT, '03-completion-from-downloaded-pair');
+    const log = fs.readdirSync(path.join(server.userDataDir, 'logs')).map((d) => path.join(server.userDataDir, 'logs', d, 'exthost1', 'draftline.draftline', 'Draftline.log')).filter(fs.existsSync).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  });
+});
