@@ -2,7 +2,7 @@
 // installs all of them: a naive package is ~400 MB), no llama.cpp source bundle, no dev tooling.
 // Usage: node scripts/package.mjs [--target linux-x64] [--gpu vulkan|cuda] [--out file.vsix]
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync, readFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync, readFileSync, existsSync, renameSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 const args = process.argv.slice(2);
@@ -22,17 +22,22 @@ for (const k of keep) if (!present.includes(k)) throw new Error(`@node-llama-cpp
 
 const ignore = [
   '.ci/**', '.cache/**', 'test/**', 'test-output/**', 'bench/**', 'scripts/**', 'src/**', '**/*.ts', '**/*.map', 'tsconfig.json', 'esbuild.mjs', '*.vsix', '.gitignore',
-  'models/recipe/**',
+  'models/recipe/**', 'README.md',
   'node_modules/node-llama-cpp/llama/gitRelease.bundle', 'node_modules/node-llama-cpp/llama/xpack/**', 'node_modules/node-llama-cpp/templates/**',
   'node_modules/typescript/**', 'node_modules/.bin/**',
   ...present.filter((p) => !keep.has(p)).map((p) => `node_modules/@node-llama-cpp/${p}/**`),
 ];
 execFileSync(process.execPath, ['esbuild.mjs'], { stdio: 'inherit' });
+// The packaged README is the user part of ours: the benchmark section links repository files
+// (SVG charts) that a .vsix cannot carry.
+mkdirSync('.cache', { recursive: true });
+const readme = join('.cache', 'README.vsix.md');
+writeFileSync(readme, readFileSync('README.md', 'utf8').split('\n## Benchmark')[0]);
 const had = existsSync('.vscodeignore');
 if (had) renameSync('.vscodeignore', '.vscodeignore.bak');
 writeFileSync('.vscodeignore', ignore.join('\n') + '\n');
 try {
-  execFileSync(join('node_modules', '.bin', 'vsce'), ['package', '--target', target, '--out', out, '--allow-missing-repository', '--skip-license'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  execFileSync(join('node_modules', '.bin', 'vsce'), ['package', '--target', target, '--out', out, '--readme-path', readme, '--allow-missing-repository', '--skip-license'], { stdio: ['ignore', 'inherit', 'inherit'] });
 } finally {
   rmSync('.vscodeignore');
   if (had) renameSync('.vscodeignore.bak', '.vscodeignore');
