@@ -84,9 +84,11 @@ describe('first run: download the recommended pair and complete with it', { skip
     await clickNotificationButton(page, /^Download \(/);
     await waitForNotification(page, /downloading/i, 30_000);
     await screenshot(page, OUT, '02-progress');
-    // The user settings now name the pair by URI; the files are in the extension's global storage.
-    const settingsFile = path.join(server.userDataDir, 'User', 'settings.json');
-    await waitFor(() => (fs.readFileSync(settingsFile, 'utf8').includes(CATALOG.draft05.uri) ? true : undefined), { timeoutMs: 120_000, what: 'the pair in the user settings' });
+    // The settings now name the pair by URI (machine-scoped settings of a remote VS Code such as
+    // code-server live in Machine/settings.json); the files are in the extension's global storage.
+    const settingsFiles = ['User', 'Machine'].map((d) => path.join(server.userDataDir, d, 'settings.json'));
+    const hasPair = () => settingsFiles.some((f) => fs.existsSync(f) && fs.readFileSync(f, 'utf8').includes(CATALOG.draft05.uri));
+    await waitFor(() => (hasPair() ? true : undefined), { timeoutMs: 120_000, what: 'the pair in the user/machine settings' });
     const storage = path.join(server.userDataDir, 'User', 'globalStorage', 'draftline.draftline', 'models');
     const files = fs.readdirSync(storage).filter((f) => f.endsWith('.gguf'));
     assert.equal(files.length, 2, files.join(', '));
