@@ -15,6 +15,8 @@ const common = {
 const builds = [
   { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' },
   { ...common, entryPoints: ['src/worker/workerMain.ts'], outfile: 'dist/worker.js' },
+  // The extension-host test suite (npm run test:desktop); not part of the .vsix.
+  { ...common, entryPoints: ['test/desktop/suite.ts'], outfile: 'dist/desktop-suite.js' },
 ];
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();

@@ -20,6 +20,8 @@ export class DraftlineController implements vscode.Disposable {
   readonly worker: WorkerClient;
   readonly engine: CompletionEngine;
   models: LoadedModelsInfo | null = null;
+  /** The inline completion provider (exposed for the extension-host test suite). */
+  readonly provider: DraftlineInlineProvider;
   private loadError: string | null = null;
   private loadGeneration = 0;
   private readonly disposables: vscode.Disposable[] = [];
@@ -43,13 +45,13 @@ export class DraftlineController implements vscode.Disposable {
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false) });
     this.documentSync = new DocumentSync((n) => this.worker.notify(n));
-    const provider = new DraftlineInlineProvider({
+    const provider = (this.provider = new DraftlineInlineProvider({
       engine: () => (this.models ? this.engine : null),
       debounceMs,
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
       onCompleted: () => this.refreshStats(),
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
-    });
+    }));
     this.disposables.push(
       this.log,
       this.statusBar,
@@ -117,7 +119,10 @@ export class DraftlineController implements vscode.Disposable {
 
   /** Applies toggles and knobs that need no reload. */
   applyLiveSettings(): void {
+    const wasEnabled = this.engine.settings.enabled;
     this.engine.settings = readEngineSettings(this.models?.draft != null);
+    // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
+    if (!wasEnabled && this.engine.settings.enabled && vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     this.engine.cache.clear();
     if (this.models) void this.worker.request('configure', { speculation: readSpeculationSettings() }).catch(() => undefined);
     this.statusBar.setModels(this.models, this.engine.mode);

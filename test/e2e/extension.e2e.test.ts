@@ -183,6 +183,9 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       return item && !/Draftline off/.test(item.text) ? item : undefined;
     }, { timeoutMs: 10_000, what: 'the status bar to show completions on' });
     assert.doesNotMatch(status.text, /off/);
+    // Turning completions on asks again at the cursor: the ghost text comes back without typing.
+    await focusEditor(page);
+    await waitForGhostText(page, { timeoutMs: 60_000 });
     await snap('completions-on-again');
 
     await runCommand(page, 'Draftline: Toggle Speculation');
