@@ -14,6 +14,7 @@ import { barChart, lineChart } from './chart';
 import { CACHE, CORPUS_PACKAGES, ensureCorpus, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
 import { fmt, median, percentile, Progress } from './stats';
+import { LlamaServer } from './llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -33,7 +34,7 @@ const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);
 };
 
-type Mode = DecodeMode | StockMode;
+type Mode = DecodeMode | StockMode | 'llama-server' | 'llama-server-md';
 const MODES: Mode[] = ['plain', 'stock-draft', 'stock-lookup', 'ngram', 'draft', 'hybrid'];
 const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid'];
 
@@ -49,6 +50,8 @@ interface Run {
   accepted: { ngram: number; draft: number };
   stockValidated?: number;
   stockRefuted?: number;
+  /** llama-server lays out its own prompt: compared by speed only. */
+  external?: boolean;
 }
 
 function engineDocument(task: BenchTask): EngineDocument {
@@ -59,7 +62,19 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
   const session = await InferenceSession.load({ targetModel: targetPath, draftModel: draftPath, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
-  const modes = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
+  const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
+  const servers: Partial<Record<Mode, LlamaServer>> = {};
+  if (!LlamaServer.available()) {
+    process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min)\n`);
+  } else {
+    const opts = { threads, contextSize: session.info.contextSize, maxProposal: DEFAULT_SPECULATION.maxProposal, minConfidence: DEFAULT_SPECULATION.draftMinConfidence };
+    servers['llama-server'] = await LlamaServer.start(targetPath, null, opts);
+    modes.push('llama-server');
+    if (session.draft) {
+      servers['llama-server-md'] = await LlamaServer.start(targetPath, draftPath, opts);
+      modes.push('llama-server-md');
+    }
+  }
   const runs: Run[] = [];
   const progress = new Progress(tasks.length * modes.length, 'modes');
   let previousKey: string | undefined;
@@ -77,14 +92,20 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
     for (const mode of order) {
       await session.resetCaches();
       await stock.reset();
-      if (mode === 'stock-draft' || mode === 'stock-lookup') {
+      const server = servers[mode];
+      if (server) {
+        await server.infill(earlier);
+        const r = await server.infill(request);
+        runs.push({ task: task.id, mode, latencyMs: r.latencyMs, ttftMs: r.promptMs, decodeMs: r.latencyMs - r.promptMs, tokens: new Array(r.predicted).fill(0), evaluations: null, proposed: { ngram: 0, draft: r.draftProposed }, accepted: { ngram: 0, draft: r.draftAccepted }, external: true });
+      } else if (mode === 'stock-draft' || mode === 'stock-lookup') {
         await stock.run(mode, earlier);
         const r = await stock.run(mode, request);
         runs.push({ task: task.id, mode, latencyMs: r.totalMs, ttftMs: r.promptMs, decodeMs: r.totalMs - r.promptMs, tokens: r.tokens, evaluations: null, proposed: { ngram: 0, draft: 0 }, accepted: { ngram: 0, draft: 0 }, stockValidated: r.validated, stockRefuted: r.refuted });
       } else {
-        await session.complete({ ...earlier, mode });
+        const ours = mode as DecodeMode;
+        await session.complete({ ...earlier, mode: ours });
         const t0 = performance.now();
-        const r = await session.complete({ ...request, mode });
+        const r = await session.complete({ ...request, mode: ours });
         const latencyMs = performance.now() - t0;
         const s = r.stats;
         runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, evaluations: s.targetEvaluations, proposed: { ngram: s.bySource.ngram.proposedTokens, draft: s.bySource.draft.proposedTokens }, accepted: { ngram: s.bySource.ngram.acceptedTokens, draft: s.bySource.draft.acceptedTokens } });
@@ -93,6 +114,7 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
     }
   }
   const info = session.info;
+  for (const server of Object.values(servers)) await server.stop();
   await stock.dispose();
   await session.dispose();
   return { info, modes, runs: summarize(modes, runs), raw: runs };
@@ -106,8 +128,11 @@ function summarize(modes: Mode[], runs: Run[]) {
     const decodeMs = rs.reduce((n, r) => n + r.decodeMs, 0);
     const evals = rs.every((r) => r.evaluations !== null) ? rs.reduce((n, r) => n + (r.evaluations ?? 0), 0) : null;
     const sum = (f: (r: Run) => number) => rs.reduce((n, r) => n + f(r), 0);
-    const ratios = rs.map((r) => byTaskPlain.get(r.task)!.latencyMs / r.latencyMs);
-    const identical = rs.filter((r) => arraysEqual(r.tokens, byTaskPlain.get(r.task)!.tokens)).length;
+    // llama-server is compared with its own plain run (same HTTP path), ours with our plain.
+    const base = (r: Run) => (r.external ? runs.find((x) => x.task === r.task && x.mode === 'llama-server')! : byTaskPlain.get(r.task)!);
+    const ratios = rs.map((r) => base(r).latencyMs / r.latencyMs);
+    const external = rs.some((r) => r.external);
+    const identical = external ? NaN : rs.filter((r) => arraysEqual(r.tokens, byTaskPlain.get(r.task)!.tokens)).length;
     const stockValidated = sum((r) => r.stockValidated ?? 0), stockRefuted = sum((r) => r.stockRefuted ?? 0);
     return {
       mode,
@@ -121,7 +146,7 @@ function summarize(modes: Mode[], runs: Run[]) {
       acceptanceDraft: sum((r) => r.proposed.draft) ? sum((r) => r.accepted.draft) / sum((r) => r.proposed.draft) : stockValidated + stockRefuted ? stockValidated / (stockValidated + stockRefuted) : null,
       speedupMedian: median(ratios),
       identicalTasks: identical,
-      identical: identical === rs.length,
+      identical: external ? null : identical === rs.length,
       generatedTokens: tokens,
     };
   });
@@ -287,14 +312,14 @@ async function main() {
     const table = [
       '| mode | median ms | p90 ms | TTFT ms | tok/s | tok/eval | acc. n-gram | acc. draft | speedup vs plain (median) | identical |',
       '|---|---|---|---|---|---|---|---|---|---|',
-      ...r.runs.map((x) => `| ${x.mode} | ${fmt(x.latencyMedianMs)} | ${fmt(x.latencyP90Ms)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.tokensPerSecond, 0)} | ${fmt(x.tokensPerEvaluation, 2)} | ${x.acceptanceNgram === null ? '-' : `${Math.round(x.acceptanceNgram * 100)}%`} | ${x.acceptanceDraft === null ? '-' : `${Math.round(x.acceptanceDraft * 100)}%`} | ${fmt(x.speedupMedian, 2)}x | ${x.identicalTasks}/${x.tasks} |`),
+      ...r.runs.map((x) => `| ${x.mode} | ${fmt(x.latencyMedianMs)} | ${fmt(x.latencyP90Ms)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.tokensPerSecond, 0)} | ${fmt(x.tokensPerEvaluation, 2)} | ${x.acceptanceNgram === null ? '-' : `${Math.round(x.acceptanceNgram * 100)}%`} | ${x.acceptanceDraft === null ? '-' : `${Math.round(x.acceptanceDraft * 100)}%`} | ${fmt(x.speedupMedian, 2)}x${x.mode === 'llama-server-md' ? ' (vs llama-server)' : ''} | ${x.identical === null ? 'n/a (own prompt)' : `${x.identicalTasks}/${x.tasks}`} |`),
     ];
     md.push(`## ${userPair ? 'Your model pair' : 'Regime 1: the embedded tiny pair'} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend})`, '', ...table, '', '![latency by mode](latency.svg)', '');
     console.log(`\n${table.join('\n')}\n`);
     fs.writeFileSync(path.join(outDir, 'latency.svg'), barChart(`Median completion latency by mode (${tasks.length} tasks, ${r.info.target.name})`, r.runs.map((x) => ({ label: x.mode, value: x.latencyMedianMs ?? 0, note: `${fmt(x.speedupMedian, 2)}x` })), 'ms'));
     fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(r.raw.map(({ tokens, ...rest }) => ({ ...rest, tokens: tokens.length }))));
     for (const x of r.runs) {
-      if (LOSSLESS.includes(x.mode) && !x.identical) {
+      if (LOSSLESS.includes(x.mode) && x.identical !== true) {
         failed = true;
         console.error(`LOSSLESS VIOLATION: mode ${x.mode} differs from plain on ${x.tasks - x.identicalTasks} task(s)`);
       }

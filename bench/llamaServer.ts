@@ -1,0 +1,85 @@
+// Optional anchor: llama.cpp's own llama-server (built from the source node-llama-cpp ships, see
+// scripts/build-llama-server.sh) with /infill, plain and with a draft model (-md), as llama.vscode
+// users run it. Its prompt layout and stop rules are its own, so its output is compared by speed only.
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { CompletionRequest } from '../src/engine/types';
+
+export const LLAMA_SERVER = path.resolve(__dirname, 'cache/llama-server/build/bin/llama-server');
+
+export interface LlamaServerResult {
+  latencyMs: number;
+  text: string;
+  predicted: number;
+  promptMs: number;
+  draftProposed: number;
+  draftAccepted: number;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export class LlamaServer {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly url: string,
+  ) {}
+
+  static available(): boolean {
+    return fs.existsSync(LLAMA_SERVER);
+  }
+
+  static async start(target: string, draft: string | null, opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number }): Promise<LlamaServer> {
+    const port = await freePort();
+    const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
+    if (draft) args.push('-md', draft, '-ngld', '0', '--draft-max', String(opts.maxProposal), '--draft-min', '0', '--draft-p-min', String(opts.minConfidence), '-td', String(opts.threads));
+    const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`llama-server exited: ${log}`);
+      try {
+        const r = await fetch(`${url}/health`);
+        if (r.ok) break;
+      } catch {}
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`llama-server did not start: ${log}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return new LlamaServer(child, url);
+  }
+
+  async infill(request: CompletionRequest): Promise<LlamaServerResult> {
+    const t0 = performance.now();
+    const response = await fetch(`${this.url}/infill`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input_prefix: request.prefix, input_suffix: request.suffix, n_predict: request.maxTokens, temperature: 0, top_k: 1, cache_prompt: true, samplers: ['top_k'] }),
+    });
+    const body = (await response.json()) as { content?: string; timings?: { predicted_n?: number; prompt_ms?: number; draft_n?: number; draft_n_accepted?: number } };
+    const latencyMs = performance.now() - t0;
+    if (!response.ok) throw new Error(`llama-server /infill: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+    const t = body.timings ?? {};
+    return { latencyMs, text: body.content ?? '', predicted: t.predicted_n ?? 0, promptMs: t.prompt_ms ?? 0, draftProposed: t.draft_n ?? 0, draftAccepted: t.draft_n_accepted ?? 0 };
+  }
+
+  async stop(): Promise<void> {
+    this.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 200));
+    if (this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+}
