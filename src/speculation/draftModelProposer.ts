@@ -18,8 +18,8 @@ export class DraftModelProposer implements DraftProposer {
     if (maxLen <= 0 || history.length + maxLen >= this.draft.capacity) return { source: 'draft', tokens, evaluations: 0 };
     const t0 = this.now();
     const first = await syncAndPredictNext(this.draft, history, true);
-    // A first call that caught up with a whole prompt says nothing about the per-token cost.
-    const tStart = first.evaluated > 8 ? this.now() : t0;
+    // A call that first caught up with a whole prompt says nothing about the cost per step.
+    const representative = first.evaluated <= 8;
     let evaluations = 1;
     let next = first.next;
     // Stop early when the draft itself is unsure: an unlikely guess mostly costs verify time.
@@ -29,6 +29,6 @@ export class DraftModelProposer implements DraftProposer {
       [next] = await this.draft.append([next.token], 1, true);
       evaluations++;
     }
-    return { source: 'draft', tokens, evaluations, generationMs: this.now() - tStart };
+    return { source: 'draft', tokens, evaluations, generationMs: representative ? this.now() - t0 : undefined };
   }
 }

@@ -6,7 +6,7 @@ export interface Proposal {
   tokens: Token[];
   /** N-gram match length that produced it (n-gram source only). */
   matchLength?: number;
-  /** Draft model evaluations spent, and the ms of those after its prompt catch-up. */
+  /** Draft model evaluations spent, and their ms when representative of a step (not a prompt catch-up). */
   evaluations?: number;
   generationMs?: number;
 }

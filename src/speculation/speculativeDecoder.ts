@@ -149,7 +149,10 @@ async function propose(
     const ms = now() - t0;
     stats.draftMs += ms;
     stats.draftEvaluations += proposal.evaluations ?? proposal.tokens.length;
-    if (proposal.tokens.length > 0) input.policy.cost.recordDraft(proposal.tokens.length, proposal.generationMs ?? ms);
+    // The whole call counts (catching up with the accepted tokens is part of every step), per token
+    // proposed; an unsure draft that proposes nothing still cost its time: a guess rejected at once.
+    if (proposal.generationMs !== undefined) input.policy.cost.recordDraft(Math.max(1, proposal.tokens.length), proposal.generationMs);
+    if (proposal.tokens.length === 0) input.policy.acceptance.record('draft', 1, 0);
     return proposal;
   }
   return none;
