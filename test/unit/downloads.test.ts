@@ -178,6 +178,12 @@ describe('GPU backend description', () => {
       assert.match(d.text, text);
     });
   }
+  it('an explicit GPU backend the machine cannot run fails with a message naming the setting', async () => {
+    const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
+    if (llama.gpu !== false) return; // a GPU machine: nothing to fall back from
+    await assert.rejects(getRuntime({ gpu: 'cuda' }, 1, () => undefined), /GPU backend "cuda" is not available.*draftline\.gpu/);
+  });
+
   it('reports what node-llama-cpp picked on this machine (CPU here) as a fallback from auto', async () => {
     const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
     const backend = llama.gpu === false ? 'cpu' : llama.gpu;
