@@ -42,7 +42,7 @@ export class LlamaServer {
   static async start(target: string, draft: string | null, opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number }): Promise<LlamaServer> {
     const port = await freePort();
     const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
-    if (draft) args.push('-md', draft, '-ngld', '0', '--draft-max', String(opts.maxProposal), '--draft-min', '0', '--draft-p-min', String(opts.minConfidence), '-td', String(opts.threads));
+    if (draft) args.push('--spec-type', 'draft-simple', '-md', draft, '-ngld', '0', '--spec-draft-n-max', String(opts.maxProposal), '--spec-draft-n-min', '0', '--draft-p-min', String(opts.minConfidence), '-td', String(opts.threads));
     const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));

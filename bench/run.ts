@@ -94,8 +94,9 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
       await stock.reset();
       const server = servers[mode];
       if (server) {
-        await server.infill(earlier);
-        const r = await server.infill(request);
+        // The same text window our prompt keeps (llama-server does not trim to its context).
+        await server.infill(windowed(session, earlier));
+        const r = await server.infill(windowed(session, request));
         runs.push({ task: task.id, mode, latencyMs: r.latencyMs, ttftMs: r.promptMs, decodeMs: r.latencyMs - r.promptMs, tokens: new Array(r.predicted).fill(0), evaluations: null, proposed: { ngram: 0, draft: r.draftProposed }, accepted: { ngram: 0, draft: r.draftAccepted }, external: true });
       } else if (mode === 'stock-draft' || mode === 'stock-lookup') {
         await stock.run(mode, earlier);
@@ -118,6 +119,15 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
   await stock.dispose();
   await session.dispose();
   return { info, modes, runs: summarize(modes, runs), raw: runs };
+}
+
+/** The request with prefix/suffix cut to what our prompt layout keeps within the context. */
+function windowed(session: InferenceSession, request: CompletionRequest): CompletionRequest {
+  const fim = session.target.info.fim;
+  if (!fim) return request;
+  const prompt = session.promptFor(request);
+  const pre = prompt.indexOf(fim.prefix), suf = prompt.indexOf(fim.suffix), mid = prompt.lastIndexOf(fim.middle);
+  return { ...request, prefix: session.detokenize(prompt.slice(pre + 1, suf)), suffix: session.detokenize(prompt.slice(suf + 1, mid)) };
 }
 
 function summarize(modes: Mode[], runs: Run[]) {
