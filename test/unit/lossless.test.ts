@@ -57,22 +57,35 @@ for (const pair of pairs) {
       session = await load(await pair.target(), await pair.draft(), pair.speculation);
       // Token identity needs llama.cpp to compute a position the same in a batch as alone. Where it
       // does not (drift > 0), a divergence is allowed only at a numerical tie of the top two logits.
+      // Whether they do depends on the CPU kernel llama.cpp picks: the generic x86-64 one is
+      // batch-invariant; the AVX2/AVX-512 ones (F16 too) differ by ~2e-3 between 1 and 2+ tokens.
       drift = await batchDrift(session);
-      if (pair.name.startsWith('embedded')) assert.equal(drift, 0, 'the embedded models are batch-invariant');
     });
-    const same = async (spec: CompletionResult, plain: CompletionResult, prompt: CompletionRequest, what: string) => {
-      const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
-      if (at < 0 && spec.tokens.length === plain.tokens.length) {
+    let runs = 0;
+    let divergences = 0;
+    /** spec equals plain token for token (or, with prefixOnly, is a prefix of it), up to numerical ties. */
+    const same = async (spec: CompletionResult, plain: CompletionResult, prompt: CompletionRequest, what: string, prefixOnly = false) => {
+      runs++;
+      const expected = prefixOnly ? plain.tokens.slice(0, spec.tokens.length) : plain.tokens;
+      const at = spec.tokens.findIndex((t, i) => t !== expected[i]);
+      if (at < 0 && spec.tokens.length === expected.length) {
+        if (prefixOnly) return;
         assert.equal(spec.text, plain.text, what);
         assert.equal(spec.stats.stopReason, plain.stats.stopReason, what);
         return;
       }
       assert.ok(drift > 0, `${what}: ${JSON.stringify(spec.text)} vs plain ${JSON.stringify(plain.text)}`);
-      const i = at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at;
+      divergences++;
+      const i = at < 0 ? Math.min(spec.tokens.length, expected.length) : at;
       const [first, second] = await topTwoAfter(session, [...session.promptFor(prompt), ...plain.tokens.slice(0, i)]);
       assert.ok(first - second < 50 * drift, `${what}: diverged at token ${i} with a logit margin ${first - second} (drift ${drift})`);
     };
-    after(async () => session?.dispose());
+    after(async () => {
+      process.stdout.write(`# ${pair.name}: batch drift ${drift.toExponential(2)}, ${divergences} of ${runs} runs differ from plain, each at a near-tie\n`);
+      // Ties are rare: a decoder bug shows up as many divergences, not a few.
+      assert.ok(divergences <= Math.max(2, runs * 0.05), `${divergences} of ${runs} runs diverged`);
+      await session?.dispose();
+    });
 
     it('ngram, draft and hybrid equal plain greedy decoding token for token', async () => {
       let accepted = 0;
@@ -125,7 +138,7 @@ for (const pair of pairs) {
         };
         try {
           const partial = await session.complete(request(c, 'hybrid', { maxTokens: 48 }), controller.signal);
-          if (drift === 0) assert.deepEqual(partial.tokens, plain.tokens.slice(0, partial.tokens.length));
+          await same(partial, plain, request(c, 'hybrid', { maxTokens: 48 }), `cancelled on ${c.name}`, true);
           if (calls > 2 + (i % 3)) assert.fail('evaluated after the abort');
         } finally {
           evaluator.append = original;
