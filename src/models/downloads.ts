@@ -82,16 +82,29 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       throw new DownloadError(`Cannot start the download: ${(error as Error).message}`, 'failed');
     }
     if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+    // Refuse up front rather than fill the disk and fail near the end of a multi-GB file.
+    const needed = downloader.totalSize - downloader.downloadedSize;
+    const free = freeBytes(options.dirPath);
+    if (free !== undefined && needed > free) throw new DownloadError(notEnoughSpace(options.dirPath, needed, free), 'failed');
     const cancel = () => void downloader.cancel().catch(() => undefined);
     options.signal?.addEventListener('abort', cancel, { once: true });
     let files: string[];
+    const releaseGuard = guardDiskFullRejections();
     try {
       files = await downloader.download({ signal: options.signal });
     } catch (error) {
       if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+      if (isDiskFull(error)) {
+        // Stop the other writes, and free the space a partial file that cannot grow takes.
+        await downloader.cancel().catch(() => undefined);
+        for (const f of downloader.entrypointFilePaths) removePartial(f);
+        throw new DownloadError(notEnoughSpace(options.dirPath, downloader.totalSize - downloader.downloadedSize, freeBytes(options.dirPath) ?? 0), 'failed');
+      }
       throw new DownloadError(`Download failed: ${(error as Error).message}`, 'failed');
     } finally {
       options.signal?.removeEventListener('abort', cancel);
+      // The stray rejections come a little after the download itself failed.
+      setTimeout(releaseGuard, 2000).unref?.();
     }
     // node-llama-cpp 3.22.1 resolves a cancelled download with a path that does not exist.
     if (options.signal?.aborted || files.some((f) => !fs.existsSync(f))) {
@@ -109,6 +122,49 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
     }
   }
   return uris.map((uri) => downloadedPath(options.dirPath, uri)!);
+}
+
+function freeBytes(dir: string): number | undefined {
+  try {
+    const s = fs.statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * ipull (node-llama-cpp's downloader) leaves the ENOSPC rejections of its parallel chunk writes
+ * unhandled when the disk fills mid-file: without a listener they would end a plain Node process.
+ * While a download runs they are taken here (the download itself fails with a clear message).
+ */
+let guards = 0;
+const onRejection = (reason: unknown) => {
+  if (!isDiskFull(reason)) console.error('Unhandled rejection:', reason);
+};
+function guardDiskFullRejections(): () => void {
+  if (guards++ === 0) process.on('unhandledRejection', onRejection);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--guards === 0) process.off('unhandledRejection', onRejection);
+  };
+}
+
+function isDiskFull(error: unknown): boolean {
+  for (let e = error as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === 'ENOSPC' || /ENOSPC|no space left/i.test(e.message ?? '')) return true;
+  }
+  return false;
+}
+
+function notEnoughSpace(dir: string, neededBytes: number, freeBytes: number): string {
+  const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+  // Some servers announce no size: then all we know is that the disk filled up.
+  return neededBytes > 0
+    ? `Not enough disk space in ${dir}: the download needs ${mb(neededBytes)}, ${mb(freeBytes)} free.`
+    : `Not enough disk space in ${dir}: the disk filled up during the download (${mb(freeBytes)} free).`;
 }
 
 function removePartial(file: string): void {

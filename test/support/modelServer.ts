@@ -8,6 +8,8 @@ export interface ServedFile {
   rate?: number;
   /** Drop the connection after this many bytes, the first `times` requests. */
   dropAfter?: { bytes: number; times: number };
+  /** Announce no size (chunked transfer, no ranges), as some servers do. */
+  chunked?: boolean;
 }
 
 /**
@@ -33,14 +35,19 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
       start = Number(range[1]);
       end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
     }
-    const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', 'content-length': String(end - start + 1), ...(range ? { 'content-range': `bytes ${start}-${end}/${size}` } : {}) };
-    res.writeHead(range ? 206 : 200, headers);
+    if (route.chunked) start = 0, end = size - 1;
+    const partial = range && !route.chunked;
+    const headers = route.chunked
+      ? { 'content-type': 'application/octet-stream' }
+      : { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', 'content-length': String(end - start + 1), ...(partial ? { 'content-range': `bytes ${start}-${end}/${size}` } : {}) };
+    res.writeHead(partial ? 206 : 200, headers);
     if (req.method === 'HEAD') return void res.end();
     const dropped = drops.get(pathname) ?? 0;
     const dropAt = route.dropAfter && dropped < route.dropAfter.times ? route.dropAfter.bytes : Infinity;
     if (dropAt !== Infinity) drops.set(pathname, dropped + 1);
     const stream = fs.createReadStream(route.file, { start, end, highWaterMark: 16 * 1024 });
     let sent = 0;
+    let draining = false;
     stream.on('data', (data) => {
       const chunk = data as Buffer;
       if (sent + chunk.length > dropAt) {
@@ -50,10 +57,14 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
         return;
       }
       sent += chunk.length;
-      if (!res.write(chunk)) stream.pause(), res.once('drain', () => stream.resume());
+      if (!res.write(chunk) && !draining) {
+        draining = true;
+        stream.pause();
+        res.once('drain', () => ((draining = false), stream.resume()));
+      }
       if (route.rate) {
         stream.pause();
-        setTimeout(() => stream.resume(), (chunk.length / route.rate) * 1000);
+        setTimeout(() => draining || stream.resume(), (chunk.length / route.rate) * 1000);
       }
     });
     stream.on('end', () => res.end());

@@ -1,5 +1,7 @@
 // The real download path (node-llama-cpp's downloader) against a local server: no hub is reachable here.
 import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -160,6 +162,51 @@ describe('downloading from a local server', () => {
       return true;
     });
     assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+  });
+});
+
+// A real small filesystem (tmpfs with a size limit): needs root, as on CI; skipped elsewhere.
+describe('downloading onto a full disk', () => {
+  const dir = path.join(OUT, 'full-disk');
+  let server: Awaited<ReturnType<typeof startModelServer>>;
+  let big: string;
+  let mounted = false;
+  before(async () => {
+    fs.mkdirSync(dir, { recursive: true });
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+      mounted = true;
+    } catch {}
+    big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
+    server = await startModelServer({ '/m/big.gguf': { file: big }, '/m/big-nosize.gguf': { file: big, chunked: true } });
+  });
+  after(async () => {
+    await server?.close();
+    if (mounted) execFileSync('umount', [dir]);
+  });
+
+  it('is refused up front with the space needed and free, and nothing is written', async (t) => {
+    if (!mounted) return t.skip('cannot mount a small tmpfs here (not root?)');
+    await assert.rejects(downloadModels([`${server.url}/m/big.gguf`], { dirPath: dir }), (e: DownloadError) => {
+      assert.equal(e.code, 'failed');
+      assert.match(e.message, /Not enough disk space in .*full-disk: the download needs \d+\.\d MB, 1\.\d MB free/);
+      return true;
+    });
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+  });
+
+  it('a disk that fills up mid-file (size not announced) fails with a clear message, frees the partial file, and the process lives', async (t) => {
+    if (!mounted) return t.skip('cannot mount a small tmpfs here (not root?)');
+    // In a plain Node process of its own (no test runner listening for stray rejections): it must
+    // not die of the downloader's unhandled ENOSPC writes.
+    // (Asynchronously: the server answering it lives in this process.)
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/downloadOnce.ts'), `${server.url}/m/big-nosize.gguf`, dir], { encoding: 'utf8', cwd: ROOT, timeout: 60_000 });
+    const result = JSON.parse(out.trim().split('\n').at(-1)!);
+    assert.equal(result.code, 'failed', out);
+    assert.match(result.message, /Not enough disk space in .*full-disk: the disk filled up during the download \(\d\.\d MB free\)/);
+    assert.equal(result.aliveAfterMs, 2500, 'the process lived on after the failure');
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+    assert.equal(downloadedPath(dir, `${server.url}/m/big-nosize.gguf`), undefined);
   });
 });
 
