@@ -8,7 +8,8 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '
 import type { CompletionRequest, DecodeMode, SpeculationSettings, Token } from '../src/engine/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import { findInSequence, NgramIndex } from '../src/ngram';
-import { SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
+import { CostModel } from '../src/speculation/costModel';
+import { AcceptanceTracker, SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
 import { batchDrift, topTwoAfter } from '../test/support/batchDrift';
 import { writeRandomLlamaModel } from '../test/support/ggufWriter';
 import { barChart, lineChart } from './chart';
@@ -219,7 +220,10 @@ async function regimeAcceptance(tasks: BenchTask[]) {
   // Verify cost of k+1 tokens vs 1 on this machine, measured directly.
   const verify = await measureVerifyCost(session, [1, 2, 4, k + 1, 8, 16]);
   const ties = await tieCheck(session);
-  const policies = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings);
+  // What verification costs is a fact of the machine, learned once as in the editor (one session,
+  // many requests); acceptance is the proposer's, so each run starts its own estimate.
+  const machineCost = new CostModel();
+  const policies = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
   const chosen = tasks.slice(0, quick ? 3 : 8);
   const rows: Record<string, { decodeMs: number; tokens: number; evals: number; proposed: number; accepted: number; rejections: number; identical: boolean; ties: number }> = {};
   const progress = new Progress(chosen.length * (1 + accuracies.length * 2), 'acceptance');

@@ -36,11 +36,13 @@ export class CostModel {
       const b = this.perBatch.get(above)!;
       return a + ((b - a) * (batch - below)) / (above - below);
     }
-    // Beyond the measured sizes: grow at the prior slope from the nearest measurement, never shrink.
+    // Beyond the measured sizes: grow from the nearest measurement at the slope measured between the
+    // two largest sizes (a small model on a CPU is compute-bound: nearly linear), else at the prior's.
     const anchor = below ?? above;
     const anchorCost = anchor === undefined ? one : this.perBatch.get(anchor)!;
     const base = anchor ?? 1;
-    return Math.max(anchorCost + one * this.priorSlope * (batch - base), one * 0.5);
+    const slope = below !== undefined && sizes.length >= 2 ? this.measuredSlope(sizes) : one * this.priorSlope;
+    return Math.max(anchorCost + slope * (batch - base), one * 0.5);
   }
 
   /** Estimated ms of one draft token (0 when never measured: draft time is then learned on first use). */
@@ -50,6 +52,12 @@ export class CostModel {
 
   snapshot(): { verifyMs: Record<number, number>; draftMsPerToken: number | null } {
     return { verifyMs: Object.fromEntries(this.perBatch), draftMsPerToken: this.draftPerToken ?? null };
+  }
+
+  /** ms per extra token between the two largest measured batch sizes (never negative). */
+  private measuredSlope(sizes: number[]): number {
+    const [a, b] = sizes.slice(-2);
+    return Math.max(0, (this.perBatch.get(b)! - this.perBatch.get(a)!) / (b - a));
   }
 
   private interpolateOne(sizes: number[]): number | undefined {

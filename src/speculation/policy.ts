@@ -36,12 +36,20 @@ export class AcceptanceTracker {
 
 export type StepPlan = { source: ProposalSource; maxLen: number } | null;
 
+/** Steps between tries of a source the estimates have written off: doubles after each try that
+ * does not win it back (a try of the draft costs a catch-up of its cache), reset once it pays. */
+export const EXPLORE_FIRST_INTERVAL = 16;
+export const EXPLORE_MAX_INTERVAL = 512;
+
 /**
  * Picks per step: a long n-gram match first, the draft otherwise, nothing when the measured
  * acceptance and verify cost say speculation would cost more than it saves.
  */
 export class SpeculationPolicy {
-  private stepsSinceExplore = 0;
+  private readonly exploration: Record<ProposalSource, { interval: number; since: number }> = {
+    ngram: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
+    draft: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
+  };
 
   constructor(
     private readonly settings: SpeculationSettings,
@@ -74,24 +82,37 @@ export class SpeculationPolicy {
       if (longMatch) return { source: 'ngram', maxLen: Math.min(limit, options.ngramAvailable) };
       return options.draftAvailable ? { source: 'draft', maxLen: limit } : null;
     }
-    // Now and then try a source the estimates have written off, so they can recover.
-    const explore = ++this.stepsSinceExplore >= 16;
     if (longMatch) {
       const k = this.bestLength('ngram', Math.min(limit, options.ngramAvailable));
-      if (k > 0) return { source: 'ngram', maxLen: k };
-      if (explore) {
-        this.stepsSinceExplore = 0;
-        return { source: 'ngram', maxLen: Math.min(2, options.ngramAvailable, limit) };
-      }
+      if (k > 0) return this.pays('ngram', k);
+      if (this.exploreDue('ngram')) return { source: 'ngram', maxLen: Math.min(2, options.ngramAvailable, limit) };
     }
     if (options.draftAvailable) {
       const k = this.bestLength('draft', limit);
-      if (k > 0) return { source: 'draft', maxLen: k };
-      if (explore) {
-        this.stepsSinceExplore = 0;
-        return { source: 'draft', maxLen: Math.min(2, limit) };
-      }
+      if (k > 0) return this.pays('draft', k);
+      if (this.exploreDue('draft')) return { source: 'draft', maxLen: Math.min(2, limit) };
     }
     return null;
+  }
+
+  /** Steps until the next try of a written-off source (for Show Stats and tests). */
+  exploreInterval(source: ProposalSource): number {
+    return this.exploration[source].interval;
+  }
+
+  private pays(source: ProposalSource, k: number): StepPlan {
+    const e = this.exploration[source];
+    e.interval = EXPLORE_FIRST_INTERVAL;
+    e.since = 0;
+    return { source, maxLen: k };
+  }
+
+  /** Now and then try a source the estimates have written off, so they can recover. */
+  private exploreDue(source: ProposalSource): boolean {
+    const e = this.exploration[source];
+    if (++e.since < e.interval) return false;
+    e.since = 0;
+    e.interval = Math.min(e.interval * 2, EXPLORE_MAX_INTERVAL);
+    return true;
   }
 }

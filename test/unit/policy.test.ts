@@ -1,0 +1,140 @@
+// The speculation policy and its cost model are pure: table-driven tests, no model needed.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { SpeculationSettings } from '../../src/engine/types';
+import { CostModel } from '../../src/speculation/costModel';
+import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
+
+const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true };
+
+/** A cost model that has measured `ms(b)` for every batch size 1..17. */
+function measured(ms: (batch: number) => number): CostModel {
+  const cost = new CostModel();
+  for (let b = 1; b <= 17; b++) cost.recordTarget(b, ms(b));
+  return cost;
+}
+
+/** An acceptance tracker whose rate for both sources is about `a` (many observations, no prior left). */
+function acceptance(a: number): AcceptanceTracker {
+  const t = new AcceptanceTracker({ ngram: a, draft: a }, 1000, 1);
+  return t;
+}
+
+describe('expected tokens per verification', () => {
+  for (const [a, k, expected] of [
+    [0, 5, 1],
+    [0.5, 1, 1.5],
+    [0.5, 3, 1.875],
+    [0.9, 5, (1 - 0.9 ** 6) / 0.1],
+    [1, 4, 5],
+  ] as const) {
+    it(`a=${a}, k=${k} -> ${expected.toFixed(3)}`, () => assert.ok(Math.abs(expectedTokensPerStep(a, k) - expected) < 1e-12));
+  }
+});
+
+describe('cost model', () => {
+  it('uses the prior slope until sizes are measured, then interpolates between them', () => {
+    const cost = new CostModel(0.35);
+    cost.recordTarget(1, 10);
+    assert.equal(cost.verifyCost(1), 10);
+    assert.ok(Math.abs(cost.verifyCost(5) - (10 + 10 * 0.35 * 4)) < 1e-9);
+    cost.recordTarget(9, 30);
+    assert.equal(cost.verifyCost(5), 20);
+  });
+
+  it('extrapolates beyond the largest size at the measured slope (a compute-bound CPU is nearly linear)', () => {
+    const cost = new CostModel(0.35);
+    cost.recordTarget(1, 2);
+    cost.recordTarget(3, 6);
+    // 2 ms per extra token measured, not 0.35 x 2 ms.
+    assert.equal(cost.verifyCost(9), 6 + 2 * 6);
+  });
+
+  it('smooths repeated measurements and ignores nonsense', () => {
+    const cost = new CostModel(0.35, 0.5);
+    cost.recordTarget(2, 10);
+    cost.recordTarget(2, 20);
+    assert.equal(cost.verifyCost(2), 15);
+    cost.recordTarget(2, NaN);
+    cost.recordTarget(0, 5);
+    assert.equal(cost.verifyCost(2), 15);
+  });
+});
+
+describe('proposal length from acceptance and verify cost', () => {
+  // CPU-like: verifying k tokens costs 1 + 0.35 (k - 1) of one. GPU-like: nearly flat. Compute-bound: linear.
+  const cpu = (b: number) => 10 * (1 + 0.35 * (b - 1));
+  const gpu = (b: number) => 10 * (1 + 0.02 * (b - 1));
+  const linear = (b: number) => 10 * b;
+  for (const [name, ms, a, expect] of [
+    ['CPU, useless proposals', cpu, 0.05, (k: number) => k === 0],
+    ['CPU, fair proposals', cpu, 0.6, (k: number) => k >= 1 && k <= 4],
+    ['CPU, excellent proposals', cpu, 0.95, (k: number) => k >= 5],
+    ['GPU, fair proposals: long ones pay', gpu, 0.6, (k: number) => k >= 6],
+    ['compute-bound: nothing pays', linear, 0.9, (k: number) => k === 0],
+  ] as const) {
+    it(`${name}`, () => {
+      const policy = new SpeculationPolicy(SETTINGS, measured(ms), acceptance(a));
+      const k = policy.bestLength('ngram', 8);
+      assert.ok(expect(k), `k = ${k}`);
+    });
+  }
+
+  it('the draft pays for its own time: a draft as slow as the target never pays on a CPU', () => {
+    const cost = measured(cpu);
+    cost.recordDraft(1, 10);
+    const policy = new SpeculationPolicy(SETTINGS, cost, acceptance(0.7));
+    assert.equal(policy.bestLength('draft', 8), 0);
+    assert.ok(policy.bestLength('ngram', 8) > 0, 'the same acceptance pays for free n-gram proposals');
+  });
+});
+
+describe('plan per step', () => {
+  const options = { ngramAvailable: 6, ngramMatchLength: 4, draftAvailable: true, remaining: 40 };
+
+  it('a long n-gram match first, the draft otherwise, capped by what is left', () => {
+    const policy = new SpeculationPolicy(SETTINGS, measured((b) => 10 + 0.1 * b), acceptance(0.8));
+    assert.equal(policy.plan(options)?.source, 'ngram');
+    assert.equal(policy.plan({ ...options, ngramMatchLength: 2 })?.source, 'draft');
+    assert.equal(policy.plan({ ...options, ngramAvailable: 0 })?.source, 'draft');
+    assert.ok(policy.plan({ ...options, remaining: 3 })!.maxLen <= 2);
+    assert.equal(policy.plan({ ...options, remaining: 1 }), null);
+    assert.ok(policy.plan(options)!.maxLen <= options.ngramAvailable);
+  });
+
+  it('not adaptive: the whole match, or maxProposal draft tokens, whatever the costs', () => {
+    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: false }, measured((b) => 10 * b), acceptance(0));
+    assert.deepEqual(policy.plan(options), { source: 'ngram', maxLen: 6 });
+    assert.deepEqual(policy.plan({ ...options, ngramMatchLength: 1 }), { source: 'draft', maxLen: 8 });
+    assert.equal(policy.plan({ ...options, ngramMatchLength: 1, draftAvailable: false }), null);
+  });
+
+  it('written-off sources are tried again with backoff: 16, 32, 64 ... steps, reset once they pay', () => {
+    const cost = measured((b) => 10 * b);
+    const accept = acceptance(0.9);
+    const policy = new SpeculationPolicy(SETTINGS, cost, accept);
+    const draftOnly = { ...options, ngramAvailable: 0 };
+    const tries: number[] = [];
+    for (let step = 1; step <= 16 + 32 + 64 + 128; step++) if (policy.plan(draftOnly)) tries.push(step);
+    assert.deepEqual(tries, [16, 48, 112, 240]);
+    assert.equal(policy.exploreInterval('draft'), 256);
+    for (let i = 0; i < 20; i++) policy.plan(draftOnly);
+    assert.ok(policy.exploreInterval('draft') <= EXPLORE_MAX_INTERVAL);
+    // The verify cost turns out flat (a GPU, say): the draft pays and its backoff resets.
+    for (let b = 1; b <= 17; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 10);
+    assert.equal(policy.plan(draftOnly)?.source, 'draft');
+    assert.equal(policy.exploreInterval('draft'), EXPLORE_FIRST_INTERVAL);
+  });
+});
+
+describe('acceptance tracker', () => {
+  it('is a geometric rate: accepted tokens over accepted tokens plus rejections, following recent text', () => {
+    const t = new AcceptanceTracker({ ngram: 0.5, draft: 0.5 }, 0, 1);
+    t.record('ngram', 4, 4);
+    t.record('ngram', 4, 2);
+    assert.equal(t.rate('ngram'), 6 / 7);
+    const decaying = new AcceptanceTracker({ ngram: 0.5, draft: 0.5 }, 4, 0.5);
+    for (let i = 0; i < 30; i++) decaying.record('draft', 3, 0);
+    assert.ok(decaying.rate('draft') < 0.01, 'old luck fades');
+  });
+});
