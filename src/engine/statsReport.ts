@@ -1,5 +1,5 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
-import type { DecodeMode, LoadedModelsInfo } from './types';
+import type { DecodeMode, LoadedModelsInfo, PolicySnapshot, ProposalSource } from './types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
@@ -59,5 +59,25 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
     `| draft evaluations | ${a.draftEvaluations} |`,
     `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
   );
+  const policy = last?.stats?.policy;
+  if (policy) lines.push('', ...policyReport(policy));
   return lines.join('\n') + '\n';
+}
+
+/** What the speculation policy learned on this machine, in words a user can act on. */
+export function policyReport(p: PolicySnapshot): string[] {
+  const one = p.verifyMs[1];
+  const sizes = Object.keys(p.verifyMs).map(Number).filter((b) => b > 1).sort((a, b) => a - b);
+  const verdict = (source: ProposalSource) =>
+    p.bestLength[source] > 0 ? `proposals of up to ${p.bestLength[source]} tokens pay` : `off: plain decoding is faster (retried every ${p.retryInterval[source]} steps)`;
+  return [
+    '## Speculation policy (learned on this machine)',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| verifying b tokens in one target evaluation, vs 1 | ${one && sizes.length ? sizes.map((b) => `${b}: ${(p.verifyMs[b] / one).toFixed(2)}x`).join(', ') : 'not measured yet'} |`,
+    `| draft model | ${p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`} |`,
+    `| n-gram: acceptance estimate, verdict | ${pct(p.acceptance.ngram)}, ${verdict('ngram')} |`,
+    `| draft: acceptance estimate, verdict | ${pct(p.acceptance.draft)}, ${verdict('draft')} |`,
+  ];
 }

@@ -73,6 +73,20 @@ export interface CompletionStats {
   timeToFirstTokenMs: number;
   totalMs: number;
   stopReason: StopReason;
+  /** What the speculation policy has learned on this machine, after this completion. */
+  policy?: PolicySnapshot;
+}
+
+export interface PolicySnapshot {
+  /** Measured ms of one target evaluation by batch size (smoothed). */
+  verifyMs: Record<number, number>;
+  draftMsPerToken: number | null;
+  /** Estimated per-token acceptance of each source. */
+  acceptance: Record<ProposalSource, number>;
+  /** Proposal length the policy would pick now with enough on offer (0: plain decoding is faster). */
+  bestLength: Record<ProposalSource, number>;
+  /** Steps until a source it has written off is tried again. */
+  retryInterval: Record<ProposalSource, number>;
 }
 
 export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'abort' | 'contextFull';

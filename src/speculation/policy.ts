@@ -1,4 +1,4 @@
-import type { ProposalSource, SpeculationSettings } from '../engine/types';
+import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../engine/types';
 import { CostModel } from './costModel';
 
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
@@ -93,6 +93,17 @@ export class SpeculationPolicy {
       if (this.exploreDue('draft')) return { source: 'draft', maxLen: Math.min(2, limit) };
     }
     return null;
+  }
+
+  snapshot(): PolicySnapshot {
+    const sources: ProposalSource[] = ['ngram', 'draft'];
+    const per = <T>(f: (s: ProposalSource) => T) => Object.fromEntries(sources.map((s) => [s, f(s)])) as Record<ProposalSource, T>;
+    return {
+      ...this.cost.snapshot(),
+      acceptance: per((s) => this.acceptance.rate(s)),
+      bestLength: per((s) => this.bestLength(s, this.settings.maxProposal)),
+      retryInterval: per((s) => this.exploreInterval(s)),
+    };
   }
 
   /** Steps until the next try of a written-off source (for Show Stats and tests). */

@@ -51,6 +51,7 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     stats.generatedTokens = stop.tokens.length;
     stats.totalMs = now() - started;
     stats.stopReason = stop.decision?.reason ?? 'maxTokens';
+    if (input.mode !== 'plain') stats.policy = policy.snapshot();
     return stats;
   };
 

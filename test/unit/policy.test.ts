@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SpeculationSettings } from '../../src/engine/types';
 import { CostModel } from '../../src/speculation/costModel';
+import { policyReport } from '../../src/engine/statsReport';
 import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
 
 const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true };
@@ -136,5 +137,18 @@ describe('acceptance tracker', () => {
     const decaying = new AcceptanceTracker({ ngram: 0.5, draft: 0.5 }, 4, 0.5);
     for (let i = 0; i < 30; i++) decaying.record('draft', 3, 0);
     assert.ok(decaying.rate('draft') < 0.01, 'old luck fades');
+  });
+});
+
+describe('Show Stats: what the policy learned', () => {
+  it('gives the verify cost ratios and says which source pays and which is off', () => {
+    const cost = measured((b) => 10 * b);
+    cost.recordDraft(1, 3);
+    const offEverywhere = policyReport(new SpeculationPolicy(SETTINGS, cost, acceptance(0.9)).snapshot()).join('\n');
+    assert.match(offEverywhere, /2: 2\.00x, 3: 3\.00x/);
+    assert.match(offEverywhere, /3\.0 ms per token/);
+    assert.match(offEverywhere, /n-gram: acceptance estimate, verdict \| 90%, off: plain decoding is faster \(retried every 16 steps\)/);
+    const gpu = policyReport(new SpeculationPolicy(SETTINGS, measured((b) => 10 + 0.1 * b), acceptance(0.9)).snapshot()).join('\n');
+    assert.match(gpu, /n-gram: acceptance estimate, verdict \| 90%, proposals of up to 8 tokens pay/);
   });
 });
