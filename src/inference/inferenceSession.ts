@@ -84,15 +84,24 @@ export class InferenceSession {
     const threads = resolveThreads(settings.threads, os.availableParallelism());
     const llama = await getRuntime(settings, threads, log);
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
-    const target = await loadModel(llama, targetInfo, settings, contextSize, threads);
+    // The draft first: it is small, and only worth running if it is as fast as it can be (all on
+    // the GPU when there is one); the target then takes the GPU memory that is left.
     let draft: LoadedModel | null = null;
     if (draftInfo) {
       try {
-        draft = await loadModel(llama, draftInfo, settings, contextSize, threads);
+        draft = await loadModel(llama, draftInfo, gpuLayersFor('draft', settings, contextSize), contextSize, threads);
       } catch (error) {
         draftProblem = `Draft model failed to load: ${(error as Error).message}`;
         log('warn', draftProblem);
       }
+    }
+    let target: LoadedModel;
+    try {
+      target = await loadModel(llama, targetInfo, gpuLayersFor('target', settings, contextSize), contextSize, threads);
+    } catch (error) {
+      await draft?.context.dispose().catch(() => undefined);
+      await draft?.model.dispose().catch(() => undefined);
+      throw error;
     }
     const info: LoadedModelsInfo = {
       target: describe(targetInfo),
@@ -215,11 +224,22 @@ export class InferenceSession {
   }
 }
 
-async function loadModel(llama: Llama, info: ModelFileInfo, settings: ModelSettings, contextSize: number, threads: number): Promise<LoadedModel> {
-  const model = await llama.loadModel({
-    modelPath: info.path,
-    gpuLayers: settings.gpu === 'cpu' ? 0 : settings.gpuLayers,
-  });
+export type GpuLayersOption = number | { fitContext: { contextSize: number } };
+
+/**
+ * node-llama-cpp's gpuLayers for one model. "auto" fits as many layers as the free GPU memory holds
+ * next to a context of the size we will create (node-llama-cpp's own "auto" reserves one of the
+ * model's whole training context, 32k tokens for Qwen2.5-Coder: far fewer layers). A number set by
+ * the user is the target's; the draft then fits what it can, or stays off the GPU with 0.
+ */
+export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSettings, 'gpu' | 'gpuLayers'>, contextSize: number): GpuLayersOption {
+  if (settings.gpu === 'cpu') return 0;
+  if (settings.gpuLayers === 'auto' || (role === 'draft' && settings.gpuLayers > 0)) return { fitContext: { contextSize } };
+  return settings.gpuLayers;
+}
+
+async function loadModel(llama: Llama, info: ModelFileInfo, gpuLayers: GpuLayersOption, contextSize: number, threads: number): Promise<LoadedModel> {
+  const model = await llama.loadModel({ modelPath: info.path, gpuLayers });
   const context = await model.createContext({ contextSize, sequences: 1, threads, batchSize: Math.min(contextSize, 512) });
   return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence()) };
 }

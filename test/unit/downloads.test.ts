@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gpuLayersFor } from '../../src/inference/inferenceSession';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { describeBackend } from '../../src/models/backend';
 import { CATALOG, recommendPair } from '../../src/models/catalog';
@@ -208,6 +209,24 @@ describe('downloading onto a full disk', () => {
     assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
     assert.equal(downloadedPath(dir, `${server.url}/m/big-nosize.gguf`), undefined);
   });
+});
+
+describe('GPU layers asked of node-llama-cpp', () => {
+  const fit = { fitContext: { contextSize: 2048 } };
+  for (const [gpu, gpuLayers, role, expected] of [
+    ['auto', 'auto', 'target', fit],
+    ['auto', 'auto', 'draft', fit],
+    ['cuda', 20, 'target', 20],
+    ['cuda', 20, 'draft', fit],
+    ['vulkan', 0, 'target', 0],
+    ['vulkan', 0, 'draft', 0],
+    ['cpu', 'auto', 'target', 0],
+    ['cpu', 33, 'draft', 0],
+  ] as const) {
+    it(`gpu ${gpu}, gpuLayers ${gpuLayers}: ${role} -> ${JSON.stringify(expected)}`, () => {
+      assert.deepEqual(gpuLayersFor(role, { gpu, gpuLayers }, 2048), expected);
+    });
+  }
 });
 
 describe('GPU backend description', () => {
