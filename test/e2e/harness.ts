@@ -846,7 +846,16 @@ export async function runCommand(page: Page, title: string, timeoutMs = 15_000):
     },
   );
   await page.locator(QUICK_ROWS).nth(index).click();
-  await waitQuickInput(page, false, `runCommand(${title})`);
+  // The palette closes, or a command that opens a quick pick of its own replaces it at once (then
+  // the widget may never be seen closed).
+  await waitFor(
+    async () => {
+      if (!(await quickInputVisible(page))) return true;
+      const rows = await quickPickRows(page);
+      return rows.some((r) => r.toLowerCase().startsWith(want)) ? undefined : true;
+    },
+    { timeoutMs: 10_000, what: `runCommand(${title}): the palette to close`, describe: async () => `rows: ${JSON.stringify(await quickPickRows(page))}${diag(page)}` },
+  );
 }
 
 export interface StatusBarItem {
