@@ -10,7 +10,7 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenc
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
-import { batchDrift, topTwoAfter } from '../test/support/batchDrift';
+import { batchDrift, marginAtDivergence, TIE_FACTOR } from '../test/support/batchDrift';
 import { writeRandomLlamaModel } from '../test/support/ggufWriter';
 import { barChart, lineChart } from './chart';
 import { CACHE, CORPUS_PACKAGES, ensureCorpus, sampleTasks, sourceFiles, type BenchTask } from './corpus';
@@ -67,15 +67,12 @@ interface TieCheck {
 
 async function tieCheck(session: InferenceSession): Promise<TieCheck> {
   const drift = await batchDrift(session);
-  return { drift, tolerance: 50 * drift };
+  return { drift, tolerance: TIE_FACTOR * drift };
 }
 
 /** The target's top-two logit margin where `tokens` first leaves `plain` (plain decoding, token by token). */
-async function divergenceMargin(session: InferenceSession, request: CompletionRequest, plain: readonly Token[], tokens: readonly Token[]): Promise<number> {
-  const at = tokens.findIndex((t, i) => t !== plain[i]);
-  const i = at < 0 ? Math.min(tokens.length, plain.length) : at;
-  const [first, second] = await topTwoAfter(session, [...session.promptFor(request), ...plain.slice(0, i)]);
-  return first - second;
+function divergenceMargin(session: InferenceSession, request: CompletionRequest, plain: readonly Token[], tokens: readonly Token[]): Promise<number> {
+  return marginAtDivergence(session, session.promptFor(request), plain, tokens);
 }
 
 function engineDocument(task: BenchTask): EngineDocument {

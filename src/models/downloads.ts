@@ -159,12 +159,12 @@ function isDiskFull(error: unknown): boolean {
   return false;
 }
 
-function notEnoughSpace(dir: string, neededBytes: number, freeBytes: number): string {
+function notEnoughSpace(dir: string, neededBytes: number, availableBytes: number): string {
   const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
   // Some servers announce no size: then all we know is that the disk filled up.
   return neededBytes > 0
-    ? `Not enough disk space in ${dir}: the download needs ${mb(neededBytes)}, ${mb(freeBytes)} free.`
-    : `Not enough disk space in ${dir}: the disk filled up during the download (${mb(freeBytes)} free).`;
+    ? `Not enough disk space in ${dir}: the download needs ${mb(neededBytes)}, ${mb(availableBytes)} free.`
+    : `Not enough disk space in ${dir}: the disk filled up during the download (${mb(availableBytes)} free).`;
 }
 
 function removePartial(file: string): void {

@@ -33,6 +33,23 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
   return drift;
 }
 
+/**
+ * A divergence whose top-two logit margin is below this many times the batch drift is a numerical
+ * tie, not a decoder error (a prompt batch drifts more than the 24-token probe: 50x covers what CI saw).
+ */
+export const TIE_FACTOR = 50;
+
+/**
+ * The target's top-two logit margin (plain decoding, token by token) where `tokens` first leaves
+ * `plain`, or where the shorter one ends.
+ */
+export async function marginAtDivergence(session: InferenceSession, prompt: readonly number[], plain: readonly number[], tokens: readonly number[]): Promise<number> {
+  const at = tokens.findIndex((t, i) => t !== plain[i]);
+  const i = at < 0 ? Math.min(tokens.length, plain.length) : at;
+  const [first, second] = await topTwoAfter(session, [...prompt, ...plain.slice(0, i)]);
+  return first - second;
+}
+
 /** The two highest logits after `history`, evaluated token by token as plain decoding does. */
 export async function topTwoAfter(session: InferenceSession, history: number[]): Promise<[number, number]> {
   const ev = session.target.evaluator;
