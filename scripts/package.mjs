@@ -22,7 +22,7 @@ for (const k of keep) if (!present.includes(k)) throw new Error(`@node-llama-cpp
 
 const ignore = [
   '.ci/**', '.cache/**', 'test/**', 'test-output/**', 'bench/**', 'scripts/**', 'src/**', '**/*.ts', '**/*.map', 'tsconfig.json', 'esbuild.mjs', '*.vsix', '.gitignore',
-  'models/recipe/**', 'README.md', 'dist/desktop-suite.js*',
+  'models/recipe/**', 'models/tiny-*', 'README.md', 'dist/desktop-suite.js*',
   'node_modules/node-llama-cpp/llama/gitRelease.bundle', 'node_modules/node-llama-cpp/llama/xpack/**', 'node_modules/node-llama-cpp/templates/**',
   'node_modules/typescript/**', 'node_modules/.bin/**',
   ...present.filter((p) => !keep.has(p)).map((p) => `node_modules/@node-llama-cpp/${p}/**`),

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
 import { CATALOG } from '../models/catalog';
 import { downloadedPath } from '../models/downloads';
+import { modelNameOf } from '../models/embedded';
 import { embeddedModels, readModelSettings, SECTION } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
@@ -55,7 +56,8 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
     items.push({ label: `${file === currentPath ? '$(check) ' : ''}${label}`, description, detail: file, value });
   };
   items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
-  await add(role === 'target' ? embedded.target : embedded.draft, role === 'target' ? 'tiny-code-target (embedded)' : 'tiny-code-draft (embedded)', '');
+  const embeddedFile = role === 'target' ? embedded.target : embedded.draft;
+  await add(embeddedFile, `${modelNameOf(embeddedFile)} (embedded)`, '');
   items.push({ label: 'Recommended (downloaded on first use)', kind: vscode.QuickPickItemKind.Separator });
   const recommended = role === 'target' ? [CATALOG.target15, CATALOG.target3, CATALOG.target7] : [CATALOG.draft05];
   for (const m of recommended) {

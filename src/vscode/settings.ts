@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
 import type { ModelSettings, SpeculationSettings } from '../engine/types';
+import { embeddedPairPaths } from '../models/embedded';
 
 export const SECTION = 'draftline';
 
@@ -21,10 +22,7 @@ export interface ResolvedModelSettings extends ModelSettings {
 }
 
 export function embeddedModels(extensionPath: string) {
-  return {
-    target: path.join(extensionPath, 'models', 'tiny-code-target.gguf'),
-    draft: path.join(extensionPath, 'models', 'tiny-code-draft.gguf'),
-  };
+  return embeddedPairPaths(extensionPath);
 }
 
 export function readModelSettings(extensionPath: string): ResolvedModelSettings {

@@ -33,7 +33,7 @@ export async function run(): Promise<void> {
   }]);
   checks.push(['loads the embedded models', async () => {
     const models = await until(() => controller.models ?? undefined, 60_000, 'models');
-    assert.equal(models.target.name, 'tiny-code-target');
+    assert.equal(models.target.name, 'draftline-code-target');
   }]);
   checks.push(['the provider returns an item for a document', async () => {
     const doc = await vscode.workspace.openTextDocument({ language: 'typescript', content: 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i\n}\n' });

@@ -3,12 +3,14 @@
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, SkippedCompletion } from '../../src/engine/completionEngine';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
+import { embeddedPairPaths } from '../../src/models/embedded';
 
 const ROOT = path.resolve(__dirname, '../..');
 
 export async function directCompletion(text: string, offset: number, languageId: string, tabSize: number): Promise<string> {
+  const embedded = embeddedPairPaths(ROOT);
   const session = await InferenceSession.load(
-    { targetModel: path.join(ROOT, 'models/tiny-code-target.gguf'), draftModel: path.join(ROOT, 'models/tiny-code-draft.gguf'), gpu: 'auto', gpuLayers: 'auto', threads: 1, contextSize: 2048 },
+    { targetModel: embedded.target, draftModel: embedded.draft, gpu: 'auto', gpuLayers: 'auto', threads: 1, contextSize: 2048 },
     DEFAULT_SPECULATION,
     () => undefined,
   );

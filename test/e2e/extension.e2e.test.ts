@@ -196,10 +196,10 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await runCommand(page, 'Draftline: Select Target Model');
     const rows = await waitFor(async () => {
       const r = await quickPickRows(page);
-      return r.some((x) => x.includes('tiny-code-target')) ? r : undefined;
+      return r.some((x) => x.includes('draftline-code-target')) ? r : undefined;
     }, { timeoutMs: 15_000, what: 'the model quick pick' });
     await snap('model-picker');
-    assert.ok(rows.some((r) => r.includes('tiny-code-target (embedded)')));
+    assert.ok(rows.some((r) => r.includes('draftline-code-target (embedded)')));
     await closeQuickInput(page);
   });
 
@@ -222,11 +222,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.match(await showStats(page, /Models: not loaded/), /Models: not loaded/);
     // Back to the embedded model through the picker; no window reload.
     await runCommand(page, 'Draftline: Select Target Model');
-    await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes('tiny-code-target')) || undefined, { timeoutMs: 15_000, what: 'the model picker' });
-    await page.keyboard.type('tiny-code-target');
+    await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes('draftline-code-target')) || undefined, { timeoutMs: 15_000, what: 'the model picker' });
+    await page.keyboard.type('draftline-code-target');
     await sleep(300);
     await page.keyboard.press('Enter');
-    await showStats(page, /Target: tiny-code-target/);
+    await showStats(page, /Target: draftline-code-target/);
     await resetDocument();
     await gotoLineEnd(page, 10);
     await typeLikeAPerson(page, TYPED, 30);
