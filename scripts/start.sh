@@ -3,18 +3,24 @@
 # with the embedded demo models, at http://127.0.0.1:${PORT:-8080}/ . Ctrl+C stops it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-REPO=$(pwd)
 PORT=${PORT:-8080}
 
 [ -d node_modules/node-llama-cpp ] || npm install --no-audit --no-fund
 bash scripts/setup-e2e.sh
 npm run package -- --out .cache/draftline-linux-x64.vsix
 
-RUN=.cache/demo
+# The demo's workspace and VS Code state live outside the repository: a workspace inside it makes VS
+# Code offer the repository "found in the parent folders". DRAFTLINE_DEMO_DIR to put them elsewhere.
+RUN=${DRAFTLINE_DEMO_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/draftline-demo}
 mkdir -p "$RUN/workspace" "$RUN/user-data/User" "$RUN/extensions"
+RUN=$(cd "$RUN" && pwd)
+if git -C "$RUN/workspace" rev-parse --show-toplevel >/dev/null 2>&1; then
+  echo "note: $RUN/workspace is inside a git repository ($(git -C "$RUN/workspace" rev-parse --show-toplevel)); set DRAFTLINE_DEMO_DIR to a folder outside one" >&2
+fi
 if [ ! -f "$RUN/workspace/example.ts" ]; then
   cat > "$RUN/workspace/example.ts" <<'TS'
-// Type below: Draftline completes with the tiny embedded models (weak, but local and fast).
+// Type below: Draftline completes with its embedded demo models ("draftline-code": small but real,
+// trained here; see models/README.md in the Draftline repository). Weak, but local.
 export function sum(values: number[]): number {
   let total = 0;
   for (const value of values) {
@@ -35,16 +41,17 @@ cat > "$RUN/user-data/User/settings.json" <<'JSON'
   "editor.suggestOnTriggerCharacters": false,
   "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false,
-  "security.workspace.trust.enabled": false
+  "security.workspace.trust.enabled": false,
+  "git.openRepositoryInParentFolders": "never"
 }
 JSON
 printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$RUN/config.yaml"
 CS=.cache/code-server/node_modules/.bin/code-server
-export XDG_DATA_HOME="$REPO/$RUN/xdg-data" XDG_CONFIG_HOME="$REPO/$RUN/xdg-config"
+export XDG_DATA_HOME="$RUN/xdg-data" XDG_CONFIG_HOME="$RUN/xdg-config"
 "$CS" --config "$RUN/config.yaml" --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" \
   --install-extension .cache/draftline-linux-x64.vsix --force
 echo
-echo "Draftline is running in VS Code at:  http://127.0.0.1:$PORT/?folder=$REPO/$RUN/workspace"
+echo "Draftline is running in VS Code at:  http://127.0.0.1:$PORT/?folder=$RUN/workspace"
 echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it.)"
 echo
 exec "$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \

@@ -88,12 +88,27 @@ export class CompletionEngine {
     return modeFor(this.settings);
   }
 
+  /**
+   * Why a document gets no completions at all, wherever the cursor is (null: it does). The editor
+   * shows it, so a file without ghost text is not a mystery (an untitled file is plain text, which is
+   * off by default).
+   */
+  skipReason(doc: Pick<EngineDocument, 'uri' | 'languageId' | 'length'>): SkippedCompletion | null {
+    const s = this.settings;
+    if (!s.enabled) return new SkippedCompletion('disabled', 'completions are turned off (Draftline: Toggle Completions)');
+    if (s.disabledLanguages.includes(doc.languageId)) {
+      const untitled = doc.uri.startsWith('untitled:') && doc.languageId === 'plaintext' ? ': an untitled file is plain text until you pick its language or save it with an extension' : '';
+      return new SkippedCompletion('language', `completions are off for ${doc.languageId} (draftline.disabledLanguages)${untitled}`);
+    }
+    if (doc.length > s.maxDocumentChars) return new SkippedCompletion('tooLarge', `the document is larger than ${s.maxDocumentChars} characters`);
+    return null;
+  }
+
   /** The request the engine sends for a document and cursor (also used to reproduce a completion). */
   buildRequest(doc: EngineDocument): CompletionRequest | SkippedCompletion {
     const s = this.settings;
-    if (!s.enabled) return new SkippedCompletion('disabled', 'completions are turned off');
-    if (s.disabledLanguages.includes(doc.languageId)) return new SkippedCompletion('language', `completions are off for ${doc.languageId}`);
-    if (doc.length > s.maxDocumentChars) return new SkippedCompletion('tooLarge', `document is larger than ${s.maxDocumentChars} characters`);
+    const skipped = this.skipReason(doc);
+    if (skipped) return skipped;
     const window = documentWindow(doc, doc.offset, s);
     if (looksBinary(window.prefix) || looksBinary(window.suffix)) return new SkippedCompletion('binary', 'document looks binary (NUL characters)');
     const lineSuffix = window.suffix.split('\n', 1)[0];

@@ -1,4 +1,6 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
+import { describeLoadTimings } from './loadTimings';
+import { backendExplanation, threadsExplanation } from './statusText';
 import type { DecodeMode, LoadedModelsInfo, PolicySnapshot, ProposalSource } from './types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
@@ -12,7 +14,9 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
     lines.push(
       `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptFormat})`,
       `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
-      `Backend: ${models.backend}, GPU layers ${models.gpuLayers.target}/${models.gpuLayers.draft}, ${models.threads} thread(s), context ${models.contextSize}`,
+      `Backend: ${backendExplanation(models)}; context ${models.contextSize}`,
+      `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
+      ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),
       '',
     );
   } else {

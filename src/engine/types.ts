@@ -116,6 +116,41 @@ export interface LoadedModelsInfo {
   contextSize: number;
   threads: number;
   promptFormat: 'fim' | 'prefix-only';
+  /** Where the load's time went, for the log, Show Stats and the benchmark's startup figure. */
+  loadTimings?: LoadTimings;
+  /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */
+  runtime?: RuntimeChoice;
+}
+
+/** What the installed binaries and this machine offer, next to what was asked. */
+export interface RuntimeChoice {
+  /** draftline.gpu as set. */
+  requestedGpu: ModelSettings['gpu'];
+  /** GPU backends with a prebuilt binary installed next to node-llama-cpp (the default linux-x64 package: vulkan). */
+  gpuBinaries: string[];
+  /** GPU backends whose driver or runtime node-llama-cpp found on this machine (getLlamaGpuTypes('supported')). */
+  gpuDetected: string[];
+  /** The GPU devices the backend in use sees (none on the CPU, or e.g. Vulkan with only a software device). */
+  gpuDevices: string[];
+  /** Logical cores, and draftline.threads as set (0: the default, cores - 1). */
+  cores: number;
+  requestedThreads: number;
+}
+
+/** Wall time of each phase of a model load in the worker, in ms. */
+export interface LoadTimings {
+  /** The worker process's age when the load began (its start-up, and the wait for this request). */
+  workerAgeMs: number;
+  /** Waiting for the llama.cpp binding: the library import and getLlama's binary test (0 when reused). */
+  runtimeMs: number;
+  /** The worker's age when node-llama-cpp was imported and when its binding was ready (first load only). */
+  libraryAtMs?: number;
+  bindingAtMs?: number;
+  /** Checking the GGUF headers before llama.cpp sees them (runs while the binding loads). */
+  inspectMs: number;
+  draftMs: number;
+  targetMs: number;
+  totalMs: number;
 }
 
 export function emptySourceStats(): SourceStats {

@@ -188,6 +188,16 @@ export function formatBytes(n: number): string {
     return n.toLocaleString('en-US');
 }
 
+/**
+ * A key or tensor name as it may appear in a message: a corrupt length can make a "name" swallow
+ * kilobytes of binary data (found by fuzzing: a 5 KB message full of control bytes). Control
+ * characters are escaped and the name is cut at 80 characters; a well-formed name is unchanged.
+ */
+export function printableName(name: string): string {
+    const escaped = name.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+    return escaped.length > 80 ? `${escaped.slice(0, 77)}...` : escaped;
+}
+
 function describeMagic(bytes: Buffer): string {
     let s = '';
     for (const b of bytes) {
@@ -532,12 +542,13 @@ export async function readGgufMetadata(
             context = `metadata key #${i}`;
             const key = await readString(`the name of metadata key #${i}`);
             if (key.length === 0) invalid(`metadata key #${i} has an empty name`);
-            if (kv.has(key)) invalid(`metadata key ${key} appears twice`);
-            context = `metadata key ${key}`;
+            const shownKey = printableName(key);
+            if (kv.has(key)) invalid(`metadata key ${shownKey} appears twice`);
+            context = `metadata key ${shownKey}`;
             if (!r.has(4)) await r.ensure(4);
             const type = r.u32();
-            if (type > GgufValueType.FLOAT64) invalid(`metadata key ${key} has unknown value type ${type}`);
-            const { value, elementType } = await readValue(type, `metadata key ${key}`, 0);
+            if (type > GgufValueType.FLOAT64) invalid(`metadata key ${shownKey} has unknown value type ${type}`);
+            const { value, elementType } = await readValue(type, `metadata key ${shownKey}`, 0);
             const entry: GgufKv = { key, type: type as GgufValueType, value };
             if (elementType !== undefined) entry.elementType = elementType;
             kv.set(key, entry);
@@ -560,32 +571,33 @@ export async function readGgufMetadata(
         for (let i = 0; i < tensorCount; i++) {
             context = `the info of tensor #${i}`;
             const name = await readString(`the name of tensor #${i}`);
-            context = `the info of tensor ${name}`;
-            if (names.has(name)) invalid(`tensor ${name} appears twice`);
+            const shownName = printableName(name);
+            context = `the info of tensor ${shownName}`;
+            if (names.has(name)) invalid(`tensor ${shownName} appears twice`);
             names.add(name);
             if (!r.has(4)) await r.ensure(4);
             const nDims = r.u32();
-            if (nDims > 4) invalid(`tensor ${name} has ${nDims} dimensions (at most 4)`);
+            if (nDims > 4) invalid(`tensor ${shownName} has ${nDims} dimensions (at most 4)`);
             await r.ensure(nDims * 8 + 12);
             const dims: number[] = [];
             let elements = 1;
             for (let d = 0; d < nDims; d++) {
                 const ne = r.u64Safe();
-                if (ne < 0) invalid(`tensor ${name} has an absurd dimension`);
+                if (ne < 0) invalid(`tensor ${shownName} has an absurd dimension`);
                 dims.push(ne);
                 elements *= ne;
             }
-            if (!Number.isSafeInteger(elements)) invalid(`tensor ${name} has too many elements (${dims.join(' x ')})`);
+            if (!Number.isSafeInteger(elements)) invalid(`tensor ${shownName} has too many elements (${dims.join(' x ')})`);
             const type = r.u32();
             const offset = r.u64Safe();
-            if (offset < 0) invalid(`tensor ${name} has an absurd data offset`);
+            if (offset < 0) invalid(`tensor ${shownName} has an absurd data offset`);
             const layout = GGML_TYPE_LAYOUT[type];
             let byteSize: number | null = null;
             if (layout) {
                 const [blockSize, typeSize] = layout;
                 if ((dims[0] ?? 1) % blockSize !== 0)
                     invalid(
-                        `tensor ${name} of type ${ggmlTypeName(type)} has ${dims[0]} elements per row, ` +
+                        `tensor ${shownName} of type ${ggmlTypeName(type)} has ${dims[0]} elements per row, ` +
                             `not a multiple of the block size ${blockSize}`,
                     );
                 byteSize = (elements / blockSize) * typeSize;

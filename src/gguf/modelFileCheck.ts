@@ -13,6 +13,7 @@ import {
     ModelFileError,
     formatBytes,
     ggufValueTypeName,
+    printableName,
     readGgufMetadata,
 } from './ggufReader';
 import type { GgufKv, GgufMetadata, GgufReadLimits, GgufValue } from './ggufReader';
@@ -139,7 +140,7 @@ export function validateGgufMetadata(meta: GgufMetadata, options: InspectOptions
     // llama.cpp rejects arrays of arrays in any key.
     for (const kv of meta.kv.values()) {
         if (kv.type === GgufValueType.ARRAY && kv.elementType === GgufValueType.ARRAY)
-            invalid(`metadata key ${kv.key} is an array of arrays, which llama.cpp cannot load`);
+            invalid(`metadata key ${printableName(kv.key)} is an array of arrays, which llama.cpp cannot load`);
     }
 
     const getString = (key: string, required: boolean): string | null => {
@@ -250,13 +251,18 @@ export function validateGgufMetadata(meta: GgufMetadata, options: InspectOptions
             invalid(`tokenizer.ggml.scores has ${(scoresKv.value as number[]).length} entries for ${vocabSize} tokens`);
     }
 
-    // Duplicate token texts trip GGML_ASSERT(id_to_token.size() == token_to_id.size()).
+    // Duplicate token texts trip GGML_ASSERT(id_to_token.size() == token_to_id.size()). llama.cpp
+    // reads each text as a C string, so it ends at the first NUL byte (found by fuzzing: "Ġ\0\0..."
+    // is a second "Ġ" there), and names an empty one [EMPTY_<id>].
     const textToId = new Map<string, number>();
     for (let i = 0; i < vocabSize; i++) {
-        const text = tokens[i] === '' ? `[EMPTY_${i}]` : tokens[i]!;
+        const nul = tokens[i]!.indexOf('\0');
+        const text = (nul >= 0 ? tokens[i]!.slice(0, nul) : tokens[i]!) || `[EMPTY_${i}]`;
         const prev = textToId.get(text);
-        if (prev !== undefined)
-            invalid(`tokens ${prev} and ${i} have the same text ${JSON.stringify(text)} (llama.cpp aborts on duplicate tokens)`);
+        if (prev !== undefined) {
+            const cut = nul >= 0 ? ' as llama.cpp reads it (up to a NUL byte)' : '';
+            invalid(`tokens ${prev} and ${i} have the same text ${printableName(JSON.stringify(text))}${cut} (llama.cpp aborts on duplicate tokens)`);
+        }
         textToId.set(text, i);
     }
 
@@ -302,16 +308,16 @@ export function validateGgufMetadata(meta: GgufMetadata, options: InspectOptions
 
     // ---- tensors: aligned and inside the file
     for (const t of meta.tensors) {
-        if (t.name.length >= 64) invalid(`tensor name ${t.name} is longer than 63 bytes`);
+        if (t.name.length >= 64) invalid(`tensor name ${printableName(t.name)} is longer than 63 bytes`);
         if (t.offset % meta.alignment !== 0)
-            invalid(`tensor ${t.name} has offset ${t.offset}, not a multiple of the alignment ${meta.alignment}`);
+            invalid(`tensor ${printableName(t.name)} has offset ${t.offset}, not a multiple of the alignment ${meta.alignment}`);
         if (t.byteSize === null) continue; // unknown ggml type: cannot size it
         const end = meta.dataOffset + t.offset + t.byteSize;
         if (end > meta.fileSize)
             throw new ModelFileError(
                 'truncated',
                 filePath,
-                `${base} is truncated: tensor ${t.name} needs bytes up to ${formatBytes(end)} but the file has ${formatBytes(meta.fileSize)}`,
+                `${base} is truncated: tensor ${printableName(t.name)} needs bytes up to ${formatBytes(end)} but the file has ${formatBytes(meta.fileSize)}`,
             );
     }
 

@@ -1,17 +1,18 @@
 import type { Llama, LlamaContext, LlamaModel, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import * as os from 'node:os';
 import type { CompletionRequest, CompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../engine/types';
+import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import { buildPrompt, type PromptVocabulary } from '../prompt/fimPrompt';
+import { buildPrompt, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
 import { decode } from '../speculation/speculativeDecoder';
 import { StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import { getRuntime, resolveThreads, type RuntimeLog } from './llamaRuntime';
+import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
 export interface DecodeOverrides {
@@ -44,6 +45,8 @@ export class InferenceSession {
   readonly policy: SpeculationPolicy;
   private speculation: SpeculationSettings;
   private running: Promise<unknown> = Promise.resolve();
+  /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
+  promptLayout: PromptLayout = 'lineAnchored';
 
   private constructor(
     readonly llama: Llama,
@@ -63,6 +66,12 @@ export class InferenceSession {
   }
 
   static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
+    const started = performance.now();
+    const threads = resolveThreads(settings.threads, os.availableParallelism());
+    // The binding (library import, binary test in a child process) is the slowest part of a cold
+    // start and needs no model: it loads while the GGUF headers are checked.
+    const runtime = getRuntime(settings, threads, log);
+    runtime.catch(() => undefined);
     // Check files before the native loader sees them: a malformed GGUF can abort the process.
     const targetInfo = await inspectModelFile(settings.targetModel);
     let draftInfo: ModelFileInfo | null = null;
@@ -81,8 +90,9 @@ export class InferenceSession {
       }
       if (draftProblem) log('warn', draftProblem);
     }
-    const threads = resolveThreads(settings.threads, os.availableParallelism());
-    const llama = await getRuntime(settings, threads, log);
+    const inspected = performance.now();
+    const llama = await runtime;
+    const runtimeReady = performance.now();
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
     // The draft first: it is small, and only worth running if it is as fast as it can be (all on
     // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -95,6 +105,7 @@ export class InferenceSession {
         log('warn', draftProblem);
       }
     }
+    const draftLoaded = performance.now();
     let target: LoadedModel;
     try {
       target = await loadModel(llama, targetInfo, gpuLayersFor('target', settings, contextSize), contextSize, threads);
@@ -103,6 +114,7 @@ export class InferenceSession {
       await draft?.model.dispose().catch(() => undefined);
       throw error;
     }
+    const done = performance.now();
     const info: LoadedModelsInfo = {
       target: describe(targetInfo),
       draft: draft ? describe(draft.info) : null,
@@ -112,8 +124,19 @@ export class InferenceSession {
       contextSize: target.context.contextSize,
       threads,
       promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
+      loadTimings: {
+        workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
+        inspectMs: round1(inspected - started),
+        runtimeMs: round1(runtimeReady - inspected),
+        draftMs: round1(draftLoaded - runtimeReady),
+        targetMs: round1(done - draftLoaded),
+        totalMs: round1(done - started),
+        ...runtimeMilestones,
+      },
+      // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
+      runtime: await describeRuntimeChoice(settings, llama),
     };
-    log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s)`);
+    log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`);
     return new InferenceSession(llama, target, draft, info, speculation, log);
   }
 
@@ -158,7 +181,7 @@ export class InferenceSession {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
-    return buildPrompt(this.vocabulary, request.prefix, request.suffix, budget).tokens;
+    return buildPrompt(this.vocabulary, request.prefix, request.suffix, budget, this.promptLayout).tokens;
   }
 
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
@@ -258,6 +281,10 @@ function describe(info: ModelFileInfo): ModelDescription {
     vocabSize: info.vocabSize,
     hasFim: info.fim !== null,
   };
+}
+
+function round1(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }
 
 function basename(path: string): string {

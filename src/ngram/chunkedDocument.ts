@@ -22,9 +22,30 @@ export class ChunkedDocument {
   private textLength: number;
   private cachedRuns: TokenRun[] | undefined;
 
-  constructor(text: string, private readonly buildChunk: ChunkBuilder) {
-    this.chunks = splitIntoChunks(text).map((chunkText) => ({ text: chunkText, run: buildChunk(chunkText) }));
+  constructor(text: string, private readonly buildChunk: ChunkBuilder, prebuilt?: DocumentChunk[]) {
+    this.chunks = prebuilt ?? splitIntoChunks(text).map((chunkText) => ({ text: chunkText, run: buildChunk(chunkText) }));
     this.textLength = text.length;
+  }
+
+  /**
+   * Builds a document's chunks a few at a time: each call of the returned step builds chunks for at
+   * least `budgetMs` (one at the least) and returns the document once the whole text is done, so a
+   * caller can yield to other work between steps. Chunk boundaries are the same as the constructor's.
+   */
+  static inSteps(text: string, buildChunk: ChunkBuilder, now: () => number = () => performance.now()): (budgetMs: number) => ChunkedDocument | null {
+    const chunks: DocumentChunk[] = [];
+    let start = 0;
+    return (budgetMs) => {
+      const until = now() + budgetMs;
+      do {
+        if (start >= text.length) return new ChunkedDocument(text, buildChunk, chunks);
+        const end = nextChunkEnd(text, start);
+        const chunkText = text.slice(start, end);
+        chunks.push({ text: chunkText, run: buildChunk(chunkText) });
+        start = end;
+      } while (now() < until);
+      return start >= text.length ? new ChunkedDocument(text, buildChunk, chunks) : null;
+    };
   }
 
   get length(): number {

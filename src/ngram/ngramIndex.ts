@@ -13,6 +13,13 @@ export type NgramIndexOptions = {
   maxDocumentChars?: number;
   /** Accepted-completion sequences kept, least recently added dropped first. Default 64. */
   maxSequences?: number;
+  /**
+   * Total text of all indexed documents (UTF-16 code units); past it the least recently used
+   * documents are dropped from the index. Default 4 M (the index costs ~15 bytes a character).
+   */
+  maxTotalChars?: number;
+  /** setDocumentInSlices works this long (ms) between yields to the event loop. Default 8. */
+  sliceMs?: number;
 };
 
 export type LookupOptions = {
@@ -23,7 +30,13 @@ export type LookupOptions = {
 
 export type NgramIndexStats = {
   documents: number;
+  /** Text of the indexed documents, in UTF-16 code units. */
+  indexedChars: number;
   skippedDocuments: number;
+  /** Dropped to stay under maxTotalChars (indexed again when their text is sent again). */
+  evictedDocuments: number;
+  /** Being indexed in slices. */
+  pendingDocuments: number;
   sequences: number;
   chunks: number;
   tokens: number;
@@ -34,6 +47,14 @@ export type NgramIndexStats = {
 
 const DEFAULT_MAX_DOCUMENT_CHARS = 2 * 1024 * 1024;
 const DEFAULT_MAX_SEQUENCES = 64;
+const DEFAULT_MAX_TOTAL_CHARS = 4_000_000;
+const DEFAULT_SLICE_MS = 8;
+
+/** Where a document stands in the index (see useDocument). */
+export type DocumentState = 'indexed' | 'pending' | 'evicted' | 'skipped' | 'unknown';
+
+/** A document being indexed in slices; edits that arrive meanwhile wait here, in order. */
+type PendingDocument = { queuedEdits: TextEdit[][]; cancelled: boolean };
 
 /** Something to search: a chunked document or one accepted sequence (a single run). */
 type Source = {
@@ -58,8 +79,12 @@ export class NgramIndex {
   private readonly tokenize: (text: string) => number[];
   private readonly maxDocumentChars: number;
   private readonly maxSequences: number;
+  private readonly maxTotalChars: number;
+  private readonly sliceMs: number;
   private readonly documents = new Map<string, { doc: ChunkedDocument; touched: number }>();
   private readonly skipped = new Set<string>();
+  private readonly evicted = new Set<string>();
+  private readonly pending = new Map<string, PendingDocument>();
   /** Insertion order is LRU order: re-adding a key moves it to the end. */
   private readonly sequences = new Map<string, { run: TokenRun; touched: number }>();
   private clock = 0;
@@ -73,17 +98,66 @@ export class NgramIndex {
     this.tokenize = options.tokenize;
     this.maxDocumentChars = options.maxDocumentChars ?? DEFAULT_MAX_DOCUMENT_CHARS;
     this.maxSequences = options.maxSequences ?? DEFAULT_MAX_SEQUENCES;
+    this.maxTotalChars = options.maxTotalChars ?? DEFAULT_MAX_TOTAL_CHARS;
+    this.sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
   }
 
-  /** (Re)indexes a whole document; huge or binary-looking text is skipped, not indexed. */
+  /**
+   * (Re)indexes a whole document at once; huge or binary-looking text is skipped, not indexed. Blocks
+   * for the whole text (over a second for 2 MB with a real tokenizer): the worker uses
+   * setDocumentInSlices.
+   */
   setDocument(key: string, text: string): void {
-    this.documents.delete(key);
-    this.skipped.delete(key);
-    if (!this.isIndexable(text, text.length)) {
-      this.skipped.add(key);
-      return;
+    if (!this.startDocument(key, text)) return;
+    this.addIndexed(key, new ChunkedDocument(text, (chunk) => this.buildRun(chunk)));
+  }
+
+  /**
+   * Like setDocument, but tokenizes in slices of about `sliceMs` with a yield to the event loop
+   * between them, so a completion waits for one slice rather than the whole file. The document is
+   * searched once complete; edits that arrive meanwhile are applied then, in order. Resolves when the
+   * document is indexed, skipped or superseded (setDocument, removeDocument or clear for its key).
+   * `pause` runs between slices (the worker also waits there while a generation runs).
+   */
+  async setDocumentInSlices(key: string, text: string, pause: () => Promise<void> = yieldToEventLoop): Promise<void> {
+    if (!this.startDocument(key, text)) return;
+    const state: PendingDocument = { queuedEdits: [], cancelled: false };
+    this.pending.set(key, state);
+    const step = ChunkedDocument.inSteps(text, (chunk) => this.buildRun(chunk));
+    let doc: ChunkedDocument | null;
+    while ((doc = step(this.sliceMs)) === null) {
+      await pause();
+      if (state.cancelled) return;
     }
-    this.documents.set(key, { doc: new ChunkedDocument(text, (chunk) => this.buildRun(chunk)), touched: ++this.clock });
+    if (state.cancelled) return;
+    this.pending.delete(key);
+    this.addIndexed(key, doc);
+    for (const edits of state.queuedEdits) if (!this.applyEdits(key, edits)) return;
+  }
+
+  /**
+   * A completion is about to use this document (LRU): marks it recently used and says where it
+   * stands. 'evicted' means the caller should send its text again to have it indexed.
+   */
+  useDocument(key: string): DocumentState {
+    const entry = this.documents.get(key);
+    if (entry) {
+      entry.touched = ++this.clock;
+      return 'indexed';
+    }
+    if (this.pending.has(key)) return 'pending';
+    if (this.evicted.has(key)) return 'evicted';
+    return this.skipped.has(key) ? 'skipped' : 'unknown';
+  }
+
+  /** Drops every document and stops the slices in progress (the index is being replaced). */
+  clear(): void {
+    for (const state of this.pending.values()) state.cancelled = true;
+    this.pending.clear();
+    this.documents.clear();
+    this.skipped.clear();
+    this.evicted.clear();
+    this.sequences.clear();
   }
 
   /**
@@ -92,6 +166,11 @@ export class NgramIndex {
    * then it is dropped, since its text is out of step) — call setDocument to index it again.
    */
   applyEdits(key: string, edits: readonly TextEdit[]): boolean {
+    const pending = this.pending.get(key);
+    if (pending !== undefined) {
+      pending.queuedEdits.push([...edits]);
+      return true;
+    }
     const entry = this.documents.get(key);
     if (entry === undefined) return false;
     for (const edit of edits) {
@@ -107,12 +186,15 @@ export class NgramIndex {
       }
     }
     entry.touched = ++this.clock;
+    this.evictOverBudget(key);
     return true;
   }
 
   removeDocument(key: string): void {
+    this.cancelPending(key);
     this.documents.delete(key);
     this.skipped.delete(key);
+    this.evicted.delete(key);
   }
 
   /** Remembers a token sequence (e.g. an accepted completion) under `key`. */
@@ -156,7 +238,9 @@ export class NgramIndex {
   stats(): NgramIndexStats {
     let chunks = 0;
     let tokens = 0;
+    let indexedChars = 0;
     for (const { doc } of this.documents.values()) {
+      indexedChars += doc.length;
       for (const chunk of doc.chunkList) {
         chunks++;
         tokens += chunk.run.length;
@@ -164,7 +248,10 @@ export class NgramIndex {
     }
     return {
       documents: this.documents.size,
+      indexedChars,
       skippedDocuments: this.skipped.size,
+      evictedDocuments: this.evicted.size,
+      pendingDocuments: this.pending.size,
       sequences: this.sequences.size,
       chunks,
       tokens,
@@ -185,7 +272,41 @@ export class NgramIndex {
   }
 
   private isIndexable(text: string, resultingLength: number): boolean {
-    return resultingLength <= this.maxDocumentChars && !text.includes('\u0000');
+    return resultingLength <= Math.min(this.maxDocumentChars, this.maxTotalChars) && !text.includes('\u0000');
+  }
+
+  /** Forgets what the index had for `key`; false (and marked skipped) when `text` is not indexable. */
+  private startDocument(key: string, text: string): boolean {
+    this.removeDocument(key);
+    if (this.isIndexable(text, text.length)) return true;
+    this.skipped.add(key);
+    return false;
+  }
+
+  private addIndexed(key: string, doc: ChunkedDocument): void {
+    this.documents.set(key, { doc, touched: ++this.clock });
+    this.evictOverBudget(key);
+  }
+
+  private cancelPending(key: string): void {
+    const state = this.pending.get(key);
+    if (state === undefined) return;
+    state.cancelled = true;
+    this.pending.delete(key);
+  }
+
+  /** Drops the least recently used documents (never `keep`) until the indexed text fits maxTotalChars. */
+  private evictOverBudget(keep: string): void {
+    let total = 0;
+    for (const { doc } of this.documents.values()) total += doc.length;
+    if (total <= this.maxTotalChars) return;
+    const oldestFirst = [...this.documents].filter(([key]) => key !== keep).sort((a, b) => a[1].touched - b[1].touched);
+    for (const [key, { doc }] of oldestFirst) {
+      if (total <= this.maxTotalChars) break;
+      this.documents.delete(key);
+      this.evicted.add(key);
+      total -= doc.length;
+    }
   }
 
   private buildRun(text: string): TokenRun {
@@ -223,6 +344,10 @@ export class NgramIndex {
     }
     return best;
   }
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Up to maxLen tokens from `end` in runs[runIndex], continuing into the following runs. */

@@ -1,6 +1,6 @@
 import { emptySourceStats, type CompletionStats, type DecodeMode, type ProposalSource, type Token } from '../engine/types';
 import type { StopRules } from '../stopping/stopRules';
-import { syncAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
+import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
 import type { DraftProposer, NgramProposer, Proposal } from './proposers';
 
@@ -63,7 +63,11 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     stop.stop('contextFull');
     return finish();
   }
-  const prefill = await syncAndPredictNext(target, input.prompt);
+  const prefill = await syncPromptAndPredictNext(target, input.prompt, signal);
+  if (!prefill) {
+    stop.stop('abort');
+    return finish();
+  }
   stats.reusedPromptTokens = prefill.reused;
   // The prompt's evaluation yields the first token: counted, so plain decoding is one per token.
   stats.targetEvaluations = 1;
@@ -88,6 +92,10 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
       break;
     }
     const remaining = Math.min(stop.remaining, room + 1);
+    // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
+    // bookkeeping and the erase around it (the draft's own time is weighed apart).
+    const stepStarted = now();
+    const draftMsBefore = stats.draftMs;
     const proposal = await propose(input, history, remaining, useNgram, useDraft, stats, now);
     const batch = [pending, ...proposal.tokens];
     const base = target.tokens.length;
@@ -97,7 +105,6 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     stats.targetMs += ms;
     stats.targetEvaluations++;
     stats.targetTokensEvaluated += batch.length;
-    policy.cost.recordTarget(batch.length, ms);
 
     let accepted = 0;
     while (accepted < proposal.tokens.length && proposal.tokens[accepted] === predictions[accepted].token) accepted++;
@@ -110,6 +117,7 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     }
     // Keep the cache equal to the accepted history: drop the rejected guesses.
     if (accepted < proposal.tokens.length) await target.truncate(base + 1 + accepted);
+    policy.cost.recordTarget(batch.length, now() - stepStarted - (stats.draftMs - draftMsBefore));
 
     let stopped = false;
     for (let i = 0; i < accepted && !stopped; i++) {

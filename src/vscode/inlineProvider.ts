@@ -23,6 +23,8 @@ export interface ProviderHooks {
   onBusy(busy: boolean): void;
   onCompleted(): void;
   onError(error: Error): void;
+  /** Why this document gets no completions (a disabled language, too large...), or null when it does. */
+  onSkipped(skip: SkippedCompletion | null): void;
 }
 
 function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
@@ -65,7 +67,12 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
           this.hooks.onBusy(true);
         }
       });
-      if (token.isCancellationRequested || result instanceof SkippedCompletion || !result.text) return undefined;
+      if (result instanceof SkippedCompletion) {
+        if (result.reason !== 'cancelled') this.hooks.onSkipped(result);
+        return undefined;
+      }
+      this.hooks.onSkipped(null);
+      if (token.isCancellationRequested || !result.text) return undefined;
       this.hooks.onCompleted();
       const item = new vscode.InlineCompletionItem(result.text, new vscode.Range(position, position), {
         title: 'Draftline: completion accepted',

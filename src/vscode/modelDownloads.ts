@@ -1,11 +1,10 @@
 import * as vscode from 'vscode';
-import { catalogModelByUri, recommendPair } from '../models/catalog';
-import { DownloadError, downloadedPath, downloadModels, isModelUri } from '../models/downloads';
+import { catalogModelByUri } from '../models/catalog';
+import { downloadedPath, downloadModels, isModelUri } from '../models/downloads';
+import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
 import { SECTION, type ResolvedModelSettings } from './settings';
-
-const ONBOARDED_KEY = 'draftline.onboarded';
 
 /** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
 export function huggingFaceEndpoint(): string | undefined {
@@ -63,45 +62,19 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
   return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
 }
 
-async function online(endpoint: string | undefined): Promise<boolean> {
-  try {
-    await fetch(endpoint ?? 'https://huggingface.co', { method: 'HEAD', signal: AbortSignal.timeout(4000) });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * First run with no model configured: offer a recommended pair sized to this machine, the embedded
- * demo models, or never asking again. Downloads only on an explicit choice.
- */
-export async function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel): Promise<void> {
-  if (context.globalState.get<boolean>(ONBOARDED_KEY)) return;
-  if (!(await online(huggingFaceEndpoint()))) {
-    log.info('offline: not offering a model download');
-    return;
-  }
-  const machine = await worker.request('systemInfo', {});
-  const pair = recommendPair(machine);
-  const size = mb(pair.target.sizeBytes + pair.draft.sizeBytes);
-  const choice = await vscode.window.showInformationMessage(
-    `Draftline runs on tiny demo models. Download ${pair.target.name} with ${pair.draft.name} as draft (${size}, ${pair.reason}) for real completions?`,
-    `Download (${size})`,
-    'Use embedded demo models',
-    "Don't ask again",
-  );
-  if (!choice) return; // dismissed: ask again next time
-  await context.globalState.update(ONBOARDED_KEY, true);
-  if (!choice.startsWith('Download')) return;
-  try {
-    await downloadWithProgress(context, [pair.target.uri, pair.draft.uri], `Draftline: downloading ${pair.target.name} + ${pair.draft.name}`);
-  } catch (error) {
-    await context.globalState.update(ONBOARDED_KEY, false);
-    if (!(error instanceof DownloadError && error.code === 'cancelled')) void vscode.window.showErrorMessage(`Draftline: ${(error as Error).message}`);
-    return;
-  }
-  const config = vscode.workspace.getConfiguration(SECTION);
-  await config.update('targetModel', pair.target.uri, vscode.ConfigurationTarget.Global);
-  await config.update('draftModel', pair.draft.uri, vscode.ConfigurationTarget.Global);
+/** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */
+export function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel): Promise<void> {
+  return offerPair({
+    state: context.globalState,
+    machine: () => worker.request('systemInfo', {}),
+    ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
+    download: (uris, title) => downloadWithProgress(context, uris, title),
+    useModels: async (targetUri, draftUri) => {
+      const config = vscode.workspace.getConfiguration(SECTION);
+      await config.update('targetModel', targetUri, vscode.ConfigurationTarget.Global);
+      await config.update('draftModel', draftUri, vscode.ConfigurationTarget.Global);
+    },
+    showError: (message) => void vscode.window.showErrorMessage(`Draftline: ${message}`),
+    log: (message) => log.info(message),
+  });
 }

@@ -1,18 +1,27 @@
-import * as path from 'node:path';
+import * as os from 'node:os';
 import * as vscode from 'vscode';
+import manifest from '../../package.json';
 import type { EngineSettings } from '../engine/completionEngine';
+import { SettingsReader, type SettingDeclaration } from '../engine/settingsReader';
 import type { ModelSettings, SpeculationSettings } from '../engine/types';
 import { embeddedPairPaths } from '../models/embedded';
+import { resolveModelPath } from '../models/modelPath';
 
 export const SECTION = 'draftline';
 
+/** Where a settings problem goes (the controller logs it and shows one notification). */
+export type SettingProblemReport = (message: string) => void;
+
+/** The bounds, defaults and scopes declared in package.json: the one place they are written. */
+const DECLARATIONS = manifest.contributes.configuration.properties as Record<string, SettingDeclaration>;
+
 /**
- * Model paths come from user or machine settings only: a cloned repository's workspace settings must
- * not be able to point the extension at a file of its choosing.
+ * Settings that cost resources or reach the network (model paths, endpoint, backend, threads,
+ * context size) are machine-scoped in package.json and read from user or machine settings only: a
+ * cloned repository's workspace settings must not be able to choose them.
  */
-function userOnly<T>(config: vscode.WorkspaceConfiguration, key: string): T | undefined {
-  const inspected = config.inspect<T>(key);
-  return inspected?.globalValue ?? inspected?.defaultValue;
+function settings(report?: SettingProblemReport): SettingsReader {
+  return new SettingsReader(SECTION, DECLARATIONS, vscode.workspace.getConfiguration(SECTION), report);
 }
 
 export interface ResolvedModelSettings extends ModelSettings {
@@ -25,54 +34,65 @@ export function embeddedModels(extensionPath: string) {
   return embeddedPairPaths(extensionPath);
 }
 
-export function readModelSettings(extensionPath: string): ResolvedModelSettings {
-  const config = vscode.workspace.getConfiguration(SECTION);
+export function readModelSettings(extensionPath: string, report?: SettingProblemReport): ResolvedModelSettings {
+  const config = settings(report);
   const embedded = embeddedModels(extensionPath);
-  const target = (userOnly<string>(config, 'targetModel') ?? '').trim();
-  const draft = (userOnly<string>(config, 'draftModel') ?? '').trim();
-  const gpuLayers = config.get<number | string>('gpuLayers', 'auto');
+  const modelPath = (key: string) => {
+    const resolved = resolveModelPath(`${SECTION}.${key}`, (config.value<string>(key) ?? '').trim(), os.homedir());
+    if (resolved.note) report?.(resolved.note);
+    return resolved.path;
+  };
+  const target = modelPath('targetModel');
+  const draft = modelPath('draftModel');
   return {
     targetModel: target || embedded.target,
     // An explicit "none" runs the target alone (n-gram speculation still works).
     draftModel: draft === 'none' ? '' : draft || (target ? '' : embedded.draft),
     targetIsEmbedded: !target,
     draftIsEmbedded: !draft && !target,
-    gpu: config.get('gpu', 'auto'),
-    gpuLayers: typeof gpuLayers === 'number' ? gpuLayers : 'auto',
-    threads: config.get('threads', 0),
-    contextSize: config.get('contextSize', 2048),
+    gpu: config.choice<ModelSettings['gpu']>('gpu'),
+    gpuLayers: config.numberOrKeyword('gpuLayers', ['auto'] as const),
+    threads: config.threads('threads', os.availableParallelism()),
+    contextSize: config.number('contextSize'),
   };
 }
 
-export function readSpeculationSettings(): SpeculationSettings {
-  const config = vscode.workspace.getConfiguration(SECTION);
+export function readSpeculationSettings(report?: SettingProblemReport): SpeculationSettings {
+  const config = settings(report);
+  const ngramMinMatch = config.number('speculation.ngramMinMatch');
+  let ngramMaxMatch = config.number('speculation.ngramMaxMatch');
+  if (ngramMaxMatch < ngramMinMatch) {
+    // The n-gram index refuses max < min: the load would fail on it.
+    report?.(`${SECTION}.speculation.ngramMaxMatch (${ngramMaxMatch}) is below ${SECTION}.speculation.ngramMinMatch (${ngramMinMatch}): using ${ngramMinMatch}.`);
+    ngramMaxMatch = ngramMinMatch;
+  }
   return {
-    maxProposal: clamp(config.get('speculation.maxProposal', 8), 1, 32),
-    ngramMinMatch: clamp(config.get('speculation.ngramMinMatch', 3), 1, 16),
-    ngramMaxMatch: clamp(config.get('speculation.ngramMaxMatch', 8), 1, 32),
-    draftMinConfidence: Math.min(1, Math.max(0, config.get('speculation.draftMinConfidence', 0.35))),
-    adaptive: config.get('speculation.adaptive', true),
+    maxProposal: config.number('speculation.maxProposal'),
+    ngramMinMatch,
+    ngramMaxMatch,
+    draftMinConfidence: config.number('speculation.draftMinConfidence'),
+    adaptive: config.value('speculation.adaptive'),
   };
 }
 
-export function readEngineSettings(draftAvailable: boolean): EngineSettings {
-  const config = vscode.workspace.getConfiguration(SECTION);
+export function readEngineSettings(draftAvailable: boolean, report?: SettingProblemReport): EngineSettings {
+  const config = settings(report);
   return {
-    enabled: config.get('enable', true),
-    speculation: config.get('speculation.enabled', true),
-    ngramReuse: config.get('speculation.ngramReuse', true),
+    enabled: config.value('enable'),
+    speculation: config.value('speculation.enabled'),
+    ngramReuse: config.value('speculation.ngramReuse'),
     draftAvailable,
-    maxTokens: clamp(config.get('maxTokens', 64), 1, 1024),
-    maxLines: clamp(config.get('maxLines', 16), 1, 200),
-    disabledLanguages: config.get('disabledLanguages', []),
+    maxTokens: config.number('maxTokens'),
+    maxLines: config.number('maxLines'),
+    disabledLanguages: config.value('disabledLanguages'),
     maxDocumentChars: 20_000_000,
-    maxPrefixChars: clamp(config.get('maxPrefixChars', 3000), 100, 200_000),
-    maxSuffixChars: clamp(config.get('maxSuffixChars', 1000), 0, 100_000),
+    maxPrefixChars: config.number('maxPrefixChars'),
+    maxSuffixChars: config.number('maxSuffixChars'),
   };
 }
 
-export function debounceMs(): number {
-  return clamp(vscode.workspace.getConfiguration(SECTION).get('debounceMs', 150), 0, 5000);
+export function debounceMs(report?: SettingProblemReport): number {
+  return settings(report).number('debounceMs');
 }
 
 /** Toggles persist in user settings. */
@@ -81,8 +101,4 @@ export async function toggleSetting(key: string): Promise<boolean> {
   const value = !config.get<boolean>(key, true);
   await config.update(key, value, vscode.ConfigurationTarget.Global);
   return value;
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : min;
 }

@@ -1,12 +1,13 @@
 import * as vscode from 'vscode';
 import type { StatusSummary } from '../engine/statsCollector';
+import { statusTooltip } from '../engine/statusText';
 import type { LoadedModelsInfo } from '../engine/types';
 
 export type StatusState =
   | { kind: 'loading' }
   | { kind: 'ready' }
   | { kind: 'busy' }
-  | { kind: 'off' }
+  | { kind: 'off'; message?: string }
   | { kind: 'error'; message: string };
 
 /** Status bar readout: tokens/s · acceptance · latency of the last completion; click for the menu. */
@@ -58,15 +59,7 @@ export class StatusBar implements vscode.Disposable {
     const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
     this.item.text = `${icon} ${label}`;
     const tip = new vscode.MarkdownString(undefined, true);
-    tip.appendMarkdown(`**Draftline** — ${s.kind === 'error' ? `error: ${s.message}` : s.kind}\n\n`);
-    tip.appendMarkdown(`Mode: ${this.mode || '-'}\n\n`);
-    if (this.models) {
-      const m = this.models;
-      tip.appendMarkdown(`Target: ${m.target.name}\n\nDraft: ${m.draft?.name ?? 'none'}\n\n`);
-      tip.appendMarkdown(`Backend: ${this.backend || m.backend}; ${m.threads} thread(s)\n\n`);
-    }
-    if (this.summary?.tokensPerEvaluation != null) tip.appendMarkdown(`Tokens per target evaluation: ${this.summary.tokensPerEvaluation.toFixed(2)}\n\n`);
-    tip.appendMarkdown('Click for Draftline commands');
+    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.models, backendText: this.backend || undefined, summary: this.summary }));
     this.item.tooltip = tip;
     this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

@@ -18,8 +18,23 @@ export interface WorkerMethods {
   unload: [Record<string, never>, null];
   /** Memory of this machine as node-llama-cpp sees it, for the recommended model pair. */
   systemInfo: [Record<string, never>, { backend: string; vramBytes: number; ramBytes: number; unifiedMemory: boolean }];
+  /** The worker's own view of its health: memory, the n-gram index, and whether generations overlapped. */
+  diagnostics: [Record<string, never>, WorkerDiagnostics];
   /** Test hook, enabled by DRAFTLINE_TEST_HOOKS=1 only: kills the worker like a native abort would. */
   crash: [Record<string, never>, null];
+}
+
+export interface WorkerDiagnostics {
+  rssBytes: number;
+  heapUsedBytes: number;
+  completions: number;
+  /**
+   * Most generations that ever ran at the same time, from each one's decode interval on the worker's
+   * own clock (the client's clock would add its own scheduling delays). Anything above 1 is a bug.
+   */
+  maxConcurrentGenerations: number;
+  /** The n-gram index (null before a model is loaded): documents searched, their characters, and documents still being indexed. */
+  index: { documents: number; chars: number; pending: number } | null;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */

@@ -6,14 +6,25 @@ export interface WorkerClientOptions {
   workerPath: string;
   env?: NodeJS.ProcessEnv;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
-  /** Called when the worker died unexpectedly; `restartInMs` is the backoff before the next start. */
-  onCrash?: (description: string, restartInMs: number) => void;
+  /**
+   * Called when the worker died unexpectedly; `restartInMs` is the backoff before the next start (it
+   * doubles with each crash in a row, see restartStatus for the time left).
+   */
+  onCrash?: (description: string, restartInMs: number, crashesInARow: number) => void;
   /** Called after a restart, once the new worker answers (reload models here). */
   onRestart?: () => void;
   /** The worker asks for a document's full text again. */
   onResync?: (key: string) => void;
   requestTimeoutMs?: Partial<Record<keyof WorkerMethods, number>>;
   backoff?: { initialMs: number; maxMs: number; stableAfterMs: number };
+}
+
+/** A restart scheduled after a crash. */
+export interface RestartStatus {
+  /** How the worker ended. */
+  description: string;
+  remainingMs: number;
+  crashesInARow: number;
 }
 
 export class WorkerError extends Error {
@@ -38,6 +49,7 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
   configure: 10_000,
   unload: 30_000,
   systemInfo: 60_000,
+  diagnostics: 10_000,
   crash: 10_000,
 };
 
@@ -53,7 +65,7 @@ export class WorkerClient {
   private disposed = false;
   private crashes = 0;
   private startedAt = 0;
-  private restartTimer: NodeJS.Timeout | null = null;
+  private restart: { timer: NodeJS.Timeout; at: number; description: string } | null = null;
   /** Count of worker processes started, for tests and the log. */
   starts = 0;
 
@@ -63,11 +75,25 @@ export class WorkerClient {
     return this.child?.pid;
   }
 
-  /** Starts the worker if it is not running; resolves when it answered the handshake. */
+  /**
+   * Starts the worker if it is not running; resolves when it answered the handshake. During the
+   * backoff after a crash it is refused ('restarting'): the restart happens when the wait is over,
+   * not at the next request.
+   */
   start(): Promise<void> {
     if (this.disposed) return Promise.reject(new WorkerError('worker client is disposed', 'disposed'));
+    const restart = this.restartStatus();
+    if (restart) {
+      return Promise.reject(new WorkerError(`${restart.description}; restarting in ${Math.ceil(restart.remainingMs / 1000)} s`, 'restarting'));
+    }
     this.ready ??= this.spawn();
     return this.ready;
+  }
+
+  /** The restart scheduled after a crash, while it waits; null when none is. */
+  restartStatus(): RestartStatus | null {
+    if (!this.restart) return null;
+    return { description: this.restart.description, remainingMs: Math.max(0, this.restart.at - Date.now()), crashesInARow: this.crashes };
   }
 
   async request<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal): Promise<WorkerMethods[M][1]> {
@@ -82,7 +108,8 @@ export class WorkerClient {
 
   dispose(): void {
     this.disposed = true;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
+    if (this.restart) clearTimeout(this.restart.timer);
+    this.restart = null;
     this.failAll(new WorkerError('worker stopped', 'disposed'));
     const child = this.child;
     this.child = null;
@@ -182,15 +209,16 @@ export class WorkerClient {
     const delay = Math.min(maxMs, initialMs * 2 ** this.crashes);
     this.crashes++;
     this.options.log?.('error', `${description}; restarting in ${delay} ms`);
-    this.options.onCrash?.(description, delay);
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = null;
+    const timer = setTimeout(() => {
+      this.restart = null;
       if (this.disposed) return;
       this.start().then(
         () => this.options.onRestart?.(),
         (error: Error) => this.options.log?.('error', `worker restart failed: ${error.message}`),
       );
     }, delay);
+    this.restart = { timer, at: Date.now() + delay, description };
+    this.options.onCrash?.(description, delay, this.crashes);
   }
 
   private failAll(error: Error): void {

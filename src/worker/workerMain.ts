@@ -3,11 +3,16 @@
 import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
+import type { ModelSettings } from '../engine/types';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 
 let session: InferenceSession | null = null;
 let loading: Promise<InferenceSession> | null = null;
 const running = new Map<number, AbortController>();
+let completions = 0;
+/** End times (worker clock) of the latest generations, for maxConcurrentGenerations. */
+const recentGenerationEnds: number[] = [];
+let maxConcurrentGenerations = 0;
 const pendingDocuments: WorkerNotification[] = [];
 
 function send(message: WorkerMessage): void {
@@ -18,6 +23,12 @@ function log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void 
   send({ v: PROTOCOL_VERSION, type: 'log', level, message });
 }
 
+// Start the llama.cpp binding now, while the extension host is still sending the load request: it is
+// the slowest part of a cold start (library import, then getLlama's binary test in a child process)
+// and getRuntime keeps it for the load that follows (a different backend setting just loads anew).
+const preloadGpu = process.env.DRAFTLINE_PRELOAD_GPU as ModelSettings['gpu'] | undefined;
+if (preloadGpu) getRuntime({ gpu: preloadGpu }, 1, log).catch(() => undefined);
+
 type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number) => Promise<WorkerMethods[M][1]>;
 
 const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
@@ -25,6 +36,8 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   load: async ({ models, speculation }) => {
     const previous = session;
     session = null;
+    // Stops indexing slices still under way for the old models' index.
+    previous?.documents.clear();
     await previous?.dispose().catch(() => undefined);
     loading = InferenceSession.load(models, { ...DEFAULT_SPECULATION, ...speculation }, log);
     try {
@@ -42,8 +55,15 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     for (const controller of running.values()) controller.abort();
     const controller = new AbortController();
     running.set(id, controller);
+    // The document being completed in counts as recently used; if the index dropped it for room,
+    // its text comes again and it is indexed (dropping the least recently used one instead).
+    if (request.documentKey && current.documents.useDocument(request.documentKey) === 'evicted') {
+      send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
+    }
     try {
-      return await current.complete(request, controller.signal);
+      const result = await current.complete(request, controller.signal);
+      recordGeneration(performance.now(), result.stats.totalMs);
+      return result;
     } finally {
       running.delete(id);
     }
@@ -63,11 +83,50 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const vram = llama.gpu === false ? { total: 0, unifiedSize: 0 } : await llama.getVramState();
     return { backend: llama.gpu === false ? 'cpu' : llama.gpu, vramBytes: vram.total, ramBytes: os.totalmem(), unifiedMemory: vram.unifiedSize > 0 };
   },
+  diagnostics: async () => {
+    const memory = process.memoryUsage();
+    const index = session?.documents.stats();
+    return {
+      rssBytes: memory.rss,
+      heapUsedBytes: memory.heapUsed,
+      completions,
+      maxConcurrentGenerations,
+      index: index ? { documents: index.documents, chars: index.indexedChars, pending: index.pendingDocuments } : null,
+    };
+  },
   crash: async () => {
     if (process.env.DRAFTLINE_TEST_HOOKS !== '1') throw new Error('test hooks are disabled');
     process.abort();
   },
 };
+
+/**
+ * A generation just ended after running `durationMs`: it overlapped every recent one that ended after
+ * it started. The handler resumes in a microtask after the decoder returns, so `endedAt` is its end.
+ */
+function recordGeneration(endedAt: number, durationMs: number): void {
+  completions++;
+  const startedAt = endedAt - durationMs;
+  // 1 ms of slack: the previous generation's end is stamped a microtask after it really ended.
+  const overlapping = recentGenerationEnds.filter((end) => end > startedAt + 1).length;
+  maxConcurrentGenerations = Math.max(maxConcurrentGenerations, overlapping + 1);
+  recentGenerationEnds.push(endedAt);
+  if (recentGenerationEnds.length > 16) recentGenerationEnds.shift();
+}
+
+/** Longest an indexing slice waits for a generation to end: under a typing storm one always runs. */
+const MAX_INDEXING_WAIT_MS = 250;
+
+/**
+ * Between two slices of indexing a big document: other messages first, then a running generation
+ * (each of its steps would otherwise wait for a slice), for a bounded time.
+ */
+async function betweenIndexingSlices(): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  for (let waited = 0; running.size > 0 && waited < MAX_INDEXING_WAIT_MS; waited += 10) {
+    await new Promise<void>((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 function requireSession(): InferenceSession {
   if (!session) throw Object.assign(new Error(loading ? 'models are still loading' : 'no model is loaded'), { code: 'not_loaded' });
@@ -87,7 +146,8 @@ function applyNotification(n: WorkerNotification): void {
   try {
     switch (n.kind) {
       case 'documentOpen':
-        session.documents.setDocument(n.key, n.text);
+        // In slices: a 2 MB file takes over a second to tokenize, which completions must not wait for.
+        session.documents.setDocumentInSlices(n.key, n.text, betweenIndexingSlices).catch((error: Error) => log('warn', `n-gram index: ${error.message}`));
         break;
       case 'documentEdit':
         if (!session.documents.applyEdits(n.key, n.edits)) send({ v: PROTOCOL_VERSION, type: 'resync', key: n.key });

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
+import { loadLibrary } from '../../src/inference/llamaRuntime';
 import { directCompletion } from './expected';
 import {
   closeQuickInput,
@@ -148,6 +149,21 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.ok(latency, `stats document lists the latency:\n${stats}`);
     assert.ok(item.text.endsWith(`· ${latency} ms`), `status "${item.text}" shows the engine's latency ${latency} ms`);
     assert.match(stats, /Mode: hybrid/);
+
+    // The default linux-x64 package carries the Vulkan binary next to the CPU one. Without a GPU driver
+    // (as on the CI VMs) node-llama-cpp falls back to the CPU, and the tooltip says so and why.
+    const hovered = await waitFor(async () => {
+      const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
+      return h?.tooltip?.includes('Backend:') ? h : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' });
+    await snap('status-tooltip');
+    const tooltip = hovered.tooltip ?? '';
+    const gpuDrivers = (await (await loadLibrary()).getLlamaGpuTypes('supported')).filter((gpu) => gpu !== false);
+    if (gpuDrivers.length === 0) assert.match(tooltip, /Backend: CPU \(no GPU found; this package can use Vulkan\)/, tooltip);
+    else assert.match(tooltip, /Backend: (Vulkan|CUDA|CPU \()/, tooltip);
+    assert.match(tooltip, /Threads: \d+ \((the default: \d+ cores − 1|this machine has 1 core)[^)]*draftline\.threads to change\)/, tooltip);
+    assert.match(tooltip, /Acceptance: (\d+% of proposed tokens|- \((no proposals|plain decoding|the last completion came from the cache))/, tooltip);
+    assert.match(stats, /Threads: \d+ \(/, 'Show Stats explains the threads too');
   });
 
   it('typing exactly what the ghost text showed is served from the cache', async () => {

@@ -80,6 +80,8 @@ describe('first run: download the recommended pair and complete with it', { skip
     const page = wb.page;
     const offer = await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 90_000);
     assert.match(offer, /2[.,]?\d* ?(GB|MB)|MB/);
+    // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
+    assert.equal(hub.requests.length, 0, `requests to the hub before Download was clicked: ${hub.requests.join(', ')}`);
     await screenshot(page, OUT, '01-offer');
     await clickNotificationButton(page, /^Download \(/);
     await waitForNotification(page, /downloading/i, 30_000);

@@ -4,16 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NgramIndex, type TextEdit } from '../../src/ngram';
 import { HARD_MAX_CHARS, splitIntoChunks } from '../../src/ngram/chunkBoundaries';
+import { wordTokenizer } from '../support/syntheticText';
 
-function wordTokenizer() {
-  const ids = new Map<string, number>();
-  return (text: string) =>
-    (text.match(/\w+|\s+|[^\w\s]/g) ?? []).map((piece) => {
-      let id = ids.get(piece);
-      if (id === undefined) ids.set(piece, (id = ids.size));
-      return id;
-    });
-}
 
 function seededRandom(seed: number) {
   return (below: number) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildPrompt, PREFIX_TRIM_STEP, type PromptVocabulary } from '../../src/prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, PREFIX_TRIM_STEP, type PromptVocabulary } from '../../src/prompt/fimPrompt';
 import { documentWindow, WINDOW_START_STEP } from '../../src/prompt/documentWindow';
 
 // One token per character keeps the arithmetic visible.
@@ -12,7 +12,7 @@ const chars = (fim: boolean, bos: number | null = 1): PromptVocabulary => ({
 
 describe('FIM prompt layout', () => {
   it('is <bos><pre>prefix<suf>suffix<mid> with the model FIM tokens', () => {
-    const p = buildPrompt(chars(true), 'ab', 'cd', 100);
+    const p = buildPrompt(chars(true), 'ab', 'cd', 100, 'standard');
     assert.deepEqual(p.tokens, [1, 10, 1097, 1098, 11, 1099, 1100, 12]);
     assert.equal(p.format, 'fim');
   });
@@ -24,7 +24,7 @@ describe('FIM prompt layout', () => {
   });
 
   it('stays within the budget, keeps the end of the prefix and at most a quarter for a long suffix', () => {
-    const p = buildPrompt(chars(true), 'x'.repeat(500), 'y'.repeat(500), 200);
+    const p = buildPrompt(chars(true), 'x'.repeat(500), 'y'.repeat(500), 200, 'standard');
     assert.ok(p.tokens.length <= 200);
     assert.ok(p.suffixTokens <= 200 / 4 + 1);
     assert.equal(p.tokens.at(-1), 12);
@@ -32,11 +32,46 @@ describe('FIM prompt layout', () => {
 
   it('cuts the prefix in fixed steps, so one more typed character keeps the same start (KV reuse)', () => {
     const text = Array.from({ length: 400 }, (_, i) => String.fromCharCode(65 + (i % 26))).join('');
-    const a = buildPrompt(chars(true), text, '', 150);
-    const b = buildPrompt(chars(true), text + 'q', '', 150);
+    const a = buildPrompt(chars(true), text, '', 150, 'standard');
+    const b = buildPrompt(chars(true), text + 'q', '', 150, 'standard');
     const start = (p: typeof a) => p.tokens.slice(2, 12).join();
     assert.equal(start(a), start(b));
     assert.equal((400 - a.prefixTokens) % PREFIX_TRIM_STEP, 0);
+  });
+});
+
+describe('line-anchored FIM prompt layout', () => {
+  const lines = (n: number) => Array.from({ length: n }, (_, i) => `l${i}`).join('\n');
+  const sym = (tokens: number[]) => tokens.map((t) => (t >= 1000 ? String.fromCharCode(t - 1000) : `<${t}>`)).join('');
+
+  it('puts the cursor line group after <mid>, starting at its newline', () => {
+    const prefix = `${lines(10)}\n  ret`; // 10 newlines: the group of 8 starting at newline 9
+    const p = buildPrompt(chars(true), prefix, ')\n}', 200);
+    assert.equal(sym(p.tokens), `<1><10>${prefix.slice(0, anchorOf(prefix, ANCHOR_LINE_GROUP))}<11>)\n}<12>${prefix.slice(anchorOf(prefix, ANCHOR_LINE_GROUP))}`);
+    assert.equal(anchorOf(prefix, ANCHOR_LINE_GROUP), prefix.split('\n').slice(0, 9).join('\n').length);
+    assert.equal(p.tokens.at(-1), 1000 + 't'.charCodeAt(0), 'the prompt ends at the cursor');
+  });
+
+  it('typing within the group only appends to the prompt: characters, a newline, a paste', () => {
+    const base = `${lines(9)}\n  x = 1;`;
+    const before = buildPrompt(chars(true), base, '\n}\n', 300).tokens;
+    for (const typed of ['y', '\n  ', 'const a = [1, 2, 3];\n  const b = a.map(f);\n']) {
+      const after = buildPrompt(chars(true), base + typed, '\n}\n', 300).tokens;
+      assert.deepEqual(after.slice(0, before.length), before, JSON.stringify(typed));
+      assert.equal(after.length, before.length + typed.length);
+    }
+  });
+
+  it('falls back to the standard layout when the middle would be too long', () => {
+    const prefix = `a\n${'x'.repeat(400)}`;
+    const p = buildPrompt(chars(true), prefix, '', 1000);
+    assert.equal(p.middleTokens, 0);
+    assert.equal(p.tokens.at(-1), 12);
+  });
+
+  it('the same text gives the same prompt (no hidden state)', () => {
+    const prefix = `${lines(20)}\n  ab`;
+    assert.deepEqual(buildPrompt(chars(true), prefix, 's', 300).tokens, buildPrompt(chars(true), prefix, 's', 300).tokens);
   });
 });
 

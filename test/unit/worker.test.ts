@@ -18,7 +18,8 @@ const TMP = path.join(ROOT, 'test-output/worker');
 
 const models = (over: Partial<ModelSettings> = {}): ModelSettings => ({ targetModel: TARGET, draftModel: DRAFT, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048, ...over });
 const request = (prefix: string, over: Partial<CompletionRequest> = {}): CompletionRequest => ({ prefix, suffix: '\n}\n', maxTokens: 24, mode: 'hybrid', ...over });
-const PREFIX = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n  ';
+// Mid-line, where the tiny target writes on (after a bare indented line it often ends at once).
+const PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 
 describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs` (npm test does)' }, () => {
   let client: WorkerClient;
@@ -48,8 +49,8 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
   });
 
   it('typing one more character reuses the KV cache of the prompt', async () => {
-    const first = await client.request('complete', { request: request(PREFIX + 'ret', { mode: 'plain' }) });
-    const second = await client.request('complete', { request: request(PREFIX + 'retu', { mode: 'plain' }) });
+    const first = await client.request('complete', { request: request(PREFIX + '+', { mode: 'plain' }) });
+    const second = await client.request('complete', { request: request(PREFIX + '++', { mode: 'plain' }) });
     assert.ok(first.stats.promptTokens > 30);
     // Only the tokens from the edit on (and the suffix) are evaluated again.
     const evaluated = second.stats.promptTokens - second.stats.reusedPromptTokens;

@@ -1,0 +1,75 @@
+// What the status bar tooltip (and Show Stats) say about the backend, the threads and the acceptance,
+// with the reason when a figure would otherwise puzzle: a CPU fallback, "1 thread", an acceptance of "-".
+import type { StatusSummary } from './statsCollector';
+import type { LoadedModelsInfo, RuntimeChoice } from './types';
+
+export type StatusKind = 'loading' | 'ready' | 'busy' | 'off' | 'error';
+
+export interface TooltipState {
+  status: { kind: StatusKind; message?: string };
+  /** The decode mode the toggles ask for ('' before the engine says). */
+  mode: string;
+  models: LoadedModelsInfo | null;
+  /** The host's own words for the backend (GPU name and layers); the worker's runtime choice wins for a CPU fallback. */
+  backendText?: string;
+  summary: StatusSummary | null;
+}
+
+const GPU_NAMES: Record<string, string> = { cuda: 'CUDA', vulkan: 'Vulkan', metal: 'Metal' };
+const gpuName = (gpu: string) => GPU_NAMES[gpu] ?? gpu;
+const orList = (gpus: string[]) => gpus.map(gpuName).join(' or ');
+
+/** Where inference runs and, when that is the CPU, why. */
+export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers' | 'runtime'>, backendText?: string): string {
+  const r = models.runtime;
+  // A GPU binary that loaded but sees no device (e.g. Vulkan with only a software rasterizer): the CPU does the work.
+  if (r && models.backend !== 'cpu' && r.gpuDevices.length === 0) return `CPU (no GPU found: ${gpuName(models.backend)} sees no GPU device)`;
+  if (models.backend !== 'cpu' || !r) {
+    if (backendText) return backendText;
+    if (models.backend === 'cpu') return 'CPU';
+    return `${gpuName(models.backend)}, ${models.gpuLayers.target} + ${models.gpuLayers.draft} layers on the GPU`;
+  }
+  if (r.requestedGpu === 'cpu') return 'CPU (as set in draftline.gpu)';
+  if (r.gpuBinaries.length === 0) return 'CPU (a CPU-only package: it has no GPU backend)';
+  const usable = r.gpuBinaries.filter((g) => r.gpuDetected.includes(g));
+  if (usable.length > 0) return `CPU (no usable GPU found: ${orList(usable)} is installed but did not start)`;
+  const otherDetected = r.gpuDetected.filter((g) => !r.gpuBinaries.includes(g));
+  if (otherDetected.length > 0) return `CPU (this machine has ${orList(otherDetected)} but no ${orList(r.gpuBinaries)} driver, and this package can use ${orList(r.gpuBinaries)} only)`;
+  return `CPU (no GPU found; this package can use ${orList(r.gpuBinaries)})`;
+}
+
+/** The thread count and where it comes from ("1 (the default: 2 cores − 1, …)"). */
+export function threadsExplanation(threads: number, runtime?: Pick<RuntimeChoice, 'cores' | 'requestedThreads'>): string {
+  const n = String(threads);
+  if (!runtime) return n;
+  if (runtime.requestedThreads > 0) return `${n} (as set in draftline.threads)`;
+  const { cores } = runtime;
+  if (cores <= 1) return `${n} (this machine has 1 core; set draftline.threads to change)`;
+  const rule = threads === cores - 1 ? `${cores} cores − 1, leaving a core to the editor` : `${cores} cores − 1, at most 8`;
+  return `${n} (the default: ${rule}; set draftline.threads to change)`;
+}
+
+/** The acceptance of the last completion, or why there is none. */
+export function acceptanceExplanation(summary: StatusSummary | null, mode: string): string {
+  if (summary?.acceptance != null) return `${Math.round(summary.acceptance * 100)}% of proposed tokens (last completion)`;
+  if (!summary || summary.latencyMs === null) return '- (no completion yet)';
+  if (summary.fromCache) return '- (the last completion came from the cache)';
+  if ((summary.mode ?? mode) === 'plain') return '- (plain decoding: speculation off)';
+  return '- (no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats)';
+}
+
+/** The status bar tooltip as Markdown, one paragraph a line. */
+export function statusTooltip(state: TooltipState): string {
+  const s = state.status;
+  const lines = [`**Draftline** — ${s.kind === 'error' ? `error: ${s.message ?? ''}` : s.message ? `${s.kind}: ${s.message}` : s.kind}`, `Mode: ${state.mode || '-'}`];
+  const m = state.models;
+  if (m) {
+    lines.push(`Target: ${m.target.name}`, `Draft: ${m.draft?.name ?? 'none'}`);
+    lines.push(`Backend: ${backendExplanation(m, state.backendText)}`);
+    lines.push(`Threads: ${threadsExplanation(m.threads, m.runtime)}`);
+  }
+  if (m || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);
+  if (state.summary?.tokensPerEvaluation != null) lines.push(`Tokens per target evaluation: ${state.summary.tokensPerEvaluation.toFixed(2)}`);
+  lines.push('Click for Draftline commands');
+  return lines.join('\n\n');
+}

@@ -1,0 +1,58 @@
+// The first-run offer of a real model pair, without the editor: the VS Code layer
+// (src/vscode/modelDownloads.ts) supplies the notification, the download and the settings.
+import { recommendPair, type MachineMemory } from './catalog';
+import { DownloadError } from './downloads';
+
+export const ONBOARDED_KEY = 'draftline.onboarded';
+
+/** Where the answer is kept across sessions (the extension's globalState). */
+export interface OnboardingState {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): PromiseLike<void>;
+}
+
+export interface OnboardingHost {
+  state: OnboardingState;
+  /** This machine's memory, as the worker sees it (local: no network). */
+  machine(): Promise<MachineMemory>;
+  /** Shows the offer; resolves to the chosen button, or undefined when the notification was closed. */
+  ask(message: string, ...choices: string[]): PromiseLike<string | undefined>;
+  download(uris: string[], title: string): Promise<unknown>;
+  /** Makes the downloaded pair the configured one. */
+  useModels(targetUri: string, draftUri: string): Promise<void>;
+  showError(message: string): void;
+  log(message: string): void;
+}
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
+
+/**
+ * First run with no model configured: offer a recommended pair sized to this machine, the embedded
+ * demo models, or never asking again. Nothing touches the network before the user clicks Download
+ * (no connectivity probe either: offline, the download fails with its own message and the offer
+ * comes back next start). Any answer, closing the notification included, is remembered.
+ */
+export async function offerRecommendedPair(host: OnboardingHost): Promise<void> {
+  if (host.state.get<boolean>(ONBOARDED_KEY)) return;
+  const pair = recommendPair(await host.machine());
+  const size = mb(pair.target.sizeBytes + pair.draft.sizeBytes);
+  const choice = await host.ask(
+    `Draftline runs on small demo models. Download ${pair.target.name} with ${pair.draft.name} as draft (${size}, ${pair.reason}) for real completions?`,
+    `Download (${size})`,
+    'Use embedded demo models',
+    "Don't ask again",
+  );
+  await host.state.update(ONBOARDED_KEY, true);
+  if (!choice?.startsWith('Download')) {
+    host.log('model offer answered; Select Target Model lists the recommended models any time');
+    return;
+  }
+  try {
+    await host.download([pair.target.uri, pair.draft.uri], `Draftline: downloading ${pair.target.name} + ${pair.draft.name}`);
+  } catch (error) {
+    await host.state.update(ONBOARDED_KEY, false);
+    if (!(error instanceof DownloadError && error.code === 'cancelled')) host.showError((error as Error).message);
+    return;
+  }
+  await host.useModels(pair.target.uri, pair.draft.uri);
+}

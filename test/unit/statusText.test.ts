@@ -1,0 +1,132 @@
+// The status bar tooltip's words: where inference runs and why (a CPU fallback from a package that
+// carries Vulkan), why the thread count is what it is, why the acceptance reads "-".
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { StatusSummary } from '../../src/engine/statsCollector';
+import { acceptanceExplanation, backendExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
+import type { LoadedModelsInfo, RuntimeChoice } from '../../src/engine/types';
+import { describeRuntimeChoice, getRuntime, installedGpuBinaries } from '../../src/inference/llamaRuntime';
+
+const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({
+  requestedGpu: 'auto',
+  gpuBinaries: ['vulkan'],
+  gpuDetected: [],
+  gpuDevices: [],
+  cores: 2,
+  requestedThreads: 0,
+  ...over,
+});
+
+const models = (over: Partial<LoadedModelsInfo> = {}): LoadedModelsInfo => ({
+  target: { path: '/m/t.gguf', name: 'draftline-code-target', sizeBytes: 30e6, contextLength: 2048, vocabSize: 512, hasFim: true },
+  draft: { path: '/m/d.gguf', name: 'draftline-code-draft', sizeBytes: 5e6, contextLength: 2048, vocabSize: 512, hasFim: true },
+  draftProblem: null,
+  backend: 'cpu',
+  gpuLayers: { target: 0, draft: 0 },
+  contextSize: 2048,
+  threads: 1,
+  promptFormat: 'fim',
+  runtime: runtime(),
+  ...over,
+});
+
+const summary = (over: Partial<StatusSummary> = {}): StatusSummary => ({
+  tokensPerSecond: 300,
+  acceptance: null,
+  latencyMs: 42,
+  tokensPerEvaluation: 1,
+  fromCache: false,
+  mode: 'hybrid',
+  ...over,
+});
+
+describe('backendExplanation', () => {
+  const table: [string, Partial<LoadedModelsInfo>, string | undefined, string][] = [
+    ['Vulkan package, no GPU on this machine', {}, undefined, 'CPU (no GPU found; this package can use Vulkan)'],
+    ['the same, whatever the host said', {}, 'CPU — no GPU backend usable with the installed binaries', 'CPU (no GPU found; this package can use Vulkan)'],
+    ['CUDA and Vulkan binaries, no GPU', { runtime: runtime({ gpuBinaries: ['cuda', 'vulkan'] }) }, undefined, 'CPU (no GPU found; this package can use CUDA or Vulkan)'],
+    ['a CPU-only package', { runtime: runtime({ gpuBinaries: [] }) }, undefined, 'CPU (a CPU-only package: it has no GPU backend)'],
+    ['CPU as set', { runtime: runtime({ requestedGpu: 'cpu' }) }, undefined, 'CPU (as set in draftline.gpu)'],
+    ['Vulkan loader found, the Vulkan binary did not start (measured: no Vulkan driver)', { runtime: runtime({ gpuDetected: ['vulkan'] }) }, undefined, 'CPU (no usable GPU found: Vulkan is installed but did not start)'],
+    ['Vulkan loaded but sees no device (measured: Mesa lavapipe only)', { backend: 'vulkan', runtime: runtime({ gpuDetected: ['vulkan'] }) }, 'Vulkan, but no layer fits in GPU memory: running on the CPU', 'CPU (no GPU found: Vulkan sees no GPU device)'],
+    ['CUDA found, package has Vulkan only', { runtime: runtime({ gpuDetected: ['cuda'] }) }, undefined, 'CPU (this machine has CUDA but no Vulkan driver, and this package can use Vulkan only)'],
+    ['on the GPU: the host text', { backend: 'vulkan', gpuLayers: { target: 33, draft: 25 }, runtime: runtime({ gpuDetected: ['vulkan'], gpuDevices: ['AMD Radeon'] }) }, 'Vulkan, 33 + 25 layers on the GPU', 'Vulkan, 33 + 25 layers on the GPU'],
+    ['on the GPU, no host text', { backend: 'cuda', gpuLayers: { target: 29, draft: 25 }, runtime: undefined }, undefined, 'CUDA, 29 + 25 layers on the GPU'],
+    ['an older worker (no runtime field)', { runtime: undefined }, 'CPU — no GPU backend usable with the installed binaries', 'CPU — no GPU backend usable with the installed binaries'],
+  ];
+  for (const [name, over, hostText, expected] of table) {
+    it(name, () => assert.equal(backendExplanation(models(over), hostText), expected));
+  }
+});
+
+describe('threadsExplanation', () => {
+  it('the default on 2 cores: one thread, and why', () => {
+    assert.equal(threadsExplanation(1, runtime()), '1 (the default: 2 cores − 1, leaving a core to the editor; set draftline.threads to change)');
+  });
+  it('the default capped at 8', () => {
+    assert.equal(threadsExplanation(8, runtime({ cores: 32 })), '8 (the default: 32 cores − 1, at most 8; set draftline.threads to change)');
+  });
+  it('a single core', () => {
+    assert.equal(threadsExplanation(1, runtime({ cores: 1 })), '1 (this machine has 1 core; set draftline.threads to change)');
+  });
+  it('set by the user', () => {
+    assert.equal(threadsExplanation(2, runtime({ requestedThreads: 2 })), '2 (as set in draftline.threads)');
+  });
+  it('no runtime information: the bare number', () => {
+    assert.equal(threadsExplanation(3), '3');
+  });
+});
+
+describe('acceptanceExplanation', () => {
+  it('a figure when tokens were proposed', () => assert.equal(acceptanceExplanation(summary({ acceptance: 0.8 }), 'hybrid'), '80% of proposed tokens (last completion)'));
+  it('plain decoding', () => assert.equal(acceptanceExplanation(summary({ mode: 'plain' }), 'plain'), '- (plain decoding: speculation off)'));
+  it('plain decoding before any completion says no completion yet', () => assert.equal(acceptanceExplanation(null, 'plain'), '- (no completion yet)'));
+  it('speculation on, nothing proposed', () => assert.match(acceptanceExplanation(summary(), 'hybrid'), /^- \(no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats\)$/));
+  it('served from the cache', () => assert.equal(acceptanceExplanation(summary({ fromCache: true, mode: null }), 'hybrid'), '- (the last completion came from the cache)'));
+  it('the last completion was plain even if speculation is back on', () => assert.equal(acceptanceExplanation(summary({ mode: 'plain' }), 'hybrid'), '- (plain decoding: speculation off)'));
+});
+
+describe('statusTooltip', () => {
+  it('the whole tooltip of a Vulkan-carrying package on a machine without a GPU', () => {
+    const text = statusTooltip({ status: { kind: 'ready' }, mode: 'plain', models: models(), backendText: 'CPU — no GPU backend usable with the installed binaries', summary: summary({ mode: 'plain', tokensPerEvaluation: 1 }) });
+    assert.equal(
+      text,
+      [
+        '**Draftline** — ready',
+        'Mode: plain',
+        'Target: draftline-code-target',
+        'Draft: draftline-code-draft',
+        'Backend: CPU (no GPU found; this package can use Vulkan)',
+        'Threads: 1 (the default: 2 cores − 1, leaving a core to the editor; set draftline.threads to change)',
+        'Acceptance: - (plain decoding: speculation off)',
+        'Tokens per target evaluation: 1.00',
+        'Click for Draftline commands',
+      ].join('\n\n'),
+    );
+  });
+  it('an error before any model: the message, no model lines', () => {
+    const text = statusTooltip({ status: { kind: 'error', message: 'cannot load' }, mode: 'hybrid', models: null, summary: null });
+    assert.equal(text, ['**Draftline** — error: cannot load', 'Mode: hybrid', 'Click for Draftline commands'].join('\n\n'));
+  });  it('off for this file: says why (e.g. an untitled plain-text document)', () => {
+    const text = statusTooltip({ status: { kind: 'off', message: 'completions are off for plaintext' }, mode: 'hybrid', models: null, summary: null });
+    assert.equal(text.split('\n\n')[0], '**Draftline** — off: completions are off for plaintext');
+  });
+});
+
+describe('the worker side: what this install and machine offer (real node-llama-cpp detection)', () => {
+  it('finds the GPU binary packages installed next to node-llama-cpp, of its version', () => {
+    const binaries = installedGpuBinaries();
+    for (const gpu of binaries) assert.ok(['cuda', 'vulkan', 'metal'].includes(gpu), gpu);
+    // A full `npm install` on linux-x64 brings the Vulkan binary (the default .vsix carries it too).
+    if (process.platform === 'linux' && process.arch === 'x64') assert.ok(binaries.includes('vulkan'), JSON.stringify(binaries));
+  });
+  it('describes the choice; on a machine without a GPU driver the tooltip names the fallback', async () => {
+    const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
+    const choice = await describeRuntimeChoice({ gpu: 'auto', threads: 0 }, llama);
+    assert.equal(choice.requestedGpu, 'auto');
+    assert.ok(choice.cores >= 1);
+    if (llama.gpu !== false || choice.gpuDetected.length > 0 || choice.gpuBinaries.length === 0) return; // a GPU machine, or a CPU-only install
+    assert.deepEqual(choice.gpuDevices, []);
+    assert.match(backendExplanation({ backend: 'cpu', gpuLayers: { target: 0, draft: 0 }, runtime: choice }), /^CPU \(no GPU found; this package can use (CUDA or )?Vulkan\)$/);
+  });
+});
