@@ -3,8 +3,8 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { documentWindow } from '../src/prompt/documentWindow';
 import { mulberry32 } from '../test/support/ggufWriter';
+import { firstContentLineEnd } from './quality';
 
 export const CORPUS_PACKAGES = ['preact@11.2.0', 'immer@11.2.10', 'hono@4.13.19', 'valibot@1.5.0', 'zustand@5.1.0', 'mitt@3.0.1'];
 
@@ -55,13 +55,35 @@ export interface BenchTask {
   file: string;
   kind: CursorKind;
   offset: number;
-  /** The whole document and the cursor (the engine windows it exactly as the extension does). */
+  /**
+   * The document as the editor shows it at the cursor: the file without the text the user is about
+   * to write (the first `hiddenChars` of `truth`). The engine windows it exactly as the extension does.
+   */
   text: string;
-  /** The file's own continuation after the cursor (for the model-free n-gram bound). */
+  /**
+   * The file's own continuation after the cursor (up to 400 characters), hidden part included: what
+   * completions are scored against, and what the model-free n-gram bound replays.
+   */
   truth: string;
+  /** How much of `truth` is missing from `text`: the rest of the first line with content. */
+  hiddenChars: number;
 }
 
-/** Cursor positions sampled with a fixed seed, the three kinds in turn. */
+/** The file as it is on disk: the document with the hidden continuation put back at the cursor. */
+export function fileTextOf(task: BenchTask): string {
+  return task.text.slice(0, task.offset) + task.truth.slice(0, task.hiddenChars) + task.text.slice(task.offset);
+}
+
+/**
+ * Cursor positions sampled with a fixed seed, the three kinds in turn. The text to write next is
+ * taken out of the document (else the ideal completion is empty, the model can copy the answer from
+ * the suffix, and the post-processing trims a right answer away as a repeat of the suffix): the rest
+ * of the first line with content after the cursor, as `firstContentLineEnd` (bench/quality.ts) cuts it.
+ * - mid-line: inside a line's text; the rest of that line is to be written.
+ * - end-of-line: at the end of a line; the next line with content is to be written.
+ * - empty-line-in-block: on an indented line left empty but for its indentation (as after Enter in
+ *   a block); the line that belongs there is to be written.
+ */
 export function sampleTasks(files: SourceFile[], count: number, seed: number): BenchTask[] {
   const rand = mulberry32(seed);
   const kinds: CursorKind[] = ['mid-line', 'end-of-line', 'empty-line-in-block'];
@@ -75,26 +97,25 @@ export function sampleTasks(files: SourceFile[], count: number, seed: number): B
     const line = lines[li];
     if (line === undefined) continue;
     const lineStart = lines.slice(0, li).reduce((n, l) => n + l.length + 1, 0);
+    const indent = /^\s*/.exec(line)![0];
     let offset: number;
-    let text = file.text;
     if (kind === 'mid-line') {
       const trimmed = line.trimStart();
       if (trimmed.length < 12) continue;
-      const indent = line.length - trimmed.length;
-      offset = lineStart + indent + 4 + Math.floor(rand() * (trimmed.length - 8));
+      offset = lineStart + indent.length + 4 + Math.floor(rand() * (trimmed.length - 8));
     } else if (kind === 'end-of-line') {
       if (line.trim().length < 4) continue;
       offset = lineStart + line.length;
     } else {
-      // An empty line inside a block: insert one after a line that opens or continues a block.
-      const indent = /^\s*/.exec(line)![0];
       if (!indent || line.trim().length === 0) continue;
-      text = file.text.slice(0, lineStart + line.length + 1) + indent + '\n' + file.text.slice(lineStart + line.length + 1);
-      offset = lineStart + line.length + 1 + indent.length;
+      offset = lineStart + indent.length;
     }
-    tasks.push({ id: tasks.length, file: file.name, kind, offset, text, truth: text.slice(offset, offset + 400) });
+    const continuation = file.text.slice(offset);
+    const hiddenChars = firstContentLineEnd(continuation);
+    // Nothing left to write, or more than the truth keeps (lines are under 400 characters: rare).
+    if (continuation.slice(0, hiddenChars).trim() === '' || hiddenChars > 400) continue;
+    const text = file.text.slice(0, offset) + continuation.slice(hiddenChars);
+    tasks.push({ id: tasks.length, file: file.name, kind, offset, text, truth: continuation.slice(0, 400), hiddenChars });
   }
   return tasks;
 }
-
-export { documentWindow };

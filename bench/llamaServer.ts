@@ -14,6 +14,8 @@ export interface LlamaServerResult {
   text: string;
   predicted: number;
   promptMs: number;
+  /** Prompt tokens the server evaluated (not served from its prompt cache), when it says. */
+  promptTokensEvaluated: number | null;
   draftProposed: number;
   draftAccepted: number;
 }
@@ -70,11 +72,11 @@ export class LlamaServer {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ input_prefix: request.prefix, input_suffix: request.suffix, n_predict: request.maxTokens, temperature: 0, top_k: 1, cache_prompt: true, samplers: ['top_k'] }),
     });
-    const body = (await response.json()) as { content?: string; timings?: { predicted_n?: number; prompt_ms?: number; draft_n?: number; draft_n_accepted?: number } };
+    const body = (await response.json()) as { content?: string; timings?: { predicted_n?: number; prompt_n?: number; prompt_ms?: number; draft_n?: number; draft_n_accepted?: number } };
     const latencyMs = performance.now() - t0;
     if (!response.ok) throw new Error(`llama-server /infill: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
     const t = body.timings ?? {};
-    return { latencyMs, text: body.content ?? '', predicted: t.predicted_n ?? 0, promptMs: t.prompt_ms ?? 0, draftProposed: t.draft_n ?? 0, draftAccepted: t.draft_n_accepted ?? 0 };
+    return { latencyMs, text: body.content ?? '', predicted: t.predicted_n ?? 0, promptMs: t.prompt_ms ?? 0, promptTokensEvaluated: t.prompt_n ?? null, draftProposed: t.draft_n ?? 0, draftAccepted: t.draft_n_accepted ?? 0 };
   }
 
   async stop(): Promise<void> {

@@ -1,21 +1,27 @@
-// npm run bench [-- --quick] [--target X.gguf --draft Y.gguf] [--tasks N] [--regimes 1,2,3]
-// Side-by-side completion latency of every mode on real code, in ONE run, interleaved per task.
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5] [--threads N] [--gpu auto|cuda|vulkan|cpu]
+// Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
+// per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import type { CompletionRequest, DecodeMode, SpeculationSettings, Token } from '../src/engine/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
 import { batchDrift, marginAtDivergence, TIE_FACTOR } from '../test/support/batchDrift';
 import { writeRandomLlamaModel } from '../test/support/ggufWriter';
 import { barChart, lineChart } from './chart';
-import { CACHE, CORPUS_PACKAGES, ensureCorpus, sampleTasks, sourceFiles, type BenchTask } from './corpus';
+import { engineDocument, shownText } from './engineView';
+import { regimeKeystroke, type LayoutRow } from './keystroke';
+import { regimeStartup } from './workerStartup';
+import { CACHE, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
-import { fmt, median, percentile, Progress } from './stats';
+import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
+import { fmt, median, pct, percentile, Progress } from './stats';
 import { LlamaServer } from './llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 
@@ -28,8 +34,14 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3' : '1,2,3') ?? '').split(',').map(Number));
-const taskCount = Number(opt('tasks', quick ? '20' : '210'));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5' : '1,2,3,4,5') ?? '').split(',').map(Number));
+/**
+ * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
+ * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
+ * is ~11 of those minutes. Quick: ~7 min busy, regime 1 alone ~2.5 min.
+ */
+const DEFAULT_TASKS = { quick: 20, full: 80 };
+const taskCount = Number(opt('tasks', String(quick ? DEFAULT_TASKS.quick : DEFAULT_TASKS.full)));
 const threads = Number(opt('threads', '1'));
 const maxTokens = Number(opt('max-tokens', '48'));
 const log = (level: string, message: string) => {
@@ -40,6 +52,25 @@ type Mode = DecodeMode | StockMode | 'llama-server' | 'llama-server-md';
 const MODES: Mode[] = ['plain', 'stock-draft', 'stock-lookup', 'ngram', 'draft', 'hybrid'];
 const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid'];
 
+/** A target + draft pair regime 1 runs on; `draft` is '' for none. */
+interface ModelPair {
+  name: string;
+  target: string;
+  draft: string;
+}
+
+/** `--target X [--draft Y]`: that pair alone; else the embedded pairs named by `--pairs` (all by default), on the same tasks. */
+function modelPairs(): ModelPair[] {
+  if (userPair) {
+    if (opt('pairs') !== undefined) process.stderr.write('--pairs is ignored with --target: your pair alone is run\n');
+    return [{ name: 'yours', target: path.resolve(opt('target')!), draft: opt('draft') !== undefined ? path.resolve(opt('draft')!) : '' }];
+  }
+  const known = Object.keys(EMBEDDED_PAIRS);
+  const names = (opt('pairs') ?? 'tiny,v3').split(',').map((n) => n.trim()).filter(Boolean);
+  if (!names.length || names.some((name) => !known.includes(name))) throw new Error(`--pairs ${opt('pairs')}: name embedded pairs, comma-separated (there are: ${known.join(', ')})`);
+  return names.map((name) => ({ name, ...embeddedPairPaths(ROOT, name as EmbeddedPairName) }));
+}
+
 interface Run {
   task: number;
   mode: Mode;
@@ -47,6 +78,8 @@ interface Run {
   ttftMs: number;
   decodeMs: number;
   tokens: Token[];
+  /** Prompt tokens evaluated for this request (the rest reused from the KV cache); null where unknown. */
+  promptTokensEvaluated: number | null;
   evaluations: number | null;
   proposed: { ngram: number; draft: number };
   accepted: { ngram: number; draft: number };
@@ -56,6 +89,9 @@ interface Run {
   external?: boolean;
   /** Where a lossless mode differs from plain: the target's top-two logit margin at the first difference. */
   tieMargin?: number;
+  /** What the user would see: the completion after the engine's post-processing. */
+  shown: string;
+  quality: QualityScore;
 }
 
 /** How far apart llama.cpp's logits for one token and for a batch are on this machine, and what counts as a tie. */
@@ -75,12 +111,8 @@ function divergenceMargin(session: InferenceSession, request: CompletionRequest,
   return marginAtDivergence(session, session.promptFor(request), plain, tokens);
 }
 
-function engineDocument(task: BenchTask): EngineDocument {
-  return { uri: `bench:${task.file}`, languageId: /\.tsx?$/.test(task.file) ? 'typescript' : 'javascript', offset: task.offset, tabSize: 2, insertSpaces: true, length: task.text.length, slice: (s, e) => task.text.slice(s, e) };
-}
-
-async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: string) {
-  const session = await InferenceSession.load({ targetModel: targetPath, draftModel: draftPath, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
+async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
   const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
@@ -89,20 +121,25 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
     process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min)\n`);
   } else {
     const opts = { threads, contextSize: session.info.contextSize, maxProposal: DEFAULT_SPECULATION.maxProposal, minConfidence: DEFAULT_SPECULATION.draftMinConfidence };
-    servers['llama-server'] = await LlamaServer.start(targetPath, null, opts);
+    servers['llama-server'] = await LlamaServer.start(pair.target, null, opts);
     modes.push('llama-server');
     if (session.draft) {
-      servers['llama-server-md'] = await LlamaServer.start(targetPath, draftPath, opts);
+      servers['llama-server-md'] = await LlamaServer.start(pair.target, pair.draft, opts);
       modes.push('llama-server-md');
     }
   }
   const runs: Run[] = [];
   const requests = new Map<number, CompletionRequest>();
-  const progress = new Progress(tasks.length * modes.length, 'modes');
+  const progress = new Progress(tasks.length * modes.length, `modes (${pair.name})`);
   let previousKey: string | undefined;
   for (const task of tasks) {
-    const request = engine.buildRequest(engineDocument(task)) as CompletionRequest;
+    const doc = engineDocument(task);
+    const request = engine.buildRequest(doc) as CompletionRequest;
     requests.set(task.id, request);
+    const score = (raw: string) => {
+      const shown = shownText(raw, request, doc, engine.settings.maxLines);
+      return { shown, quality: scoreCompletion(shown, task.truth) };
+    };
     // The open file is in the n-gram index, as in the editor.
     if (previousKey) session.documents.removeDocument(previousKey);
     session.documents.setDocument(request.documentKey!, task.text);
@@ -112,19 +149,24 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
     // The keystroke case: the same spot one character earlier was completed just before (untimed),
     // so every mode starts from the KV caches the editor would have.
     const earlier = { ...request, prefix: request.prefix.slice(0, -1) };
+    // Caches start empty once per task, not once per mode: a mode's untimed run then re-evaluates
+    // only the prompt from the cursor on (the part before it is the previous mode's), and its
+    // measured run finds what it would after a cold start: the prompt up to the cursor in the KV
+    // cache, computed once for all modes. A cold prompt per mode (~1 s with the v3 pair's
+    // 1024-token context at 1 thread) was most of the run time.
+    await session.resetCaches();
+    await stock.reset();
     for (const mode of order) {
-      await session.resetCaches();
-      await stock.reset();
       const server = servers[mode];
       if (server) {
         // The same text window our prompt keeps (llama-server does not trim to its context).
         await server.infill(windowed(session, earlier));
         const r = await server.infill(windowed(session, request));
-        runs.push({ task: task.id, mode, latencyMs: r.latencyMs, ttftMs: r.promptMs, decodeMs: r.latencyMs - r.promptMs, tokens: new Array(r.predicted).fill(0), evaluations: null, proposed: { ngram: 0, draft: r.draftProposed }, accepted: { ngram: 0, draft: r.draftAccepted }, external: true });
+        runs.push({ task: task.id, mode, latencyMs: r.latencyMs, ttftMs: r.promptMs, decodeMs: r.latencyMs - r.promptMs, tokens: new Array(r.predicted).fill(0), promptTokensEvaluated: r.promptTokensEvaluated, evaluations: null, proposed: { ngram: 0, draft: r.draftProposed }, accepted: { ngram: 0, draft: r.draftAccepted }, external: true, ...score(r.text) });
       } else if (mode === 'stock-draft' || mode === 'stock-lookup') {
         await stock.run(mode, earlier);
         const r = await stock.run(mode, request);
-        runs.push({ task: task.id, mode, latencyMs: r.totalMs, ttftMs: r.promptMs, decodeMs: r.totalMs - r.promptMs, tokens: r.tokens, evaluations: null, proposed: { ngram: 0, draft: 0 }, accepted: { ngram: 0, draft: 0 }, stockValidated: r.validated, stockRefuted: r.refuted });
+        runs.push({ task: task.id, mode, latencyMs: r.totalMs, ttftMs: r.promptMs, decodeMs: r.totalMs - r.promptMs, tokens: r.tokens, promptTokensEvaluated: r.promptTokensEvaluated, evaluations: null, proposed: { ngram: 0, draft: 0 }, accepted: { ngram: 0, draft: 0 }, stockValidated: r.validated, stockRefuted: r.refuted, ...score(r.text) });
       } else {
         const ours = mode as DecodeMode;
         await session.complete({ ...earlier, mode: ours });
@@ -132,7 +174,7 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
         const r = await session.complete({ ...request, mode: ours });
         const latencyMs = performance.now() - t0;
         const s = r.stats;
-        runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, evaluations: s.targetEvaluations, proposed: { ngram: s.bySource.ngram.proposedTokens, draft: s.bySource.draft.proposedTokens }, accepted: { ngram: s.bySource.ngram.acceptedTokens, draft: s.bySource.draft.acceptedTokens } });
+        runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens, evaluations: s.targetEvaluations, proposed: { ngram: s.bySource.ngram.proposedTokens, draft: s.bySource.draft.proposedTokens }, accepted: { ngram: s.bySource.ngram.acceptedTokens, draft: s.bySource.draft.acceptedTokens }, ...score(r.text) });
       }
       progress.tick(mode);
     }
@@ -148,8 +190,11 @@ async function regimeModes(tasks: BenchTask[], targetPath: string, draftPath: st
   for (const server of Object.values(servers)) await server.stop();
   await stock.dispose();
   await session.dispose();
-  return { info, modes, ties, runs: summarize(modes, runs, ties), raw: runs };
+  return { pair, info, modes, ties, rows: summarize(modes, runs, ties), raw: runs };
 }
+
+type ModesResult = Awaited<ReturnType<typeof regimeModes>>;
+type ModeRow = ModesResult['rows'][number];
 
 /** The request with prefix/suffix cut to what our prompt layout keeps within the context. */
 function windowed(session: InferenceSession, request: CompletionRequest): CompletionRequest {
@@ -157,36 +202,49 @@ function windowed(session: InferenceSession, request: CompletionRequest): Comple
   if (!fim) return request;
   const prompt = session.promptFor(request);
   const pre = prompt.indexOf(fim.prefix), suf = prompt.indexOf(fim.suffix), mid = prompt.lastIndexOf(fim.middle);
-  return { ...request, prefix: session.detokenize(prompt.slice(pre + 1, suf)), suffix: session.detokenize(prompt.slice(suf + 1, mid)) };
+  // The cursor line may sit after <mid> (the line-anchored layout): it is the prefix's end.
+  return { ...request, prefix: session.detokenize([...prompt.slice(pre + 1, suf), ...prompt.slice(mid + 1)]), suffix: session.detokenize(prompt.slice(suf + 1, mid)) };
+}
+
+/** Tokens a second over the decode phase (after the prompt's evaluation). */
+function decodeRate(rs: Run[]): number | null {
+  const decodeMs = rs.reduce((n, r) => n + r.decodeMs, 0);
+  return decodeMs > 0 ? (rs.reduce((n, r) => n + r.tokens.length, 0) * 1000) / decodeMs : null;
 }
 
 function summarize(modes: Mode[], runs: Run[], ties: TieCheck) {
   const byTaskPlain = new Map(runs.filter((r) => r.mode === 'plain').map((r) => [r.task, r]));
+  const rateOf = (mode: Mode) => decodeRate(runs.filter((r) => r.mode === mode));
   return modes.map((mode) => {
     const rs = runs.filter((r) => r.mode === mode);
     const tokens = rs.reduce((n, r) => n + r.tokens.length, 0);
-    const decodeMs = rs.reduce((n, r) => n + r.decodeMs, 0);
     const evals = rs.every((r) => r.evaluations !== null) ? rs.reduce((n, r) => n + (r.evaluations ?? 0), 0) : null;
     const sum = (f: (r: Run) => number) => rs.reduce((n, r) => n + f(r), 0);
     // llama-server is compared with its own plain run (same HTTP path), ours with our plain.
+    const external = rs.some((r) => r.external);
     const base = (r: Run) => (r.external ? runs.find((x) => x.task === r.task && x.mode === 'llama-server')! : byTaskPlain.get(r.task)!);
     const ratios = rs.map((r) => base(r).latencyMs / r.latencyMs);
-    const external = rs.some((r) => r.external);
+    const tokensPerSecond = decodeRate(rs);
+    const baseRate = rateOf(external ? 'llama-server' : 'plain');
     const identical = external ? NaN : rs.filter((r) => arraysEqual(r.tokens, byTaskPlain.get(r.task)!.tokens)).length;
     // Differences at a numerical tie of the target's top two logits (kernels not batch-invariant).
     const atTies = rs.filter((r) => r.tieMargin !== undefined && r.tieMargin < ties.tolerance).length;
     const stockValidated = sum((r) => r.stockValidated ?? 0), stockRefuted = sum((r) => r.stockRefuted ?? 0);
+    const promptEvaluated = rs.map((r) => r.promptTokensEvaluated);
     return {
       mode,
       tasks: rs.length,
       latencyMedianMs: median(rs.map((r) => r.latencyMs)),
       latencyP90Ms: percentile(rs.map((r) => r.latencyMs), 0.9),
       ttftMedianMs: median(rs.map((r) => r.ttftMs)),
-      tokensPerSecond: decodeMs > 0 ? (tokens * 1000) / decodeMs : null,
+      promptTokensEvaluatedMedian: promptEvaluated.every((n) => n !== null) ? median(promptEvaluated as number[]) : null,
+      tokensPerSecond,
+      decodeRateVsPlain: tokensPerSecond !== null && baseRate ? tokensPerSecond / baseRate : null,
       tokensPerEvaluation: evals ? tokens / evals : null,
       acceptanceNgram: sum((r) => r.proposed.ngram) ? sum((r) => r.accepted.ngram) / sum((r) => r.proposed.ngram) : null,
       acceptanceDraft: sum((r) => r.proposed.draft) ? sum((r) => r.accepted.draft) / sum((r) => r.proposed.draft) : stockValidated + stockRefuted ? stockValidated / (stockValidated + stockRefuted) : null,
       speedupMedian: median(ratios),
+      quality: summarizeQuality(rs.map((r) => r.quality)),
       identicalTasks: identical,
       tieTasks: atTies,
       identical: external ? null : identical + atTies === rs.length,
@@ -221,7 +279,7 @@ async function regimeAcceptance(tasks: BenchTask[]) {
   // many requests); acceptance is the proposer's, so each run starts its own estimate.
   const machineCost = new CostModel();
   const policies = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
-  const chosen = tasks.slice(0, quick ? 3 : 8);
+  const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length));
   const rows: Record<string, { decodeMs: number; tokens: number; evals: number; proposed: number; accepted: number; rejections: number; identical: boolean; ties: number }> = {};
   const progress = new Progress(chosen.length * (1 + accuracies.length * 2), 'acceptance');
   for (const task of chosen) {
@@ -306,9 +364,10 @@ async function regimeNgramBound(tasks: BenchTask[], targetPath: string) {
   for (const task of tasks) {
     const truth = tokenize(task.truth).slice(0, maxTokens);
     const truthText = session.detokenize(truth);
-    // The open file minus the continuation itself (else the bound is trivially perfect).
+    // The file minus the continuation itself (else the bound is trivially perfect).
+    const file = fileTextOf(task);
     const index = new NgramIndex({ minN, maxN, tokenize });
-    index.setDocument('file', task.text.slice(0, task.offset) + task.text.slice(task.offset + truthText.length));
+    index.setDocument('file', file.slice(0, task.offset) + file.slice(task.offset + truthText.length));
     const history = tokenize(task.text.slice(Math.max(0, task.offset - 3000), task.offset));
     let pos = 0;
     while (pos < truth.length) {
@@ -341,77 +400,246 @@ function machine() {
   return { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.availableParallelism(), memoryGB: Math.round(os.totalmem() / 2 ** 30), platform: `${process.platform}-${process.arch}`, node: process.version, threads, commit };
 }
 
+/** Shared by the sections of one run: the tasks, and what each section adds to the report and results. */
+interface Bench {
+  tasks: BenchTask[];
+  pairs: ModelPair[];
+  outDir: string;
+  results: Record<string, unknown>;
+  /** report.md, in section order. */
+  md: string[];
+  /** Regime 1 of each pair, for the comparison and runs.json. */
+  modes: ModesResult[];
+  failed: boolean;
+}
+
+/** One part of the run: timed, reported in order. A new regime is one more entry in `sections()`. */
+interface Section {
+  name: string;
+  /** Seconds on the reference VM (REFERENCE_SECONDS), null when unknown (e.g. a pair of yours). */
+  estimateSeconds: number | null;
+  run(bench: Bench): Promise<void>;
+}
+
+/**
+ * Wall-clock seconds measured with --quick at --threads 1 on the reference VM (this 2-core Intel Xeon
+ * VM, no GPU) while other jobs kept it busy (load average ~5; the same runs used 60-85% of that in
+ * CPU time, nearer what a quiet VM takes). Regime 1: a task of one pair (six modes, untimed warm-ups,
+ * model load and tie check; mean of two runs); regime 2: setup (random target written once, verify
+ * cost, tie check) and a task (a plain run and ten oracle runs on the 325 MB target); regime 3: the
+ * whole run. Only for the estimate printed up front: the actual times are measured and reported.
+ */
+const REFERENCE_SECONDS = { modesPerTask: { tiny: 1.5, v3: 5.8 } as Record<string, number>, acceptance: { setup: 16, perTask: 83 }, ngramBound: 5, keystrokePerTask: 5, startupPerRepeat: 8 };
+
+/** Regime 4 (two layouts, cold and keystroke each) on the first tasks only. */
+const keystrokeTaskCount = (tasks: number) => Math.min(tasks, quick ? 10 : 60);
+const startupRepeats = quick ? 2 : 5;
+
+/** The pair regimes 4 and 5 measure: yours, else the default embedded pair (what a user gets). */
+function mainPair(bench: Bench): ModelPair {
+  return bench.pairs.find((p) => p.name === DEFAULT_EMBEDDED_PAIR) ?? bench.pairs[0];
+}
+
+/** Regime 2 runs on the first tasks only (the 325 MB target is slow). */
+const acceptanceTaskCount = (tasks: number) => Math.min(tasks, quick ? 3 : 8);
+
+function sections(bench: Bench): Section[] {
+  const list: Section[] = [];
+  if (regimes.has(1)) {
+    for (const pair of bench.pairs) {
+      const perTask = threads === 1 ? REFERENCE_SECONDS.modesPerTask[pair.name] : undefined;
+      list.push({ name: `regime 1 (${pair.name} pair)`, estimateSeconds: perTask === undefined ? null : perTask * bench.tasks.length, run: (b) => modesSection(b, pair) });
+    }
+    if (bench.pairs.length > 1) list.push({ name: 'pair comparison', estimateSeconds: 0, run: comparisonSection });
+  }
+  if (regimes.has(2)) list.push({ name: 'regime 2 (acceptance sweep)', estimateSeconds: threads === 1 ? REFERENCE_SECONDS.acceptance.setup + REFERENCE_SECONDS.acceptance.perTask * acceptanceTaskCount(bench.tasks.length) : null, run: acceptanceSection });
+  if (regimes.has(3)) list.push({ name: 'regime 3 (n-gram bound)', estimateSeconds: REFERENCE_SECONDS.ngramBound, run: ngramBoundSection });
+  if (regimes.has(4)) list.push({ name: 'regime 4 (keystroke: prompt layouts)', estimateSeconds: threads === 1 ? REFERENCE_SECONDS.keystrokePerTask * keystrokeTaskCount(bench.tasks.length) : null, run: keystrokeSection });
+  if (regimes.has(5)) list.push({ name: 'regime 5 (cold start)', estimateSeconds: REFERENCE_SECONDS.startupPerRepeat * startupRepeats, run: startupSection });
+  return list;
+}
+
+const modeHeader = [
+  '| mode | median ms | p90 ms | TTFT ms | prompt tok evaluated | decode tok/s | decode tok/s vs plain | tok/eval | acc. n-gram | acc. draft | speedup vs plain (median) | first line exact | similarity | no ghost text | identical |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+];
+
+function modeTableRow(x: ModeRow): string {
+  const vsServer = x.mode === 'llama-server-md' ? ' (vs llama-server)' : '';
+  const identical = x.identical === null ? 'n/a (own prompt)' : `${x.identicalTasks}/${x.tasks}${x.tieTasks ? ` (+${x.tieTasks} at ties)` : ''}`;
+  return `| ${x.mode} | ${fmt(x.latencyMedianMs)} | ${fmt(x.latencyP90Ms)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${fmt(x.tokensPerSecond, 0)} | ${fmt(x.decodeRateVsPlain, 2)}x${vsServer} | ${fmt(x.tokensPerEvaluation, 2)} | ${pct(x.acceptanceNgram)} | ${pct(x.acceptanceDraft)} | ${fmt(x.speedupMedian, 2)}x${vsServer} | ${pct(x.quality?.firstLineExact)} | ${fmt(x.quality?.similarity, 3)} | ${pct(x.quality?.empty)} | ${identical} |`;
+}
+
+async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
+  const started = Date.now();
+  const r = await regimeModes(bench.tasks, pair);
+  const seconds = (Date.now() - started) / 1000;
+  bench.modes.push(r);
+  const table = [...modeHeader, ...r.rows.map(modeTableRow)];
+  const tieLine = r.ties.drift === 0
+    ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
+    : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
+  const timeLine = `${bench.tasks.length} tasks in ${seconds.toFixed(0)} s (${(seconds / bench.tasks.length).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
+  const legend = 'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
+  const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend}, context ${r.info.contextSize})`;
+  const chart = `latency-${pair.name}.svg`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${tieLine}\n${timeLine}\n`);
+  fs.writeFileSync(path.join(bench.outDir, chart), barChart(`Median completion latency by mode (${bench.tasks.length} tasks, ${r.info.target.name})`, r.rows.map((x) => ({ label: x.mode, value: x.latencyMedianMs ?? 0, note: `${fmt(x.speedupMedian, 2)}x` })), 'ms'));
+  // Every number of every run (the completion texts go to runs.json).
+  const raw = r.raw.map(({ tokens, shown, ...rest }) => ({ ...rest, tokens: tokens.length }));
+  (bench.results.modes as Record<string, unknown>)[pair.name] = { models: r.info, ties: r.ties, seconds, rows: r.rows, runs: raw };
+  for (const x of r.rows) {
+    if (LOSSLESS.includes(x.mode) && x.identical !== true) {
+      bench.failed = true;
+      console.error(`LOSSLESS VIOLATION (${pair.name} pair): mode ${x.mode} differs from plain on ${x.tasks - x.identicalTasks - x.tieTasks} task(s) away from a numerical tie`);
+    }
+  }
+}
+
+/** One line a pair: plain decoding's speed and quality (the lossless modes score the same), and what hybrid gains. */
+async function comparisonSection(bench: Bench): Promise<void> {
+  const rows = bench.modes.map((r) => {
+    const plain = r.rows.find((x) => x.mode === 'plain')!;
+    const hybrid = r.rows.find((x) => x.mode === 'hybrid');
+    return { pair: r.pair.name, target: r.info.target.name, draft: r.info.draft?.name ?? null, plainLatencyMedianMs: plain.latencyMedianMs, plainTtftMedianMs: plain.ttftMedianMs, plainTokensPerSecond: plain.tokensPerSecond, firstLineExact: plain.quality?.firstLineExact ?? null, similarity: plain.quality?.similarity ?? null, empty: plain.quality?.empty ?? null, hybridSpeedupMedian: hybrid?.speedupMedian ?? null };
+  });
+  bench.results.comparison = rows;
+  const table = [
+    '| pair | models | plain median ms | plain TTFT ms | plain decode tok/s | first line exact | similarity | no ghost text | hybrid speedup vs plain (median) |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((x) => `| ${x.pair} | ${x.target} + ${x.draft ?? 'no draft'} | ${fmt(x.plainLatencyMedianMs)} | ${fmt(x.plainTtftMedianMs)} | ${fmt(x.plainTokensPerSecond, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} | ${fmt(x.hybridSpeedupMedian, 2)}x |`),
+  ];
+  const note = 'Quality is plain decoding\'s (the lossless modes emit the same tokens), scored on what the user sees, against the file\'s own continuation: first line exact = the first line with content equals the file\'s (indentation included, trailing whitespace not; an empty completion is a miss); similarity = mean of 1 - edit distance / longer length, against the file cut to as many lines as the completion (an empty completion scores 0).';
+  bench.md.push(`## The pairs side by side (${bench.tasks.length} tasks)`, '', ...table, '', note, '');
+  console.log(`Pairs side by side (${bench.tasks.length} tasks)\n${table.join('\n')}\n`);
+}
+
+async function acceptanceSection(bench: Bench): Promise<void> {
+  const r = await regimeAcceptance(bench.tasks);
+  bench.results.acceptanceSweep = r;
+  const table = [
+    '| a (set) | accepted share | tok/eval | bound (1-a^(k+1))/(1-a) | speedup k=5 | bound x V(1)/V(6) | adaptive speedup | adaptive tok/eval | identical |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...r.sweep.map((x) => `| ${x.accuracy} | ${fmt(x.acceptedShare, 2)} | ${fmt(x.tokensPerEvaluation, 2)} | ${fmt(x.tokensPerEvaluationBound, 2)} | ${fmt(x.speedup, 2)}x | ${fmt(x.speedupBound, 2)}x | ${fmt(x.adaptiveSpeedup, 2)}x | ${fmt(x.adaptiveTokensPerEvaluation, 2)} | ${x.identical}${x.tieRuns ? ` (${x.tieRuns} at ties)` : ''} |`),
+  ];
+  const verifyLine = `Verify cost on this machine (ms per target evaluation by batch size): ${Object.entries(r.verifyCostMs).map(([b, v]) => `${b}: ${v.toFixed(1)}`).join(', ')}`;
+  bench.md.push(`## Regime 2: bandwidth-bound random target (${r.model.sizeMB.toFixed(0)} MB, d ${r.model.dModel}, ${r.model.nLayers} layers) with a proposer of set accuracy`, '', verifyLine, '', ...table, '', '![speedup vs acceptance](acceptance.svg)', '');
+  console.log(`${verifyLine}\n${table.join('\n')}\n`);
+  fs.writeFileSync(path.join(bench.outDir, 'acceptance.svg'), lineChart(`Speedup vs proposal accuracy (${r.model.sizeMB.toFixed(0)} MB random target, k=5)`, 'accuracy a of each proposed token', 'decode speedup vs plain', [
+    { name: 'measured, k=5', color: '#3b82f6', points: r.sweep.map((x) => [x.accuracy, x.speedup]) },
+    { name: 'adaptive policy', color: '#16a34a', points: r.sweep.map((x) => [x.accuracy, x.adaptiveSpeedup]) },
+    { name: 'bound x verify cost', color: '#f59e0b', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.speedupBound]) },
+    { name: 'tok/eval bound', color: '#999', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.tokensPerEvaluationBound]) },
+  ]));
+  if (r.sweep.some((x) => !x.identical)) {
+    bench.failed = true;
+    console.error('LOSSLESS VIOLATION in the acceptance sweep');
+  }
+}
+
+async function ngramBoundSection(bench: Bench): Promise<void> {
+  // Any pair's tokenizer will do: the embedded pairs share one vocabulary.
+  const r = await regimeNgramBound(bench.tasks, bench.pairs[0].target);
+  bench.results.ngramBound = r;
+  const line = `If a model produced exactly the file's own continuation, n-gram reuse from the open file would give ${fmt(r.tokensPerStep, 2)} tokens per target evaluation (proposals at ${pct(r.stepsWithProposal)} of steps, ${pct(r.acceptance)} of proposed tokens accepted; ${r.tokens} tokens over ${r.tasks} tasks).`;
+  bench.md.push('## Regime 3: model-free n-gram predictability of the real files', '', line, '');
+  console.log(line);
+}
+
+async function keystrokeSection(bench: Bench): Promise<void> {
+  const pair = mainPair(bench);
+  const tasks = bench.tasks.slice(0, keystrokeTaskCount(bench.tasks.length));
+  const r = await regimeKeystroke(tasks, pair, { threads, maxTokens, log });
+  bench.results.keystroke = { pair: pair.name, models: r.info, rows: r.rows, runs: r.runs };
+  const row = (layout: string, kase: string) => r.rows.find((x) => x.layout === layout && x.case === kase)!;
+  const ratio = (kase: string, f: (x: LayoutRow) => number | null) => {
+    const a = f(row('standard', kase)), b = f(row('lineAnchored', kase));
+    return a !== null && b !== null && b > 0 ? `${(a / b).toFixed(2)}x` : '-';
+  };
+  const table = [
+    '| case | layout | median ms | TTFT ms | prompt tokens | prompt tok evaluated | first line exact | similarity | no ghost text |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...r.rows.map((x) => `| ${x.case} | ${x.layout} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`),
+  ];
+  const gains = `lineAnchored vs standard, keystroke case: TTFT ${ratio('keystroke', (x) => x.ttftMedianMs)} lower, median latency ${ratio('keystroke', (x) => x.latencyMedianMs)} lower, ${ratio('keystroke', (x) => x.promptTokensEvaluatedMedian)} fewer prompt tokens evaluated; cold case: median latency ${ratio('cold', (x) => x.latencyMedianMs)}.`;
+  const heading = `Regime 4: keystroke latency by prompt layout (${r.info.target.name}, plain decoding, ${tasks.length} tasks)`;
+  const legend = 'standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor\'s group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.';
+  bench.md.push(`## ${heading}`, '', ...table, '', gains, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${gains}\n`);
+}
+
+async function startupSection(bench: Bench): Promise<void> {
+  const pair = mainPair(bench);
+  const r = await regimeStartup(ROOT, pair, threads, startupRepeats);
+  bench.results.startup = { pair: pair.name, ...r };
+  const table = [
+    '| start | runs | fork to hello | fork to models loaded | fork to first completion | headers | binding wait | library imported at | binding ready at | draft load | target load |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...r.rows.map((x) => `| ${x.variant} | ${x.runs} | ${fmt(x.helloMs, 0)} | ${fmt(x.readyMs, 0)} | ${fmt(x.firstCompletionMs, 0)} | ${fmt(x.headersMs, 0)} | ${fmt(x.bindingWaitMs, 0)} | ${fmt(x.libraryAtMs, 0)} | ${fmt(x.bindingAtMs, 0)} | ${fmt(x.draftMs, 0)} | ${fmt(x.targetMs, 0)} |`),
+  ];
+  const heading = `Regime 5: cold start of the inference worker (${path.basename(pair.target)} + ${pair.draft ? path.basename(pair.draft) : 'no draft'}), ms, medians`;
+  const legend = 'As the extension starts it, without the editor: fork dist/worker.js, load, one completion. "at" columns are the worker process\'s age. binding: node-llama-cpp\'s import and getLlama (which first tests the prebuilt binary in a child process). preload: the worker starts the binding as soon as it runs (what the extension does); second window: another worker while the first is alive. In a real editor the same steps share 2 cores with the workbench starting up: bench/editorStartup.ts measures that.';
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n`);
+}
+
+const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;
+
 async function main() {
   const started = Date.now();
-  const targetPath = path.resolve(opt('target', path.join(ROOT, 'models/tiny-code-target.gguf'))!);
-  const draftPath = opt('draft') !== undefined ? path.resolve(opt('draft')!) : userPair ? '' : path.join(ROOT, 'models/tiny-code-draft.gguf');
+  const pairs = modelPairs();
   const corpusRoot = ensureCorpus();
   const files = sourceFiles(corpusRoot);
   const tasks = sampleTasks(files, taskCount, 20261122);
-  process.stderr.write(`${tasks.length} tasks from ${files.length} files of ${CORPUS_PACKAGES.join(', ')}\n`);
-  const results: Record<string, unknown> = { date: new Date().toISOString(), quick, machine: machine(), maxTokens, corpus: CORPUS_PACKAGES, tasks: tasks.length };
+  process.stderr.write(`${tasks.length} tasks from ${files.length} files of ${CORPUS_PACKAGES.join(', ')}; pairs: ${pairs.map((p) => p.name).join(', ')}\n`);
+  const results: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    quick,
+    machine: machine(),
+    maxTokens,
+    corpus: CORPUS_PACKAGES,
+    tasks: tasks.length,
+    taskList: tasks.map(({ id, file, kind, offset, hiddenChars }) => ({ id, file, kind, offset, hiddenChars })),
+    modes: {},
+  };
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
   const outDir = path.resolve(opt('out', path.join(ROOT, 'bench/results', `${stamp}${quick ? '-quick' : ''}`))!);
   fs.mkdirSync(outDir, { recursive: true });
-  const md: string[] = [`# Draftline benchmark ${results.date}`, '', `Machine: ${JSON.stringify(results.machine)}`, '', `Tasks: ${tasks.length} cursor positions in ${files.length} files of ${CORPUS_PACKAGES.join(', ')}; max ${maxTokens} tokens; modes interleaved per task. Each measured completion follows an untimed one at the same spot one character earlier (the keystroke case: KV caches warm as in the editor).`, ''];
-  let failed = false;
-
-  if (regimes.has(1)) {
-    const r = await regimeModes(tasks, targetPath, draftPath);
-    results.modes = { models: r.info, rows: r.runs };
-    const table = [
-      '| mode | median ms | p90 ms | TTFT ms | tok/s | tok/eval | acc. n-gram | acc. draft | speedup vs plain (median) | identical |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-      ...r.runs.map((x) => `| ${x.mode} | ${fmt(x.latencyMedianMs)} | ${fmt(x.latencyP90Ms)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.tokensPerSecond, 0)} | ${fmt(x.tokensPerEvaluation, 2)} | ${x.acceptanceNgram === null ? '-' : `${Math.round(x.acceptanceNgram * 100)}%`} | ${x.acceptanceDraft === null ? '-' : `${Math.round(x.acceptanceDraft * 100)}%`} | ${fmt(x.speedupMedian, 2)}x${x.mode === 'llama-server-md' ? ' (vs llama-server)' : ''} | ${x.identical === null ? 'n/a (own prompt)' : `${x.identicalTasks}/${x.tasks}${x.tieTasks ? ` (+${x.tieTasks} at ties)` : ''}`} |`),
-    ];
-    const tieLine = r.ties.drift === 0
-      ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
-      : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
-    md.push(`## ${userPair ? 'Your model pair' : 'Regime 1: the embedded tiny pair'} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend})`, '', ...table, '', tieLine, '', '![latency by mode](latency.svg)', '');
-    console.log(`\n${table.join('\n')}\n${tieLine}\n`);
-    fs.writeFileSync(path.join(outDir, 'latency.svg'), barChart(`Median completion latency by mode (${tasks.length} tasks, ${r.info.target.name})`, r.runs.map((x) => ({ label: x.mode, value: x.latencyMedianMs ?? 0, note: `${fmt(x.speedupMedian, 2)}x` })), 'ms'));
-    fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(r.raw.map(({ tokens, ...rest }) => ({ ...rest, tokens: tokens.length }))));
-    for (const x of r.runs) {
-      if (LOSSLESS.includes(x.mode) && x.identical !== true) {
-        failed = true;
-        console.error(`LOSSLESS VIOLATION: mode ${x.mode} differs from plain on ${x.tasks - x.identicalTasks - x.tieTasks} task(s) away from a numerical tie`);
-      }
-    }
+  const md: string[] = [
+    `# Draftline benchmark ${results.date}`,
+    '',
+    `Machine: ${JSON.stringify(results.machine)}`,
+    '',
+    `Tasks: ${tasks.length} cursor positions in ${files.length} files of ${CORPUS_PACKAGES.join(', ')} (mid-line, end of line, empty line in a block, in turn); the rest of the first line with content after the cursor is taken out of the document, and completions are scored against the file's own continuation. Max ${maxTokens} tokens; modes interleaved per task. Each measured completion follows an untimed one at the same spot one character earlier (the keystroke case: KV caches warm as in the editor).`,
+    '',
+  ];
+  const bench: Bench = { tasks, pairs, outDir, results, md, modes: [], failed: false };
+  const list = sections(bench);
+  const estimates = list.map((s) => s.estimateSeconds);
+  const estimatedSeconds = estimates.every((e) => e !== null) ? estimates.reduce((n, e) => n! + e!, 0)! : null;
+  if (estimatedSeconds !== null) {
+    const parts = list.filter((s) => s.estimateSeconds! > 0).map((s) => `${s.name} ${minutes(s.estimateSeconds!)}`);
+    process.stderr.write(`estimated run time: ${minutes(estimatedSeconds)} as on the busy reference VM at 1 thread, less on a quiet one (${parts.join(', ')})\n`);
   }
-  if (regimes.has(2)) {
-    const r = await regimeAcceptance(tasks);
-    results.acceptanceSweep = r;
-    const table = [
-      '| a (set) | accepted share | tok/eval | bound (1-a^(k+1))/(1-a) | speedup k=5 | bound x V(1)/V(6) | adaptive speedup | adaptive tok/eval | identical |',
-      '|---|---|---|---|---|---|---|---|---|',
-      ...r.sweep.map((x) => `| ${x.accuracy} | ${fmt(x.acceptedShare, 2)} | ${fmt(x.tokensPerEvaluation, 2)} | ${fmt(x.tokensPerEvaluationBound, 2)} | ${fmt(x.speedup, 2)}x | ${fmt(x.speedupBound, 2)}x | ${fmt(x.adaptiveSpeedup, 2)}x | ${fmt(x.adaptiveTokensPerEvaluation, 2)} | ${x.identical}${x.tieRuns ? ` (${x.tieRuns} at ties)` : ''} |`),
-    ];
-    const verifyLine = `Verify cost on this machine (ms per target evaluation by batch size): ${Object.entries(r.verifyCostMs).map(([b, v]) => `${b}: ${v.toFixed(1)}`).join(', ')}`;
-    md.push(`## Regime 2: bandwidth-bound random target (${r.model.sizeMB.toFixed(0)} MB, d ${r.model.dModel}, ${r.model.nLayers} layers) with a proposer of set accuracy`, '', verifyLine, '', ...table, '', '![speedup vs acceptance](acceptance.svg)', '');
-    console.log(`${verifyLine}\n${table.join('\n')}\n`);
-    fs.writeFileSync(path.join(outDir, 'acceptance.svg'), lineChart(`Speedup vs proposal accuracy (${r.model.sizeMB.toFixed(0)} MB random target, k=5)`, 'accuracy a of each proposed token', 'decode speedup vs plain', [
-      { name: 'measured, k=5', color: '#3b82f6', points: r.sweep.map((x) => [x.accuracy, x.speedup]) },
-      { name: 'adaptive policy', color: '#16a34a', points: r.sweep.map((x) => [x.accuracy, x.adaptiveSpeedup]) },
-      { name: 'bound x verify cost', color: '#f59e0b', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.speedupBound]) },
-      { name: 'tok/eval bound', color: '#999', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.tokensPerEvaluationBound]) },
-    ]));
-    if (r.sweep.some((x) => !x.identical)) {
-      failed = true;
-      console.error('LOSSLESS VIOLATION in the acceptance sweep');
-    }
+  const sectionSeconds: Record<string, number> = {};
+  for (const section of list) {
+    const t0 = Date.now();
+    await section.run(bench);
+    sectionSeconds[section.name] = (Date.now() - t0) / 1000;
+    process.stderr.write(`${section.name}: ${sectionSeconds[section.name].toFixed(0)} s${section.estimateSeconds ? ` (estimated ${section.estimateSeconds.toFixed(0)} s)` : ''}\n`);
   }
-  if (regimes.has(3)) {
-    const r = await regimeNgramBound(tasks, targetPath);
-    results.ngramBound = r;
-    const line = `If a model produced exactly the file's own continuation, n-gram reuse from the open file would give ${fmt(r.tokensPerStep, 2)} tokens per target evaluation (proposals at ${Math.round(r.stepsWithProposal * 100)}% of steps, ${r.acceptance === null ? '-' : Math.round(r.acceptance * 100)}% of proposed tokens accepted; ${r.tokens} tokens over ${r.tasks} tasks).`;
-    md.push('## Regime 3: model-free n-gram predictability of the real files', '', line, '');
-    console.log(line);
+  if (bench.modes.length) {
+    fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
   }
+  results.sectionSeconds = sectionSeconds;
+  results.estimatedSeconds = estimatedSeconds;
   results.seconds = (Date.now() - started) / 1000;
+  const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds).map(([name, s]) => `${name} ${s.toFixed(0)} s`).join(', ')})`;
   fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
-  fs.writeFileSync(path.join(outDir, 'report.md'), md.join('\n') + `\nRun time: ${results.seconds} s\n`);
-  console.log(`results: ${path.relative(process.cwd(), outDir)}/ (results.json, report.md, charts) in ${Math.round(results.seconds as number)} s`);
-  if (failed) process.exit(1);
+  fs.writeFileSync(path.join(outDir, 'report.md'), md.join('\n') + `\n${timeLine}\n`);
+  console.log(`${timeLine}\nresults: ${path.relative(process.cwd(), outDir)}/ (results.json, ${bench.modes.length ? 'runs.json, ' : ''}report.md, charts)`);
+  if (bench.failed) process.exit(1);
 }
 
 main().catch((error) => {

@@ -15,6 +15,11 @@ export function fmt(x: number | null | undefined, digits = 1): string {
   return x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits);
 }
 
+/** A share as a whole percentage, "-" when unknown. */
+export function pct(x: number | null | undefined): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? '-' : `${Math.round(x * 100)}%`;
+}
+
 /** A one-line progress bar on stderr. */
 export class Progress {
   private done = 0;

@@ -12,6 +12,8 @@ export interface StockResult {
   text: string;
   totalMs: number;
   promptMs: number;
+  /** Prompt tokens evaluated (the rest reused from the sequence's KV cache). */
+  promptTokensEvaluated: number;
   validated: number;
   refuted: number;
 }
@@ -73,7 +75,7 @@ export class StockRunner {
     }
     const totalMs = performance.now() - t0;
     const after = sequence.tokenPredictions;
-    return { tokens: [...stop.tokens], text: stop.finalText, totalMs, promptMs, validated: after.validated - before.validated, refuted: after.refuted - before.refuted };
+    return { tokens: [...stop.tokens], text: stop.finalText, totalMs, promptMs, promptTokensEvaluated: prompt.length - reused, validated: after.validated - before.validated, refuted: after.refuted - before.refuted };
   }
 
   async dispose(): Promise<void> {

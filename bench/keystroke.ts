@@ -1,0 +1,89 @@
+// Regime 4: what a keystroke costs before the first token, by FIM prompt layout (issue #12).
+// Plain decoding of one pair, per task and layout: the cold case (empty KV caches) and the keystroke
+// case (the same spot one character earlier completed just before, untimed). Layouts interleaved.
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
+import type { CompletionRequest } from '../src/engine/types';
+import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { PromptLayout } from '../src/prompt/fimPrompt';
+import type { BenchTask } from './corpus';
+import { engineDocument, shownText } from './engineView';
+import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
+import { median, Progress } from './stats';
+
+export const LAYOUTS: PromptLayout[] = ['standard', 'lineAnchored'];
+type Case = 'cold' | 'keystroke';
+
+interface LayoutRun {
+  task: number;
+  layout: PromptLayout;
+  case: Case;
+  latencyMs: number;
+  ttftMs: number;
+  promptTokens: number;
+  promptTokensEvaluated: number;
+  quality: QualityScore;
+}
+
+export interface LayoutRow {
+  layout: PromptLayout;
+  case: Case;
+  tasks: number;
+  latencyMedianMs: number | null;
+  ttftMedianMs: number | null;
+  promptTokensMedian: number | null;
+  promptTokensEvaluatedMedian: number | null;
+  firstLineExact: number | null;
+  similarity: number | null;
+  empty: number | null;
+}
+
+export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; log: (level: string, message: string) => void }) {
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+  const runs: LayoutRun[] = [];
+  const progress = new Progress(tasks.length * LAYOUTS.length, 'prompt layouts');
+  for (const task of tasks) {
+    const doc = engineDocument(task);
+    const request = { ...(engine.buildRequest(doc) as CompletionRequest), mode: 'plain' as const };
+    const earlier = { ...request, prefix: request.prefix.slice(0, -1) };
+    const measure = async (layout: PromptLayout, kase: Case) => {
+      const t0 = performance.now();
+      const r = await session.complete(request);
+      const latencyMs = performance.now() - t0;
+      const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
+      runs.push({ task: task.id, layout, case: kase, latencyMs, ttftMs: r.stats.timeToFirstTokenMs, promptTokens: r.stats.promptTokens, promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens, quality });
+    };
+    for (let i = 0; i < LAYOUTS.length; i++) {
+      const layout = LAYOUTS[(i + task.id) % LAYOUTS.length];
+      session.promptLayout = layout;
+      await session.resetCaches();
+      await measure(layout, 'cold');
+      await session.resetCaches();
+      await session.complete(earlier);
+      await measure(layout, 'keystroke');
+      progress.tick(layout);
+    }
+  }
+  const info = session.info;
+  await session.dispose();
+  const rows: LayoutRow[] = [];
+  for (const kase of ['keystroke', 'cold'] as Case[]) {
+    for (const layout of LAYOUTS) {
+      const rs = runs.filter((r) => r.layout === layout && r.case === kase);
+      const quality = summarizeQuality(rs.map((r) => r.quality));
+      rows.push({
+        layout,
+        case: kase,
+        tasks: rs.length,
+        latencyMedianMs: median(rs.map((r) => r.latencyMs)),
+        ttftMedianMs: median(rs.map((r) => r.ttftMs)),
+        promptTokensMedian: median(rs.map((r) => r.promptTokens)),
+        promptTokensEvaluatedMedian: median(rs.map((r) => r.promptTokensEvaluated)),
+        firstLineExact: quality?.firstLineExact ?? null,
+        similarity: quality?.similarity ?? null,
+        empty: quality?.empty ?? null,
+      });
+    }
+  }
+  return { info, rows, runs };
+}
