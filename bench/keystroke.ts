@@ -2,7 +2,7 @@
 // Plain decoding of one pair, per task and layout: the cold case (empty KV caches) and the keystroke
 // case (the same spot one character earlier completed just before, untimed). Layouts interleaved.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest } from '../src/engine/types';
+import type { CompletionRequest, ModelSettings } from '../src/engine/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';
@@ -37,8 +37,8 @@ export interface LayoutRow {
   empty: number | null;
 }
 
-export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; log: (level: string, message: string) => void }) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
+export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void }) {
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
   const runs: LayoutRun[] = [];
   const progress = new Progress(tasks.length * LAYOUTS.length, 'prompt layouts');

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5] [--threads N] [--gpu auto|cuda|vulkan|cpu]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, DecodeMode, SpeculationSettings, Token } from '../src/engine/types';
+import type { CompletionRequest, DecodeMode, ModelSettings, SpeculationSettings, Token } from '../src/engine/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
@@ -44,6 +44,8 @@ const DEFAULT_TASKS = { quick: 20, full: 80 };
 const taskCount = Number(opt('tasks', String(quick ? DEFAULT_TASKS.quick : DEFAULT_TASKS.full)));
 const threads = Number(opt('threads', '1'));
 const maxTokens = Number(opt('max-tokens', '48'));
+const gpu = (opt('gpu', 'auto') ?? 'auto') as ModelSettings['gpu'];
+const acceptanceMemory = opt('acceptance-memory', 'session') === 'request' ? 'request' : 'session';
 const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);
 };
@@ -112,7 +114,7 @@ function divergenceMargin(session: InferenceSession, request: CompletionRequest,
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
   const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
@@ -270,15 +272,24 @@ async function regimeAcceptance(tasks: BenchTask[]) {
   const sizeMB = fs.statSync(file).size / 1e6;
   const k = 5;
   const accuracies = [0, 0.3, 0.5, 0.7, 0.9];
-  const session = await InferenceSession.load({ targetModel: file, draftModel: '', gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 1024 }, { ...DEFAULT_SPECULATION, maxProposal: k }, log);
+  const session = await InferenceSession.load({ targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 }, { ...DEFAULT_SPECULATION, maxProposal: k }, log);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400 });
   // Verify cost of k+1 tokens vs 1 on this machine, measured directly.
   const verify = await measureVerifyCost(session, [1, 2, 4, k + 1, 8, 16]);
   const ties = await tieCheck(session);
   // What verification costs is a fact of the machine, learned once as in the editor (one session,
-  // many requests); acceptance is the proposer's, so each run starts its own estimate.
+  // many requests). Acceptance is the proposer's: with --acceptance-memory session (the default, as
+  // in the editor, whose policy lives as long as the loaded models) one policy per proposer accuracy
+  // learns across the tasks; with "request" every run starts its estimate afresh (the worst case).
   const machineCost = new CostModel();
-  const policies = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
+  const sessionPolicies = new Map<string, SpeculationPolicy>();
+  const newPolicy = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
+  const policies = (adaptive: boolean, a: number) => {
+    if (acceptanceMemory === 'request') return newPolicy(adaptive);
+    const key = `${adaptive} ${a}`;
+    if (!sessionPolicies.has(key)) sessionPolicies.set(key, newPolicy(adaptive));
+    return sessionPolicies.get(key)!;
+  };
   const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length));
   const rows: Record<string, { decodeMs: number; tokens: number; evals: number; proposed: number; accepted: number; rejections: number; identical: boolean; ties: number }> = {};
   const progress = new Progress(chosen.length * (1 + accuracies.length * 2), 'acceptance');
@@ -306,12 +317,13 @@ async function regimeAcceptance(tasks: BenchTask[]) {
       for (const adaptive of [false, true]) {
         await session.resetCaches();
         const oracle = new OracleProposer(promptLength, plain.tokens, a, session.info.target.vocabSize, 1000 + task.id);
-        const r = await session.complete({ ...request, mode: 'draft' }, undefined, { draft: oracle, policy: policies(adaptive) });
+        const r = await session.complete({ ...request, mode: 'draft' }, undefined, { draft: oracle, policy: policies(adaptive, a) });
         await add(`${adaptive ? 'adaptive' : `k=${k}`} a=${a}`, r);
         progress.tick(`a=${a}`);
       }
     }
   }
+  const backend = session.info.backend;
   await session.dispose();
   const plainRate = rows.plain.tokens / rows.plain.decodeMs;
   const sweep = accuracies.map((a) => {
@@ -334,7 +346,7 @@ async function regimeAcceptance(tasks: BenchTask[]) {
       tieRuns: fixed.ties + adaptive.ties,
     };
   });
-  return { model: { path: path.relative(ROOT, file), sizeMB, ...big }, verifyCostMs: verify, ties, tasks: chosen.length, sweep };
+  return { model: { path: path.relative(ROOT, file), sizeMB, ...big }, backend, verifyCostMs: verify, ties, tasks: chosen.length, sweep };
 }
 
 async function measureVerifyCost(session: InferenceSession, sizes: number[]): Promise<Record<number, number>> {
@@ -523,8 +535,8 @@ async function acceptanceSection(bench: Bench): Promise<void> {
     '|---|---|---|---|---|---|---|---|---|',
     ...r.sweep.map((x) => `| ${x.accuracy} | ${fmt(x.acceptedShare, 2)} | ${fmt(x.tokensPerEvaluation, 2)} | ${fmt(x.tokensPerEvaluationBound, 2)} | ${fmt(x.speedup, 2)}x | ${fmt(x.speedupBound, 2)}x | ${fmt(x.adaptiveSpeedup, 2)}x | ${fmt(x.adaptiveTokensPerEvaluation, 2)} | ${x.identical}${x.tieRuns ? ` (${x.tieRuns} at ties)` : ''} |`),
   ];
-  const verifyLine = `Verify cost on this machine (ms per target evaluation by batch size): ${Object.entries(r.verifyCostMs).map(([b, v]) => `${b}: ${v.toFixed(1)}`).join(', ')}`;
-  bench.md.push(`## Regime 2: bandwidth-bound random target (${r.model.sizeMB.toFixed(0)} MB, d ${r.model.dModel}, ${r.model.nLayers} layers) with a proposer of set accuracy`, '', verifyLine, '', ...table, '', '![speedup vs acceptance](acceptance.svg)', '');
+  const verifyLine = `Backend: ${r.backend}. Verify cost on this machine (ms per target evaluation by batch size): ${Object.entries(r.verifyCostMs).map(([b, v]) => `${b}: ${v.toFixed(1)}`).join(', ')}`;
+  bench.md.push(`## Regime 2: bandwidth-bound random target (${r.model.sizeMB.toFixed(0)} MB, d ${r.model.dModel}, ${r.model.nLayers} layers) with a proposer of set accuracy (acceptance learned per ${acceptanceMemory === 'session' ? 'session, across tasks, as in the editor' : 'request'})`, '', verifyLine, '', ...table, '', '![speedup vs acceptance](acceptance.svg)', '');
   console.log(`${verifyLine}\n${table.join('\n')}\n`);
   fs.writeFileSync(path.join(bench.outDir, 'acceptance.svg'), lineChart(`Speedup vs proposal accuracy (${r.model.sizeMB.toFixed(0)} MB random target, k=5)`, 'accuracy a of each proposed token', 'decode speedup vs plain', [
     { name: 'measured, k=5', color: '#3b82f6', points: r.sweep.map((x) => [x.accuracy, x.speedup]) },
@@ -550,7 +562,7 @@ async function ngramBoundSection(bench: Bench): Promise<void> {
 async function keystrokeSection(bench: Bench): Promise<void> {
   const pair = mainPair(bench);
   const tasks = bench.tasks.slice(0, keystrokeTaskCount(bench.tasks.length));
-  const r = await regimeKeystroke(tasks, pair, { threads, maxTokens, log });
+  const r = await regimeKeystroke(tasks, pair, { threads, maxTokens, gpu, log });
   bench.results.keystroke = { pair: pair.name, models: r.info, rows: r.rows, runs: r.runs };
   const row = (layout: string, kase: string) => r.rows.find((x) => x.layout === layout && x.case === kase)!;
   const ratio = (kase: string, f: (x: LayoutRow) => number | null) => {
