@@ -5,7 +5,7 @@ import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import { buildPrompt, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
@@ -176,12 +176,12 @@ export class InferenceSession {
     await this.draft?.evaluator.truncate(0);
   }
 
-  /** The prompt tokens a request is decoded from. */
+  /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
   promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens'>): Token[] {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
-    return buildPrompt(this.vocabulary, request.prefix, request.suffix, budget, this.promptLayout).tokens;
+    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout).tokens;
   }
 
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
@@ -193,8 +193,9 @@ export class InferenceSession {
       stopStrings: request.stop,
       singleLine: request.singleLine,
       maxLines: request.maxLines,
+      // The generated text follows the prompt's prefix, which ends before the typed blank.
       blockEnd: request.stopAtBlockEnd
-        ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
+        ? (text) => blockEndOffset(text, { prefix: splitTrailingBlank(request.prefix).prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
         : undefined,
     });
   }
@@ -216,7 +217,10 @@ export class InferenceSession {
         policy: overrides.policy ?? this.policy,
         signal,
       });
-      return { text: stop.finalText, tokens: [...stop.tokens], stats };
+      // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
+      const { blank } = splitTrailingBlank(request.prefix);
+      const text = blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText;
+      return { text, tokens: [...stop.tokens], stats };
     } catch (error) {
       // The library's state is unknown after a failed evaluation: start the caches afresh.
       await this.target.evaluator.reset().catch(() => undefined);

@@ -37,6 +37,18 @@ export type PromptLayout = 'standard' | 'lineAnchored';
 /** Lines per anchor group (8 measured best of 1, 4, 8 on the benchmark's similarity, v3 pair). */
 export const ANCHOR_LINE_GROUP = 8;
 
+/**
+ * Splits the spaces and tabs the prefix ends with off it. A prompt ending in a lone whitespace token
+ * is rare in training (byte-level BPE merges a space with the word after it, " return"), and small
+ * models then tend to end the middle at once: typed "if (x) " gave no ghost text where "if (x)" gave
+ * " return 0;". The prompt leaves them out; the completion's start loses them again when the model
+ * writes them (see InferenceSession), so the ghost text still continues what the user typed.
+ */
+export function splitTrailingBlank(prefix: string): { prefix: string; blank: string } {
+  const blank = /[ \t]*$/.exec(prefix)![0];
+  return { prefix: prefix.slice(0, prefix.length - blank.length), blank };
+}
+
 /** Prefix tokens are dropped from the start in steps this big, so typing keeps the same start (KV reuse). */
 export const PREFIX_TRIM_STEP = 32;
 

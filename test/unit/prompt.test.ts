@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, PREFIX_TRIM_STEP, type PromptVocabulary } from '../../src/prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, PREFIX_TRIM_STEP, splitTrailingBlank, type PromptVocabulary } from '../../src/prompt/fimPrompt';
 import { documentWindow, WINDOW_START_STEP } from '../../src/prompt/documentWindow';
 
 // One token per character keeps the arithmetic visible.
@@ -72,6 +72,15 @@ describe('line-anchored FIM prompt layout', () => {
   it('the same text gives the same prompt (no hidden state)', () => {
     const prefix = `${lines(20)}\n  ab`;
     assert.deepEqual(buildPrompt(chars(true), prefix, 's', 300).tokens, buildPrompt(chars(true), prefix, 's', 300).tokens);
+  });
+});
+
+describe('trailing blank of the prefix', () => {
+  it('splits the spaces and tabs the cursor follows, not newlines', () => {
+    assert.deepEqual(splitTrailingBlank('if (x) '), { prefix: 'if (x)', blank: ' ' });
+    assert.deepEqual(splitTrailingBlank('{\n  \t '), { prefix: '{\n', blank: '  \t ' });
+    assert.deepEqual(splitTrailingBlank('x\n'), { prefix: 'x\n', blank: '' });
+    assert.deepEqual(splitTrailingBlank(''), { prefix: '', blank: '' });
   });
 });
 
