@@ -186,6 +186,8 @@ export class InferenceSession {
 
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
   stopRulesFor(request: CompletionRequest): StopRules {
+    // The generated text follows the prompt's prefix, which ends before the typed blank.
+    const promptPrefix = splitTrailingBlank(request.prefix).prefix;
     return new StopRules({
       detokenize: (tokens) => this.detokenize(tokens),
       isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken),
@@ -193,9 +195,8 @@ export class InferenceSession {
       stopStrings: request.stop,
       singleLine: request.singleLine,
       maxLines: request.maxLines,
-      // The generated text follows the prompt's prefix, which ends before the typed blank.
       blockEnd: request.stopAtBlockEnd
-        ? (text) => blockEndOffset(text, { prefix: splitTrailingBlank(request.prefix).prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
+        ? (text) => blockEndOffset(text, { prefix: promptPrefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
         : undefined,
     });
   }
