@@ -32,6 +32,17 @@ export function commonPrefixLength(a: readonly Token[], b: readonly Token[]): nu
 }
 
 /**
+ * Cuts the cache back to its longest common prefix with `tokens`, leaving at least the last token to
+ * evaluate again (its output is what the caller needs); returns how many tokens were kept.
+ */
+async function keepCommonPrefix(evaluator: GreedyEvaluator, tokens: readonly Token[]): Promise<number> {
+  if (tokens.length === 0) throw new Error('cannot predict after an empty token list');
+  const reused = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
+  if (reused < evaluator.tokens.length) await evaluator.truncate(reused);
+  return reused;
+}
+
+/**
  * Brings the cache to `tokens` reusing the longest common prefix, and returns the greedy token that
  * follows. At least the last token is evaluated again, since its output is what we need.
  */
@@ -40,9 +51,7 @@ export async function syncAndPredictNext(
   tokens: readonly Token[],
   withConfidence = false,
 ): Promise<{ next: EvaluatedNext; reused: number; evaluated: number }> {
-  if (tokens.length === 0) throw new Error('cannot predict after an empty token list');
-  const reused = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
-  if (reused < evaluator.tokens.length) await evaluator.truncate(reused);
+  const reused = await keepCommonPrefix(evaluator, tokens);
   const rest = tokens.slice(reused);
   const [next] = await evaluator.append(rest, 1, withConfidence);
   return { next, reused, evaluated: rest.length };
@@ -65,9 +74,7 @@ export async function syncPromptAndPredictNext(
   tokens: readonly Token[],
   signal?: AbortSignal,
 ): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
-  if (tokens.length === 0) throw new Error('cannot predict after an empty token list');
-  const reused = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
-  if (reused < evaluator.tokens.length) await evaluator.truncate(reused);
+  const reused = await keepCommonPrefix(evaluator, tokens);
   for (let at = reused; tokens.length - at > PROMPT_CHUNK; at += PROMPT_CHUNK) {
     if (signal?.aborted) return null;
     await evaluator.append(tokens.slice(at, at + PROMPT_CHUNK), 0);
