@@ -9,7 +9,7 @@ import { buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabula
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
-import { decode } from '../speculation/speculativeDecoder';
+import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
@@ -18,6 +18,8 @@ import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, t
 export interface DecodeOverrides {
   draft?: DraftProposer;
   policy?: SpeculationPolicy;
+  /** Where each decode step's time goes (bench/profile.ts). */
+  profile?: StepProfile;
 }
 
 export const DEFAULT_SPECULATION: SpeculationSettings = {
@@ -217,6 +219,7 @@ export class InferenceSession {
         draft,
         policy: overrides.policy ?? this.policy,
         signal,
+        profile: overrides.profile,
       });
       // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
       const { blank } = splitTrailingBlank(request.prefix);
@@ -245,6 +248,8 @@ export class InferenceSession {
   }
 
   async dispose(): Promise<void> {
+    await this.draft?.evaluator.dispose();
+    await this.target.evaluator.dispose();
     await this.draft?.context.dispose();
     await this.target.context.dispose();
     await this.draft?.model.dispose();
@@ -269,7 +274,7 @@ export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSetti
 async function loadModel(llama: Llama, info: ModelFileInfo, gpuLayers: GpuLayersOption, contextSize: number, threads: number): Promise<LoadedModel> {
   const model = await llama.loadModel({ modelPath: info.path, gpuLayers });
   const context = await model.createContext({ contextSize, sequences: 1, threads, batchSize: Math.min(contextSize, 512) });
-  return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence()) };
+  return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
 }
 
 /** Longest completion a request may ask for. */

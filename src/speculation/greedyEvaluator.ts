@@ -12,9 +12,11 @@ export interface GreedyEvaluator {
   readonly capacity: number;
   /**
    * Evaluates `input` after the cached tokens in ONE batch and returns the greedy next token after
-   * each of the last `outputs` input positions (with its probability when asked).
+   * each of the last `outputs` input positions (with its probability when asked). With `expected`
+   * (a verify step: the proposal), an evaluator may stop reading outputs after the first whose token
+   * differs from `expected` at the same index: the result then ends with that token.
    */
-  append(input: readonly Token[], outputs: number, withConfidence?: boolean): Promise<EvaluatedNext[]>;
+  append(input: readonly Token[], outputs: number, withConfidence?: boolean, expected?: readonly Token[]): Promise<EvaluatedNext[]>;
   /** Drops cached tokens from index `length` on. */
   truncate(length: number): Promise<void>;
 }

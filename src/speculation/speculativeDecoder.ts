@@ -16,6 +16,27 @@ export interface DecodeInput {
   /** Called after each step with the tokens accepted so far (streaming, progress). */
   onProgress?(tokens: readonly Token[]): void;
   now?: () => number;
+  /** Filled with where each step's time went (bench/profile.ts). */
+  profile?: StepProfile;
+}
+
+/** Wall time of the decode loop by phase, summed over steps (the prompt's evaluation left out). */
+export interface StepProfile {
+  steps: number;
+  /** Proposer lookups, the draft model and the policy's plan. */
+  proposeMs: number;
+  /** The target's evaluation of [pending, ...proposal], outputs read. */
+  verifyMs: number;
+  /** Erasing rejected guesses from the KV cache. */
+  eraseMs: number;
+  /** Acceptance and cost bookkeeping, stop rules, progress callback. */
+  bookkeepingMs: number;
+  /** Whole steps, start to end. */
+  totalMs: number;
+}
+
+export function emptyStepProfile(): StepProfile {
+  return { steps: 0, proposeMs: 0, verifyMs: 0, eraseMs: 0, bookkeepingMs: 0, totalMs: 0 };
 }
 
 /**
@@ -77,6 +98,9 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
   const history: Token[] = [...input.prompt];
   let pending = prefill.next.token;
 
+  const profile = input.profile;
+  // The step's bookkeeping after its verification is timed into the next step's start.
+  let stepStarted = now();
   for (;;) {
     history.push(pending);
     if (stop.push(pending)) break;
@@ -92,17 +116,16 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
       break;
     }
     const remaining = Math.min(stop.remaining, room + 1);
-    // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
-    // bookkeeping and the erase around it (the draft's own time is weighed apart).
-    const stepStarted = now();
     const draftMsBefore = stats.draftMs;
+    const tPropose = now();
     const proposal = await propose(input, history, remaining, useNgram, useDraft, stats, now);
     const batch = [pending, ...proposal.tokens];
     const base = target.tokens.length;
     const t0 = now();
-    const predictions = await target.append(batch, batch.length);
-    const ms = now() - t0;
-    stats.targetMs += ms;
+    // With the proposal as `expected`, outputs after the first rejection need not be read.
+    const predictions = await target.append(batch, batch.length, false, proposal.tokens);
+    const t1 = now();
+    stats.targetMs += t1 - t0;
     stats.targetEvaluations++;
     stats.targetTokensEvaluated += batch.length;
 
@@ -117,7 +140,20 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     }
     // Keep the cache equal to the accepted history: drop the rejected guesses.
     if (accepted < proposal.tokens.length) await target.truncate(base + 1 + accepted);
-    policy.cost.recordTarget(batch.length, now() - stepStarted - (stats.draftMs - draftMsBefore));
+    const t2 = now();
+    // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
+    // bookkeeping and the erase around it (the draft's own time is weighed apart). A step is
+    // measured from the end of the previous one, so its stop rules and callbacks count too.
+    policy.cost.recordTarget(batch.length, t2 - stepStarted - (stats.draftMs - draftMsBefore));
+    if (profile) {
+      profile.steps++;
+      profile.proposeMs += t0 - tPropose;
+      profile.verifyMs += t1 - t0;
+      profile.eraseMs += t2 - t1;
+      profile.bookkeepingMs += tPropose - stepStarted;
+      profile.totalMs += t2 - stepStarted;
+    }
+    stepStarted = t2;
 
     let stopped = false;
     for (let i = 0; i < accepted && !stopped; i++) {

@@ -381,6 +381,14 @@ export interface RandomLlamaOptions {
      * scores its input token highest (logit E_t.E_t) and repeats the last token forever.
      */
     embeddingScale?: number;
+    /**
+     * Extra factor on the std of the residual branches' output matrices (attn_output, ffn_down).
+     * Default 1. Small values (e.g. 0.1) keep a deep random model close to its embedding path, so its
+     * greedy choices do not flip under a GPU's batch-size drift (bench regime 2 on large shapes).
+     */
+    residualScale?: number;
+    /** Extra factor on output.weight's std (default 1): wider top-two margins, fewer near-ties. */
+    outputScale?: number;
     /** general.name, default "random-llama-<seed>". */
     name?: string;
 }
@@ -474,14 +482,14 @@ function llamaTensors(opts: RandomLlamaOptions, vocabSize: number): TensorSpec[]
         matrix(p + 'attn_q.weight', d, H * hd);
         matrix(p + 'attn_k.weight', d, Hkv * hd);
         matrix(p + 'attn_v.weight', d, Hkv * hd);
-        matrix(p + 'attn_output.weight', H * hd, d);
+        matrix(p + 'attn_output.weight', H * hd, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(H * hd));
         norm(p + 'ffn_norm.weight');
         matrix(p + 'ffn_gate.weight', d, ff);
         matrix(p + 'ffn_up.weight', d, ff);
-        matrix(p + 'ffn_down.weight', ff, d);
+        matrix(p + 'ffn_down.weight', ff, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(ff));
     }
     norm('output_norm.weight');
-    if (!opts.tiedOutput) matrix('output.weight', d, vocabSize);
+    if (!opts.tiedOutput) matrix('output.weight', d, vocabSize, (ws * (opts.outputScale ?? 1)) / Math.sqrt(d));
     return t;
 }
 

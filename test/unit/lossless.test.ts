@@ -9,7 +9,7 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/infer
 import { writeRandomLlamaModel } from '../support/ggufWriter';
 import { promptCases } from '../support/prompts';
 import { ensureTestModel } from '../support/models';
-import { batchDrift, marginAtDivergence, TIE_FACTOR } from '../support/batchDrift';
+import { batchDrift, marginAtDivergence, tieTolerance } from '../support/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');
 const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draft: path.join(ROOT, 'models/tiny-code-draft.gguf') };
@@ -77,7 +77,7 @@ for (const pair of pairs) {
       assert.ok(drift > 0, `${what}: ${JSON.stringify(spec.text)} vs plain ${JSON.stringify(plain.text)}`);
       divergences++;
       const margin = await marginAtDivergence(session, session.promptFor(prompt), plain.tokens, spec.tokens);
-      assert.ok(margin < TIE_FACTOR * drift, `${what}: diverged at token ${at < 0 ? 'end' : at} with a logit margin ${margin} (drift ${drift})`);
+      assert.ok(margin < tieTolerance(drift), `${what}: diverged at token ${at < 0 ? 'end' : at} with a logit margin ${margin} (drift ${drift})`);
     };
     after(async () => {
       process.stdout.write(`# ${pair.name}: batch drift ${drift.toExponential(2)}, ${divergences} of ${runs} runs differ from plain, each at a near-tie\n`);
@@ -171,7 +171,7 @@ describe('lossless up to numerical ties on a model whose kernels are not batch-i
         if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
         divergences++;
         const margin = await marginAtDivergence(session, session.promptFor(request(c, mode)), plain.tokens, spec.tokens);
-        assert.ok(margin < TIE_FACTOR * drift, `${mode} on ${c.name} diverged at token ${at < 0 ? 'end' : at} with a logit margin of ${margin} (drift ${drift})`);
+        assert.ok(margin < tieTolerance(drift), `${mode} on ${c.name} diverged at token ${at < 0 ? 'end' : at} with a logit margin of ${margin} (drift ${drift})`);
       }
     }
     process.stdout.write(`# F32 model: ${divergences} of 120 runs diverged, all at near-ties\n`);

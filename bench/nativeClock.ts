@@ -1,0 +1,60 @@
+// Times the native calls of a node-llama-cpp context by wrapping its binding object (the library's
+// methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token.
+import type { InferenceSession } from '../src/inference/inferenceSession';
+
+/** Native time spent in the context's binding, by call. */
+export interface NativeClock {
+  decodeMs: number;
+  decodes: number;
+  sampleMs: number;
+  samples: number;
+  /** Forward passes by batch size (tokens in the batch): total ms and count. */
+  bySize: Map<number, { ms: number; count: number }>;
+}
+
+/** Mean forward pass of batches of `size` tokens since the clock started, or null when none ran. */
+export function meanForwardMs(clock: NativeClock, size: number): number | null {
+  const s = clock.bySize.get(size);
+  return s && s.count > 0 ? s.ms / s.count : null;
+}
+
+/** Wraps the binding object of a node-llama-cpp context so its decode and sample calls are timed. */
+export function clockNative(session: InferenceSession): NativeClock {
+  const clock: NativeClock = { decodeMs: 0, decodes: 0, sampleMs: 0, samples: 0, bySize: new Map() };
+  // Tokens added since the batch was started (initBatch, then addToBatch per sequence).
+  let batchTokens = 0;
+  const context = session.target.context as unknown as { _ctx: Record<string, unknown> };
+  const native = context._ctx;
+  const timed = (fn: (...a: unknown[]) => Promise<unknown>, add: (ms: number) => void) =>
+    async (...args: unknown[]) => {
+      const t = performance.now();
+      try {
+        return await fn(...args);
+      } finally {
+        add(performance.now() - t);
+      }
+    };
+  context._ctx = new Proxy(native, {
+    get(target, prop) {
+      const value = target[prop as string];
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...a: unknown[]) => unknown).bind(target) as (...a: unknown[]) => Promise<unknown>;
+      if (prop === 'initBatch') return (...args: unknown[]) => ((batchTokens = 0), bound(...args));
+      if (prop === 'addToBatch') return (...args: unknown[]) => ((batchTokens += (args[2] as Uint32Array).length), bound(...args));
+      if (prop === 'decodeBatch') {
+        return timed(bound, (ms) => {
+          clock.decodeMs += ms;
+          clock.decodes++;
+          const s = clock.bySize.get(batchTokens) ?? { ms: 0, count: 0 };
+          s.ms += ms;
+          s.count++;
+          clock.bySize.set(batchTokens, s);
+        });
+      }
+      if (prop === 'sampleToken') return timed(bound, (ms) => ((clock.sampleMs += ms), clock.samples++));
+      return bound;
+    },
+  });
+  return clock;
+}
+

@@ -1,0 +1,233 @@
+// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N]
+// Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
+// greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
+// controlledEvaluate, `direct` = our batch + reused native sampler), side by side in one run.
+// The native calls are timed by wrapping the context's binding object: decodeBatch is the forward
+// pass V(b); sampleToken is reading one position's greedy token.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
+import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/engine/types';
+import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
+import { CostModel } from '../src/speculation/costModel';
+import { AcceptanceTracker, SpeculationPolicy } from '../src/speculation/policy';
+import { syncPromptAndPredictNext } from '../src/speculation/greedyEvaluator';
+import { emptyStepProfile, type StepProfile } from '../src/speculation/speculativeDecoder';
+import { ensureCorpus, sampleTasks, sourceFiles } from './corpus';
+import { engineDocument } from './engineView';
+import { OracleProposer } from './oracleProposer';
+import { fmt, median } from './stats';
+import { benchTarget } from './targets';
+import { clockNative, type NativeClock } from './nativeClock';
+
+const ROOT = path.resolve(__dirname, '..');
+const argv = process.argv.slice(2);
+const opt = (name: string, fallback: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : fallback;
+};
+const targetNames = opt('targets', 'tiny,v3,qwen-vocab').split(',').filter(Boolean);
+const threads = Number(opt('threads', '1'));
+const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
+const taskCount = Number(opt('tasks', '6'));
+const K = 5;
+const MAX_TOKENS = 48;
+
+interface StepRow {
+  target: string;
+  path: EvaluatorPath;
+  kind: string;
+  steps: number;
+  /** Per step, ms. */
+  total: number;
+  nativeDecode: number;
+  sampling: number;
+  verifyJs: number;
+  erase: number;
+  propose: number;
+  bookkeeping: number;
+  /** Raw forward pass of the step's batch size, ms (decodeBatch alone, measured apart). */
+  v: number;
+  v1: number;
+  batch: number;
+}
+
+/** Median raw forward pass (decodeBatch alone) of b tokens with an output each, at `depth` cached tokens. */
+async function rawVerifyCost(session: InferenceSession, clock: NativeClock, sizes: number[], depth: number): Promise<Record<number, number>> {
+  const ev = session.target.evaluator;
+  await session.resetCaches();
+  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
+  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
+  const out: Record<number, number> = {};
+  for (const b of sizes) {
+    const times: number[] = [];
+    for (let rep = 0; rep < 15; rep++) {
+      const before = clock.decodeMs;
+      await ev.append(Array.from({ length: b }, (_, i) => 200 + i + rep), b);
+      if (rep >= 3) times.push(clock.decodeMs - before);
+      await ev.truncate(depth);
+    }
+    out[b] = median(times)!;
+  }
+  await session.resetCaches();
+  return out;
+}
+
+/**
+ * One token evaluated with its greedy token's probability, as the draft proposer asks for every
+ * drafted token: the library's `confidence` option (a sort of the whole vocabulary) vs the direct
+ * path's 1 / totalLogitWeight (one pass), and without any confidence.
+ */
+async function confidenceCost(session: InferenceSession, depth: number): Promise<{ libraryConfidence: number; directConfidence: number; noConfidence: number }> {
+  const ev = session.target.evaluator as LlamaSequenceEvaluator;
+  const seq = (ev as unknown as { sequence: { controlledEvaluate(input: unknown[]): Promise<unknown> } }).sequence;
+  await session.resetCaches();
+  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
+  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
+  const time = async (run: () => Promise<unknown>) => {
+    const times: number[] = [];
+    for (let rep = 0; rep < 15; rep++) {
+      const t0 = performance.now();
+      await run();
+      times.push(performance.now() - t0);
+      await ev.truncate(depth);
+    }
+    return median(times.slice(3))!;
+  };
+  ev.usePath('direct');
+  const noConfidence = await time(() => ev.append([300], 1));
+  const directConfidence = await time(() => ev.append([300], 1, true));
+  // The old way: the library's confidence option (the evaluator's mirror of the cache is kept in step by hand).
+  const libraryConfidence = await time(async () => {
+    await seq.controlledEvaluate([[300, { generateNext: { token: true, confidence: true, options: { temperature: 0 } } }]]);
+    (ev as unknown as { cached: number[] }).cached.push(300);
+  });
+  await session.resetCaches();
+  return { libraryConfidence, directConfidence, noConfidence };
+}
+
+async function profileTarget(name: string): Promise<{ rows: StepRow[]; v: Record<number, number>; depth: number; confidence: Awaited<ReturnType<typeof confidenceCost>>; backend: string; note: string; differing: number; runs: number }> {
+  const target = await benchTarget(name);
+  const session = await InferenceSession.load({ targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 }, { ...DEFAULT_SPECULATION, maxProposal: K }, () => undefined);
+  const clock = clockNative(session);
+  const evaluator = session.target.evaluator as LlamaSequenceEvaluator;
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400 });
+  const tasks = sampleTasks(sourceFiles(ensureCorpus()), taskCount, 99);
+  const requests = tasks.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens: MAX_TOKENS }));
+  // At the prompts' depth: attention over the prompt is much of a small model's forward pass.
+  const depth = Math.round(median(requests.map((r) => session.promptFor(r).length))!);
+  const v = await rawVerifyCost(session, clock, [1, K + 1], depth);
+  const rows: StepRow[] = [];
+  let totalDiffering = 0;
+  // library: controlledEvaluate (before); direct: our batch + one reused sampler, outputs read in
+  // order up to the first rejection (the default).
+  const paths: EvaluatorPath[] = ['library', 'direct'];
+  // Oracle at a = 1: every proposal right (k+1 tokens a step); a = 0: every proposal wrong.
+  const kinds = [
+    { kind: 'plain', a: -1, batch: 1 },
+    { kind: `k=${K} all accepted`, a: 1, batch: K + 1 },
+    { kind: `k=${K} all rejected`, a: 0, batch: K + 1 },
+  ];
+  const acc = new Map<string, { p: StepProfile; decodeMs: number; sampleMs: number; samples: number; differing: number }>();
+  // Interleaved per task, so both paths see the same machine state.
+  for (const [t, task] of tasks.entries()) {
+    const request = requests[t];
+    await session.resetCaches();
+    const reference = await session.complete({ ...request, mode: 'plain' });
+    const promptLength = session.promptFor(request).length;
+    for (const kind of kinds) {
+      for (const p of paths) {
+        evaluator.usePath(p);
+        await session.resetCaches();
+        const profile = emptyStepProfile();
+        // The prompt is evaluated before the clock starts, split as the decoder splits it (another
+        // split changes the numerics a little: a near-tie could flip): only decode steps are profiled.
+        await syncPromptAndPredictNext(session.target.evaluator, session.promptFor(request));
+        const before = { decodeMs: clock.decodeMs, sampleMs: clock.sampleMs, samples: clock.samples };
+        const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: K, adaptive: false, draftMinConfidence: 0 } as SpeculationSettings, new CostModel(), new AcceptanceTracker());
+        const oracle = kind.a < 0 ? undefined : new OracleProposer(promptLength, reference.tokens, kind.a, session.info.target.vocabSize, 7 + task.id);
+        const r = await session.complete({ ...request, mode: kind.a < 0 ? 'plain' : 'draft' }, undefined, { draft: oracle, policy, profile });
+        const key = `${kind.kind}|${p}`;
+        const a = acc.get(key) ?? { p: emptyStepProfile(), decodeMs: 0, sampleMs: 0, samples: 0, differing: 0 };
+        for (const f of Object.keys(profile) as (keyof StepProfile)[]) a.p[f] += profile[f];
+        a.decodeMs += clock.decodeMs - before.decodeMs;
+        a.sampleMs += clock.sampleMs - before.sampleMs;
+        a.samples += clock.samples - before.samples;
+        acc.set(key, a);
+        // Timing only: with 2+ threads a random model's near-ties may flip between batch sizes (the
+        // lossless checks, with their tie rules, are the tests' and regimes 1-2's business).
+        if (r.tokens.join() !== reference.tokens.join()) a.differing++;
+      }
+    }
+    process.stderr.write('.');
+  }
+  process.stderr.write('\n');
+  for (const kind of kinds) {
+    for (const p of paths) {
+      const { p: prof, decodeMs, sampleMs, samples, differing } = acc.get(`${kind.kind}|${p}`)!;
+      totalDiffering += differing;
+      const n = prof.steps;
+      // The totals include each request's first token (the cached prompt's last token evaluated
+      // again: one decode of V(1), one sample), which is not a decode step.
+      const perStepDecode = (decodeMs - tasks.length * v[1]) / n;
+      const perStepSample = (sampleMs * (1 - tasks.length / samples)) / n;
+      rows.push({
+        target: name,
+        path: p,
+        kind: kind.kind,
+        steps: n,
+        total: prof.totalMs / n,
+        nativeDecode: perStepDecode,
+        sampling: perStepSample,
+        verifyJs: prof.verifyMs / n - perStepDecode - perStepSample,
+        erase: prof.eraseMs / n,
+        propose: prof.proposeMs / n,
+        bookkeeping: prof.bookkeepingMs / n,
+        v: v[kind.batch],
+        v1: v[1],
+        batch: kind.batch,
+      });
+    }
+  }
+  const confidence = await confidenceCost(session, depth);
+  const backend = session.info.backend;
+  await session.dispose();
+  return { rows, v, depth, confidence, backend, note: target.note, differing: totalDiffering, runs: tasks.length * kinds.length * paths.length };
+}
+
+async function main() {
+  const started = Date.now();
+  const md: string[] = [`# Decode step profile (${new Date().toISOString()}, ${threads} thread${threads === 1 ? '' : 's'})`, ''];
+  const all: StepRow[] = [];
+  const confidences: Record<string, unknown> = {};
+  for (const name of targetNames) {
+    const { rows, v, depth, confidence, backend, note, differing, runs } = await profileTarget(name);
+    all.push(...rows.map((r) => ({ ...r, depth })));
+    md.push(`## ${name} (${note}), backend ${backend}`, '', `Raw forward pass (decodeBatch alone, median, after ${depth} cached tokens as in the tasks): V(1) = ${fmt(v[1], 3)} ms, V(${K + 1}) = ${fmt(v[K + 1], 3)} ms (${fmt(v[K + 1] / v[1], 2)}x).`, '');
+    md.push('| step | path | ms / step | forward pass | sampling | rest of verify | erase | propose | loop bookkeeping | overhead (step - forward pass) | overhead / V(1) | step / V(b) |');
+    md.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of rows) {
+      const overhead = r.total - r.nativeDecode;
+      md.push(`| ${r.kind} | ${r.path} | ${fmt(r.total, 3)} | ${fmt(r.nativeDecode, 3)} | ${fmt(r.sampling, 3)} | ${fmt(r.verifyJs, 3)} | ${fmt(r.erase, 3)} | ${fmt(r.propose, 3)} | ${fmt(r.bookkeeping, 3)} | ${fmt(overhead, 3)} | ${fmt(overhead / r.v1, 2)} | ${fmt(r.total / r.v, 2)} |`);
+    }
+    md.push('', `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, no confidence ${fmt(confidence.noConfidence, 3)}.`);
+    md.push('', `Runs whose output differs from plain decoding (near-ties under batch drift): ${differing} of ${runs}.`);
+    confidences[name] = confidence;
+    md.push('');
+  }
+  md.push(`Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+  const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-profile${threads > 1 ? `-threads-${threads}` : ''}`);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'profile.md'), md.join('\n') + '\n');
+  fs.writeFileSync(path.join(dir, 'profile.json'), JSON.stringify({ threads, gpu, rows: all, confidences }, null, 2));
+  process.stdout.write(md.join('\n') + `\n\nsaved ${path.relative(ROOT, dir)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${(error as Error).stack ?? error}\n`);
+    process.exit(1);
+  },
+);

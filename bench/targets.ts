@@ -1,0 +1,67 @@
+// Targets the speculation benchmarks (regime 2, bench/profile.ts) run on, by name: the embedded
+// targets (small: the per-step overhead decides, as on a GPU), a random model with Qwen2.5's
+// 151,936-token vocabulary (the per-output cost decides), and random models of real shapes whose
+// greedy choices stay stable under a GPU's batch drift. Random ones are written once into
+// bench/cache/models.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { embeddedPairPaths } from '../src/models/embedded';
+import { writeRandomLlamaModel, type RandomLlamaOptions } from '../test/support/ggufWriter';
+import { CACHE } from './corpus';
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** Qwen2.5's vocabulary size: 4,096 embedded tokens plus this many filler tokens. */
+export const QWEN_VOCAB_SIZE = 151_936;
+const EMBEDDED_VOCAB_SIZE = 4096;
+
+/**
+ * Random shapes. Stable ones scale the residual branches and widen the output layer so that a
+ * position's argmax does not depend on the batch it was evaluated in (on a GPU, deep random models
+ * drift by up to 4 logits between batch sizes: the oracle then misaligns after the first tie).
+ */
+const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: string }> = {
+  // Bandwidth-bound on a CPU: the forward pass decides (the previous regime 2 target).
+  big: { dModel: 1024, nLayers: 12, nHeads: 16, ffn: 2816, contextLength: 2048, note: '325 MB, d 1024, 12 layers' },
+  // Tiny body, Qwen2.5's vocabulary: the output layer and per-output sampling decide.
+  'qwen-vocab': { dModel: 256, nLayers: 2, nHeads: 4, ffn: 768, contextLength: 2048, extraTokens: fillerTokens(QWEN_VOCAB_SIZE - EMBEDDED_VOCAB_SIZE), note: 'd 256, 2 layers, 151,936-token vocabulary' },
+  // Real shapes (F16, embedded vocabulary; for a GPU run: 3 GB and 13 GB on disk).
+  '1.5b': { dModel: 1536, nLayers: 28, nHeads: 12, nKvHeads: 2, ffn: 8960, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-1.5B-shaped, stable' },
+  '7b': { dModel: 3584, nLayers: 28, nHeads: 28, nKvHeads: 4, ffn: 18944, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-7B-shaped, stable' },
+};
+
+export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES)];
+
+function fillerTokens(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `<|filler_${i}|>`);
+}
+
+export interface BenchTarget {
+  name: string;
+  file: string;
+  note: string;
+}
+
+/** The target's file, writing a random one the first time it is asked for. */
+export async function benchTarget(name: string): Promise<BenchTarget> {
+  if (name === 'tiny' || name === 'v3') {
+    const file = embeddedPairPaths(ROOT, name).target;
+    return { name, file, note: `embedded ${path.basename(file)}` };
+  }
+  if (name === 'v3-draft') {
+    // The draft model as a target: what each drafted token costs.
+    const file = embeddedPairPaths(ROOT, 'v3').draft;
+    return { name, file, note: `embedded ${path.basename(file)}, the v3 pair's draft` };
+  }
+  const shape = RANDOM_SHAPES[name];
+  if (!shape) throw new Error(`unknown target "${name}" (there are: ${TARGET_NAMES.join(', ')})`);
+  const { note, ...options } = shape;
+  const file = path.join(CACHE, 'models', name === 'big' ? 'random-target-1024x12.gguf' : `random-target-${name}.gguf`);
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    process.stderr.write(`writing the random "${name}" target (${note}; once, cached in bench/cache/models)\n`);
+    await writeRandomLlamaModel(`${file}.tmp`, { seed: 4242, ...options });
+    fs.renameSync(`${file}.tmp`, file);
+  }
+  return { name, file, note: `random, ${note}` };
+}
