@@ -116,6 +116,8 @@ export interface LoadedModelsInfo {
   contextSize: number;
   threads: number;
   promptFormat: 'fim' | 'prefix-only';
+  /** The prompt template chosen for the target's family (prompt/templates.ts), e.g. "Qwen2.5-Coder (repo-level)". */
+  promptTemplate?: string;
   /** Where the load's time went, for the log, Show Stats and the benchmark's startup figure. */
   loadTimings?: LoadTimings;
   /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */

@@ -6,6 +6,7 @@ import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from 
 import { NgramIndex, findInSequence } from '../ngram';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
 import { buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
@@ -47,6 +48,8 @@ export class InferenceSession {
   private running: Promise<unknown> = Promise.resolve();
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
   promptLayout: PromptLayout = 'lineAnchored';
+  /** The target's prompt template, chosen from its vocabulary (prompt/templates.ts). */
+  readonly template: PromptTemplate;
 
   private constructor(
     readonly llama: Llama,
@@ -57,6 +60,7 @@ export class InferenceSession {
     private readonly log: RuntimeLog,
   ) {
     this.speculation = { ...speculation };
+    this.template = chooseTemplate({ tokens: target.info.tokens, fim: target.info.fim });
     this.policy = new SpeculationPolicy(this.speculation);
     this.documents = new NgramIndex({
       minN: speculation.ngramMinMatch,
@@ -124,6 +128,7 @@ export class InferenceSession {
       contextSize: target.context.contextSize,
       threads,
       promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
+      promptTemplate: chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim }).spec.label,
       loadTimings: {
         workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
         inspectMs: round1(inspected - started),
@@ -151,6 +156,7 @@ export class InferenceSession {
       tokenize: (text) => this.target.model.tokenize(text, false),
       bos: info.addBos && info.bos !== null ? info.bos : null,
       fim: info.fim,
+      template: this.template,
     };
   }
 
@@ -190,7 +196,9 @@ export class InferenceSession {
     const promptPrefix = splitTrailingBlank(request.prefix).prefix;
     return new StopRules({
       detokenize: (tokens) => this.detokenize(tokens),
-      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken),
+      // llama.cpp's end-of-generation set, and the template's own stop tokens (a model that writes
+      // <|file_sep|> or a FIM token has left the middle).
+      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken) || this.template.stopIds.has(token),
       maxTokens: clampMaxTokens(request.maxTokens),
       stopStrings: request.stop,
       singleLine: request.singleLine,
