@@ -5,8 +5,9 @@ import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import { buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
+import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
@@ -183,12 +184,27 @@ export class InferenceSession {
   }
 
   /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
-  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens'>): Token[] {
+  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>): Token[] {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
-    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout).tokens;
+    const extra = request.extraContext;
+    // The file's own text matters most: other files get at most a third of the prompt.
+    const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
+    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
   }
+
+  /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
+  private readonly chunkTokens = new Map<string, Token[]>();
+  private readonly tokenizeChunk = (text: string): Token[] => {
+    let tokens = this.chunkTokens.get(text);
+    if (!tokens) {
+      tokens = this.target.model.tokenize(text, false) as Token[];
+      if (this.chunkTokens.size >= 128) this.chunkTokens.delete(this.chunkTokens.keys().next().value!);
+      this.chunkTokens.set(text, tokens);
+    }
+    return tokens;
+  };
 
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
   stopRulesFor(request: CompletionRequest): StopRules {

@@ -70,19 +70,21 @@ export const MAX_MIDDLE_TOKENS = 256;
  * both fit, the suffix gets at most a quarter of the room; the prefix keeps its end (nearest the
  * cursor). Every share depends on text that typing on the cursor line does not change.
  */
-export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, layout: PromptLayout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP): BuiltPrompt {
-  const head: Token[] = vocab.bos === null ? [] : [vocab.bos];
+export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, layout: PromptLayout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP, context: PromptContext = NO_CONTEXT): BuiltPrompt {
+  // Extra context goes first (prompt/contextBlock.ts): its KV stays cached while the user types.
+  const head: Token[] = [...(vocab.bos === null ? [] : [vocab.bos]), ...context.beforePrompt];
+  budget -= context.afterPrefixToken.length;
   const order = vocab.template?.order ?? (vocab.fim ? 'psm' : 'prefix-only');
   const ids = vocab.template?.ids ?? vocab.fim ?? {};
   if (order === 'prefix-only' || ids.prefix === undefined || ids.suffix === undefined) {
     const prefixTokens = trimStart(vocab.tokenize(prefix), budget - head.length);
-    return { tokens: [...head, ...prefixTokens], format: 'prefix-only', prefixTokens: prefixTokens.length, suffixTokens: 0, middleTokens: 0 };
+    return { tokens: [...head, ...context.afterPrefixToken, ...prefixTokens], format: 'prefix-only', prefixTokens: prefixTokens.length, suffixTokens: 0, middleTokens: 0 };
   }
   if (order === 'suffix-first') {
     // `[SUFFIX]suffix[PREFIX]prefix`: typing appends to the prompt's end already; no anchoring.
     const available = Math.max(0, budget - head.length - 2);
     const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix), vocab.tokenize(suffix), available);
-    return { tokens: [...head, ids.suffix, ...suffixTokens, ids.prefix, ...prefixTokens], format: 'fim', prefixTokens: prefixTokens.length, suffixTokens: suffixTokens.length, middleTokens: 0 };
+    return { tokens: [...head, ids.suffix, ...suffixTokens, ids.prefix, ...context.afterPrefixToken, ...prefixTokens], format: 'fim', prefixTokens: prefixTokens.length, suffixTokens: suffixTokens.length, middleTokens: 0 };
   }
   if (ids.middle === undefined) throw new Error('a prefix-suffix-middle template needs a middle token');
   const fixed = head.length + 3;
@@ -98,7 +100,7 @@ export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: str
   const available = Math.max(0, room - reserve);
   const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix.slice(0, anchor)), vocab.tokenize(suffix), available);
   return {
-    tokens: [...head, ids.prefix, ...prefixTokens, ids.suffix, ...suffixTokens, ids.middle, ...middleTokens],
+    tokens: [...head, ids.prefix, ...context.afterPrefixToken, ...prefixTokens, ids.suffix, ...suffixTokens, ids.middle, ...middleTokens],
     format: 'fim',
     prefixTokens: prefixTokens.length,
     suffixTokens: suffixTokens.length,
@@ -117,6 +119,18 @@ function fitShares(prefixTokens: Token[], suffixTokens: Token[], available: numb
   }
   return { prefixTokens: trimStart(prefixTokens, available - suffixTokens.length), suffixTokens };
 }
+
+/**
+ * Extra context tokens (prompt/contextBlock.ts): repo-level file sections before the FIM structure
+ * (`beforePrompt`), or a comment block at the start of the prefix (`afterPrefixToken`). Both are
+ * taken from the budget before the file's own text.
+ */
+export interface PromptContext {
+  beforePrompt: Token[];
+  afterPrefixToken: Token[];
+}
+
+export const NO_CONTEXT: PromptContext = { beforePrompt: [], afterPrefixToken: [] };
 
 /**
  * Where the middle starts: at the newline that opens the cursor's group of `lines` lines, counted
