@@ -16,6 +16,7 @@ import { batchDrift, judgeDivergence, tieTolerance, type DivergenceVerdict } fro
 import { barChart, lineChart } from './chart';
 import { engineDocument, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
+import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeStartup } from './workerStartup';
 import { CACHE, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
@@ -36,7 +37,7 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5' : '1,2,3,4,5') ?? '').split(',').map(Number));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6' : '1,2,3,4,5,6') ?? '').split(',').map(Number));
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -505,6 +506,9 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(3)) list.push({ name: 'regime 3 (n-gram bound)', estimateSeconds: REFERENCE_SECONDS.ngramBound, run: ngramBoundSection });
   if (regimes.has(4)) list.push({ name: 'regime 4 (keystroke: prompt layouts)', estimateSeconds: threads === 1 ? REFERENCE_SECONDS.keystrokePerTask * keystrokeTaskCount(bench.tasks.length) : null, run: keystrokeSection });
   if (regimes.has(5)) list.push({ name: 'regime 5 (cold start)', estimateSeconds: REFERENCE_SECONDS.startupPerRepeat * startupRepeats, run: startupSection });
+  if (regimes.has(6)) {
+    for (const pair of bench.pairs) list.push({ name: `regime 6 (extra context, ${pair.name} pair)`, estimateSeconds: threads === 1 ? (EXTRA_CONTEXT_SECONDS_PER_TASK[pair.name] ?? 0) * extraContextTaskCount(bench.tasks.length) : null, run: (b) => extraContextSection(b, pair) });
+  }
   return list;
 }
 
@@ -621,6 +625,26 @@ async function keystrokeSection(bench: Bench): Promise<void> {
   const legend = 'standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor\'s group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.';
   bench.md.push(`## ${heading}`, '', ...table, '', gains, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${gains}\n`);
+}
+
+/** Regime 6 on the first tasks only; seconds a task on the reference VM (two variants, cold and keystroke each). */
+const extraContextTaskCount = (tasks: number) => Math.min(tasks, quick ? 10 : 60);
+const EXTRA_CONTEXT_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 3 };
+
+async function extraContextSection(bench: Bench, pair: ModelPair): Promise<void> {
+  const tasks = bench.tasks.slice(0, extraContextTaskCount(bench.tasks.length));
+  const files = sourceFiles(ensureCorpus());
+  const r = await regimeExtraContext(tasks, files, fileTextOf, pair, { threads, maxTokens, gpu, log });
+  ((bench.results.extraContext ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, rows: r.rows, filesPerTask: r.filesPerTask, runs: r.runs };
+  const table = [
+    '| case | extra context | median ms | TTFT ms | prompt tokens | prompt tok evaluated | first line exact | similarity | no ghost text |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...r.rows.map((x) => `| ${x.case} | ${x.variant} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`),
+  ];
+  const heading = `Regime 6: extra context (${r.info.target.name}, ${r.info.promptTemplate ?? r.info.promptFormat}, plain decoding, ${tasks.length} tasks)`;
+  const legend = `extra: up to ${EXTRA_CONTEXT_TOKENS} prompt tokens of the files a user would have open (the task file's relative imports, then its folder; ${r.filesPerTask.toFixed(1)} files a task on average, each the first 64 lines as the extension's ring keeps them), before the file's own text (src/prompt/contextBlock.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n`);
 }
 
 async function startupSection(bench: Bench): Promise<void> {

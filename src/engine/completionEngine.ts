@@ -2,7 +2,7 @@ import { defaultFilters, postprocess } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
 import { CompletionCache } from './completionCache';
 import { StatsCollector } from './statsCollector';
-import type { CompletionRequest, CompletionResult, DecodeMode } from './types';
+import type { CompletionRequest, CompletionResult, DecodeMode, ExtraContext } from './types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {
@@ -16,6 +16,8 @@ export interface EngineDocument extends TextSource {
   offset: number;
   tabSize?: number;
   insertSpaces?: boolean;
+  /** The user's other code for the prompt (the editor's extra-context ring), asked only for a model request. */
+  extraContext?: () => ExtraContext | undefined;
 }
 
 export interface EngineSettings extends WindowLimits {
@@ -123,6 +125,7 @@ export class CompletionEngine {
       stopAtBlockEnd: true,
       singleLine: !TRIVIAL_LINE_SUFFIX.test(lineSuffix),
       maxLines: s.maxLines,
+      extraContext: doc.extraContext?.(),
     };
   }
 

@@ -12,7 +12,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
   const lines: string[] = ['# Draftline stats', '', `Mode: ${mode}`, ''];
   if (models) {
     lines.push(
-      `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptFormat})`,
+      `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptTemplate ?? models.promptFormat})`,
       `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
       `Backend: ${backendExplanation(models)}; context ${models.contextSize}`,
       `Threads: ${threadsExplanation(models.threads, models.runtime)}`,

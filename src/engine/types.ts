@@ -46,6 +46,19 @@ export interface CompletionRequest {
   /** Stop at the first newline (the cursor has text after it on its line). */
   singleLine?: boolean;
   maxLines?: number;
+  /** The user's other code to show the model first (prompt/contextBlock.ts); none when absent. */
+  extraContext?: ExtraContext;
+}
+
+/** Chunks of other files for the prompt (see context/extraContextRing.ts), with their token budget. */
+export interface ExtraContext {
+  files: { path: string; text: string }[];
+  /** Path of the file being completed, workspace-relative. */
+  path?: string;
+  /** Workspace folder name (repo-level templates name the repository). */
+  repoName?: string;
+  /** At most this many prompt tokens for the chunks (never more than a third of the prompt). */
+  maxTokens: number;
 }
 
 export interface SourceStats {
@@ -116,6 +129,8 @@ export interface LoadedModelsInfo {
   contextSize: number;
   threads: number;
   promptFormat: 'fim' | 'prefix-only';
+  /** The prompt template chosen for the target's family (prompt/templates.ts), e.g. "Qwen2.5-Coder (repo-level)". */
+  promptTemplate?: string;
   /** Where the load's time went, for the log, Show Stats and the benchmark's startup figure. */
   loadTimings?: LoadTimings;
   /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */

@@ -5,7 +5,9 @@ import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import { buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
+import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
@@ -49,6 +51,8 @@ export class InferenceSession {
   private running: Promise<unknown> = Promise.resolve();
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
   promptLayout: PromptLayout = 'lineAnchored';
+  /** The target's prompt template, chosen from its vocabulary (prompt/templates.ts). */
+  readonly template: PromptTemplate;
 
   private constructor(
     readonly llama: Llama,
@@ -59,6 +63,7 @@ export class InferenceSession {
     private readonly log: RuntimeLog,
   ) {
     this.speculation = { ...speculation };
+    this.template = chooseTemplate({ tokens: target.info.tokens, fim: target.info.fim });
     this.policy = new SpeculationPolicy(this.speculation);
     this.documents = new NgramIndex({
       minN: speculation.ngramMinMatch,
@@ -126,6 +131,7 @@ export class InferenceSession {
       contextSize: target.context.contextSize,
       threads,
       promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
+      promptTemplate: chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim }).spec.label,
       loadTimings: {
         workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
         inspectMs: round1(inspected - started),
@@ -153,6 +159,7 @@ export class InferenceSession {
       tokenize: (text) => this.target.model.tokenize(text, false),
       bos: info.addBos && info.bos !== null ? info.bos : null,
       fim: info.fim,
+      template: this.template,
     };
   }
 
@@ -179,12 +186,27 @@ export class InferenceSession {
   }
 
   /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
-  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens'>): Token[] {
+  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>): Token[] {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
-    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout).tokens;
+    const extra = request.extraContext;
+    // The file's own text matters most: other files get at most a third of the prompt.
+    const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
+    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
   }
+
+  /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
+  private readonly chunkTokens = new Map<string, Token[]>();
+  private readonly tokenizeChunk = (text: string): Token[] => {
+    let tokens = this.chunkTokens.get(text);
+    if (!tokens) {
+      tokens = this.target.model.tokenize(text, false) as Token[];
+      if (this.chunkTokens.size >= 128) this.chunkTokens.delete(this.chunkTokens.keys().next().value!);
+      this.chunkTokens.set(text, tokens);
+    }
+    return tokens;
+  };
 
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
   stopRulesFor(request: CompletionRequest): StopRules {
@@ -192,7 +214,9 @@ export class InferenceSession {
     const promptPrefix = splitTrailingBlank(request.prefix).prefix;
     return new StopRules({
       detokenize: (tokens) => this.detokenize(tokens),
-      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken),
+      // llama.cpp's end-of-generation set, and the template's own stop tokens (a model that writes
+      // <|file_sep|> or a FIM token has left the middle).
+      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken) || this.template.stopIds.has(token),
       maxTokens: clampMaxTokens(request.maxTokens),
       stopStrings: request.stop,
       singleLine: request.singleLine,

@@ -1,4 +1,5 @@
 import type { Token } from '../engine/types';
+import type { PromptTemplate } from './templates';
 
 export interface PromptVocabulary {
   tokenize(text: string): Token[];
@@ -6,6 +7,8 @@ export interface PromptVocabulary {
   bos: Token | null;
   /** The model's own fill-in-the-middle tokens, from its GGUF metadata; null when it has none. */
   fim: { prefix: Token; suffix: Token; middle: Token } | null;
+  /** The model family's template (prompt/templates.ts); without one, `fim` in psm order. */
+  template?: PromptTemplate;
 }
 
 export interface BuiltPrompt {
@@ -67,12 +70,23 @@ export const MAX_MIDDLE_TOKENS = 256;
  * both fit, the suffix gets at most a quarter of the room; the prefix keeps its end (nearest the
  * cursor). Every share depends on text that typing on the cursor line does not change.
  */
-export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, layout: PromptLayout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP): BuiltPrompt {
-  const head: Token[] = vocab.bos === null ? [] : [vocab.bos];
-  if (!vocab.fim) {
+export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, layout: PromptLayout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP, context: PromptContext = NO_CONTEXT): BuiltPrompt {
+  // Extra context goes first (prompt/contextBlock.ts): its KV stays cached while the user types.
+  const head: Token[] = [...(vocab.bos === null ? [] : [vocab.bos]), ...context.beforePrompt];
+  budget -= context.afterPrefixToken.length;
+  const order = vocab.template?.order ?? (vocab.fim ? 'psm' : 'prefix-only');
+  const ids = vocab.template?.ids ?? vocab.fim ?? {};
+  if (order === 'prefix-only' || ids.prefix === undefined || ids.suffix === undefined) {
     const prefixTokens = trimStart(vocab.tokenize(prefix), budget - head.length);
-    return { tokens: [...head, ...prefixTokens], format: 'prefix-only', prefixTokens: prefixTokens.length, suffixTokens: 0, middleTokens: 0 };
+    return { tokens: [...head, ...context.afterPrefixToken, ...prefixTokens], format: 'prefix-only', prefixTokens: prefixTokens.length, suffixTokens: 0, middleTokens: 0 };
   }
+  if (order === 'suffix-first') {
+    // `[SUFFIX]suffix[PREFIX]prefix`: typing appends to the prompt's end already; no anchoring.
+    const available = Math.max(0, budget - head.length - 2);
+    const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix), vocab.tokenize(suffix), available);
+    return { tokens: [...head, ids.suffix, ...suffixTokens, ids.prefix, ...context.afterPrefixToken, ...prefixTokens], format: 'fim', prefixTokens: prefixTokens.length, suffixTokens: suffixTokens.length, middleTokens: 0 };
+  }
+  if (ids.middle === undefined) throw new Error('a prefix-suffix-middle template needs a middle token');
   const fixed = head.length + 3;
   const room = Math.max(0, budget - fixed);
   let anchor = layout === 'standard' ? prefix.length : anchorOf(prefix, anchorLines);
@@ -84,22 +98,39 @@ export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: str
   // Never more than half the room: a small context (the tiny test pair's 256) keeps room for the rest.
   const reserve = layout === 'standard' ? 0 : Math.min(Math.floor(room / 2), Math.max(2, Math.ceil(middleTokens.length / MIDDLE_RESERVE_STEP)) * MIDDLE_RESERVE_STEP);
   const available = Math.max(0, room - reserve);
-  let prefixTokens = vocab.tokenize(prefix.slice(0, anchor));
-  let suffixTokens = vocab.tokenize(suffix);
-  if (prefixTokens.length + suffixTokens.length > available) {
-    const suffixShare = Math.min(suffixTokens.length, Math.floor(available / 4));
-    suffixTokens = suffixTokens.slice(0, Math.max(suffixShare, available - prefixTokens.length));
-  }
-  prefixTokens = trimStart(prefixTokens, available - suffixTokens.length);
-  const { prefix: pre, suffix: suf, middle: mid } = vocab.fim;
+  const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix.slice(0, anchor)), vocab.tokenize(suffix), available);
   return {
-    tokens: [...head, pre, ...prefixTokens, suf, ...suffixTokens, mid, ...middleTokens],
+    tokens: [...head, ids.prefix, ...context.afterPrefixToken, ...prefixTokens, ids.suffix, ...suffixTokens, ids.middle, ...middleTokens],
     format: 'fim',
     prefixTokens: prefixTokens.length,
     suffixTokens: suffixTokens.length,
     middleTokens: middleTokens.length,
   };
 }
+
+/**
+ * Prefix and suffix within `available` tokens: when both do not fit, the suffix gets at most a
+ * quarter of the room and the prefix keeps its end (nearest the cursor), cut in PREFIX_TRIM_STEP steps.
+ */
+function fitShares(prefixTokens: Token[], suffixTokens: Token[], available: number): { prefixTokens: Token[]; suffixTokens: Token[] } {
+  if (prefixTokens.length + suffixTokens.length > available) {
+    const suffixShare = Math.min(suffixTokens.length, Math.floor(available / 4));
+    suffixTokens = suffixTokens.slice(0, Math.max(suffixShare, available - prefixTokens.length));
+  }
+  return { prefixTokens: trimStart(prefixTokens, available - suffixTokens.length), suffixTokens };
+}
+
+/**
+ * Extra context tokens (prompt/contextBlock.ts): repo-level file sections before the FIM structure
+ * (`beforePrompt`), or a comment block at the start of the prefix (`afterPrefixToken`). Both are
+ * taken from the budget before the file's own text.
+ */
+export interface PromptContext {
+  beforePrompt: Token[];
+  afterPrefixToken: Token[];
+}
+
+export const NO_CONTEXT: PromptContext = { beforePrompt: [], afterPrefixToken: [] };
 
 /**
  * Where the middle starts: at the newline that opens the cursor's group of `lines` lines, counted

@@ -9,7 +9,8 @@ import { describeBackend } from '../models/backend';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { DraftlineInlineProvider } from './inlineProvider';
-import { readEngineSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
+import { readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
+import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
 const MODEL_KEYS = ['targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
@@ -27,6 +28,7 @@ export class DraftlineController implements vscode.Disposable {
   private loadGeneration = 0;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly documentSync: DocumentSync;
+  private readonly extraContext: ExtraContextCollector;
   /** Why the active document gets no completions (e.g. untitled plain text), or null when it does. */
   noCompletionReason: string | null = null;
   /** Settings problems reported this session: each is logged once; new ones share one notification. */
@@ -57,6 +59,7 @@ export class DraftlineController implements vscode.Disposable {
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
     this.documentSync = new DocumentSync((n) => this.worker.notify(n));
+    this.extraContext = new ExtraContextCollector(() => readExtraContextSettings(this.reportSettingProblem));
     const provider = (this.provider = new DraftlineInlineProvider({
       engine: () => (this.models ? this.engine : null),
       debounceMs: () => debounceMs(this.reportSettingProblem),
@@ -64,8 +67,10 @@ export class DraftlineController implements vscode.Disposable {
       onCompleted: () => this.refreshStats(),
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
       onSkipped: (skip) => this.setNoCompletionReason(skip?.message ?? null),
+      extraContext: (document) => this.extraContext.contextFor(document),
     }));
     this.disposables.push(
+      this.extraContext,
       this.log,
       this.statusBar,
       this.documentSync,

@@ -1,8 +1,9 @@
 import * as vscode from 'vscode';
 import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
+import type { ExtraContext } from '../engine/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
-export function engineDocument(document: vscode.TextDocument, position: vscode.Position, editor?: vscode.TextEditor): EngineDocument {
+export function engineDocument(document: vscode.TextDocument, position: vscode.Position, editor?: vscode.TextEditor, extraContext?: (document: vscode.TextDocument) => ExtraContext | undefined): EngineDocument {
   const lastLine = document.lineAt(document.lineCount - 1);
   const length = document.offsetAt(lastLine.range.end);
   const tabSize = editor?.options.tabSize;
@@ -14,6 +15,7 @@ export function engineDocument(document: vscode.TextDocument, position: vscode.P
     tabSize: typeof tabSize === 'number' ? tabSize : 4,
     insertSpaces: editor?.options.insertSpaces !== false,
     slice: (start, end) => document.getText(new vscode.Range(document.positionAt(start), document.positionAt(end))),
+    extraContext: extraContext && (() => extraContext(document)),
   };
 }
 
@@ -25,6 +27,8 @@ export interface ProviderHooks {
   onError(error: Error): void;
   /** Why this document gets no completions (a disabled language, too large...), or null when it does. */
   onSkipped(skip: SkippedCompletion | null): void;
+  /** Chunks of the user's other code for the prompt (vscode/extraContext.ts). */
+  extraContext?(document: vscode.TextDocument): ExtraContext | undefined;
 }
 
 function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
@@ -53,7 +57,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     const engine = this.hooks.engine();
     if (!engine || !engine.settings.enabled) return undefined;
     const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
-    const doc = engineDocument(document, position, editor);
+    const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
     const controller = new AbortController();
     const sub = token.onCancellationRequested(() => controller.abort());
     let busy = false;

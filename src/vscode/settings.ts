@@ -6,6 +6,7 @@ import { SettingsReader, type SettingDeclaration } from '../engine/settingsReade
 import type { ModelSettings, SpeculationSettings } from '../engine/types';
 import { embeddedPairPaths } from '../models/embedded';
 import { resolveModelPath } from '../models/modelPath';
+import type { ExtraContextSettings } from './extraContext';
 
 export const SECTION = 'draftline';
 
@@ -89,6 +90,11 @@ export function readEngineSettings(draftAvailable: boolean, report?: SettingProb
     maxPrefixChars: config.number('maxPrefixChars'),
     maxSuffixChars: config.number('maxSuffixChars'),
   };
+}
+
+export function readExtraContextSettings(report?: SettingProblemReport): ExtraContextSettings {
+  const config = settings(report);
+  return { enabled: config.value('extraContext.enabled'), maxTokens: config.number('extraContext.maxTokens') };
 }
 
 export function debounceMs(report?: SettingProblemReport): number {

@@ -357,6 +357,10 @@ export interface RandomLlamaOptions {
     vocabMutation?: { index: number; text: string };
     /** Tokens appended to the vocabulary (normal type). */
     extraTokens?: string[];
+    /** Tokens appended after extraTokens as control tokens (type 3): a model family's special tokens. */
+    specialTokens?: string[];
+    /** FIM ids written for these token texts (after fim:false, to give a family's own FIM tokens). */
+    fimTokens?: { prefix: string; suffix: string; middle: string };
     /**
      * Write FIM token ids (default true). false also renames FIM-looking tokens in the vocabulary
      * (to <|reserved_N|>) so llama.cpp's text fallback finds none: a model without infill.
@@ -402,7 +406,7 @@ export const DEFAULT_WEIGHT_SCALE = 2;
 export const GGUF_WRITER_VERSION = 1;
 
 /** Apply vocabMutation / extraTokens / fim:false to a vocabulary. */
-export function resolveVocab(base: VocabSpec, opts: Pick<RandomLlamaOptions, 'vocabMutation' | 'extraTokens' | 'fim'>): VocabSpec {
+export function resolveVocab(base: VocabSpec, opts: Pick<RandomLlamaOptions, 'vocabMutation' | 'extraTokens' | 'fim' | 'specialTokens' | 'fimTokens'>): VocabSpec {
     const tokens = base.tokens.slice();
     const tokenTypes = base.tokenTypes ? base.tokenTypes.slice() : tokens.map(() => 1);
     let fim = base.fim ?? null;
@@ -419,6 +423,18 @@ export function resolveVocab(base: VocabSpec, opts: Pick<RandomLlamaOptions, 'vo
     for (const t of opts.extraTokens ?? []) {
         tokens.push(t);
         tokenTypes.push(1);
+    }
+    for (const t of opts.specialTokens ?? []) {
+        tokens.push(t);
+        tokenTypes.push(3);
+    }
+    if (opts.fimTokens) {
+        const id = (text: string) => {
+            const i = tokens.indexOf(text);
+            if (i < 0) throw new RangeError(`fimTokens: "${text}" is not in the vocabulary`);
+            return i;
+        };
+        fim = { prefix: id(opts.fimTokens.prefix), suffix: id(opts.fimTokens.suffix), middle: id(opts.fimTokens.middle) };
     }
     return { ...base, tokens, tokenTypes, fim };
 }

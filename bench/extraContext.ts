@@ -1,0 +1,123 @@
+// Regime 6: extra context (issue #14). Plain decoding of one pair, per task, with and without
+// chunks of the user's other code in the prompt, where the other code is what a user would have
+// open: the files the task's file imports (relative imports, in order), then other files of its
+// folder; each as the extension's ring keeps it (context/extraContextRing.ts: up to 64 lines).
+// Quality against the file's own continuation, and the cost: prompt tokens and TTFT, cold (empty
+// caches) and on a keystroke (the same spot one character earlier completed just before).
+import * as path from 'node:path';
+import { ExtraContextRing } from '../src/context/extraContextRing';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
+import type { CompletionRequest, ExtraContext, ModelSettings } from '../src/engine/types';
+import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { BenchTask, SourceFile } from './corpus';
+import { engineDocument, shownText } from './engineView';
+import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
+import { median, Progress } from './stats';
+
+/** Other files a task gets, at most. */
+const CONTEXT_FILES = 4;
+export const EXTRA_CONTEXT_TOKENS = 256;
+
+type Variant = 'none' | 'extra';
+type Case = 'cold' | 'keystroke';
+
+interface Run {
+  task: number;
+  variant: Variant;
+  case: Case;
+  latencyMs: number;
+  ttftMs: number;
+  promptTokens: number;
+  promptTokensEvaluated: number;
+  quality: QualityScore;
+}
+
+export interface ExtraContextRow {
+  variant: Variant;
+  case: Case;
+  tasks: number;
+  latencyMedianMs: number | null;
+  ttftMedianMs: number | null;
+  promptTokensMedian: number | null;
+  promptTokensEvaluatedMedian: number | null;
+  firstLineExact: number | null;
+  similarity: number | null;
+  empty: number | null;
+}
+
+const IMPORT = /(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
+const EXTENSIONS = ['', '.ts', '.tsx', '.js', '.mjs', '.cjs', '.jsx', '/index.ts', '/index.js', '/index.tsx'];
+
+/** The files a user would have open next to `task.file`: its relative imports first, then its folder's other files. */
+export function contextFilesFor(task: BenchTask, files: readonly SourceFile[], fileText: string): SourceFile[] {
+  const byName = new Map(files.map((f) => [f.name, f]));
+  const dir = path.posix.dirname(task.file);
+  const chosen: SourceFile[] = [];
+  const add = (f: SourceFile | undefined) => {
+    if (f && f.name !== task.file && !chosen.includes(f) && chosen.length < CONTEXT_FILES) chosen.push(f);
+  };
+  for (const m of fileText.matchAll(IMPORT)) {
+    const base = path.posix.normalize(path.posix.join(dir, m[1]));
+    // TypeScript sources import './x.js' meaning './x.ts'.
+    const stem = base.replace(/\.(m|c)?js$/, '');
+    add(EXTENSIONS.map((ext) => byName.get(stem + ext) ?? byName.get(base + ext)).find(Boolean));
+  }
+  for (const f of files) if (path.posix.dirname(f.name) === dir) add(f);
+  return chosen;
+}
+
+export async function regimeExtraContext(tasks: BenchTask[], files: readonly SourceFile[], fileTextOf: (t: BenchTask) => string, pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void }) {
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+  const runs: Run[] = [];
+  const progress = new Progress(tasks.length * 2, `extra context (${session.info.target.name})`);
+  let filesUsed = 0;
+  for (const task of tasks) {
+    const doc = engineDocument(task);
+    const base = { ...(engine.buildRequest(doc) as CompletionRequest), mode: 'plain' as const };
+    const ring = new ExtraContextRing();
+    for (const f of contextFilesFor(task, files, fileTextOf(task))) ring.add(f.name, f.text, 0);
+    filesUsed += ring.chunks.length;
+    const extra: ExtraContext | undefined = ring.chunks.length ? { files: [...ring.chunks], path: task.file, repoName: task.file.split('/')[0], maxTokens: EXTRA_CONTEXT_TOKENS } : undefined;
+    for (let i = 0; i < 2; i++) {
+      const variant: Variant = (i + task.id) % 2 === 0 ? 'none' : 'extra';
+      const request: CompletionRequest = variant === 'extra' ? { ...base, extraContext: extra } : base;
+      const earlier = { ...request, prefix: request.prefix.slice(0, -1) };
+      const measure = async (kase: Case) => {
+        const t0 = performance.now();
+        const r = await session.complete(request);
+        const latencyMs = performance.now() - t0;
+        const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
+        runs.push({ task: task.id, variant, case: kase, latencyMs, ttftMs: r.stats.timeToFirstTokenMs, promptTokens: r.stats.promptTokens, promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens, quality });
+      };
+      await session.resetCaches();
+      await measure('cold');
+      await session.resetCaches();
+      await session.complete(earlier);
+      await measure('keystroke');
+      progress.tick(variant);
+    }
+  }
+  const info = session.info;
+  await session.dispose();
+  const rows: ExtraContextRow[] = [];
+  for (const kase of ['cold', 'keystroke'] as Case[]) {
+    for (const variant of ['none', 'extra'] as Variant[]) {
+      const rs = runs.filter((r) => r.variant === variant && r.case === kase);
+      const quality = summarizeQuality(rs.map((r) => r.quality));
+      rows.push({
+        variant,
+        case: kase,
+        tasks: rs.length,
+        latencyMedianMs: median(rs.map((r) => r.latencyMs)),
+        ttftMedianMs: median(rs.map((r) => r.ttftMs)),
+        promptTokensMedian: median(rs.map((r) => r.promptTokens)),
+        promptTokensEvaluatedMedian: median(rs.map((r) => r.promptTokensEvaluated)),
+        firstLineExact: quality?.firstLineExact ?? null,
+        similarity: quality?.similarity ?? null,
+        empty: quality?.empty ?? null,
+      });
+    }
+  }
+  return { info, rows, runs, filesPerTask: filesUsed / tasks.length };
+}
