@@ -89,21 +89,3 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
   for (const x of a) if (b.has(x)) both++;
   return both / (a.size + b.size - both);
 }
-
-/**
- * The chunks to put in a prompt: oldest first, leaving out the file being completed (its text is in
- * the prompt already), the newest that fit within `budget` tokens.
- */
-export function chunksWithin(chunks: readonly ContextChunk[], budget: number, cost: (chunk: ContextChunk) => number, excludePath?: string): ContextChunk[] {
-  const chosen: ContextChunk[] = [];
-  let used = 0;
-  for (let i = chunks.length - 1; i >= 0; i--) {
-    const c = chunks[i];
-    if (c.path === excludePath) continue;
-    const n = cost(c);
-    if (used + n > budget) break;
-    used += n;
-    chosen.unshift(c);
-  }
-  return chosen;
-}

@@ -1,5 +1,5 @@
 import type { ExtraContext, Token } from '../engine/types';
-import { chunksWithin, type ContextChunk } from '../context/extraContextRing';
+import type { ContextChunk } from '../context/extraContextRing';
 import type { PromptContext } from './fimPrompt';
 import type { PromptTemplate } from './templates';
 
@@ -37,17 +37,50 @@ export function buildPromptContext(template: PromptTemplate, tokenize: (text: st
       if (!sections.has(c)) sections.set(c, section(c));
       return sections.get(c)!.length;
     };
-    const chosen = chunksWithin(files, maxTokens - head.length - current.length, cost, context?.path);
+    const chosen = fitChunks(files, maxTokens - head.length - current.length, section, context?.path);
     if (!chosen.length) return { beforePrompt: [], afterPrefixToken: [] };
-    return { beforePrompt: [...head, ...chosen.flatMap((c) => sections.get(c)!), ...current], afterPrefixToken: [] };
+    return { beforePrompt: [...head, ...chosen.flat(), ...current], afterPrefixToken: [] };
   }
   const comment = lineCommentFor(languageId);
   const block = (c: ContextChunk) => tokenize(`${comment} Path: ${c.path}\n${c.text.split('\n').map((line) => (line ? `${comment} ${line}` : comment)).join('\n')}\n`);
-  const blocks = new Map<ContextChunk, Token[]>();
-  const cost = (c: ContextChunk) => {
-    if (!blocks.has(c)) blocks.set(c, block(c));
-    return blocks.get(c)!.length;
-  };
-  const chosen = chunksWithin(files, maxTokens, cost, context?.path);
-  return { beforePrompt: [], afterPrefixToken: chosen.flatMap((c) => blocks.get(c)!) };
+  return { beforePrompt: [], afterPrefixToken: fitChunks(files, maxTokens, block, context?.path).flat() };
+}
+
+/** Below this many tokens left, a chunk is not cut to fit: a few lines of it say little. */
+const MIN_PARTIAL_TOKENS = 48;
+
+/**
+ * Rendered chunks within `budget` tokens: the newest first, each whole when it fits; the first that
+ * does not is cut to its first lines that do (a 64-line chunk is ~600 tokens, more than a small
+ * model's whole budget), and no older chunk follows. Returned oldest first (see ExtraContextRing).
+ */
+function fitChunks(files: readonly ContextChunk[], budget: number, render: (c: ContextChunk) => Token[], excludePath?: string): Token[][] {
+  const chosen: Token[][] = [];
+  let left = budget;
+  for (let i = files.length - 1; i >= 0 && left > 0; i--) {
+    const c = files[i];
+    if (c.path === excludePath) continue;
+    const whole = render(c);
+    if (whole.length <= left) {
+      chosen.unshift(whole);
+      left -= whole.length;
+      continue;
+    }
+    if (left >= MIN_PARTIAL_TOKENS) {
+      const lines = c.text.split('\n');
+      // Largest number of leading lines that fits (the cost grows with the lines).
+      let lo = 0, hi = lines.length - 1, best: Token[] | null = null;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        const part = render({ path: c.path, text: lines.slice(0, mid).join('\n') });
+        if (part.length <= left) {
+          lo = mid;
+          best = part;
+        } else hi = mid - 1;
+      }
+      if (best && lo > 0) chosen.unshift(best);
+    }
+    break;
+  }
+  return chosen;
 }

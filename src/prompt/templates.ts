@@ -99,7 +99,7 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
 /** Any model with FIM token ids in its metadata (or the usual texts) but no known family. */
 const GENERIC_FIM: TemplateSpec = {
   family: 'generic-fim',
-  label: 'fill-in-the-middle',
+  label: "fill-in-the-middle (the model's FIM tokens)",
   order: 'psm',
   stop: ['<|endoftext|>', '<|fim_pad|>', '<|file_sep|>', '<file_sep>', '<|EOT|>', '<EOT>', '▁<EOT>'],
 };
@@ -144,6 +144,9 @@ export function chooseTemplate(vocab: TemplateVocabulary): PromptTemplate {
   for (const spec of TEMPLATE_SPECS) {
     const prefix = id(spec.prefix), suffix = id(spec.suffix), middle = id(spec.middle);
     if (prefix === undefined || suffix === undefined || (spec.order === 'psm' && middle === undefined)) continue;
+    // A family with file sections always has their tokens: without them it is another model that
+    // borrowed the FIM tokens (the embedded pairs use Qwen's FIM texts alone): generic.
+    if ((spec.repoName && !ids.has(spec.repoName)) || (spec.fileSep && !ids.has(spec.fileSep))) continue;
     // A family's metadata ids, when present, must agree with its texts (else: another model's tokens reused).
     if (vocab.fim && spec.order === 'psm' && (vocab.fim.prefix !== prefix || vocab.fim.suffix !== suffix || vocab.fim.middle !== middle)) continue;
     const repoName = spec.repoName === undefined ? undefined : ids.get(spec.repoName);

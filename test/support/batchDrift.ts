@@ -14,11 +14,14 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
   const ev = session.target.evaluator;
   const seq = sequenceOf(session);
   const tokens = session.vocabulary.tokenize('export function area(r: number): number {\n  return Math.PI * r * r;\n}\n\nconst sizes = [1, 2, 3].map(area);\n');
-  const prompt = tokens.slice(0, 8);
+  // After a prompt as deep as a completion's (~400 tokens): with 2+ threads llama.cpp's attention
+  // splits its work by the cache's length, and a short probe can read 0 where completions drift.
+  const depth = Math.max(8, Math.min(400, Math.floor(session.target.evaluator.capacity / 2) - 40));
+  const prompt = Array.from({ length: depth }, (_, i) => tokens[i % tokens.length]);
   const rest = tokens.slice(8, 32);
   const evaluate = async (batch: number): Promise<Map<number, number>[]> => {
     await session.resetCaches();
-    await ev.append(prompt, 1);
+    for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
     const out: Map<number, number>[] = [];
     for (let i = 0; i < rest.length; i += batch) {
       const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, TOP]));

@@ -60,6 +60,18 @@ describe('extra context in the prompt', () => {
     assert.ok(p.prefixTokens < 300);
   });
 
+  it('cuts the newest chunk to its first lines when it does not fit whole, and adds nothing older', () => {
+    const tokens = vocabTokens(false);
+    const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
+    const big = Array.from({ length: 64 }, (_, i) => `const v${i} = ${i};`).join('\n');
+    const context = buildPromptContext(template, tokenize, { files: [{ path: 'old.ts', text: 'old' }, { path: 'big.ts', text: big }] }, 120, 'typescript');
+    const text = detok(context.afterPrefixToken, tokens);
+    assert.ok(context.afterPrefixToken.length <= 120 && context.afterPrefixToken.length > 80, `${context.afterPrefixToken.length} tokens`);
+    assert.ok(text.startsWith('// Path: big.ts\n// const v0 = 0;\n'), text);
+    assert.ok(!text.includes('old'));
+    assert.ok(text.endsWith(';\n'), 'whole lines only');
+  });
+
   it('typing after the context appends to the prompt (its KV stays cached)', () => {
     const tokens = vocabTokens(true);
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });

@@ -2,7 +2,7 @@
 // replaced, stable order (adding appends), budgeted selection that leaves out the current file.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chunksWithin, ExtraContextRing, jaccard } from '../../src/context/extraContextRing';
+import { ExtraContextRing, jaccard } from '../../src/context/extraContextRing';
 
 const file = (n: number, tag = 'a') => Array.from({ length: n }, (_, i) => `const ${tag}${i} = ${i};`).join('\n');
 
@@ -48,19 +48,6 @@ describe('extra context ring', () => {
     const before = ring.chunks;
     ring.add('c.ts', file(10, 'c'));
     assert.deepEqual(ring.chunks.slice(0, 2), before);
-  });
-
-  it('chooses the newest chunks within the budget, oldest first, without the current file', () => {
-    const chunks = [
-      { path: 'a.ts', text: 'aaaa' },
-      { path: 'cur.ts', text: 'cccc' },
-      { path: 'b.ts', text: 'bbbb' },
-      { path: 'd.ts', text: 'dddd' },
-    ];
-    const cost = (c: { text: string }) => c.text.length;
-    assert.deepEqual(chunksWithin(chunks, 8, cost, 'cur.ts').map((c) => c.path), ['b.ts', 'd.ts']);
-    assert.deepEqual(chunksWithin(chunks, 100, cost, 'cur.ts').map((c) => c.path), ['a.ts', 'b.ts', 'd.ts']);
-    assert.deepEqual(chunksWithin(chunks, 3, cost), []);
   });
 
   it('removes a file and clears', () => {

@@ -134,6 +134,8 @@ describe('prompt templates per model family', () => {
     // Qwen's FIM texts without its repo tokens (the embedded pairs): not the repo-level family.
     const embedded = chooseTemplate({ tokens: ['<|endoftext|>', '<|fim_prefix|>', '<|fim_middle|>', '<|fim_suffix|>'], fim: { prefix: 1, suffix: 3, middle: 2 } });
     assert.equal(embedded.repoLevel, false);
+    assert.equal(embedded.family, 'generic-fim');
+    assert.deepEqual(embedded.ids, { prefix: 1, suffix: 3, middle: 2 });
     // Metadata naming other tokens than a family's texts: the metadata wins (generic).
     const conflicting = chooseTemplate({ tokens: ['<fim_prefix>', '<fim_suffix>', '<fim_middle>', '<p>', '<s>', '<m>'], fim: { prefix: 3, suffix: 4, middle: 5 } });
     assert.equal(conflicting.family, 'generic-fim');
