@@ -11,8 +11,8 @@ import type { CompletionRequest, ExtraContext, ModelSettings } from '../src/engi
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { BenchTask, SourceFile } from './corpus';
 import { engineDocument, shownText } from './engineView';
-import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
-import { median, Progress } from './stats';
+import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
+import { Progress } from './stats';
 
 /** Other files a task gets, at most. */
 const CONTEXT_FILES = 4;
@@ -21,28 +21,15 @@ export const EXTRA_CONTEXT_TOKENS = 256;
 type Variant = 'none' | 'extra';
 type Case = 'cold' | 'keystroke';
 
-interface Run {
+interface Run extends TimedCompletion {
   task: number;
   variant: Variant;
   case: Case;
-  latencyMs: number;
-  ttftMs: number;
-  promptTokens: number;
-  promptTokensEvaluated: number;
-  quality: QualityScore;
 }
 
-export interface ExtraContextRow {
+export interface ExtraContextRow extends TimedSummary {
   variant: Variant;
   case: Case;
-  tasks: number;
-  latencyMedianMs: number | null;
-  ttftMedianMs: number | null;
-  promptTokensMedian: number | null;
-  promptTokensEvaluatedMedian: number | null;
-  firstLineExact: number | null;
-  similarity: number | null;
-  empty: number | null;
 }
 
 const IMPORT = /(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
@@ -102,22 +89,7 @@ export async function regimeExtraContext(tasks: BenchTask[], files: readonly Sou
   await session.dispose();
   const rows: ExtraContextRow[] = [];
   for (const kase of ['cold', 'keystroke'] as Case[]) {
-    for (const variant of ['none', 'extra'] as Variant[]) {
-      const rs = runs.filter((r) => r.variant === variant && r.case === kase);
-      const quality = summarizeQuality(rs.map((r) => r.quality));
-      rows.push({
-        variant,
-        case: kase,
-        tasks: rs.length,
-        latencyMedianMs: median(rs.map((r) => r.latencyMs)),
-        ttftMedianMs: median(rs.map((r) => r.ttftMs)),
-        promptTokensMedian: median(rs.map((r) => r.promptTokens)),
-        promptTokensEvaluatedMedian: median(rs.map((r) => r.promptTokensEvaluated)),
-        firstLineExact: quality?.firstLineExact ?? null,
-        similarity: quality?.similarity ?? null,
-        empty: quality?.empty ?? null,
-      });
-    }
+    for (const variant of ['none', 'extra'] as Variant[]) rows.push({ variant, case: kase, ...summarizeTimed(runs.filter((r) => r.variant === variant && r.case === kase)) });
   }
   return { info, rows, runs, filesPerTask: filesUsed / tasks.length };
 }

@@ -7,34 +7,21 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenc
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';
 import { engineDocument, shownText } from './engineView';
-import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
-import { median, Progress } from './stats';
+import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
+import { Progress } from './stats';
 
 export const LAYOUTS: PromptLayout[] = ['standard', 'lineAnchored'];
 type Case = 'cold' | 'keystroke';
 
-interface LayoutRun {
+interface LayoutRun extends TimedCompletion {
   task: number;
   layout: PromptLayout;
   case: Case;
-  latencyMs: number;
-  ttftMs: number;
-  promptTokens: number;
-  promptTokensEvaluated: number;
-  quality: QualityScore;
 }
 
-export interface LayoutRow {
+export interface LayoutRow extends TimedSummary {
   layout: PromptLayout;
   case: Case;
-  tasks: number;
-  latencyMedianMs: number | null;
-  ttftMedianMs: number | null;
-  promptTokensMedian: number | null;
-  promptTokensEvaluatedMedian: number | null;
-  firstLineExact: number | null;
-  similarity: number | null;
-  empty: number | null;
 }
 
 export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void }) {
@@ -68,22 +55,7 @@ export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string
   await session.dispose();
   const rows: LayoutRow[] = [];
   for (const kase of ['keystroke', 'cold'] as Case[]) {
-    for (const layout of LAYOUTS) {
-      const rs = runs.filter((r) => r.layout === layout && r.case === kase);
-      const quality = summarizeQuality(rs.map((r) => r.quality));
-      rows.push({
-        layout,
-        case: kase,
-        tasks: rs.length,
-        latencyMedianMs: median(rs.map((r) => r.latencyMs)),
-        ttftMedianMs: median(rs.map((r) => r.ttftMs)),
-        promptTokensMedian: median(rs.map((r) => r.promptTokens)),
-        promptTokensEvaluatedMedian: median(rs.map((r) => r.promptTokensEvaluated)),
-        firstLineExact: quality?.firstLineExact ?? null,
-        similarity: quality?.similarity ?? null,
-        empty: quality?.empty ?? null,
-      });
-    }
+    for (const layout of LAYOUTS) rows.push({ layout, case: kase, ...summarizeTimed(runs.filter((r) => r.layout === layout && r.case === kase)) });
   }
   return { info, rows, runs };
 }

@@ -3,6 +3,7 @@
 // What is scored is the text the user would see (the completion after the engine's post-processing)
 // against `truth`, what the file really has after the cursor. Both metrics compare text without
 // trailing whitespace: it is invisible in ghost text and the post-processing drops it anyway.
+import { median } from './stats';
 
 /**
  * Where the first line with content ends (its line break, or the end of the text). Blank lines and
@@ -100,5 +101,41 @@ export function summarizeQuality(scores: readonly QualityScore[]): QualitySummar
     firstLineExact: scores.filter((s) => s.firstLineExact).length / scores.length,
     similarity: scores.reduce((n, s) => n + s.similarity, 0) / scores.length,
     empty: scores.filter((s) => s.empty).length / scores.length,
+  };
+}
+
+/** One completion as the latency regimes (4, 6) record it. */
+export interface TimedCompletion {
+  latencyMs: number;
+  ttftMs: number;
+  promptTokens: number;
+  promptTokensEvaluated: number;
+  quality: QualityScore;
+}
+
+/** Medians of a group of timed completions, with their quality. */
+export interface TimedSummary {
+  tasks: number;
+  latencyMedianMs: number | null;
+  ttftMedianMs: number | null;
+  promptTokensMedian: number | null;
+  promptTokensEvaluatedMedian: number | null;
+  firstLineExact: number | null;
+  similarity: number | null;
+  empty: number | null;
+}
+
+export function summarizeTimed(rs: readonly TimedCompletion[]): TimedSummary {
+  const med = median;
+  const quality = summarizeQuality(rs.map((r) => r.quality));
+  return {
+    tasks: rs.length,
+    latencyMedianMs: med(rs.map((r) => r.latencyMs)),
+    ttftMedianMs: med(rs.map((r) => r.ttftMs)),
+    promptTokensMedian: med(rs.map((r) => r.promptTokens)),
+    promptTokensEvaluatedMedian: med(rs.map((r) => r.promptTokensEvaluated)),
+    firstLineExact: quality?.firstLineExact ?? null,
+    similarity: quality?.similarity ?? null,
+    empty: quality?.empty ?? null,
   };
 }
