@@ -4,10 +4,10 @@ import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvalua
 
 /**
  * How the greedy token after each output position is read:
- * - `direct`: node-llama-cpp's batch decoder and native greedy samplers created once per evaluator
+ * - `direct`: node-llama-cpp's batch decoder and one native greedy sampler created once per evaluator
  *   (bench/PROFILE.md: the library's `controlledEvaluate` sets up a sampler per call and per
- *   position, and chains the positions' sampling one after another, 0.2-0.5 ms a step outside the
- *   forward pass: a third of a small target's whole step);
+ *   position, and chains the positions' sampling one after another: 0.26-0.81 ms a step outside the
+ *   forward pass on the tiny target, about a fifth of its step);
  * - `library`: `controlledEvaluate`, the public API, when the internals `direct` needs are missing
  *   (another node-llama-cpp version) — slower, same tokens.
  */
@@ -65,8 +65,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   evaluations = 0;
   private currentPath: EvaluatorPath;
   private readonly internals: { seq: SequenceInternals; model: ModelInternals } | null;
-  private readonly samplers: NativeSampler[] = [];
-
+  private sampler: NativeSampler | undefined;
 
   /** `model` enables the direct path; `forcePath` is for tests and the profile. */
   constructor(
@@ -171,15 +170,14 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     return out;
   }
 
-  /** Native greedy samplers made once for the evaluator's life (the library makes one per call). */
+  /** The native greedy sampler, made once for the evaluator's life (the library makes one per call). */
   private greedySampler(internals: { seq: SequenceInternals; model: ModelInternals }): NativeSampler {
-    if (this.samplers.length === 0) {
+    if (!this.sampler) {
       const { model, seq } = internals;
-      const sampler = new model._llama._bindings.AddonSampler(model._model);
-      sampler.applyConfig(seq._resolveSamplerConfig({ temperature: 0 }));
-      this.samplers.push(sampler);
+      this.sampler = new model._llama._bindings.AddonSampler(model._model);
+      this.sampler.applyConfig(seq._resolveSamplerConfig({ temperature: 0 }));
     }
-    return this.samplers[0];
+    return this.sampler;
   }
 
   async truncate(length: number): Promise<void> {
@@ -196,6 +194,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
 
   /** Frees the native sampler (the context and its sequence belong to the caller). */
   async dispose(): Promise<void> {
-    for (const sampler of this.samplers.splice(0)) sampler.dispose();
+    this.sampler?.dispose();
+    this.sampler = undefined;
   }
 }
