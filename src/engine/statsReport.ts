@@ -43,6 +43,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
       `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${s.bySource.draft.acceptedTokens}/${s.bySource.draft.proposedTokens} in ${s.bySource.draft.steps} proposals) |`,
       `| time in target / draft | ${ms(s.targetMs)} / ${ms(s.draftMs)} |`,
       `| stop reason | ${s.stopReason} |`,
+      `| extra context | ${s.extraContext ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}` : 'none'} |`,
     );
   }
   const a = stats.aggregate();

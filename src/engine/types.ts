@@ -88,6 +88,8 @@ export interface CompletionStats {
   stopReason: StopReason;
   /** What the speculation policy has learned on this machine, after this completion. */
   policy?: PolicySnapshot;
+  /** Extra context that went into the prompt (absent: none). */
+  extraContext?: { files: number; tokens: number; repoLevel: boolean };
 }
 
 export interface PolicySnapshot {

@@ -1,6 +1,6 @@
 import type { Llama, LlamaContext, LlamaModel, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import * as os from 'node:os';
-import type { CompletionRequest, CompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../engine/types';
+import type { CompletionRequest, CompletionResult, CompletionStats, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../engine/types';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
@@ -193,8 +193,12 @@ export class InferenceSession {
     const extra = request.extraContext;
     // The file's own text matters most: other files get at most a third of the prompt.
     const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
+    this.lastExtraContext = context?.files ? { files: context.files, tokens: context.beforePrompt.length + context.afterPrefixToken.length, repoLevel: context.beforePrompt.length > 0 } : undefined;
     return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
   }
+
+  /** What the last prompt built showed of the user's other files (for the completion's stats). */
+  private lastExtraContext: CompletionStats['extraContext'];
 
   /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
   private readonly chunkTokens = new Map<string, Token[]>();
@@ -245,6 +249,7 @@ export class InferenceSession {
         signal,
         profile: overrides.profile,
       });
+      if (this.lastExtraContext) stats.extraContext = this.lastExtraContext;
       // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
       const { blank } = splitTrailingBlank(request.prefix);
       const text = blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText;

@@ -1,6 +1,6 @@
 import type { ExtraContext, Token } from '../engine/types';
 import type { ContextChunk } from '../context/extraContextRing';
-import type { PromptContext } from './fimPrompt';
+import { NO_CONTEXT, type PromptContext } from './fimPrompt';
 import type { PromptTemplate } from './templates';
 
 /** Line comment starts by language, for templates without file sections (Continue does the same). */
@@ -26,7 +26,7 @@ export function lineCommentFor(languageId: string | undefined): string {
  */
 export function buildPromptContext(template: PromptTemplate, tokenize: (text: string) => Token[], context: Omit<ExtraContext, 'maxTokens'> | undefined, maxTokens: number, languageId?: string): PromptContext {
   const files = context?.files ?? [];
-  if (!files.length || maxTokens <= 0) return { beforePrompt: [], afterPrefixToken: [] };
+  if (!files.length || maxTokens <= 0) return NO_CONTEXT;
   const { repoName, fileSep } = template.ids;
   if (template.repoLevel && repoName !== undefined && fileSep !== undefined) {
     const head = [repoName, ...tokenize(`${context?.repoName ?? 'repo'}\n`)];
@@ -38,12 +38,13 @@ export function buildPromptContext(template: PromptTemplate, tokenize: (text: st
       return sections.get(c)!.length;
     };
     const chosen = fitChunks(files, maxTokens - head.length - current.length, section, context?.path);
-    if (!chosen.length) return { beforePrompt: [], afterPrefixToken: [] };
-    return { beforePrompt: [...head, ...chosen.flat(), ...current], afterPrefixToken: [] };
+    if (!chosen.length) return NO_CONTEXT;
+    return { beforePrompt: [...head, ...chosen.flat(), ...current], afterPrefixToken: [], files: chosen.length };
   }
   const comment = lineCommentFor(languageId);
   const block = (c: ContextChunk) => tokenize(`${comment} Path: ${c.path}\n${c.text.split('\n').map((line) => (line ? `${comment} ${line}` : comment)).join('\n')}\n`);
-  return { beforePrompt: [], afterPrefixToken: fitChunks(files, maxTokens, block, context?.path).flat() };
+  const chosen = fitChunks(files, maxTokens, block, context?.path);
+  return { beforePrompt: [], afterPrefixToken: chosen.flat(), files: chosen.length };
 }
 
 /** Below this many tokens left, a chunk is not cut to fit: a few lines of it say little. */

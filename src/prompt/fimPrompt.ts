@@ -128,9 +128,11 @@ function fitShares(prefixTokens: Token[], suffixTokens: Token[], available: numb
 export interface PromptContext {
   beforePrompt: Token[];
   afterPrefixToken: Token[];
+  /** How many files (chunks) the tokens show (Show Stats). */
+  files: number;
 }
 
-export const NO_CONTEXT: PromptContext = { beforePrompt: [], afterPrefixToken: [] };
+export const NO_CONTEXT: PromptContext = { beforePrompt: [], afterPrefixToken: [], files: 0 };
 
 /**
  * Where the middle starts: at the newline that opens the cursor's group of `lines` lines, counted

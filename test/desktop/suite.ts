@@ -2,8 +2,10 @@
 // `npm run test:desktop`). Plain node:assert, no test framework: run() rejects on the first failure.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DraftlineController } from '../../src/vscode/controller';
+import { readVocabFromGguf, writeRandomLlamaModel } from '../support/ggufWriter';
 
 const COMMANDS = ['toggleCompletions', 'toggleSpeculation', 'toggleNgram', 'selectTargetModel', 'selectDraftModel', 'showStats', 'showLog', 'showMenu'].map((c) => `draftline.${c}`);
 
@@ -49,6 +51,41 @@ export async function run(): Promise<void> {
     await until(() => (controller.engine.mode === 'plain' ? true : undefined), 5000, 'plain mode');
     await config.update('speculation.enabled', undefined, vscode.ConfigurationTarget.Global);
     await until(() => (controller.engine.mode === 'hybrid' ? true : undefined), 5000, 'hybrid mode');
+  }]);
+
+  checks.push(['a model with Qwen-style repo tokens gets repo-level prompts, with a file the user left as extra context', async () => {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    assert.ok(folder, 'a workspace folder');
+    const config = vscode.workspace.getConfiguration('draftline');
+    const model = path.join(folder, 'qwen-repo-tokens.gguf');
+    const vocab = await readVocabFromGguf(path.join(extension!.extensionPath, 'models', 'tiny-code-target.gguf'));
+    await writeRandomLlamaModel(model, {
+      seed: 3, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64, vocab, fim: false,
+      specialTokens: ['<|fim_prefix|>', '<|fim_middle|>', '<|fim_suffix|>', '<|fim_pad|>', '<|repo_name|>', '<|file_sep|>'],
+      fimTokens: { prefix: '<|fim_prefix|>', suffix: '<|fim_suffix|>', middle: '<|fim_middle|>' },
+    });
+    try {
+      await config.update('targetModel', model, vscode.ConfigurationTarget.Global);
+      await config.update('draftModel', 'none', vscode.ConfigurationTarget.Global);
+      const models = await until(() => (controller.models?.target.path === model ? controller.models : undefined), 60_000, 'the repo-token model');
+      assert.equal(models.promptTemplate, 'Qwen2.5-Coder (repo-level)');
+      fs.writeFileSync(path.join(folder, 'util.ts'), 'export function twice(x: number): number {\n  return 2 * x;\n}\n');
+      fs.writeFileSync(path.join(folder, 'main.ts'), "import { twice } from './util';\n\nexport const four = twice(");
+      // Open util.ts, then leave it for main.ts: the code around its cursor joins the ring.
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(path.join(folder, 'util.ts')));
+      const main = await vscode.workspace.openTextDocument(path.join(folder, 'main.ts'));
+      await vscode.window.showTextDocument(main);
+      const end = main.lineAt(main.lineCount - 1).range.end;
+      await controller.provider.provideInlineCompletionItems(main, end, { triggerKind: vscode.InlineCompletionTriggerKind.Invoke, selectedCompletionInfo: undefined }, new vscode.CancellationTokenSource().token);
+      const extra = controller.engine.stats.last?.stats?.extraContext;
+      assert.ok(extra, 'the completion had extra context');
+      assert.equal(extra.repoLevel, true, JSON.stringify(extra));
+      assert.ok(extra.files >= 1 && extra.tokens > 0, JSON.stringify(extra));
+    } finally {
+      await config.update('targetModel', undefined, vscode.ConfigurationTarget.Global);
+      await config.update('draftModel', undefined, vscode.ConfigurationTarget.Global);
+      await until(() => (controller.models?.target.name === 'draftline-code-target' ? true : undefined), 60_000, 'the embedded models back');
+    }
   }]);
 
   // Results also go to a file when asked: in code-server the extension host's console is not ours.

@@ -36,6 +36,6 @@ describe('extension-host suite in code-server', { skip: e2eUnavailableReason() ?
       return /^done$|^not ok/m.test(t) ? t : undefined;
     }, { timeoutMs: 180_000, what: 'the extension-host suite to finish', describe: () => server!.logTail() });
     assert.doesNotMatch(text, /^not ok/m, text);
-    assert.equal((text.match(/^ok - /gm) ?? []).length, 5, text);
+    assert.equal((text.match(/^ok - /gm) ?? []).length, 6, text);
   });
 });

@@ -51,8 +51,9 @@ describe('extra context in the prompt', () => {
     // Head (<|repo_name|>r\n: 3) + current (<|file_sep|>src/cur.ts\n: 12) leave 35: only b.ts (29) fits.
     assert.equal(detok(small.beforePrompt, tokens), '<|repo_name|>r\n<|file_sep|>src/b.ts\nexport const B = 2;\n<|file_sep|>src/cur.ts\n');
     assert.ok(small.beforePrompt.length <= 50);
-    assert.deepEqual(buildPromptContext(template, tokenize, { files, path: 'src/cur.ts' }, 10), { beforePrompt: [], afterPrefixToken: [] });
-    assert.deepEqual(buildPromptContext(template, tokenize, undefined, 100), { beforePrompt: [], afterPrefixToken: [] });
+    assert.equal(small.files, 1);
+    assert.deepEqual(buildPromptContext(template, tokenize, { files, path: 'src/cur.ts' }, 10), { beforePrompt: [], afterPrefixToken: [], files: 0 });
+    assert.deepEqual(buildPromptContext(template, tokenize, undefined, 100), { beforePrompt: [], afterPrefixToken: [], files: 0 });
     // The whole prompt stays within its budget: the prefix gives way.
     const long = 'y'.repeat(300);
     const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, long, '', 200, 'standard', 8, small);
