@@ -24,6 +24,9 @@ export interface DecodeOverrides {
   profile?: StepProfile;
 }
 
+/** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
+export const EXTRA_CONTEXT_KEY = 'extra-context:';
+
 export const DEFAULT_SPECULATION: SpeculationSettings = {
   maxProposal: 8,
   ngramMinMatch: 3,
@@ -197,6 +200,18 @@ export class InferenceSession {
     return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
   }
 
+  /**
+   * The extra context's chunks go into the n-gram index too (as llama.vscode's do), under their own
+   * keys: they stay there after their files are closed, as long as the ring keeps them. Indexed only
+   * when a chunk's text changed since the last request.
+   */
+  private indexExtraContext(request: CompletionRequest): void {
+    for (const file of request.extraContext?.files ?? []) {
+      const key = `${EXTRA_CONTEXT_KEY}${file.path}`;
+      if (this.documents.documentText(key) !== file.text) this.documents.setDocument(key, file.text);
+    }
+  }
+
   /** What the last prompt built showed of the user's other files (for the completion's stats). */
   private lastExtraContext: CompletionStats['extraContext'];
 
@@ -233,6 +248,7 @@ export class InferenceSession {
 
   private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
     const prompt = this.promptFor(request);
+    this.indexExtraContext(request);
     const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;

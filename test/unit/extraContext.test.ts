@@ -1,8 +1,11 @@
 // The extra-context ring (src/context/extraContextRing.ts): bounded, newest last, near-duplicates
 // replaced, stable order (adding appends), budgeted selection that leaves out the current file.
 import assert from 'node:assert/strict';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { ExtraContextRing, jaccard } from '../../src/context/extraContextRing';
+import { DEFAULT_SPECULATION, EXTRA_CONTEXT_KEY, InferenceSession } from '../../src/inference/inferenceSession';
+import { embeddedPairPaths } from '../../src/models/embedded';
 
 const file = (n: number, tag = 'a') => Array.from({ length: n }, (_, i) => `const ${tag}${i} = ${i};`).join('\n');
 
@@ -59,5 +62,22 @@ describe('extra context ring', () => {
     ring.clear();
     assert.equal(ring.chunks.length, 0);
     assert.equal(jaccard(new Set(['x']), new Set(['x', 'y'])), 0.5);
+  });
+
+  it('a request\'s chunks reach the prompt and the n-gram index (kept while the ring keeps them)', async () => {
+    const pair = embeddedPairPaths(path.resolve(__dirname, '../..'), 'tiny');
+    const session = await InferenceSession.load({ targetModel: pair.target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 256 }, DEFAULT_SPECULATION, () => undefined);
+    try {
+      const util = 'export function twice(x: number): number {\n  return 2 * x;\n}\n';
+      const request = { prefix: 'const y = ', suffix: ';\n', maxTokens: 4, mode: 'ngram' as const, languageId: 'typescript', extraContext: { files: [{ path: 'util.ts', text: util }], path: 'main.ts', maxTokens: 64 } };
+      const withContext = await session.complete(request);
+      assert.ok(withContext.stats.extraContext && withContext.stats.extraContext.files === 1 && withContext.stats.extraContext.tokens > 0, JSON.stringify(withContext.stats.extraContext));
+      assert.equal(session.documents.documentText(`${EXTRA_CONTEXT_KEY}util.ts`), util);
+      const without = await session.complete({ ...request, extraContext: undefined });
+      assert.equal(without.stats.extraContext, undefined);
+      assert.ok(without.stats.promptTokens < withContext.stats.promptTokens);
+    } finally {
+      await session.dispose();
+    }
   });
 });
