@@ -1,6 +1,7 @@
 // Times the native calls of a node-llama-cpp context by wrapping its binding object (the library's
 // methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token.
 import type { InferenceSession } from '../src/inference/inferenceSession';
+import { median } from './stats';
 
 /** Native time spent in the context's binding, by call. */
 export interface NativeClock {
@@ -58,3 +59,26 @@ export function clockNative(session: InferenceSession): NativeClock {
   return clock;
 }
 
+/** Median raw forward pass (decodeBatch alone) of b tokens with an output each, at `depth` cached tokens. */
+export async function measureForwardPass(session: InferenceSession, clock: NativeClock, sizes: number[], depth: number): Promise<Record<number, number>> {
+  const ev = session.target.evaluator;
+  await session.resetCaches();
+  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
+  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
+  // Sizes interleaved, round after round, the first round left out: a batch size measured right
+  // after another pays for the switch (llama.cpp re-plans its graph), and a block of one size would
+  // carry that cost into one size only.
+  const times = new Map<number, number[]>(sizes.map((b) => [b, []]));
+  for (let round = 0; round < 10; round++) {
+    for (const b of sizes) {
+      const before = clock.decodeMs;
+      await ev.append(Array.from({ length: b }, (_, i) => 200 + i + round), b);
+      if (round > 0) times.get(b)!.push(clock.decodeMs - before);
+      await ev.truncate(depth);
+    }
+  }
+  const out: Record<number, number> = {};
+  for (const b of sizes) out[b] = median(times.get(b)!)!;
+  await session.resetCaches();
+  return out;
+}

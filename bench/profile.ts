@@ -19,7 +19,7 @@ import { engineDocument } from './engineView';
 import { OracleProposer } from './oracleProposer';
 import { fmt, median } from './stats';
 import { benchTarget } from './targets';
-import { clockNative, type NativeClock } from './nativeClock';
+import { clockNative, measureForwardPass } from './nativeClock';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
@@ -51,27 +51,6 @@ interface StepRow {
   v: number;
   v1: number;
   batch: number;
-}
-
-/** Median raw forward pass (decodeBatch alone) of b tokens with an output each, at `depth` cached tokens. */
-async function rawVerifyCost(session: InferenceSession, clock: NativeClock, sizes: number[], depth: number): Promise<Record<number, number>> {
-  const ev = session.target.evaluator;
-  await session.resetCaches();
-  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
-  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
-  const out: Record<number, number> = {};
-  for (const b of sizes) {
-    const times: number[] = [];
-    for (let rep = 0; rep < 15; rep++) {
-      const before = clock.decodeMs;
-      await ev.append(Array.from({ length: b }, (_, i) => 200 + i + rep), b);
-      if (rep >= 3) times.push(clock.decodeMs - before);
-      await ev.truncate(depth);
-    }
-    out[b] = median(times)!;
-  }
-  await session.resetCaches();
-  return out;
 }
 
 /**
@@ -117,7 +96,7 @@ async function profileTarget(name: string): Promise<{ rows: StepRow[]; v: Record
   const requests = tasks.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens: MAX_TOKENS }));
   // At the prompts' depth: attention over the prompt is much of a small model's forward pass.
   const depth = Math.round(median(requests.map((r) => session.promptFor(r).length))!);
-  const v = await rawVerifyCost(session, clock, [1, K + 1], depth);
+  const v = await measureForwardPass(session, clock, [1, K + 1], depth);
   const rows: StepRow[] = [];
   let totalDiffering = 0;
   // library: controlledEvaluate (before); direct: our batch + one reused sampler, outputs read in

@@ -24,7 +24,7 @@ import { scoreCompletion, summarizeQuality, type QualityScore } from './quality'
 import { fmt, median, pct, percentile, Progress } from './stats';
 import { LlamaServer } from './llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
-import { clockNative, meanForwardMs, type NativeClock } from './nativeClock';
+import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget } from './targets';
 import type { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
 
@@ -286,7 +286,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   // The raw forward pass V(b) (decodeBatch alone), at the depth the decode steps run at: attention
   // over a 700-token prompt costs a small model more than its weights do.
   const depth = Math.round(median(requests.map((r) => session.promptFor(r).length))!);
-  const verify = await measureVerifyCost(session, clock, [1, 2, 4, k + 1, 8], depth);
+  const verify = await measureForwardPass(session, clock, [1, 2, 4, k + 1, 8], depth);
   const ties = await tieCheck(session);
   // From here on, the forward passes of the runs themselves (by batch size) are what "possible" uses.
   clock.bySize.clear();
@@ -372,30 +372,6 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
     };
   });
   return { target: targetName, model: { path: path.relative(ROOT, file), sizeMB, note: target.note }, backend, evaluatorPath, depth, verifyCostMs: verify, inRunVerifyMs: inRun, ties, tasks: chosen.length, sweep };
-}
-
-/** Median raw forward pass (decodeBatch alone) of b tokens with an output each, at `depth` cached tokens. */
-async function measureVerifyCost(session: InferenceSession, clock: NativeClock, sizes: number[], depth: number): Promise<Record<number, number>> {
-  const ev = session.target.evaluator;
-  await session.resetCaches();
-  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
-  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
-  // Sizes interleaved, round after round, the first round left out: a batch size measured right
-  // after another pays for the switch (llama.cpp re-plans its graph), and a block of one size would
-  // carry that cost into one size only.
-  const times = new Map<number, number[]>(sizes.map((b) => [b, []]));
-  for (let round = 0; round < 10; round++) {
-    for (const b of sizes) {
-      const before = clock.decodeMs;
-      await ev.append(Array.from({ length: b }, (_, i) => 200 + i + round), b);
-      if (round > 0) times.get(b)!.push(clock.decodeMs - before);
-      await ev.truncate(depth);
-    }
-  }
-  const out: Record<number, number> = {};
-  for (const b of sizes) out[b] = median(times.get(b)!)!;
-  await session.resetCaches();
-  return out;
 }
 
 /** Regime 3: if a model produced exactly the file's true continuation, what would n-gram reuse get accepted? */

@@ -24,6 +24,9 @@ export interface DecodeOverrides {
   profile?: StepProfile;
 }
 
+/** What a prompt is laid out from. */
+type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
+
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
@@ -189,15 +192,21 @@ export class InferenceSession {
   }
 
   /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
-  promptFor(request: Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>): Token[] {
+  promptFor(request: PromptRequest): Token[] {
+    return this.layoutPrompt(request).tokens;
+  }
+
+  /** The prompt's tokens and what its extra context showed (for the completion's stats). */
+  private layoutPrompt(request: PromptRequest): { tokens: Token[]; extraContext: CompletionStats['extraContext'] } {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
     const extra = request.extraContext;
     // The file's own text matters most: other files get at most a third of the prompt.
     const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
-    this.lastExtraContext = context?.files ? { files: context.files, tokens: context.beforePrompt.length + context.afterPrefixToken.length, repoLevel: context.beforePrompt.length > 0 } : undefined;
-    return buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
+    const tokens = buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
+    const extraContext = context?.files ? { files: context.files, tokens: context.beforePrompt.length + context.afterPrefixToken.length, repoLevel: context.beforePrompt.length > 0 } : undefined;
+    return { tokens, extraContext };
   }
 
   /**
@@ -211,9 +220,6 @@ export class InferenceSession {
       if (this.documents.documentText(key) !== file.text) this.documents.setDocument(key, file.text);
     }
   }
-
-  /** What the last prompt built showed of the user's other files (for the completion's stats). */
-  private lastExtraContext: CompletionStats['extraContext'];
 
   /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
   private readonly chunkTokens = new Map<string, Token[]>();
@@ -247,7 +253,7 @@ export class InferenceSession {
   }
 
   private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
-    const prompt = this.promptFor(request);
+    const { tokens: prompt, extraContext } = this.layoutPrompt(request);
     this.indexExtraContext(request);
     const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
@@ -265,7 +271,7 @@ export class InferenceSession {
         signal,
         profile: overrides.profile,
       });
-      if (this.lastExtraContext) stats.extraContext = this.lastExtraContext;
+      if (extraContext) stats.extraContext = extraContext;
       // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
       const { blank } = splitTrailingBlank(request.prefix);
       const text = blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText;
