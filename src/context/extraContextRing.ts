@@ -1,3 +1,5 @@
+import type { ContextChunk } from '../engine/types';
+
 /**
  * Chunks of the user's other code to show the model before the current file (extra context), kept
  * the way llama.vscode keeps them: a ring of at most `maxChunks` chunks of at most `chunkLines`
@@ -6,14 +8,9 @@
  * to the prompt's extra-context section and the KV cache of the chunks before it stays valid; only
  * an eviction or a replacement changes what comes earlier.
  *
- * Sources (the VS Code layer decides): text around an edit in another file, the visible range of a
- * file the user looks at, text the user copies. Nothing leaves the machine.
+ * Sources (the VS Code layer decides, vscode/extraContext.ts): the code around the cursor of a file
+ * the user leaves or saves. Nothing leaves the machine.
  */
-export interface ContextChunk {
-  /** Workspace-relative path (shown to the model as the file's name). */
-  path: string;
-  text: string;
-}
 
 export interface ExtraContextOptions {
   maxChunks: number;
@@ -30,7 +27,7 @@ interface Kept extends ContextChunk {
 
 export class ExtraContextRing {
   private kept: Kept[] = [];
-  /** Bumped on every change: callers resend the chunks only when it moved. */
+  /** Bumped on every change (a chunk seen again changes nothing: the prompt's KV stays valid). */
   version = 0;
 
   constructor(private readonly options: ExtraContextOptions = DEFAULT_EXTRA_CONTEXT) {}

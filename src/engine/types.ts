@@ -50,9 +50,16 @@ export interface CompletionRequest {
   extraContext?: ExtraContext;
 }
 
+/** A piece of one of the user's other files (context/extraContextRing.ts). */
+export interface ContextChunk {
+  /** Workspace-relative path (shown to the model as the file's name). */
+  path: string;
+  text: string;
+}
+
 /** Chunks of other files for the prompt (see context/extraContextRing.ts), with their token budget. */
 export interface ExtraContext {
-  files: { path: string; text: string }[];
+  files: ContextChunk[];
   /** Path of the file being completed, workspace-relative. */
   path?: string;
   /** Workspace folder name (repo-level templates name the repository). */

@@ -57,19 +57,17 @@ export class InferenceSession {
   private running: Promise<unknown> = Promise.resolve();
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
   promptLayout: PromptLayout = 'lineAnchored';
-  /** The target's prompt template, chosen from its vocabulary (prompt/templates.ts). */
-  readonly template: PromptTemplate;
 
   private constructor(
     readonly llama: Llama,
     readonly target: LoadedModel,
     readonly draft: LoadedModel | null,
     readonly info: LoadedModelsInfo,
+    readonly template: PromptTemplate,
     speculation: SpeculationSettings,
     private readonly log: RuntimeLog,
   ) {
     this.speculation = { ...speculation };
-    this.template = chooseTemplate({ tokens: target.info.tokens, fim: target.info.fim });
     this.policy = new SpeculationPolicy(this.speculation);
     this.documents = new NgramIndex({
       minN: speculation.ngramMinMatch,
@@ -128,6 +126,8 @@ export class InferenceSession {
       throw error;
     }
     const done = performance.now();
+    // The target's prompt template, chosen from its vocabulary (prompt/templates.ts).
+    const template = chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim });
     const info: LoadedModelsInfo = {
       target: describe(targetInfo),
       draft: draft ? describe(draft.info) : null,
@@ -137,7 +137,7 @@ export class InferenceSession {
       contextSize: target.context.contextSize,
       threads,
       promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
-      promptTemplate: chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim }).spec.label,
+      promptTemplate: template.spec.label,
       loadTimings: {
         workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
         inspectMs: round1(inspected - started),
@@ -151,7 +151,7 @@ export class InferenceSession {
       runtime: await describeRuntimeChoice(settings, llama),
     };
     log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`);
-    return new InferenceSession(llama, target, draft, info, speculation, log);
+    return new InferenceSession(llama, target, draft, info, template, speculation, log);
   }
 
   configure(speculation: Partial<SpeculationSettings>): void {

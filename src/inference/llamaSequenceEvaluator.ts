@@ -131,26 +131,23 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       return 0;
     }, seq._takeIntervalCheckpointIfNeededAfterBatch);
     const native = seq._context._ctx;
-    const read = async (i: number, sampler: NativeSampler): Promise<EvaluatedNext> => {
-      const batchLogitIndex = batchIndexOf[i];
-      if (batchLogitIndex === undefined) throw new Error(`no output for input position ${i}`);
-      const result = withConfidence ? await native.sampleToken(batchLogitIndex, sampler, false, false, false, true) : await native.sampleToken(batchLogitIndex, sampler);
-      const token = Array.isArray(result) ? result[0] : result;
-      if (token == null || token < 0) throw new Error(`no next token at input position ${i}`);
-      const weight = Array.isArray(result) ? result[4] : undefined;
-      return withConfidence && weight !== undefined && weight > 0 ? { token, confidence: 1 / weight } : { token };
-    };
     if (firstOutput >= input.length) return [];
-    const agrees = (j: number, next: EvaluatedNext) => !expected || (j < expected.length && expected[j] === next.token);
     // In order, one native call each. Reading the next position while the current one is checked
     // (two samplers) measured no faster: the library copies a position's logits into the sampler's
     // candidates under a lock shared by all reads of the context (bench/PROFILE.md).
     const sampler = this.greedySampler(internals);
     const out: EvaluatedNext[] = [];
     for (let i = firstOutput; i < input.length; i++) {
-      const next = await read(i, sampler);
-      out.push(next);
-      if (!agrees(i - firstOutput, next)) break;
+      const batchLogitIndex = batchIndexOf[i];
+      if (batchLogitIndex === undefined) throw new Error(`no output for input position ${i}`);
+      const result = withConfidence ? await native.sampleToken(batchLogitIndex, sampler, false, false, false, true) : await native.sampleToken(batchLogitIndex, sampler);
+      const token = Array.isArray(result) ? result[0] : result;
+      if (token == null || token < 0) throw new Error(`no next token at input position ${i}`);
+      const weight = Array.isArray(result) ? result[4] : undefined;
+      out.push(withConfidence && weight !== undefined && weight > 0 ? { token, confidence: 1 / weight } : { token });
+      // A verify step needs nothing after the first position that disagrees with the proposal.
+      const j = i - firstOutput;
+      if (expected && (j >= expected.length || expected[j] !== token)) break;
     }
     return out;
   }

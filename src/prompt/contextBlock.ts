@@ -1,5 +1,4 @@
-import type { ExtraContext, Token } from '../engine/types';
-import type { ContextChunk } from '../context/extraContextRing';
+import type { ContextChunk, ExtraContext, Token } from '../engine/types';
 import { NO_CONTEXT, type PromptContext } from './fimPrompt';
 import type { PromptTemplate } from './templates';
 
@@ -32,11 +31,6 @@ export function buildPromptContext(template: PromptTemplate, tokenize: (text: st
     const head = [repoName, ...tokenize(`${context?.repoName ?? 'repo'}\n`)];
     const current = context?.path ? [fileSep, ...tokenize(`${context.path}\n`)] : [];
     const section = (c: ContextChunk) => [fileSep, ...tokenize(`${c.path}\n${c.text}${c.text.endsWith('\n') ? '' : '\n'}`)];
-    const sections = new Map<ContextChunk, Token[]>();
-    const cost = (c: ContextChunk) => {
-      if (!sections.has(c)) sections.set(c, section(c));
-      return sections.get(c)!.length;
-    };
     const chosen = fitChunks(files, maxTokens - head.length - current.length, section, context?.path);
     if (!chosen.length) return NO_CONTEXT;
     return { beforePrompt: [...head, ...chosen.flat(), ...current], afterPrefixToken: [], files: chosen.length };

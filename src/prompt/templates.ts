@@ -1,4 +1,4 @@
-import type { Token } from '../engine/types';
+import type { ContextChunk, Token } from '../engine/types';
 
 /**
  * Fill-in-the-middle prompt templates per model family, chosen from a model's vocabulary (and its
@@ -170,12 +170,6 @@ function resolved(spec: TemplateSpec, found: PromptTemplate['ids'], ids: Map<str
   return { spec, family: spec.family, order: spec.order, ids: tokenIds, stopIds, repoLevel: tokenIds.repoName !== undefined && tokenIds.fileSep !== undefined };
 }
 
-/** Another file shown to the model before the current one (extra context), as a repo-level section where the template has them. */
-export interface ContextFile {
-  path: string;
-  text: string;
-}
-
 export interface TextPromptParts {
   prefix: string;
   suffix: string;
@@ -184,7 +178,7 @@ export interface TextPromptParts {
   /** Path of the file being completed (repo-level templates name it). */
   path?: string;
   /** Other files, placed first. */
-  files?: readonly ContextFile[];
+  files?: readonly ContextChunk[];
 }
 
 /**

@@ -27,7 +27,7 @@ export interface StepProfile {
   proposeMs: number;
   /** The target's evaluation of [pending, ...proposal], outputs read. */
   verifyMs: number;
-  /** Erasing rejected guesses from the KV cache. */
+  /** Counting the accepted guesses and erasing the rejected ones from the KV cache. */
   eraseMs: number;
   /** Acceptance and cost bookkeeping, stop rules, progress callback. */
   bookkeepingMs: number;

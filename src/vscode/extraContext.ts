@@ -33,12 +33,16 @@ export class ExtraContextCollector implements vscode.Disposable {
         const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
         this.addAroundCursor(document, editor?.selection.active.line ?? 0);
       }),
+      // Code that is gone from the workspace is not shown to the model again.
+      vscode.workspace.onDidDeleteFiles((e) => e.files.forEach((uri) => this.ring.removeFile(vscode.workspace.asRelativePath(uri, false)))),
+      vscode.workspace.onDidRenameFiles((e) => e.files.forEach(({ oldUri }) => this.ring.removeFile(vscode.workspace.asRelativePath(oldUri, false)))),
     ];
   }
 
   /** The chunks for a completion in `document`, or undefined when off or empty. */
   contextFor(document: vscode.TextDocument): ExtraContext | undefined {
     const { enabled, maxTokens } = this.settings();
+    if (!enabled) this.ring.clear(); // turned off: keep nothing of the user's other files
     if (!enabled || maxTokens <= 0) return undefined;
     const path = vscode.workspace.asRelativePath(document.uri, false);
     const files = this.ring.chunks.filter((c) => c.path !== path);
