@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, DecodeMode, ModelSettings, SpeculationSettings, Token } from '../src/engine/types';
+import type { CompletionRequest, DecodeMode, ModelSettings, SpeculationSettings, Token } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
@@ -181,7 +181,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
         const r = await session.complete({ ...request, mode: ours });
         const latencyMs = performance.now() - t0;
         const s = r.stats;
-        runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens, evaluations: s.targetEvaluations, proposed: { ngram: s.bySource.ngram.proposedTokens, draft: s.bySource.draft.proposedTokens }, accepted: { ngram: s.bySource.ngram.acceptedTokens, draft: s.bySource.draft.acceptedTokens }, ...score(r.text) });
+        runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens, evaluations: s.speculation.targetEvaluations, proposed: { ngram: s.speculation.bySource.ngram.proposedTokens, draft: s.speculation.bySource.draft.proposedTokens }, accepted: { ngram: s.speculation.bySource.ngram.acceptedTokens, draft: s.speculation.bySource.draft.acceptedTokens }, ...score(r.text) });
       }
       progress.tick(mode);
     }
@@ -315,9 +315,9 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
       row.decodeMs += r.stats.totalMs - r.stats.promptMs;
       // Per verify step: the prompt's evaluation and the first token it yields are left out.
       row.tokens += Math.max(0, r.tokens.length - 1);
-      row.evals += r.stats.targetEvaluations - 1;
-      row.proposed += r.stats.bySource.draft.proposedTokens;
-      row.accepted += r.stats.bySource.draft.acceptedTokens;
+      row.evals += r.stats.speculation.targetEvaluations - 1;
+      row.proposed += r.stats.speculation.bySource.draft.proposedTokens;
+      row.accepted += r.stats.speculation.bySource.draft.acceptedTokens;
       if (arraysEqual(r.tokens, plain.tokens)) return;
       const verdict = await judgeDivergence(session, session.promptFor(request), plain.tokens, r.tokens, ties.drift);
       row.divergences.push(verdict);

@@ -1,4 +1,4 @@
-import type { ContextChunk } from '../engine/types';
+import type { ContextChunk } from '../shared/types';
 
 /**
  * Chunks of the user's other code to show the model before the current file (extra context), kept

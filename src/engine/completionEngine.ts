@@ -2,7 +2,7 @@ import { defaultFilters, postprocess } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
 import { CompletionCache } from './completionCache';
 import { StatsCollector } from './statsCollector';
-import type { CompletionRequest, CompletionResult, DecodeMode, ExtraContext } from './types';
+import type { CompletionRequest, CompletionResult, DecodeMode, ExtraContext } from '../shared/types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {

@@ -1,4 +1,4 @@
-import type { CompletionStats, DecodeMode, ProposalSource } from './types';
+import type { DecodeMode, GenerationStats, ProposalSource, SpeculationStats } from '../shared/types';
 
 export interface CompletionRecord {
   at: number;
@@ -6,7 +6,7 @@ export interface CompletionRecord {
   latencyMs: number;
   fromCache: boolean;
   chars: number;
-  stats: CompletionStats | null;
+  stats: GenerationStats | null;
 }
 
 export interface StatusSummary {
@@ -19,21 +19,34 @@ export interface StatusSummary {
   mode: DecodeMode | null;
 }
 
-function sum(records: CompletionRecord[], pick: (s: CompletionStats) => number): number {
+function sum(records: CompletionRecord[], pick: (s: GenerationStats) => number): number {
   return records.reduce((total, r) => total + (r.stats ? pick(r.stats) : 0), 0);
 }
 
-export function tokensPerSecond(s: CompletionStats): number | null {
+/** A speculation figure of a completion, 0 when the backend kept no such record (a server). */
+function sumSpeculation(records: CompletionRecord[], pick: (s: SpeculationStats) => number): number {
+  return sum(records, (s) => (s.speculation ? pick(s.speculation) : 0));
+}
+
+export function tokensPerSecond(s: GenerationStats): number | null {
+  if (s.serverTokensPerSecond !== undefined) return s.serverTokensPerSecond;
   const decodeMs = s.totalMs - s.promptMs;
   return s.generatedTokens > 0 && decodeMs > 0 ? (s.generatedTokens * 1000) / decodeMs : null;
 }
 
-export function tokensPerEvaluation(s: CompletionStats): number | null {
-  return s.targetEvaluations > 0 ? s.generatedTokens / s.targetEvaluations : null;
+export function tokensPerEvaluation(s: GenerationStats): number | null {
+  const evaluations = s.speculation?.targetEvaluations ?? 0;
+  return evaluations > 0 ? s.generatedTokens / evaluations : null;
 }
 
-export function acceptanceRate(s: CompletionStats, source?: ProposalSource): number | null {
-  const sources = source ? [s.bySource[source]] : Object.values(s.bySource);
+/** Accepted / proposed tokens: Draftline's own speculation by source, or a server's draft model. */
+export function acceptanceRate(s: GenerationStats, source?: ProposalSource): number | null {
+  if (!s.speculation) {
+    const server = s.serverDraft;
+    return server && server.proposedTokens > 0 && source !== 'ngram' ? server.acceptedTokens / server.proposedTokens : null;
+  }
+  const bySource = s.speculation.bySource;
+  const sources = source ? [bySource[source]] : Object.values(bySource);
   const proposed = sources.reduce((t, x) => t + x.proposedTokens, 0);
   const accepted = sources.reduce((t, x) => t + x.acceptedTokens, 0);
   return proposed > 0 ? accepted / proposed : null;
@@ -67,7 +80,7 @@ export class StatsCollector {
       latencyMs: last ? last.latencyMs : null,
       tokensPerEvaluation: s ? tokensPerEvaluation(s) : null,
       fromCache: last?.fromCache ?? false,
-      mode: s?.mode ?? null,
+      mode: s?.speculation?.mode ?? null,
     };
   }
 
@@ -77,26 +90,30 @@ export class StatsCollector {
     const latencies = this.records.map((r) => r.latencyMs).sort((a, b) => a - b);
     const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null);
     const by = (source: ProposalSource) => ({
-      steps: sum(generated, (s) => s.bySource[source].steps),
-      proposedTokens: sum(generated, (s) => s.bySource[source].proposedTokens),
-      acceptedTokens: sum(generated, (s) => s.bySource[source].acceptedTokens),
+      steps: sumSpeculation(generated, (s) => s.bySource[source].steps),
+      proposedTokens: sumSpeculation(generated, (s) => s.bySource[source].proposedTokens),
+      acceptedTokens: sumSpeculation(generated, (s) => s.bySource[source].acceptedTokens),
     });
     const tokens = sum(generated, (s) => s.generatedTokens);
-    const evaluations = sum(generated, (s) => s.targetEvaluations);
+    const evaluations = sumSpeculation(generated, (s) => s.targetEvaluations);
     return {
       completions: this.records.length,
       cacheHits: this.records.filter((r) => r.fromCache).length,
       generatedTokens: tokens,
       targetEvaluations: evaluations,
       tokensPerEvaluation: evaluations ? tokens / evaluations : null,
-      draftEvaluations: sum(generated, (s) => s.draftEvaluations),
-      targetMs: sum(generated, (s) => s.targetMs),
-      draftMs: sum(generated, (s) => s.draftMs),
+      draftEvaluations: sumSpeculation(generated, (s) => s.draftEvaluations),
+      targetMs: sumSpeculation(generated, (s) => s.targetMs),
+      draftMs: sumSpeculation(generated, (s) => s.draftMs),
       promptMs: sum(generated, (s) => s.promptMs),
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
       latencyMedianMs: pct(0.5),
       latencyP90Ms: pct(0.9),
       bySource: { ngram: by('ngram'), draft: by('draft') },
+      serverDraft: {
+        proposedTokens: sum(generated, (s) => s.serverDraft?.proposedTokens ?? 0),
+        acceptedTokens: sum(generated, (s) => s.serverDraft?.acceptedTokens ?? 0),
+      },
     };
   }
 

@@ -1,16 +1,18 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, threadsExplanation } from './statusText';
-import type { DecodeMode, LoadedModelsInfo, PolicySnapshot, ProposalSource } from './types';
+import type { BackendInfo, DecodeMode, LoadedModelsInfo, PolicySnapshot, ProposalSource } from '../shared/types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
 const ms = (x: number | null) => (x === null ? '-' : `${Math.round(x)} ms`);
 
 /** Show Stats as Markdown: the mode, the models, the last completion and the session totals. */
-export function statsReport(stats: StatsCollector, mode: DecodeMode, models: LoadedModelsInfo | null): string {
-  const lines: string[] = ['# Draftline stats', '', `Mode: ${mode}`, ''];
-  if (models) {
+export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null): string {
+  const lines: string[] = ['# Draftline stats', '', `Mode: ${backend?.remote ? `${backend.kind} server (its own decoding)` : mode}`, ''];
+  const models = backend?.local;
+  if (backend?.remote) lines.push(...remoteReport(backend, backend.remote), '');
+  else if (models) {
     lines.push(
       `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptTemplate ?? models.promptFormat})`,
       `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
@@ -28,20 +30,26 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
   else if (last.fromCache) lines.push(`served from cache in ${ms(last.latencyMs)}`);
   else if (last.stats) {
     const s = last.stats;
+    const spec = s.speculation;
     lines.push(
       '| figure | value |',
       '|---|---|',
-      `| mode | ${s.mode} |`,
+      ...(spec ? [`| mode | ${spec.mode} |`] : []),
       `| latency (end to end) | ${ms(last.latencyMs)} |`,
       `| time to first token | ${ms(s.timeToFirstTokenMs)} |`,
       `| prompt tokens (reused from cache) | ${s.promptTokens} (${s.reusedPromptTokens}) |`,
       `| generated tokens | ${s.generatedTokens} |`,
       `| tokens/s (decoding) | ${num(tokensPerSecond(s))} |`,
-      `| target evaluations | ${s.targetEvaluations} |`,
-      `| tokens per target evaluation | ${num(tokensPerEvaluation(s), 2)} |`,
-      `| acceptance n-gram | ${pct(acceptanceRate(s, 'ngram'))} (${s.bySource.ngram.acceptedTokens}/${s.bySource.ngram.proposedTokens} in ${s.bySource.ngram.steps} proposals) |`,
-      `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${s.bySource.draft.acceptedTokens}/${s.bySource.draft.proposedTokens} in ${s.bySource.draft.steps} proposals) |`,
-      `| time in target / draft | ${ms(s.targetMs)} / ${ms(s.draftMs)} |`,
+      ...(spec
+        ? [
+            `| target evaluations | ${spec.targetEvaluations} |`,
+            `| tokens per target evaluation | ${num(tokensPerEvaluation(s), 2)} |`,
+            `| acceptance n-gram | ${pct(acceptanceRate(s, 'ngram'))} (${spec.bySource.ngram.acceptedTokens}/${spec.bySource.ngram.proposedTokens} in ${spec.bySource.ngram.steps} proposals) |`,
+            `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${spec.bySource.draft.acceptedTokens}/${spec.bySource.draft.proposedTokens} in ${spec.bySource.draft.steps} proposals) |`,
+            `| time in target / draft | ${ms(spec.targetMs)} / ${ms(spec.draftMs)} |`,
+          ]
+        : []),
+      ...(s.serverDraft ? [`| server's draft model: accepted | ${pct(acceptanceRate(s))} (${s.serverDraft.acceptedTokens}/${s.serverDraft.proposedTokens} tokens) |`] : []),
       `| stop reason | ${s.stopReason} |`,
       `| extra context | ${s.extraContext ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}` : 'none'} |`,
     );
@@ -63,10 +71,21 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, models: Loa
     `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
     `| draft evaluations | ${a.draftEvaluations} |`,
     `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
+    ...(a.serverDraft.proposedTokens > 0 ? [`| server's draft model: accepted | ${pct(accepted(a.serverDraft))} (${a.serverDraft.acceptedTokens}/${a.serverDraft.proposedTokens} tokens) |`] : []),
   );
-  const policy = last?.stats?.policy;
+  const policy = last?.stats?.speculation?.policy;
   if (policy) lines.push('', ...policyReport(policy));
   return lines.join('\n') + '\n';
+}
+
+/** A server backend: where, which model, and what the server does itself. */
+function remoteReport(backend: BackendInfo, remote: NonNullable<BackendInfo['remote']>): string[] {
+  return [
+    `Backend: ${backend.kind} at ${remote.endpoint} (${remote.server})`,
+    `Model: ${backend.model}${remote.contextSize ? `; context ${remote.contextSize}` : ''}`,
+    `Prompt: ${remote.promptFormat}`,
+    `Server-side speculation: ${remote.speculation ?? 'none reported'}`,
+  ];
 }
 
 /** What the speculation policy learned on this machine, in words a user can act on. */

@@ -1,7 +1,7 @@
 // What the status bar tooltip (and Show Stats) say about the backend, the threads and the acceptance,
 // with the reason when a figure would otherwise puzzle: a CPU fallback, "1 thread", an acceptance of "-".
 import type { StatusSummary } from './statsCollector';
-import type { LoadedModelsInfo, RuntimeChoice } from './types';
+import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../shared/types';
 
 export type StatusKind = 'loading' | 'ready' | 'busy' | 'off' | 'error';
 
@@ -10,6 +10,8 @@ export interface TooltipState {
   /** The decode mode the toggles ask for ('' before the engine says). */
   mode: string;
   models: LoadedModelsInfo | null;
+  /** A server backend (then `models` is null): where it is and what it said of itself. */
+  server?: BackendInfo | null;
   /** The host's own words for the backend (GPU name and layers); the worker's runtime choice wins for a CPU fallback. */
   backendText?: string;
   summary: StatusSummary | null;
@@ -54,6 +56,7 @@ export function acceptanceExplanation(summary: StatusSummary | null, mode: strin
   if (summary?.acceptance != null) return `${Math.round(summary.acceptance * 100)}% of proposed tokens (last completion)`;
   if (!summary || summary.latencyMs === null) return '- (no completion yet)';
   if (summary.fromCache) return '- (the last completion came from the cache)';
+  if (mode.startsWith('server')) return "- (the server reported no speculation: llama-server reports its draft model's, when started with -md)";
   if ((summary.mode ?? mode) === 'plain') return '- (plain decoding: speculation off)';
   return '- (no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats)';
 }
@@ -63,12 +66,14 @@ export function statusTooltip(state: TooltipState): string {
   const s = state.status;
   const lines = [`**Draftline** — ${s.kind === 'error' ? `error: ${s.message ?? ''}` : s.message ? `${s.kind}: ${s.message}` : s.kind}`, `Mode: ${state.mode || '-'}`];
   const m = state.models;
+  const server = state.server?.remote;
+  if (server) lines.push(`Server: ${state.server!.kind} at ${server.endpoint} (${server.server})`, `Model: ${state.server!.model}`);
   if (m) {
     lines.push(`Target: ${m.target.name}`, `Draft: ${m.draft?.name ?? 'none'}`);
     lines.push(`Backend: ${backendExplanation(m, state.backendText)}`);
     lines.push(`Threads: ${threadsExplanation(m.threads, m.runtime)}`);
   }
-  if (m || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);
+  if (m || server || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);
   if (state.summary?.tokensPerEvaluation != null) lines.push(`Tokens per target evaluation: ${state.summary.tokensPerEvaluation.toFixed(2)}`);
   lines.push('Click for Draftline commands');
   return lines.join('\n\n');

@@ -1,6 +1,6 @@
 import type { Llama, LlamaContext, LlamaModel, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import * as os from 'node:os';
-import type { CompletionRequest, CompletionResult, CompletionStats, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../engine/types';
+import type { CompletionRequest, GenerationStats, LocalCompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
@@ -174,7 +174,7 @@ export class InferenceSession {
   }
 
   /** One generation at a time: a request waits for the previous one (which the caller aborts). */
-  complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<CompletionResult> {
+  complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
     const run = this.running.then(() => this.completeNow(request, signal, overrides));
     this.running = run.catch(() => undefined);
     return run;
@@ -197,7 +197,7 @@ export class InferenceSession {
   }
 
   /** The prompt's tokens and what its extra context showed (for the completion's stats). */
-  private layoutPrompt(request: PromptRequest): { tokens: Token[]; extraContext: CompletionStats['extraContext'] } {
+  private layoutPrompt(request: PromptRequest): { tokens: Token[]; extraContext: GenerationStats['extraContext'] } {
     const maxTokens = clampMaxTokens(request.maxTokens);
     const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
@@ -252,7 +252,7 @@ export class InferenceSession {
     });
   }
 
-  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<CompletionResult> {
+  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<LocalCompletionResult> {
     const { tokens: prompt, extraContext } = this.layoutPrompt(request);
     this.indexExtraContext(request);
     const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);

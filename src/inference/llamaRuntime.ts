@@ -2,7 +2,7 @@ import type { Llama, LlamaGpuType } from 'node-llama-cpp' with { 'resolution-mod
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ModelSettings, RuntimeChoice } from '../engine/types';
+import type { ModelSettings, RuntimeChoice } from '../shared/types';
 
 export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' } });
 

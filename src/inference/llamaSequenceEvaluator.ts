@@ -1,5 +1,5 @@
 import type { LlamaContextSequence, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import type { Token } from '../engine/types';
+import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvaluator';
 
 /**

@@ -1,4 +1,4 @@
-import type { LoadedModelsInfo, ModelSettings } from '../engine/types';
+import type { LoadedModelsInfo, ModelSettings } from '../shared/types';
 
 /** What the status bar tooltip says about where inference runs, and whether that is a fallback. */
 export function describeBackend(requested: ModelSettings['gpu'], info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): { text: string; fallback: boolean } {

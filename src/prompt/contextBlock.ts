@@ -1,4 +1,4 @@
-import type { ContextChunk, ExtraContext, Token } from '../engine/types';
+import type { ContextChunk, ExtraContext, Token } from '../shared/types';
 import { NO_CONTEXT, type PromptContext } from './fimPrompt';
 import type { PromptTemplate } from './templates';
 

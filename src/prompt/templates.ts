@@ -1,4 +1,4 @@
-import type { ContextChunk, Token } from '../engine/types';
+import type { ContextChunk, Token } from '../shared/types';
 
 /**
  * Fill-in-the-middle prompt templates per model family, chosen from a model's vocabulary (and its
@@ -221,4 +221,19 @@ export function templateSpec(family: TemplateFamily): TemplateSpec {
   const spec = TEMPLATE_SPECS.find((s) => s.family === family);
   if (!spec) throw new Error(`unknown template family "${family}"`);
   return spec;
+}
+
+/**
+ * The family of a server's model from its name (a server gives no vocabulary to look at), e.g.
+ * "Qwen/Qwen2.5-Coder-7B" or "qwen2.5-coder:1.5b-base". Unknown names get prefix-only: a wrong FIM
+ * template would have the model continue the template's tokens as text.
+ */
+export function guessTemplateFamily(modelName: string): TemplateFamily {
+  const name = modelName.toLowerCase();
+  if (/qwen/.test(name)) return 'qwen2.5-coder';
+  if (/starcoder/.test(name)) return 'starcoder2';
+  if (/deepseek/.test(name)) return 'deepseek-coder';
+  if (/code-?llama/.test(name)) return 'codellama';
+  if (/codestral/.test(name)) return 'codestral';
+  return 'prefix-only';
 }

@@ -1,4 +1,4 @@
-import type { Token } from '../engine/types';
+import type { Token } from '../shared/types';
 
 /**
  * What the decoder needs from a model: a KV cache it can append to and cut back, and the greedy

@@ -1,4 +1,4 @@
-import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../engine/types';
+import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../shared/types';
 import { CostModel } from './costModel';
 
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */

@@ -1,4 +1,4 @@
-import { emptySourceStats, type CompletionStats, type DecodeMode, type ProposalSource, type Token } from '../engine/types';
+import { emptySourceStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
@@ -46,33 +46,36 @@ export function emptyStepProfile(): StepProfile {
  * is erased from the KV cache. Every emitted token is the target's argmax given the tokens before
  * it, so the output equals plain greedy decoding token for token.
  */
-export async function decode(input: DecodeInput): Promise<CompletionStats> {
+export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const now = input.now ?? (() => performance.now());
   const { target, stop, policy, signal } = input;
   const useNgram = input.mode === 'ngram' || input.mode === 'hybrid';
   const useDraft = input.mode === 'draft' || input.mode === 'hybrid';
-  const stats: CompletionStats = {
+  const spec: SpeculationStats = {
     mode: input.mode,
-    promptTokens: input.prompt.length,
-    reusedPromptTokens: 0,
-    generatedTokens: 0,
     targetEvaluations: 0,
     targetTokensEvaluated: 0,
     draftEvaluations: 0,
     bySource: { ngram: emptySourceStats(), draft: emptySourceStats() },
-    promptMs: 0,
     targetMs: 0,
     draftMs: 0,
+  };
+  const stats: DecoderStats = {
+    promptTokens: input.prompt.length,
+    reusedPromptTokens: 0,
+    generatedTokens: 0,
+    promptMs: 0,
     timeToFirstTokenMs: 0,
     totalMs: 0,
     stopReason: 'maxTokens',
+    speculation: spec,
   };
   const started = now();
-  const finish = (): CompletionStats => {
+  const finish = (): DecoderStats => {
     stats.generatedTokens = stop.tokens.length;
     stats.totalMs = now() - started;
     stats.stopReason = stop.decision?.reason ?? 'maxTokens';
-    if (input.mode !== 'plain') stats.policy = policy.snapshot();
+    if (input.mode !== 'plain') spec.policy = policy.snapshot();
     return stats;
   };
 
@@ -91,7 +94,7 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
   }
   stats.reusedPromptTokens = prefill.reused;
   // The prompt's evaluation yields the first token: counted, so plain decoding is one per token.
-  stats.targetEvaluations = 1;
+  spec.targetEvaluations = 1;
   stats.promptMs = now() - started;
   stats.timeToFirstTokenMs = stats.promptMs;
 
@@ -116,23 +119,23 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
       break;
     }
     const remaining = Math.min(stop.remaining, room + 1);
-    const draftMsBefore = stats.draftMs;
+    const draftMsBefore = spec.draftMs;
     const tPropose = now();
-    const proposal = await propose(input, history, remaining, useNgram, useDraft, stats, now);
+    const proposal = await propose(input, history, remaining, useNgram, useDraft, spec, now);
     const batch = [pending, ...proposal.tokens];
     const base = target.tokens.length;
     const t0 = now();
     // With the proposal as `expected`, outputs after the first rejection need not be read.
     const predictions = await target.append(batch, batch.length, false, proposal.tokens);
     const t1 = now();
-    stats.targetMs += t1 - t0;
-    stats.targetEvaluations++;
-    stats.targetTokensEvaluated += batch.length;
+    spec.targetMs += t1 - t0;
+    spec.targetEvaluations++;
+    spec.targetTokensEvaluated += batch.length;
 
     let accepted = 0;
     while (accepted < proposal.tokens.length && proposal.tokens[accepted] === predictions[accepted].token) accepted++;
     if (proposal.tokens.length > 0) {
-      const s = stats.bySource[proposal.source];
+      const s = spec.bySource[proposal.source];
       s.steps++;
       s.proposedTokens += proposal.tokens.length;
       s.acceptedTokens += accepted;
@@ -144,7 +147,7 @@ export async function decode(input: DecodeInput): Promise<CompletionStats> {
     // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
     // bookkeeping and the erase around it (the draft's own time is weighed apart). A step is
     // measured from the end of the previous one, so its stop rules and callbacks count too.
-    policy.cost.recordTarget(batch.length, t2 - stepStarted - (stats.draftMs - draftMsBefore));
+    policy.cost.recordTarget(batch.length, t2 - stepStarted - (spec.draftMs - draftMsBefore));
     if (profile) {
       profile.steps++;
       profile.proposeMs += t0 - tPropose;
@@ -172,7 +175,7 @@ async function propose(
   remaining: number,
   useNgram: boolean,
   useDraft: boolean,
-  stats: CompletionStats,
+  spec: SpeculationStats,
   now: () => number,
 ): Promise<Proposal> {
   const none: Proposal = { source: 'ngram' as ProposalSource, tokens: [] };
@@ -192,8 +195,8 @@ async function propose(
     const t0 = now();
     const proposal = await input.draft.propose(history, plan.maxLen);
     const ms = now() - t0;
-    stats.draftMs += ms;
-    stats.draftEvaluations += proposal.evaluations ?? proposal.tokens.length;
+    spec.draftMs += ms;
+    spec.draftEvaluations += proposal.evaluations ?? proposal.tokens.length;
     // The whole call counts (catching up with the accepted tokens is part of every step), per token
     // proposed; an unsure draft that proposes nothing still cost its time: a guess rejected at once.
     if (proposal.generationMs !== undefined) input.policy.cost.recordDraft(Math.max(1, proposal.tokens.length), proposal.generationMs);

@@ -1,4 +1,4 @@
-import type { StopReason, Token } from '../engine/types';
+import type { StopReason, Token } from '../shared/types';
 
 export interface StopRulesOptions {
   detokenize(tokens: readonly Token[]): string;

@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import type { DraftlineController } from './controller';
 import { pickModel } from './modelPicker';
-import { toggleSetting } from './settings';
+import { readBackendSettings, SECTION, toggleSetting } from './settings';
+import { SERVER_APIS, serverApiKeyName } from '../remote/servers';
+import type { BackendKind } from '../shared/types';
 
 interface MenuItem extends vscode.QuickPickItem {
   command: string;
@@ -13,6 +15,7 @@ const MENU: MenuItem[] = [
   { label: '$(references) Toggle N-gram Reuse', command: 'draftline.toggleNgram' },
   { label: '$(server-process) Select Target Model', command: 'draftline.selectTargetModel' },
   { label: '$(server) Select Draft Model', command: 'draftline.selectDraftModel' },
+  { label: '$(cloud) Select Backend (local or server)', command: 'draftline.selectBackend' },
   { label: '$(graph) Show Stats', command: 'draftline.showStats' },
   { label: '$(output) Show Log', command: 'draftline.showLog' },
 ];
@@ -36,13 +39,71 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
       await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false });
     }),
     vscode.commands.registerCommand('draftline.showLog', () => controller.log.show()),
+    vscode.commands.registerCommand('draftline.selectBackend', () => selectBackend()),
+    vscode.commands.registerCommand('draftline.setServerApiKey', () => setServerApiKey(controller)),
     vscode.commands.registerCommand('draftline.showMenu', async () => {
       const choice = await vscode.window.showQuickPick(MENU, { title: `Draftline (mode: ${controller.engine.mode})` });
       if (choice) await vscode.commands.executeCommand(choice.command);
     }),
     // Internal: the user accepted ghost text; remember it as n-gram material.
     vscode.commands.registerCommand('draftline.accepted', (key: string, text: string) => {
-      controller.worker.notify({ kind: 'accepted', key, text });
+      controller.backend.accepted(key, text);
     }),
   ];
+}
+
+const BACKENDS: (vscode.QuickPickItem & { backend: BackendKind })[] = [
+  { backend: 'local', label: 'Local', description: 'models on this machine, speculative decoding by Draftline' },
+  { backend: 'llama-server', label: 'llama-server', description: "llama.cpp's server: /infill, its own draft model with -md" },
+  { backend: 'openai-compatible', label: 'OpenAI-compatible', description: 'vLLM, LM Studio, hosted APIs: /v1/completions' },
+  { backend: 'ollama', label: 'Ollama', description: '/api/generate with suffix' },
+];
+
+/** Picks the backend, and for a server its endpoint; written to user settings (the controller switches on the change). */
+async function selectBackend(): Promise<void> {
+  const current = readBackendSettings();
+  const choice = await vscode.window.showQuickPick(
+    BACKENDS.map((b) => ({ ...b, picked: b.backend === current.kind, detail: b.backend === current.kind ? 'current' : undefined })),
+    { title: 'Draftline: where completions are computed' },
+  );
+  if (!choice) return;
+  const config = vscode.workspace.getConfiguration(SECTION);
+  if (choice.backend !== 'local') {
+    const fallback = SERVER_APIS[choice.backend].defaultEndpoint;
+    const endpoint = await vscode.window.showInputBox({
+      title: `Draftline: ${choice.label} endpoint`,
+      prompt: 'Base URL of the server (your code around the cursor is sent there)',
+      value: current.kind === choice.backend && current.endpoint ? current.endpoint : fallback,
+      validateInput: (value) => (/^https?:\/\/[^/]/.test(value.trim()) ? undefined : 'an http:// or https:// URL'),
+    });
+    if (endpoint === undefined) return;
+    await config.update('server.endpoint', endpoint.trim() === fallback ? '' : endpoint.trim(), vscode.ConfigurationTarget.Global);
+  }
+  await config.update('backend', choice.backend, vscode.ConfigurationTarget.Global);
+}
+
+/** Stores the API key of the configured endpoint in VS Code's secret storage (never in settings files). */
+async function setServerApiKey(controller: DraftlineController): Promise<void> {
+  const { context } = controller;
+  const settings = readBackendSettings();
+  if (settings.kind === 'local') {
+    void vscode.window.showInformationMessage('Draftline: the local backend needs no API key. Pick a server first (Draftline: Select Backend).');
+    return;
+  }
+  const endpoint = new URL(settings.endpoint || SERVER_APIS[settings.kind].defaultEndpoint);
+  const key = await vscode.window.showInputBox({
+    title: `Draftline: API key for ${endpoint.origin}`,
+    prompt: 'Sent as "Authorization: Bearer <key>" to this origin only. Empty: remove the stored key.',
+    password: true,
+    ignoreFocusOut: true,
+  });
+  if (key === undefined) return;
+  const name = serverApiKeyName(endpoint);
+  if (key.trim()) await context.secrets.store(name, key.trim());
+  else await context.secrets.delete(name);
+  if (endpoint.protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(endpoint.hostname) && key.trim()) {
+    void vscode.window.showWarningMessage(`Draftline: ${endpoint.origin} is plain http: the key and your code cross the network unencrypted. Prefer https.`);
+  }
+  // Not a setting, so no configuration event: connect again with the new key now.
+  await controller.loadModels('API key changed');
 }

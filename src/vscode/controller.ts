@@ -1,27 +1,35 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { InferenceBackend } from '../backend/backend';
+import { LocalBackend } from '../backend/localBackend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { statsReport } from '../engine/statsReport';
-import type { CompletionRequest, CompletionResult, LoadedModelsInfo } from '../engine/types';
-import { WorkerClient, WorkerError } from '../worker/workerClient';
+import { createServerBackend, serverApiKeyName } from '../remote/servers';
+import type { BackendSettings } from '../remote/serverBackend';
+import type { BackendInfo, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
+import { WorkerError } from '../worker/workerClient';
 import { describeBackend } from '../models/backend';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { DraftlineInlineProvider } from './inlineProvider';
-import { readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
+import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
-const MODEL_KEYS = ['targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
+/** Settings that take a reload of the models, or another backend. */
+const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
 
-/** Wires the engine, the worker, the status bar and the editor together. Owns their lifetimes. */
+/** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly statusBar = new StatusBar();
-  readonly worker: WorkerClient;
+  /** Where completions come from now (the local worker or a server); only the controller knows which. */
+  backend: InferenceBackend;
+  private backendSettings: BackendSettings;
   readonly engine: CompletionEngine;
-  models: LoadedModelsInfo | null = null;
+  /** What serves completions, once loaded (null while loading or after a failure). */
+  info: BackendInfo | null = null;
   /** The inline completion provider (exposed for the extension-host test suite). */
   readonly provider: DraftlineInlineProvider;
   private loadError: string | null = null;
@@ -44,24 +52,16 @@ export class DraftlineController implements vscode.Disposable {
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
-    this.worker = new WorkerClient({
-      workerPath: path.join(context.extensionPath, 'dist', 'worker.js'),
-      // The worker starts loading the llama.cpp binding for this backend as soon as it runs.
-      env: { DRAFTLINE_PRELOAD_GPU: readModelSettings(context.extensionPath).gpu },
-      log: (level, message) => this.log[level](message),
-      onCrash: () => this.onWorkerCrash(),
-      onRestart: () => void this.loadModels('worker restarted'),
-      onResync: (key) => this.documentSync.resend(key),
-    });
+    this.backendSettings = readBackendSettings(this.reportSettingProblem);
+    this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
-      complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> =>
-        this.worker.request('complete', { request }, signal),
+      complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> => this.backend.complete(request, signal),
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
-    this.documentSync = new DocumentSync((n) => this.worker.notify(n));
+    this.documentSync = new DocumentSync(() => this.backend);
     this.extraContext = new ExtraContextCollector(() => readExtraContextSettings(this.reportSettingProblem));
     const provider = (this.provider = new DraftlineInlineProvider({
-      engine: () => (this.models ? this.engine : null),
+      engine: () => (this.info ? this.engine : null),
       debounceMs: () => debounceMs(this.reportSettingProblem),
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
       onCompleted: () => this.refreshStats(),
@@ -78,7 +78,7 @@ export class DraftlineController implements vscode.Disposable {
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
         onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.models),
+        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.checkActiveDocument()),
@@ -89,59 +89,123 @@ export class DraftlineController implements vscode.Disposable {
 
   start(): void {
     void this.loadModels('startup').then(() => {
-      if (readModelSettings(this.context.extensionPath).targetIsEmbedded && this.models) {
-        void offerRecommendedPair(this.context, this.worker, this.log).catch((e: Error) => this.log.warn(`model offer: ${e.message}`));
+      const backend = this.backend;
+      if (backend instanceof LocalBackend && readModelSettings(this.context.extensionPath).targetIsEmbedded && this.info) {
+        void offerRecommendedPair(this.context, backend.worker, this.log).catch((e: Error) => this.log.warn(`model offer: ${e.message}`));
       }
     });
   }
 
-  /** Loads (or reloads) the configured models in the worker; the previous ones keep serving until then. */
+  /** The in-process models, when the local backend serves (null for a server, or before a load). */
+  get models(): LoadedModelsInfo | null {
+    return this.info?.local ?? null;
+  }
+
+  /** The mode as the status bar says it: Draftline's decode mode, or the server that decodes its own way. */
+  get modeLabel(): string {
+    return this.info?.remote ? `server (${this.info.kind})` : this.engine.mode;
+  }
+
+  private createBackend(settings: BackendSettings): InferenceBackend {
+    const events = {
+      log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => this.log[level](message),
+      onOutage: () => this.onBackendOutage(),
+      onRecovered: () => void this.loadModels(this.backend.kind === 'local' ? 'worker restarted' : 'the server answers again'),
+      onResync: (key: string) => this.documentSync.resend(key),
+    };
+    if (settings.kind !== 'local') {
+      return createServerBackend(settings, { apiKey: (endpoint) => Promise.resolve(this.context.secrets.get(serverApiKeyName(endpoint))) }, events);
+    }
+    return new LocalBackend(
+      {
+        workerPath: path.join(this.context.extensionPath, 'dist', 'worker.js'),
+        // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
+        preloadGpu: readModelSettings(this.context.extensionPath).gpu,
+        settings: async () => ({
+          models: await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem)),
+          speculation: readSpeculationSettings(this.reportSettingProblem),
+        }),
+      },
+      events,
+    );
+  }
+
+  /**
+   * Loads (or reloads) what serves completions: the models in the worker, or a server's check. The
+   * previous ones keep serving until then. Another backend in the settings replaces the current one
+   * here, without a reload of the window (the worker is stopped when a server takes over).
+   */
   async loadModels(reason: string): Promise<void> {
     const generation = ++this.loadGeneration;
-    const models = readModelSettings(this.context.extensionPath, this.reportSettingProblem);
+    const wanted = readBackendSettings(this.reportSettingProblem);
+    if (JSON.stringify(wanted) !== JSON.stringify(this.backendSettings)) {
+      // Local to local needs no new worker: the load below picks up the new models.
+      if (wanted.kind !== 'local' || this.backend.kind !== 'local') {
+        this.log.info(`backend: ${this.backend.kind} → ${wanted.kind}${wanted.kind === 'local' ? '' : ` at ${wanted.endpoint || 'its default endpoint'}`}`);
+        this.backend.dispose();
+        this.crashNotice?.close();
+        this.info = null;
+        this.backend = this.createBackend(wanted);
+      }
+      this.backendSettings = wanted;
+    }
+    const backend = this.backend;
     this.statusBar.setState({ kind: 'loading' });
-    this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
+    if (backend.kind === 'local') {
+      const models = readModelSettings(this.context.extensionPath, this.reportSettingProblem);
+      this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
+    } else {
+      this.log.info(`connecting to the ${backend.kind} server (${reason})`);
+    }
     try {
-      const files = await resolveModelFiles(this.context, models);
-      if (generation !== this.loadGeneration) return;
-      const info = await this.worker.request('load', { models: files, speculation: readSpeculationSettings(this.reportSettingProblem) });
-      if (generation !== this.loadGeneration) return;
-      this.models = info;
+      const info = await backend.load();
+      if (generation !== this.loadGeneration || backend !== this.backend) return;
+      this.info = info;
       this.loadError = null;
       this.crashNotice?.close();
+      const local = info.local;
       if (this.activationToReadyMs === null) {
         this.activationToReadyMs = Math.round(performance.now() - this.activatedAt);
-        const t = info.loadTimings;
+        const t = local?.loadTimings;
         this.log.info(`ready ${this.activationToReadyMs} ms after activation${t ? ` (worker up at ${t.workerAgeMs} ms of its life, then ${describeLoadTimings(t)})` : ''}`);
       }
-      this.engine.settings = readEngineSettings(info.draft !== null, this.reportSettingProblem);
+      this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);
       this.engine.cache.clear();
-      this.documentSync.resendAll();
-      this.statusBar.setModels(info, this.engine.mode, describeBackend(models.gpu, info).text);
+      if (local) this.documentSync.resendAll();
+      const gpu = local ? describeBackend(readModelSettings(this.context.extensionPath).gpu, local).text : undefined;
+      this.statusBar.setModels(info, this.modeLabel, gpu);
       this.checkActiveDocument();
       this.statusBar.setState(this.restingState());
-      if (info.draftProblem) void vscode.window.showWarningMessage(`Draftline: ${info.draftProblem}`);
-      if (info.promptFormat === 'prefix-only') {
-        void vscode.window.showWarningMessage(`Draftline: ${info.target.name} has no fill-in-the-middle tokens; completions see only the text before the cursor.`);
+      if (local?.draftProblem) void vscode.window.showWarningMessage(`Draftline: ${local.draftProblem}`);
+      if (local?.promptFormat === 'prefix-only') {
+        void vscode.window.showWarningMessage(`Draftline: ${local.target.name} has no fill-in-the-middle tokens; completions see only the text before the cursor.`);
       }
       this.refreshStats();
       // Whatever the user typed while the models loaded gets its completion now.
       if (vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     } catch (error) {
-      if (generation !== this.loadGeneration) return;
-      this.models = null;
+      if (generation !== this.loadGeneration || backend !== this.backend) return;
+      this.info = null;
       const message = (error as Error).message;
       this.loadError = message;
-      this.log.error(`model load failed: ${message}`);
-      this.statusBar.setModels(null, this.engine.mode);
+      this.log.error(`${backend.kind === 'local' ? 'model load' : `${backend.kind} connection`} failed: ${message}`);
+      this.statusBar.setModels(null, this.modeLabel);
       this.statusBar.setState({ kind: 'error', message });
       this.refreshStats();
       const code = (error as WorkerError).code;
       // A crash or the backoff after one: the restart countdown is on screen, and a reload follows.
-      if (code !== 'crashed' && code !== 'restarting') {
-        this.crashNotice?.close();
+      if (code === 'crashed' || code === 'restarting') return;
+      this.crashNotice?.close();
+      if (backend.kind === 'local') {
         void vscode.window.showErrorMessage(`Draftline: cannot load the model. ${message}`, 'Select Target Model', 'Show Log').then((choice) => {
           if (choice === 'Select Target Model') void vscode.commands.executeCommand('draftline.selectTargetModel');
+          if (choice === 'Show Log') this.log.show();
+        });
+      } else {
+        const actions = code === 'unauthorized' ? ['Set Server API Key', 'Show Log'] : ['Select Backend', 'Show Log'];
+        void vscode.window.showErrorMessage(`Draftline: cannot use the ${backend.kind} server. ${message}`, ...actions).then((choice) => {
+          if (choice === 'Set Server API Key') void vscode.commands.executeCommand('draftline.setServerApiKey');
+          if (choice === 'Select Backend') void vscode.commands.executeCommand('draftline.selectBackend');
           if (choice === 'Show Log') this.log.show();
         });
       }
@@ -155,15 +219,15 @@ export class DraftlineController implements vscode.Disposable {
     // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
     if (!wasEnabled && this.engine.settings.enabled && vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     this.engine.cache.clear();
-    if (this.models) void this.worker.request('configure', { speculation: readSpeculationSettings(this.reportSettingProblem) }).catch(() => undefined);
-    this.statusBar.setModels(this.models, this.engine.mode);
+    if (this.info) void this.backend.configure(readSpeculationSettings(this.reportSettingProblem)).catch(() => undefined);
+    this.statusBar.setModels(this.info, this.modeLabel);
     this.checkActiveDocument();
     this.statusBar.setState(this.restingState());
     this.refreshStats();
   }
 
   refreshStats(): void {
-    this.statusBar.setSummary(this.engine.stats.summary(), this.engine.mode);
+    this.statusBar.setSummary(this.engine.stats.summary(), this.modeLabel);
     this.statsChanged.fire(this.statsUri);
   }
 
@@ -184,7 +248,7 @@ export class DraftlineController implements vscode.Disposable {
 
   private restingState() {
     if (this.loadError) return { kind: 'error' as const, message: this.loadError };
-    if (!this.models) return { kind: 'loading' as const };
+    if (!this.info) return { kind: 'loading' as const };
     if (!this.engine.settings.enabled) return { kind: 'off' as const };
     // Off for this document: the status bar shows why once its 'off' state carries a message.
     return this.noCompletionReason ? { kind: 'off' as const, message: this.noCompletionReason } : { kind: 'ready' as const };
@@ -207,7 +271,7 @@ export class DraftlineController implements vscode.Disposable {
 
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
-    if (MODEL_KEYS.some((k) => e.affectsConfiguration(k))) void this.loadModels('settings changed');
+    if (RELOAD_KEYS.some((k) => e.affectsConfiguration(k))) void this.loadModels('settings changed');
     else this.applyLiveSettings();
   }
 
@@ -215,8 +279,8 @@ export class DraftlineController implements vscode.Disposable {
    * One notification per burst of crashes, counting down the client's real backoff (which doubles
    * with each crash in a row, up to 30 s) until the models are loaded again.
    */
-  private onWorkerCrash(): void {
-    this.models = null;
+  private onBackendOutage(): void {
+    this.info = null;
     if (this.crashNotice) return this.crashNotice.refresh();
     let close!: () => void;
     const closed = new Promise<void>((resolve) => (close = resolve));
@@ -225,12 +289,19 @@ export class DraftlineController implements vscode.Disposable {
     this.crashNotice = notice;
     void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Draftline' }, async (progress) => {
       refresh = () => {
-        const restart = this.worker.restartStatus();
-        const message = restart
-          ? `the inference worker stopped (${restart.description}${restart.crashesInARow > 1 ? `, ${restart.crashesInARow} times in a row` : ''}). Restarting in ${Math.ceil(restart.remainingMs / 1000)} s; the editor is not affected (Draftline: Show Log for details).`
-          : 'the inference worker restarted; loading the models again…';
+        const outage = this.backend.outage();
+        const local = this.backend.kind === 'local';
+        const again = outage && `${local ? 'Restarting' : 'Trying again'} in ${Math.ceil(outage.remainingMs / 1000)} s`;
+        const times = outage && outage.failuresInARow > 1 ? `, ${outage.failuresInARow} times in a row` : '';
+        const message = outage
+          ? local
+            ? `the inference worker stopped (${outage.description}${times}). ${again}; the editor is not affected (Draftline: Show Log for details).`
+            : `the ${this.backend.kind} server is unreachable (${outage.description}${times}). ${again}; no completions until it answers.`
+          : local
+            ? 'the inference worker restarted; loading the models again…'
+            : 'the server answers again; reconnecting…';
         progress.report({ message });
-        this.statusBar.setState({ kind: 'error', message: restart ? `${restart.description}; restarting in ${Math.ceil(restart.remainingMs / 1000)} s` : 'restarting' });
+        this.statusBar.setState({ kind: 'error', message: outage ? `${outage.description}; ${again?.toLowerCase()}` : 'restarting' });
       };
       refresh();
       const timer = setInterval(refresh, 1000);
@@ -241,7 +312,7 @@ export class DraftlineController implements vscode.Disposable {
 
   dispose(): void {
     this.crashNotice?.close();
-    this.worker.dispose();
+    this.backend.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
-import type { WorkerNotification } from '../worker/protocol';
+import type { InferenceBackend } from '../backend/backend';
+
+type DocumentSink = Pick<InferenceBackend, 'openDocument' | 'editDocument' | 'closeDocument'>;
 
 /** Largest document mirrored into the n-gram index; bigger ones are skipped (bounded work). */
 const MAX_MIRRORED_CHARS = 2_000_000;
@@ -9,14 +11,14 @@ function mirrorable(doc: vscode.TextDocument): boolean {
 }
 
 /**
- * Mirrors open documents into the worker's n-gram index: full text once, then only the edits, so a
- * keystroke in a 1 MB file sends a few bytes.
+ * Mirrors open documents into the backend's n-gram index: full text once, then only the edits, so a
+ * keystroke in a 1 MB file sends a few bytes. `sink` is asked each time: the backend can change.
  */
 export class DocumentSync implements vscode.Disposable {
   private readonly mirrored = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly notify: (n: WorkerNotification) => void) {
+  constructor(private readonly sink: () => DocumentSink) {
     this.disposables.push(
       vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
       vscode.workspace.onDidCloseTextDocument((d) => this.close(d)),
@@ -43,22 +45,21 @@ export class DocumentSync implements vscode.Disposable {
     const text = doc.getText();
     if (text.length > MAX_MIRRORED_CHARS || text.includes('\u0000')) return;
     this.mirrored.add(key);
-    this.notify({ kind: 'documentOpen', key, text });
+    this.sink().openDocument(key, text);
   }
 
   private close(doc: vscode.TextDocument): void {
     const key = doc.uri.toString();
-    if (this.mirrored.delete(key)) this.notify({ kind: 'documentClose', key });
+    if (this.mirrored.delete(key)) this.sink().closeDocument(key);
   }
 
   private change(event: vscode.TextDocumentChangeEvent): void {
     const key = event.document.uri.toString();
     if (!this.mirrored.has(key) || event.contentChanges.length === 0) return;
-    this.notify({
-      kind: 'documentEdit',
+    this.sink().editDocument(
       key,
-      edits: event.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
-    });
+      event.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
+    );
   }
 
   dispose(): void {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { ExtraContextRing } from '../context/extraContextRing';
-import type { ExtraContext } from '../engine/types';
+import type { ExtraContext } from '../shared/types';
 
 /** Lines read around the cursor of a file the user leaves or saves (the ring keeps 64 of them). */
 const READ_RADIUS = 48;

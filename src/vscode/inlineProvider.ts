@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
-import type { ExtraContext } from '../engine/types';
+import type { ExtraContext } from '../shared/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
 export function engineDocument(document: vscode.TextDocument, position: vscode.Position, editor?: vscode.TextEditor, extraContext?: (document: vscode.TextDocument) => ExtraContext | undefined): EngineDocument {

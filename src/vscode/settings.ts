@@ -3,7 +3,8 @@ import * as vscode from 'vscode';
 import manifest from '../../package.json';
 import type { EngineSettings } from '../engine/completionEngine';
 import { SettingsReader, type SettingDeclaration } from '../engine/settingsReader';
-import type { ModelSettings, SpeculationSettings } from '../engine/types';
+import type { BackendKind, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { BackendSettings } from '../remote/serverBackend';
 import { embeddedPairPaths } from '../models/embedded';
 import { resolveModelPath } from '../models/modelPath';
 import type { ExtraContextSettings } from './extraContext';
@@ -107,4 +108,17 @@ export async function toggleSetting(key: string): Promise<boolean> {
   const value = !config.get<boolean>(key, true);
   await config.update(key, value, vscode.ConfigurationTarget.Global);
   return value;
+}
+
+/** The backend and, for a server, where it is (user/machine settings only: see package.json). */
+export function readBackendSettings(report?: SettingProblemReport): BackendSettings {
+  const config = settings(report);
+  return {
+    kind: config.choice<BackendKind>('backend'),
+    endpoint: (config.value<string>('server.endpoint') ?? '').trim(),
+    model: (config.value<string>('server.model') ?? '').trim(),
+    caFile: (config.value<string>('server.caFile') ?? '').trim(),
+    timeoutMs: config.number('server.timeoutMs'),
+    sendExtraContext: config.value<boolean>('server.sendExtraContext'),
+  };
 }

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { StatusSummary } from '../engine/statsCollector';
 import { statusTooltip } from '../engine/statusText';
-import type { LoadedModelsInfo } from '../engine/types';
+import type { BackendInfo } from '../shared/types';
 
 export type StatusState =
   | { kind: 'loading' }
@@ -15,7 +15,7 @@ export class StatusBar implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private state: StatusState = { kind: 'loading' };
   private summary: StatusSummary | null = null;
-  private models: LoadedModelsInfo | null = null;
+  private backendInfo: BackendInfo | null = null;
   private mode = '';
   private backend = '';
 
@@ -38,8 +38,8 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  setModels(models: LoadedModelsInfo | null, mode: string, backend?: string): void {
-    this.models = models;
+  setModels(info: BackendInfo | null, mode: string, backend?: string): void {
+    this.backendInfo = info;
     this.mode = mode;
     if (backend !== undefined) this.backend = backend;
     this.render();
@@ -59,7 +59,7 @@ export class StatusBar implements vscode.Disposable {
     const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
     this.item.text = `${icon} ${label}`;
     const tip = new vscode.MarkdownString(undefined, true);
-    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.models, backendText: this.backend || undefined, summary: this.summary }));
+    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, backendText: this.backend || undefined, summary: this.summary }));
     this.item.tooltip = tip;
     this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

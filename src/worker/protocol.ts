@@ -1,19 +1,14 @@
-import type { CompletionRequest, CompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../engine/types';
+import type { CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 
 /** Bumped on any incompatible change; the client refuses a worker that speaks another version. */
 export const PROTOCOL_VERSION = 1;
 
-export interface TextEdit {
-  offset: number;
-  deleteCount: number;
-  text: string;
-}
 
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
   hello: [Record<string, never>, { protocol: number; pid: number }];
   load: [{ models: ModelSettings; speculation: SpeculationSettings }, LoadedModelsInfo];
-  complete: [{ request: CompletionRequest }, CompletionResult];
+  complete: [{ request: CompletionRequest }, LocalCompletionResult];
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
   /** Memory of this machine as node-llama-cpp sees it, for the recommended model pair. */
@@ -41,7 +36,7 @@ export interface WorkerDiagnostics {
 export type WorkerNotification =
   | { kind: 'cancel'; id: number }
   | { kind: 'documentOpen'; key: string; text: string }
-  | { kind: 'documentEdit'; key: string; edits: TextEdit[] }
+  | { kind: 'documentEdit'; key: string; edits: DocumentEdit[] }
   | { kind: 'documentClose'; key: string }
   | { kind: 'accepted'; key: string; text: string };
 

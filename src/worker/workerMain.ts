@@ -3,7 +3,7 @@
 import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
-import type { ModelSettings } from '../engine/types';
+import type { ModelSettings } from '../shared/types';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 
 let session: InferenceSession | null = null;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, CompletionResult, DecodeMode, SpeculationSettings } from '../../src/engine/types';
+import type { CompletionRequest, LocalCompletionResult, DecodeMode, SpeculationSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { writeRandomLlamaModel } from '../support/ggufWriter';
 import { promptCases } from '../support/prompts';
@@ -64,7 +64,7 @@ for (const pair of pairs) {
     let runs = 0;
     let divergences = 0;
     /** spec equals plain token for token (or, with prefixOnly, is a prefix of it), up to numerical ties. */
-    const same = async (spec: CompletionResult, plain: CompletionResult, prompt: CompletionRequest, what: string, prefixOnly = false) => {
+    const same = async (spec: LocalCompletionResult, plain: LocalCompletionResult, prompt: CompletionRequest, what: string, prefixOnly = false) => {
       runs++;
       const expected = prefixOnly ? plain.tokens.slice(0, spec.tokens.length) : plain.tokens;
       const at = spec.tokens.findIndex((t, i) => t !== expected[i]);
@@ -91,12 +91,12 @@ for (const pair of pairs) {
       let proposed = 0;
       for (const c of promptCases(pair.prompts, pair.prompts * 7 + pair.name.length)) {
         const plain = await session.complete(request(c, 'plain'));
-        assert.equal(plain.stats.targetEvaluations, plain.tokens.length + (plain.stats.stopReason === 'eos' ? 1 : 0), 'plain: one evaluation per token');
+        assert.equal(plain.stats.speculation.targetEvaluations, plain.tokens.length + (plain.stats.stopReason === 'eos' ? 1 : 0), 'plain: one evaluation per token');
         for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
           const spec = await session.complete(request(c, mode));
           await same(spec, plain, request(c, mode), `${mode} on ${c.name}`);
-          accepted += spec.stats.bySource.draft.acceptedTokens + spec.stats.bySource.ngram.acceptedTokens;
-          proposed += spec.stats.bySource.draft.proposedTokens + spec.stats.bySource.ngram.proposedTokens;
+          accepted += spec.stats.speculation.bySource.draft.acceptedTokens + spec.stats.speculation.bySource.ngram.acceptedTokens;
+          proposed += spec.stats.speculation.bySource.draft.proposedTokens + spec.stats.speculation.bySource.ngram.proposedTokens;
         }
       }
       // The check is only meaningful if proposals were made (and, with a related draft, accepted).

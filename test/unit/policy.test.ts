@@ -1,7 +1,7 @@
 // The speculation policy and its cost model are pure: table-driven tests, no model needed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { SpeculationSettings } from '../../src/engine/types';
+import type { SpeculationSettings } from '../../src/shared/types';
 import { CostModel } from '../../src/speculation/costModel';
 import { policyReport } from '../../src/engine/statsReport';
 import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';

@@ -2,7 +2,7 @@
 // properties are checked against real GGUF models in lossless.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/engine/types';
+import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
 import { SpeculationPolicy } from '../../src/speculation/policy';
@@ -102,7 +102,7 @@ describe('speculative decoder (stand-in model)', () => {
     const r = await run('plain', model, [1, 2, 3], { maxTokens: 40 });
     assert.equal(r.tokens.length, 40);
     // The prompt evaluation yields the first token; then one evaluation per further token.
-    assert.equal(r.stats.targetEvaluations, 40);
+    assert.equal(r.stats.speculation.targetEvaluations, 40);
   });
 
   it('a perfect draft accepts whole proposals: k+1 tokens per target evaluation', async () => {
@@ -110,8 +110,8 @@ describe('speculative decoder (stand-in model)', () => {
     const r = await run('draft', model, [5, 6, 7], { draftAccuracy: 1, maxTokens: 71, spec: { maxProposal: 6 } });
     assert.equal(r.tokens.length, 71);
     // The prompt's evaluation gives the first token, then 70 tokens at 7 per evaluation.
-    assert.equal(r.stats.targetEvaluations, 11);
-    assert.equal(r.stats.bySource.draft.acceptedTokens, r.stats.bySource.draft.proposedTokens);
+    assert.equal(r.stats.speculation.targetEvaluations, 11);
+    assert.equal(r.stats.speculation.bySource.draft.acceptedTokens, r.stats.speculation.bySource.draft.proposedTokens);
   });
 
   it('a useless draft still gives the exact output, one token per evaluation', async () => {
@@ -119,8 +119,8 @@ describe('speculative decoder (stand-in model)', () => {
     const plain = await run('plain', model, [1]);
     const r = await run('draft', model, [1], { draftAccuracy: 0 });
     assert.deepEqual(r.tokens, plain.tokens);
-    assert.equal(r.stats.bySource.draft.acceptedTokens, 0);
-    assert.equal(r.stats.targetEvaluations, plain.stats.targetEvaluations);
+    assert.equal(r.stats.speculation.bySource.draft.acceptedTokens, 0);
+    assert.equal(r.stats.speculation.targetEvaluations, plain.stats.speculation.targetEvaluations);
   });
 
   it('stops inside an accepted proposal exactly where plain decoding stops', async () => {
@@ -201,8 +201,8 @@ describe('speculative decoder (stand-in model)', () => {
     let plainEvals = 0;
     let ngramEvals = 0;
     for (const prompt of prompts(5, 10)) {
-      plainEvals += (await run('plain', model, prompt)).stats.targetEvaluations;
-      ngramEvals += (await run('ngram', model, prompt)).stats.targetEvaluations;
+      plainEvals += (await run('plain', model, prompt)).stats.speculation.targetEvaluations;
+      ngramEvals += (await run('ngram', model, prompt)).stats.speculation.targetEvaluations;
     }
     assert.ok(ngramEvals < plainEvals * 0.8, `ngram ${ngramEvals} vs plain ${plainEvals}`);
   });

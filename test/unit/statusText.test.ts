@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { StatusSummary } from '../../src/engine/statsCollector';
 import { acceptanceExplanation, backendExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
-import type { LoadedModelsInfo, RuntimeChoice } from '../../src/engine/types';
+import type { LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
 import { describeRuntimeChoice, getRuntime, installedGpuBinaries } from '../../src/inference/llamaRuntime';
 
 const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, ModelSettings } from '../../src/engine/types';
+import type { CompletionRequest, ModelSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
@@ -100,7 +100,7 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
     assert.match(info.draftProblem ?? '', /token 812 differs/);
     const r = await client.request('complete', { request: request(PREFIX, { mode: 'hybrid' }) });
     assert.ok(r.tokens.length > 0);
-    assert.notEqual(r.stats.mode, 'hybrid', 'hybrid falls back to n-gram only');
+    assert.notEqual(r.stats.speculation.mode, 'hybrid', 'hybrid falls back to n-gram only');
   });
 
   it('a model without FIM tokens completes from the prefix alone', async () => {

@@ -50,6 +50,13 @@ export interface CompletionRequest {
   extraContext?: ExtraContext;
 }
 
+/** An edit to a mirrored document, in UTF-16 offsets of the text before the edit. */
+export interface DocumentEdit {
+  offset: number;
+  deleteCount: number;
+  text: string;
+}
+
 /** A piece of one of the user's other files (context/extraContextRing.ts). */
 export interface ContextChunk {
   /** Workspace-relative path (shown to the model as the file's name). */
@@ -75,29 +82,43 @@ export interface SourceStats {
   acceptedTokens: number;
 }
 
-export interface CompletionStats {
-  mode: DecodeMode;
+/** What every backend reports of a completion. */
+export interface GenerationStats {
   promptTokens: number;
-  /** Prompt tokens whose KV was reused from the previous request. */
+  /** Prompt tokens whose KV was reused from the previous request (a server's prompt cache included). */
   reusedPromptTokens: number;
   generatedTokens: number;
+  promptMs: number;
+  timeToFirstTokenMs: number;
+  totalMs: number;
+  stopReason: StopReason;
+  /** Extra context that went into the prompt (absent: none). */
+  extraContext?: { files: number; tokens: number; repoLevel: boolean };
+  /** Draftline's own speculation record: in-process decoding only. */
+  speculation?: SpeculationStats;
+  /** What a server says its own speculative decoding proposed and kept (llama-server with a draft model). */
+  serverDraft?: { proposedTokens: number; acceptedTokens: number };
+  /** Decode speed as the server measured it (without the network). */
+  serverTokensPerSecond?: number;
+}
+
+/** In-process speculative decoding's record of one completion. */
+export interface SpeculationStats {
+  mode: DecodeMode;
   /** Target evaluations, the prompt's included (it yields the first token). Plain decoding: one per token. */
   targetEvaluations: number;
   /** Tokens the target evaluated while decoding (including rejected proposals). */
   targetTokensEvaluated: number;
   draftEvaluations: number;
   bySource: Record<ProposalSource, SourceStats>;
-  promptMs: number;
   targetMs: number;
   draftMs: number;
-  timeToFirstTokenMs: number;
-  totalMs: number;
-  stopReason: StopReason;
   /** What the speculation policy has learned on this machine, after this completion. */
   policy?: PolicySnapshot;
-  /** Extra context that went into the prompt (absent: none). */
-  extraContext?: { files: number; tokens: number; repoLevel: boolean };
 }
+
+/** The in-process decoder's stats: always with its speculation record. */
+export type DecoderStats = GenerationStats & { speculation: SpeculationStats };
 
 export interface PolicySnapshot {
   /** Measured ms of one target evaluation by batch size (smoothed). */
@@ -115,8 +136,15 @@ export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'ne
 
 export interface CompletionResult {
   text: string;
+  /** The target's token ids (in-process decoding; a server may not say). */
+  tokens?: Token[];
+  stats: GenerationStats;
+}
+
+/** What the in-process session returns: tokens and the full speculation record. */
+export interface LocalCompletionResult extends CompletionResult {
   tokens: Token[];
-  stats: CompletionStats;
+  stats: DecoderStats;
 }
 
 export interface ModelDescription {
@@ -179,4 +207,31 @@ export interface LoadTimings {
 
 export function emptySourceStats(): SourceStats {
   return { steps: 0, proposedTokens: 0, acceptedTokens: 0 };
+}
+
+/** Where completions come from: Draftline's own worker, or an inference server the user points it at. */
+export type BackendKind = 'local' | 'llama-server' | 'openai-compatible' | 'ollama';
+
+/** What serves completions, for the status bar and Show Stats. */
+export interface BackendInfo {
+  kind: BackendKind;
+  /** The model completions come from (the target's name, or the server's model id). */
+  model: string;
+  /** In-process only: the loaded models, the GPU and the threads. */
+  local?: LoadedModelsInfo;
+  /** Server backends only: where, and what the server said of itself. */
+  remote?: RemoteServerInfo;
+}
+
+export interface RemoteServerInfo {
+  /** The endpoint as set (scheme, host, port, path prefix). */
+  endpoint: string;
+  /** What the server says it is, e.g. "llama-server (build 1, de3ff81)", "Ollama 0.5.7". */
+  server: string;
+  /** Context size the server runs the model with, when it says. */
+  contextSize?: number;
+  /** The server's own speculative decoding as it describes it (null: none, or it does not say). */
+  speculation: string | null;
+  /** How the prompt reaches the model, e.g. "/infill (fill-in-the-middle, extra context as input_extra)". */
+  promptFormat: string;
 }

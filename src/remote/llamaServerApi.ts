@@ -1,0 +1,116 @@
+// llama.cpp's llama-server: /infill builds the model's own fill-in-the-middle prompt (extra context
+// as `input_extra`, repo-level for models that have the tokens), reuses the prompt's KV cache
+// (`cache_prompt`) and, started with a draft model (-md), speculates on its side: its timings say
+// how many drafted tokens it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
+import * as path from 'node:path';
+import type { CompletionRequest, StopReason } from '../shared/types';
+import { type CompletionCall, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
+
+interface Props {
+  model_path?: string;
+  model_alias?: string;
+  build_info?: string;
+  default_generation_settings?: { n_ctx?: number };
+}
+
+interface InfillChunk {
+  content?: string;
+  stop?: boolean;
+  stop_type?: string;
+  tokens_evaluated?: number;
+  tokens_predicted?: number;
+  timings?: { cache_n?: number; prompt_n?: number; predicted_n?: number; predicted_per_second?: number; draft_n?: number; draft_n_accepted?: number };
+}
+
+const STOP_TYPES: Record<string, StopReason> = { eos: 'eos', limit: 'maxTokens', word: 'stopSequence' };
+
+export const llamaServerApi: ServerApi = {
+  kind: 'llama-server',
+  defaultEndpoint: 'http://127.0.0.1:8080',
+  framing: 'sse',
+
+  async describe(http, settings): Promise<ServerDescription> {
+    await http.get('/health', 'health check');
+    const props = (await http.get('/props', 'server properties')) as Props;
+    const modelPath = props.model_alias || props.model_path || 'the loaded model';
+    // A model without fill-in-the-middle tokens gets 501 from /infill: say so now, not at every keystroke.
+    await http.post('/infill', { input_prefix: '', input_suffix: '', n_predict: 0, cache_prompt: false }, 'fill-in-the-middle check');
+    return {
+      model: path.basename(modelPath),
+      endpoint: settings.endpoint.href,
+      server: `llama-server${props.build_info ? ` ${props.build_info}` : ''}`,
+      contextSize: props.default_generation_settings?.n_ctx,
+      speculation: null,
+      promptFormat: `/infill (the model's fill-in-the-middle template${settings.sendExtraContext ? ', extra context as input_extra' : ''})`,
+    };
+  },
+
+  completion(request, description): CompletionCall {
+    return { path: '/infill', body: infillBody(request, description.contextSize) };
+  },
+
+  readEvent(data): StreamEvent | null {
+    const chunk = data as InfillChunk;
+    if (typeof chunk !== 'object' || chunk === null) return null;
+    const t = chunk.timings;
+    const done = chunk.stop === true;
+    return {
+      text: typeof chunk.content === 'string' ? chunk.content : '',
+      done,
+      figures: done
+        ? {
+            promptTokens: chunk.tokens_evaluated,
+            reusedPromptTokens: t?.cache_n,
+            generatedTokens: t?.predicted_n ?? chunk.tokens_predicted,
+            tokensPerSecond: t?.predicted_per_second,
+            draftProposed: t?.draft_n,
+            draftAccepted: t?.draft_n_accepted,
+            stopReason: chunk.stop_type ? STOP_TYPES[chunk.stop_type] : undefined,
+          }
+        : undefined,
+    };
+  },
+
+  retryWithout(response, request, description): CompletionCall | null {
+    // The window did not fit the server's context: once more with the text cut to fit, at the measured ratio.
+    let error: { type?: string; n_prompt_tokens?: number; n_ctx?: number } | undefined;
+    try {
+      error = (JSON.parse(response.body) as { error?: typeof error }).error;
+    } catch {
+      return null;
+    }
+    if (response.status !== 400 || error?.type !== 'exceed_context_size_error' || !error.n_prompt_tokens || !error.n_ctx) return null;
+    const room = Math.max(16, error.n_ctx - request.maxTokens - 8);
+    const keep = Math.max(0.05, (0.9 * room) / error.n_prompt_tokens);
+    const shrunk: CompletionRequest = {
+      ...request,
+      prefix: request.prefix.slice(request.prefix.length - Math.floor(request.prefix.length * keep)),
+      suffix: request.suffix.slice(0, Math.floor(request.suffix.length * keep)),
+      extraContext: undefined,
+    };
+    return { path: '/infill', body: infillBody(shrunk, description.contextSize) };
+  },
+};
+
+function infillBody(request: CompletionRequest, contextSize: number | undefined) {
+  const extra = request.extraContext?.files ?? [];
+  return {
+    input_prefix: request.prefix,
+    input_suffix: request.suffix,
+    ...(extra.length ? { input_extra: extra.map((f) => ({ filename: f.path, text: f.text })) } : {}),
+    // Never more than the context leaves (a server started with a small -c refuses the request).
+    n_predict: contextSize ? Math.min(request.maxTokens, Math.max(1, contextSize >> 1)) : request.maxTokens,
+    // Greedy, as local decoding: the server's defaults sample at temperature 0.8.
+    temperature: 0,
+    top_k: 1,
+    cache_prompt: true,
+    stream: true,
+    ...(stopStrings(request).length ? { stop: stopStrings(request) } : {}),
+  };
+}
+
+/** The request's stop strings, and a newline for a single-line completion (the server stops there itself). */
+export function stopStrings(request: CompletionRequest): string[] {
+  return [...(request.stop ?? []), ...(request.singleLine ? ['\n'] : [])];
+}
+

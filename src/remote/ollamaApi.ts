@@ -1,0 +1,96 @@
+// Ollama's /api/generate: `suffix` makes it fill in the middle through the model's own template
+// (models whose template takes a suffix say so with the "insert" capability in /api/show); others
+// get the family's FIM template as text with `raw`. Answers stream as one JSON object a line.
+import type { CompletionRequest, StopReason } from '../shared/types';
+import { guessTemplateFamily, renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
+import { ServerError } from './http';
+import { stopStrings } from './llamaServerApi';
+import type { CompletionCall, ServerApi, ServerDescription, StreamEvent } from './serverApi';
+
+interface Show {
+  capabilities?: string[];
+  model_info?: Record<string, unknown>;
+  details?: { family?: string; parameter_size?: string; quantization_level?: string };
+}
+
+interface GenerateChunk {
+  response?: string;
+  done?: boolean;
+  done_reason?: string;
+  prompt_eval_count?: number;
+  eval_count?: number;
+  /** Nanoseconds. */
+  eval_duration?: number;
+  error?: string;
+}
+
+const DONE: Record<string, StopReason> = { stop: 'eos', length: 'maxTokens' };
+
+export const ollamaApi: ServerApi = {
+  kind: 'ollama',
+  defaultEndpoint: 'http://127.0.0.1:11434',
+  framing: 'ndjson',
+
+  async describe(http, settings): Promise<ServerDescription> {
+    const version = ((await http.get('/api/version', 'version check')) as { version?: string }).version;
+    let model = settings.model;
+    if (!model) {
+      const tags = (await http.get('/api/tags', 'model list')) as { models?: { name?: string }[] };
+      model = tags.models?.find((m) => typeof m.name === 'string')?.name ?? '';
+      if (!model) throw new ServerError('Ollama has no models yet: pull one (e.g. `ollama pull qwen2.5-coder:1.5b-base`) and set draftline.server.model', 'modelNotFound');
+    }
+    const show = (await http.post('/api/show', { model }, `model "${model}"`)) as Show;
+    const insert = show.capabilities?.includes('insert') ?? false;
+    const contextKey = Object.keys(show.model_info ?? {}).find((k) => k.endsWith('.context_length'));
+    const family = insert ? undefined : guessTemplateFamily(model);
+    return {
+      model,
+      endpoint: settings.endpoint.href,
+      server: `Ollama${version ? ` ${version}` : ''}`,
+      contextSize: contextKey ? Number(show.model_info![contextKey]) : undefined,
+      speculation: null,
+      promptFormat: family
+        ? `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)`
+        : "`suffix` through the model's own template",
+      ...(family ? { templateFamily: family } : {}),
+    };
+  },
+
+  completion(request, description): CompletionCall {
+    return { path: '/api/generate', body: generateBody(request, description.model, description.templateFamily) };
+  },
+
+  readEvent(data): StreamEvent | null {
+    const chunk = data as GenerateChunk;
+    if (typeof chunk !== 'object' || chunk === null) return null;
+    if (typeof chunk.error === 'string') throw new ServerError(`Ollama failed mid-completion: ${chunk.error}`, 'server');
+    const done = chunk.done === true;
+    return {
+      text: typeof chunk.response === 'string' ? chunk.response : '',
+      done,
+      figures: done
+        ? {
+            promptTokens: chunk.prompt_eval_count,
+            generatedTokens: chunk.eval_count,
+            tokensPerSecond: chunk.eval_count && chunk.eval_duration ? (chunk.eval_count * 1e9) / chunk.eval_duration : undefined,
+            stopReason: chunk.done_reason ? DONE[chunk.done_reason] : undefined,
+          }
+        : undefined,
+    };
+  },
+};
+
+function generateBody(request: CompletionRequest, model: string, family: TemplateFamily | undefined) {
+  const extra = request.extraContext;
+  const stop = [...stopStrings(request), ...(family ? templateSpec(family).stop : [])];
+  const options = { temperature: 0, top_k: 1, num_predict: request.maxTokens, ...(stop.length ? { stop } : {}) };
+  // Keep the model loaded between keystrokes (Ollama unloads idle models after 5 minutes).
+  const common = { model, stream: true, keep_alive: '30m', options };
+  if (family) {
+    const prompt = renderTextPrompt(templateSpec(family), { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
+    return { ...common, prompt, raw: true };
+  }
+  // Ollama's template has no place for other files: they go before the prefix as comments would not
+  // be reliable across languages, so a server gets only the window here.
+  return { ...common, prompt: request.prefix, suffix: request.suffix };
+}

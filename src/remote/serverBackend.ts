@@ -1,0 +1,373 @@
+// Completions from an inference server (llama-server, an OpenAI-compatible server such as vLLM, or
+// Ollama), behind the same InferenceBackend seam as the in-process worker: the engine's cache,
+// post-processing, cancellation, status bar and stats work the same. What each server's API looks
+// like is in its ServerApi (llamaServerApi.ts, openAiApi.ts, ollamaApi.ts).
+import { createParser } from 'eventsource-parser';
+import * as fs from 'node:fs';
+import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
+import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
+import type { BackendInfo, BackendKind, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import { StopRules } from '../stopping/stopRules';
+import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
+import { errorMessageOf, type CompletionCall, type ServerApi, type ServerDescription, type ServerFigures, type ServerHttp, type ServerSettings } from './serverApi';
+
+/** The backend settings as read (user/machine scope only, see vscode/settings.ts). */
+export interface BackendSettings {
+  kind: BackendKind;
+  endpoint: string;
+  model: string;
+  /** PEM file of extra CAs ('' : none). */
+  caFile: string;
+  /** Until the server's first byte, and between two chunks of its answer. */
+  timeoutMs: number;
+  sendExtraContext: boolean;
+}
+
+export interface ServerBackendDeps {
+  /** The API key for this endpoint (VS Code's SecretStorage), if one is set. */
+  apiKey(endpoint: URL): Promise<string | undefined>;
+  now?(): number;
+  /** Waits between attempts (tests make it instant). */
+  sleep?(ms: number): Promise<void>;
+  /** First wait after the server went away; doubles up to maxOutageMs. */
+  firstOutageMs?: number;
+  maxOutageMs?: number;
+}
+
+const LOAD_ATTEMPTS = 3;
+
+export class ServerBackend implements InferenceBackend {
+  readonly kind: BackendKind;
+  private description: ServerDescription | null = null;
+  private settingsResolved: ServerSettings | null = null;
+  private ca: string | undefined;
+  private down: { description: string; at: number; failures: number; timer: NodeJS.Timeout } | null = null;
+  private disposed = false;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    private readonly api: ServerApi,
+    private readonly settings: BackendSettings,
+    private readonly deps: ServerBackendDeps,
+    private readonly events: BackendEvents,
+  ) {
+    this.kind = api.kind;
+    this.now = deps.now ?? (() => Date.now());
+    this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** Checks the server and its model (retrying a server that is starting up), and says what it found. */
+  async load(): Promise<BackendInfo> {
+    const settings = this.resolveSettings();
+    this.ca = this.readCa();
+    let attempt = 0;
+    for (;;) {
+      try {
+        const description = await this.api.describe(this.http(settings), settings);
+        this.description = description;
+        this.settingsResolved = settings;
+        this.events.log('info', `${this.kind} at ${settings.endpoint.origin}: ${description.server}, model ${description.model}; ${description.promptFormat}`);
+        const { model, templateFamily: _family, ...remote } = description;
+        return { kind: this.kind, model, remote };
+      } catch (error) {
+        const e = asServerError(error);
+        if (!e.transient || ++attempt >= LOAD_ATTEMPTS || this.disposed) throw this.explain(e, settings);
+        const wait = 500 * 2 ** (attempt - 1);
+        this.events.log('warn', `${this.kind}: ${e.message}; trying again in ${wait} ms`);
+        await this.sleep(wait);
+      }
+    }
+  }
+
+  async complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> {
+    const description = this.description;
+    const settings = this.settingsResolved;
+    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
+    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
+    // Only the window around the cursor leaves the machine unless the user opted in to more.
+    const sent: CompletionRequest = settings.sendExtraContext ? request : { ...request, extraContext: undefined };
+    const started = this.now();
+    try {
+      let call = this.api.completion(sent, description, settings);
+      let response = await this.post(settings, call, signal, true);
+      if (response.status >= 300) {
+        const body = await readText(response).catch(() => '');
+        const retry = this.api.retryWithout?.({ status: response.status, body }, sent, description, settings) ?? null;
+        if (!retry) throw this.httpError(response.status, body, 'completion');
+        this.events.log('info', `${this.kind}: ${errorMessageOf(body) ?? snippet(body)}: asking again (${retry.path})`);
+        call = retry;
+        response = await this.post(settings, call, signal, true);
+        if (response.status >= 300) throw this.httpError(response.status, await readText(response).catch(() => ''), 'completion');
+      }
+      return await this.readCompletion(response, sent, started, signal);
+    } catch (error) {
+      const e = asServerError(error);
+      if (e.code === 'cancelled' || signal?.aborted) return cancelled(this.now() - started);
+      if (e.code === 'unreachable') this.startOutage(e.message);
+      throw e;
+    }
+  }
+
+  /** A server decodes its own way: Draftline's speculation settings do not apply. */
+  async configure(): Promise<void> {}
+  // A server gets only each request's window: no document mirrors, no accepted-completion memory.
+  openDocument(): void {}
+  editDocument(): void {}
+  closeDocument(): void {}
+  accepted(): void {}
+
+  outage(): OutageStatus | null {
+    if (!this.down) return null;
+    return { description: this.down.description, remainingMs: Math.max(0, this.down.at - this.now()), failuresInARow: this.down.failures };
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.down) clearTimeout(this.down.timer);
+    this.down = null;
+  }
+
+  private resolveSettings(): ServerSettings {
+    const raw = this.settings.endpoint || this.api.defaultEndpoint;
+    let endpoint: URL;
+    try {
+      endpoint = new URL(raw);
+    } catch {
+      throw new ServerError(`draftline.server.endpoint is "${raw}", not a URL (e.g. ${this.api.defaultEndpoint})`, 'badRequest');
+    }
+    if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new ServerError(`draftline.server.endpoint must be an http or https URL, not ${endpoint.protocol}`, 'badRequest');
+    return { endpoint, model: this.settings.model, sendExtraContext: this.settings.sendExtraContext };
+  }
+
+  private readCa(): string | undefined {
+    if (!this.settings.caFile) return undefined;
+    try {
+      return fs.readFileSync(this.settings.caFile, 'utf8');
+    } catch (error) {
+      throw new ServerError(`cannot read draftline.server.caFile ${this.settings.caFile}: ${(error as Error).message}`, 'tls');
+    }
+  }
+
+  private async headers(endpoint: URL): Promise<Record<string, string>> {
+    const key = await this.deps.apiKey(endpoint);
+    return key ? { authorization: `Bearer ${key}` } : {};
+  }
+
+  private http(settings: ServerSettings): ServerHttp {
+    const call = async (method: 'GET' | 'POST', path: string, body: unknown, what: string) => {
+      const response = await httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, timeoutMs: this.settings.timeoutMs });
+      const text = await readText(response);
+      if (response.status >= 300) throw this.httpError(response.status, text, what);
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new ServerError(`${what}: the answer of ${settings.endpoint.origin}${path} is not JSON (${snippet(text)}): is this a ${this.kind} server?`, 'malformed', response.status);
+      }
+    };
+    return { get: (path, what) => call('GET', path, undefined, what), post: (path, body, what) => call('POST', path, body, what) };
+  }
+
+  /** The streaming request; a connection the server had already closed (a stale keep-alive socket) is tried once more. */
+  private async post(settings: ServerSettings, call: CompletionCall, signal: AbortSignal | undefined, retry: boolean): Promise<HttpResponse> {
+    try {
+      return await httpRequest(joinUrl(settings.endpoint, call.path), { method: 'POST', body: call.body, headers: await this.headers(settings.endpoint), ca: this.ca, signal, timeoutMs: this.settings.timeoutMs });
+    } catch (error) {
+      const e = asServerError(error);
+      if (retry && e.code === 'unreachable' && /closed the connection/.test(e.message) && !signal?.aborted) return this.post(settings, call, signal, false);
+      throw e;
+    }
+  }
+
+  /** Reads the stream through the same stop rules as local decoding; stops the server once they say stop. */
+  private async readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined): Promise<CompletionResult> {
+    const chunks: string[] = [];
+    const stop = new StopRules({
+      // Each streamed piece is one "token" here: the rules only need the text so far.
+      detokenize: (ids) => ids.map((i) => chunks[i]).join(''),
+      isEndToken: () => false,
+      maxTokens: Number.MAX_SAFE_INTEGER,
+      stopStrings: request.stop,
+      singleLine: request.singleLine,
+      maxLines: request.maxLines,
+      blockEnd: request.stopAtBlockEnd
+        ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
+        : undefined,
+    });
+    let firstTokenAt: number | undefined;
+    let figures: ServerFigures = {};
+    let serverDone = false;
+    const contentType = String(response.headers['content-type'] ?? '');
+    const events: unknown[] = [];
+    let malformed: string | undefined;
+    const take = (data: string) => {
+      if (data === '[DONE]') return;
+      try {
+        events.push(JSON.parse(data));
+      } catch {
+        malformed ??= data;
+      }
+    };
+    const parser = createParser({ onEvent: (event) => take(event.data) });
+    let lineBuffer = '';
+    // A server that answers one JSON object (no stream) is read the same way.
+    const framing = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('ndjson') || this.api.framing === 'ndjson' ? 'ndjson' : 'json';
+    const decoder = new TextDecoder();
+    let whole = '';
+    const idle = setIdleTimer(this.settings.timeoutMs, () => response.close());
+    /** Feeds parsed events through the stop rules; true once the completion is over. */
+    const consume = (): boolean => {
+      while (events.length) {
+        const event = this.api.readEvent(events.shift());
+        if (!event) continue;
+        if (event.figures) figures = { ...figures, ...event.figures };
+        if (event.text) {
+          firstTokenAt ??= this.now();
+          chunks.push(event.text);
+          if (stop.push(chunks.length - 1)) return true;
+        }
+        if (event.done) return (serverDone = true);
+      }
+      return false;
+    };
+    try {
+      let over = false;
+      for await (const chunk of response.body) {
+        idle.reset();
+        const text = decoder.decode(chunk, { stream: true });
+        if (framing === 'sse') parser.feed(text);
+        else if (framing === 'ndjson') {
+          lineBuffer += text;
+          const lines = lineBuffer.split('\n');
+          lineBuffer = lines.pop() ?? '';
+          for (const line of lines) if (line.trim()) take(line);
+        } else whole += text;
+        if (malformed !== undefined || (over = consume())) break;
+      }
+      if (!over && malformed === undefined) {
+        if (framing === 'ndjson' && lineBuffer.trim()) take(lineBuffer);
+        if (framing === 'json' && whole.trim()) take(whole);
+        consume();
+        // The body ended as it should (OpenAI's ends after its usage chunk and [DONE]).
+        serverDone = true;
+      }
+    } catch (error) {
+      if (idle.fired && !signal?.aborted) throw new ServerError(`the ${this.kind} server sent nothing for ${(this.settings.timeoutMs / 1000).toFixed(1)} s in the middle of a completion`, 'timeout');
+      throw error;
+    } finally {
+      idle.clear();
+      // Stopped early (our stop rules): closing the connection stops the server's work.
+      if (!serverDone) response.close();
+    }
+    if (signal?.aborted) return cancelled(this.now() - started);
+    if (malformed !== undefined) throw new ServerError(`the ${this.kind} server's answer is not what its API sends (${snippet(malformed)})`, 'malformed');
+    const totalMs = this.now() - started;
+    const ttft = (firstTokenAt ?? this.now()) - started;
+    const stats: GenerationStats = {
+      promptTokens: figures.promptTokens ?? 0,
+      reusedPromptTokens: figures.reusedPromptTokens ?? 0,
+      generatedTokens: stop.decision && !serverDone ? stop.tokens.length : (figures.generatedTokens ?? chunks.length),
+      promptMs: ttft,
+      timeToFirstTokenMs: ttft,
+      totalMs,
+      stopReason: stop.decision?.reason ?? figures.stopReason ?? 'eos',
+      ...(figures.tokensPerSecond !== undefined ? { serverTokensPerSecond: figures.tokensPerSecond } : {}),
+      ...(figures.draftProposed !== undefined ? { serverDraft: { proposedTokens: figures.draftProposed, acceptedTokens: figures.draftAccepted ?? 0 } } : {}),
+    };
+    return { text: stop.finalText, stats };
+  }
+
+  private httpError(status: number, body: string, what: string): ServerError {
+    const said = errorMessageOf(body) ?? snippet(body);
+    const where = this.settingsResolved?.endpoint.origin ?? this.settings.endpoint;
+    if (status === 401 || status === 403) {
+      return new ServerError(`${what}: ${where} refused the request (${status}: ${said}): set its API key with "Draftline: Set Server API Key"`, 'unauthorized', status);
+    }
+    if (status === 404) {
+      if (/model/i.test(said)) return new ServerError(`${what}: ${where} has no model "${this.settings.model}" (${said}): check draftline.server.model`, 'modelNotFound', status);
+      return new ServerError(`${what}: ${where} has no such endpoint (404: ${said}): is it a ${this.kind} server, and the endpoint its base URL?`, 'notFound', status);
+    }
+    if (status === 501) return new ServerError(`${what}: ${where} does not support this (501: ${said})`, 'badRequest', status);
+    if (status === 429 || status === 503) return new ServerError(`${what}: ${where} is busy or still loading (${status}: ${said})`, 'busy', status);
+    if (status >= 500) return new ServerError(`${what}: ${where} failed (${status}: ${said})`, 'server', status);
+    return new ServerError(`${what}: ${where} refused the request (${status}: ${said})`, 'badRequest', status);
+  }
+
+  private explain(error: ServerError, settings: ServerSettings): ServerError {
+    if (error.code === 'unreachable' && !this.settings.endpoint) {
+      return new ServerError(`${error.message} (draftline.server.endpoint is empty, so the ${this.kind} default ${settings.endpoint.origin} was tried)`, error.code, error.status);
+    }
+    return error;
+  }
+
+  /** The server went away: completions fail fast until a check with growing waits finds it again. */
+  private startOutage(description: string): void {
+    if (this.down || this.disposed) return;
+    const first = this.deps.firstOutageMs ?? 1000;
+    const max = this.deps.maxOutageMs ?? 30_000;
+    const schedule = (failures: number) => {
+      const wait = Math.min(max, first * 2 ** (failures - 1));
+      const timer = setTimeout(() => void probe(failures), wait);
+      timer.unref?.();
+      this.down = { description, at: this.now() + wait, failures, timer };
+    };
+    const probe = async (failures: number) => {
+      if (this.disposed || !this.settingsResolved) return;
+      try {
+        this.description = await this.api.describe(this.http(this.settingsResolved), this.settingsResolved);
+        this.down = null;
+        this.events.log('info', `${this.kind}: the server answers again`);
+        this.events.onRecovered();
+      } catch (error) {
+        this.events.log('debug', `${this.kind}: still unreachable: ${(error as Error).message}`);
+        if (!this.disposed) {
+          schedule(failures + 1);
+          this.events.onOutage();
+        }
+      }
+    };
+    this.events.log('warn', `${this.kind}: ${description}`);
+    schedule(1);
+    this.events.onOutage();
+  }
+}
+
+function joinUrl(endpoint: URL, path: string): URL {
+  const url = new URL(endpoint.href);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  return url;
+}
+
+function asServerError(error: unknown): ServerError {
+  return error instanceof ServerError ? error : new ServerError((error as Error)?.message ?? String(error), 'malformed');
+}
+
+function cancelled(totalMs: number): CompletionResult {
+  return {
+    text: '',
+    stats: { promptTokens: 0, reusedPromptTokens: 0, generatedTokens: 0, promptMs: 0, timeToFirstTokenMs: 0, totalMs, stopReason: 'abort' },
+  };
+}
+
+function setIdleTimer(ms: number, onIdle: () => void) {
+  const state = { fired: false, timer: undefined as NodeJS.Timeout | undefined };
+  const arm = () => {
+    state.timer = setTimeout(() => {
+      state.fired = true;
+      onIdle();
+    }, ms);
+  };
+  arm();
+  return {
+    get fired() {
+      return state.fired;
+    },
+    reset() {
+      clearTimeout(state.timer);
+      arm();
+    },
+    clear() {
+      clearTimeout(state.timer);
+    },
+  };
+}
