@@ -1,7 +1,7 @@
 // The benchmark sees a task as the editor would: the engine's document view and the ghost text a
 // raw completion becomes after the engine's post-processing.
 import type { EngineDocument } from '../src/engine/completionEngine';
-import type { CompletionRequest } from '../src/engine/types';
+import type { CompletionRequest } from '../src/shared/types';
 import { defaultFilters, postprocess } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 

@@ -7,7 +7,7 @@
 import * as path from 'node:path';
 import { ExtraContextRing } from '../src/context/extraContextRing';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ExtraContext, ModelSettings } from '../src/engine/types';
+import type { CompletionRequest, ExtraContext, ModelSettings } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { BenchTask, SourceFile } from './corpus';
 import { engineDocument, shownText } from './engineView';

@@ -2,7 +2,7 @@
 // Plain decoding of one pair, per task and layout: the cold case (empty KV caches) and the keystroke
 // case (the same spot one character earlier completed just before, untimed). Layouts interleaved.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ModelSettings } from '../src/engine/types';
+import type { CompletionRequest, ModelSettings } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';

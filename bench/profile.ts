@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/engine/types';
+import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
 import { CostModel } from '../src/speculation/costModel';

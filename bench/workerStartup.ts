@@ -6,7 +6,7 @@
 // A second worker started while the first is alive stands for a second editor window.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CompletionRequest, LoadTimings } from '../src/engine/types';
+import type { CompletionRequest, LoadTimings } from '../src/shared/types';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import { WorkerClient } from '../src/worker/workerClient';
 import { median } from './stats';
