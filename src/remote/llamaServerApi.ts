@@ -33,6 +33,9 @@ export const llamaServerApi: ServerApi = {
     await http.get('/health', 'health check');
     const props = (await http.get('/props', 'server properties')) as Props;
     const modelPath = props.model_alias || props.model_path || 'the loaded model';
+    // Whether it drafts with a second model (-md); /slots may be turned off (--no-slots).
+    const slots = (await http.get('/slots', 'slots').catch(() => null)) as { speculative?: boolean }[] | null;
+    const speculative = Array.isArray(slots) && slots.some((s) => s?.speculative === true);
     // A model without fill-in-the-middle tokens gets 501 from /infill: say so now, not at every keystroke.
     await http.post('/infill', { input_prefix: '', input_suffix: '', n_predict: 0, cache_prompt: false }, 'fill-in-the-middle check');
     return {
@@ -40,7 +43,7 @@ export const llamaServerApi: ServerApi = {
       endpoint: settings.endpoint.href,
       server: `llama-server${props.build_info ? ` ${props.build_info}` : ''}`,
       contextSize: props.default_generation_settings?.n_ctx,
-      speculation: null,
+      speculation: speculative ? 'a draft model on the server (-md): its acceptance shows per completion' : null,
       promptFormat: `/infill (the model's fill-in-the-middle template${settings.sendExtraContext ? ', extra context as input_extra' : ''})`,
     };
   },
