@@ -34,17 +34,23 @@ function freePort(): Promise<number> {
 export class LlamaServer {
   private constructor(
     private readonly child: ChildProcess,
-    private readonly url: string,
+    /** Base URL, e.g. http://127.0.0.1:40123. */
+    readonly url: string,
   ) {}
 
   static available(): boolean {
     return fs.existsSync(LLAMA_SERVER);
   }
 
-  static async start(target: string, draft: string | null, opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number }): Promise<LlamaServer> {
+  static async start(
+    target: string,
+    draft: string | null,
+    opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string },
+  ): Promise<LlamaServer> {
     const port = await freePort();
     const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
     if (draft) args.push('--spec-type', 'draft-simple', '-md', draft, '-ngld', '0', '--spec-draft-n-max', String(opts.maxProposal), '--spec-draft-n-min', '0', '--draft-p-min', String(opts.minConfidence), '-td', String(opts.threads));
+    if (opts.apiKey) args.push('--api-key', opts.apiKey);
     const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
@@ -54,6 +60,7 @@ export class LlamaServer {
       if (child.exitCode !== null) throw new Error(`llama-server exited: ${log}`);
       try {
         const r = await fetch(`${url}/health`);
+        // /health answers without the key; 200 once the model is loaded.
         if (r.ok) break;
       } catch {}
       if (Date.now() > deadline) {

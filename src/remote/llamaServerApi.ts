@@ -57,20 +57,19 @@ export const llamaServerApi: ServerApi = {
     if (typeof chunk !== 'object' || chunk === null) return null;
     const t = chunk.timings;
     const done = chunk.stop === true;
+    // Timings come with every chunk (timings_per_token): a completion our stop rules cut short keeps them.
     return {
       text: typeof chunk.content === 'string' ? chunk.content : '',
       done,
-      figures: done
-        ? {
-            promptTokens: chunk.tokens_evaluated,
-            reusedPromptTokens: t?.cache_n,
-            generatedTokens: t?.predicted_n ?? chunk.tokens_predicted,
-            tokensPerSecond: t?.predicted_per_second,
-            draftProposed: t?.draft_n,
-            draftAccepted: t?.draft_n_accepted,
-            stopReason: chunk.stop_type ? STOP_TYPES[chunk.stop_type] : undefined,
-          }
-        : undefined,
+      figures: {
+        ...(chunk.tokens_evaluated !== undefined ? { promptTokens: chunk.tokens_evaluated } : {}),
+        ...(t?.cache_n !== undefined ? { reusedPromptTokens: t.cache_n } : {}),
+        ...(done ? { generatedTokens: t?.predicted_n ?? chunk.tokens_predicted } : {}),
+        // The first token's speed is 0 (nothing measured yet): leave it out.
+        ...(t?.predicted_per_second ? { tokensPerSecond: t.predicted_per_second } : {}),
+        ...(t?.draft_n !== undefined ? { draftProposed: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0 } : {}),
+        ...(done && chunk.stop_type ? { stopReason: STOP_TYPES[chunk.stop_type] } : {}),
+      },
     };
   },
 
@@ -84,14 +83,15 @@ export const llamaServerApi: ServerApi = {
     }
     if (response.status !== 400 || error?.type !== 'exceed_context_size_error' || !error.n_prompt_tokens || !error.n_ctx) return null;
     const room = Math.max(16, error.n_ctx - request.maxTokens - 8);
-    const keep = Math.max(0.05, (0.9 * room) / error.n_prompt_tokens);
+    // Tokens per character differ across the text: aim well under, and the backend may ask once more.
+    const keep = Math.max(0.02, (0.75 * room) / error.n_prompt_tokens);
     const shrunk: CompletionRequest = {
       ...request,
       prefix: request.prefix.slice(request.prefix.length - Math.floor(request.prefix.length * keep)),
       suffix: request.suffix.slice(0, Math.floor(request.suffix.length * keep)),
       extraContext: undefined,
     };
-    return { path: '/infill', body: infillBody(shrunk, description.contextSize) };
+    return { path: '/infill', body: infillBody(shrunk, description.contextSize), request: shrunk };
   },
 };
 
@@ -108,6 +108,7 @@ function infillBody(request: CompletionRequest, contextSize: number | undefined)
     top_k: 1,
     cache_prompt: true,
     stream: true,
+    timings_per_token: true,
     ...(stopStrings(request).length ? { stop: stopStrings(request) } : {}),
   };
 }

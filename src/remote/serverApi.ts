@@ -50,6 +50,8 @@ export interface StreamEvent {
 export interface CompletionCall {
   path: string;
   body: unknown;
+  /** The request as this call sends it, when it differs (a window cut to fit): the next retry starts from it. */
+  request?: CompletionRequest;
 }
 
 export interface ServerApi {

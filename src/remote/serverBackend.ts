@@ -91,14 +91,14 @@ export class ServerBackend implements InferenceBackend {
     try {
       let call = this.api.completion(sent, description, settings);
       let response = await this.post(settings, call, signal, true);
-      if (response.status >= 300) {
+      // A refused request the API can put differently (no `suffix`, a window cut to fit), at most twice.
+      for (let retries = 0; response.status >= 300; retries++) {
         const body = await readText(response).catch(() => '');
-        const retry = this.api.retryWithout?.({ status: response.status, body }, sent, description, settings) ?? null;
+        const retry = retries < 2 ? (this.api.retryWithout?.({ status: response.status, body }, call.request ?? sent, description, settings) ?? null) : null;
         if (!retry) throw this.httpError(response.status, body, 'completion');
         this.events.log('info', `${this.kind}: ${errorMessageOf(body) ?? snippet(body)}: asking again (${retry.path})`);
         call = retry;
         response = await this.post(settings, call, signal, true);
-        if (response.status >= 300) throw this.httpError(response.status, await readText(response).catch(() => ''), 'completion');
       }
       return await this.readCompletion(response, sent, started, signal);
     } catch (error) {
