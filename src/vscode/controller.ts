@@ -102,7 +102,7 @@ export class DraftlineController implements vscode.Disposable {
     this.statusBar.setState({ kind: 'loading' });
     this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
     try {
-      const files = await resolveModelFiles(this.context, models);
+      const files = await resolveModelFiles(this.context, models, this.worker);
       if (generation !== this.loadGeneration) return;
       const info = await this.worker.request('load', { models: files, speculation: readSpeculationSettings(this.reportSettingProblem) });
       if (generation !== this.loadGeneration) return;
