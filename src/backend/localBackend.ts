@@ -1,4 +1,4 @@
-// Completions from Draftline's own inference worker (node-llama-cpp in a child process): the draft
+// Completions from Draftline's own inference worker (llama.cpp in a child process): the draft
 // and target models on this machine, with lossless speculative decoding and the n-gram index.
 import type { BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import { WorkerClient } from '../worker/workerClient';
@@ -9,8 +9,8 @@ export interface LocalBackendOptions {
   workerPath: string;
   /** The GPU choice at start-up: the worker starts loading that llama.cpp binding at once. */
   preloadGpu?: ModelSettings['gpu'];
-  /** The models and speculation settings to load, read when load() runs (model downloads resolved). */
-  settings(): Promise<{ models: ModelSettings; speculation: SpeculationSettings }>;
+  /** The models and speculation settings to load, read when load() runs (model downloads resolved, through this worker). */
+  settings(worker: WorkerClient): Promise<{ models: ModelSettings; speculation: SpeculationSettings }>;
 }
 
 export class LocalBackend implements InferenceBackend {
@@ -32,7 +32,7 @@ export class LocalBackend implements InferenceBackend {
   }
 
   async load(): Promise<BackendInfo> {
-    const { models, speculation } = await this.options.settings();
+    const { models, speculation } = await this.options.settings(this.worker);
     const local: LoadedModelsInfo = await this.worker.request('load', { models, speculation });
     return { kind: 'local', model: local.target.name, local };
   }
@@ -45,7 +45,7 @@ export class LocalBackend implements InferenceBackend {
     await this.worker.request('configure', { speculation });
   }
 
-  /** Memory of this machine as node-llama-cpp sees it (the recommended model pair depends on it). */
+  /** Memory of this machine as the worker's llama.cpp sees it (the recommended model pair depends on it). */
   systemInfo() {
     return this.worker.request('systemInfo', {});
   }

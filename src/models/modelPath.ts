@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { isModelUri } from './downloads';
+import { isModelUri } from './downloadIndex';
 
 /**
  * A model setting as the worker should get it. Hub URIs and absolute paths pass as they are; `~` is

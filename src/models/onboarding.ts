@@ -1,7 +1,7 @@
 // The first-run offer of a real model pair, without the editor: the VS Code layer
 // (src/vscode/modelDownloads.ts) supplies the notification, the download and the settings.
 import { recommendPair, type MachineMemory } from './catalog';
-import { DownloadError } from './downloads';
+import { DownloadError } from './downloadIndex';
 
 export const ONBOARDED_KEY = 'draftline.onboarded';
 

@@ -121,8 +121,8 @@ export class DraftlineController implements vscode.Disposable {
         workerPath: path.join(this.context.extensionPath, 'dist', 'worker.js'),
         // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
-        settings: async () => ({
-          models: await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem)),
+        settings: async (worker) => ({
+          models: await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker),
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
       },

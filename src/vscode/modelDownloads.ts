@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { catalogModelByUri } from '../models/catalog';
-import { downloadedPath, downloadModels, isModelUri } from '../models/downloads';
+import { downloadedPath, isModelUri } from '../models/downloadIndex';
+import { downloadInWorker } from '../models/downloadInWorker';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
@@ -20,13 +21,16 @@ function formatEta(seconds: number): string {
   return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
 }
 
-/** Downloads with a cancellable progress notification (size, speed, ETA). Resolves to local paths. */
-export async function downloadWithProgress(context: vscode.ExtensionContext, uris: string[], title: string): Promise<string[]> {
+/**
+ * Downloads with a cancellable progress notification (size, speed, ETA). Resolves to local paths.
+ * The download runs in the inference worker (node-llama-cpp never loads in the extension host).
+ */
+export async function downloadWithProgress(context: vscode.ExtensionContext, worker: WorkerClient, uris: string[], title: string): Promise<string[]> {
   return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
     const controller = new AbortController();
     token.onCancellationRequested(() => controller.abort());
     let reported = 0;
-    return downloadModels(uris, {
+    return downloadInWorker(worker, uris, {
       dirPath: modelsDir(context),
       signal: controller.signal,
       huggingFaceEndpoint: huggingFaceEndpoint(),
@@ -46,7 +50,7 @@ export async function downloadWithProgress(context: vscode.ExtensionContext, uri
  * Turns model URIs in the settings into local files: already downloaded ones resolve offline,
  * others are downloaded after the user agrees (never silently).
  */
-export async function resolveModelFiles(context: vscode.ExtensionContext, models: ResolvedModelSettings): Promise<ResolvedModelSettings> {
+export async function resolveModelFiles(context: vscode.ExtensionContext, models: ResolvedModelSettings, worker: WorkerClient): Promise<ResolvedModelSettings> {
   const dir = modelsDir(context);
   const missing = [models.targetModel, models.draftModel].filter((m) => m && isModelUri(m) && !downloadedPath(dir, m));
   if (missing.length > 0) {
@@ -56,7 +60,7 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
     });
     const choice = await vscode.window.showInformationMessage(`Draftline: ${names.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not downloaded yet.`, 'Download', 'Cancel');
     if (choice !== 'Download') throw new Error(`Model not downloaded: ${missing.join(', ')}`);
-    await downloadWithProgress(context, missing, 'Draftline: downloading models');
+    await downloadWithProgress(context, worker, missing, 'Draftline: downloading models');
   }
   const local = (m: string) => (m && isModelUri(m) ? downloadedPath(dir, m)! : m);
   return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
@@ -68,7 +72,7 @@ export function offerRecommendedPair(context: vscode.ExtensionContext, worker: W
     state: context.globalState,
     machine: () => worker.request('systemInfo', {}),
     ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
-    download: (uris, title) => downloadWithProgress(context, uris, title),
+    download: (uris, title) => downloadWithProgress(context, worker, uris, title),
     useModels: async (targetUri, draftUri) => {
       const config = vscode.workspace.getConfiguration(SECTION);
       await config.update('targetModel', targetUri, vscode.ConfigurationTarget.Global);

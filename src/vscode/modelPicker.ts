@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
 import { CATALOG } from '../models/catalog';
-import { downloadedPath } from '../models/downloads';
+import { downloadedPath } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
 import { embeddedModels, readModelSettings, SECTION } from './settings';
 

@@ -1,6 +1,7 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import manifest from '../../package.json';
+// Only `contributes` (a named import): esbuild then bundles that part of package.json alone.
+import { contributes } from '../../package.json';
 import type { EngineSettings } from '../engine/completionEngine';
 import { SettingsReader, type SettingDeclaration } from '../engine/settingsReader';
 import type { BackendKind, ModelSettings, SpeculationSettings } from '../shared/types';
@@ -15,7 +16,7 @@ export const SECTION = 'draftline';
 export type SettingProblemReport = (message: string) => void;
 
 /** The bounds, defaults and scopes declared in package.json: the one place they are written. */
-const DECLARATIONS = manifest.contributes.configuration.properties as Record<string, SettingDeclaration>;
+const DECLARATIONS = contributes.configuration.properties as Record<string, SettingDeclaration>;
 
 /**
  * Settings that cost resources or reach the network (model paths, endpoint, backend, threads,

@@ -1,7 +1,8 @@
 import type { CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { DownloadProgress } from '../models/downloadIndex';
 
 /** Bumped on any incompatible change; the client refuses a worker that speaks another version. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 
 /** Requests that get a response, by name: [params, result]. */
@@ -13,6 +14,13 @@ export interface WorkerMethods {
   unload: [Record<string, never>, null];
   /** Memory of this machine as node-llama-cpp sees it, for the recommended model pair. */
   systemInfo: [Record<string, never>, { backend: string; vramBytes: number; ramBytes: number; unifiedMemory: boolean }];
+  /**
+   * Downloads models (hub URIs, https URLs) into dirPath as one operation and resolves to their local
+   * files, in order: node-llama-cpp's downloader runs here, never in the extension host. Sends
+   * `progress` messages for this id while it runs; a `cancel` stops it and removes the partial files.
+   * Fails with the DownloadError code ('cancelled' | 'failed' | 'invalid') as the error code.
+   */
+  download: [{ uris: string[]; dirPath: string; huggingFaceEndpoint?: string }, string[]];
   /** The worker's own view of its health: memory, the n-gram index, and whether generations overlapped. */
   diagnostics: [Record<string, never>, WorkerDiagnostics];
   /** Test hook, enabled by DRAFTLINE_TEST_HOOKS=1 only: kills the worker like a native abort would. */
@@ -53,5 +61,7 @@ export type WorkerMessage =
   | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: true; result: unknown }
   | { v: typeof PROTOCOL_VERSION; type: 'response'; id: number; ok: false; error: WorkerError }
   | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
+  /** Progress of a running request (`download`), a few times a second at most. */
+  | { v: typeof PROTOCOL_VERSION; type: 'progress'; id: number; progress: DownloadProgress }
   /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
   | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string };

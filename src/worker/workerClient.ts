@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 
 export interface WorkerClientOptions {
@@ -40,6 +41,7 @@ interface Pending {
   resolve(value: unknown): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
+  onProgress?: (progress: DownloadProgress) => void;
 }
 
 const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
@@ -49,6 +51,8 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
   configure: 10_000,
   unload: 30_000,
   systemInfo: 60_000,
+  // A multi-GB model pair on a slow line takes hours; a cancel (or a worker crash) ends it sooner.
+  download: 24 * 60 * 60_000,
   diagnostics: 10_000,
   crash: 10_000,
 };
@@ -96,9 +100,18 @@ export class WorkerClient {
     return { description: this.restart.description, remainingMs: Math.max(0, this.restart.at - Date.now()), crashesInARow: this.crashes };
   }
 
-  async request<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal): Promise<WorkerMethods[M][1]> {
+  /**
+   * Sends a request; `signal` cancels it in the worker (which still answers, e.g. a partial completion
+   * or a 'cancelled' error), and `onProgress` gets the worker's progress messages for it (`download`).
+   */
+  async request<M extends keyof WorkerMethods>(
+    method: M,
+    params: WorkerMethods[M][0],
+    signal?: AbortSignal,
+    onProgress?: (progress: DownloadProgress) => void,
+  ): Promise<WorkerMethods[M][1]> {
     await this.start();
-    return this.send(method, params, signal);
+    return this.send(method, params, signal, onProgress);
   }
 
   notify(notification: WorkerNotification): void {
@@ -119,24 +132,40 @@ export class WorkerClient {
     }
   }
 
-  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal): Promise<WorkerMethods[M][1]> {
+  private send<M extends keyof WorkerMethods>(
+    method: M,
+    params: WorkerMethods[M][0],
+    signal?: AbortSignal,
+    onProgress?: (progress: DownloadProgress) => void,
+  ): Promise<WorkerMethods[M][1]> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timeoutMs = this.options.requestTimeoutMs?.[method] ?? DEFAULT_TIMEOUTS[method];
+      const cancel = () => this.notify({ kind: 'cancel', id });
+      const settled = () => signal?.removeEventListener('abort', cancel);
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        settled();
+        // The worker stops what nobody waits for any more (a download would go on for hours).
+        cancel();
         reject(new WorkerError(`worker did not answer ${method} within ${Math.round(timeoutMs / 1000)} s`, 'timeout'));
       }, timeoutMs);
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
-      if (signal) {
-        const cancel = () => this.notify({ kind: 'cancel', id });
-        if (signal.aborted) cancel();
-        else signal.addEventListener('abort', cancel, { once: true });
-      }
+      this.pending.set(id, {
+        resolve: (value) => (settled(), resolve(value as WorkerMethods[M][1])),
+        reject: (error) => (settled(), reject(error)),
+        timer,
+        onProgress,
+      });
       if (!this.post({ v: PROTOCOL_VERSION, type: 'request', id, method, params })) {
         clearTimeout(timer);
         this.pending.delete(id);
         reject(new WorkerError('worker is not running', 'not_running'));
+        return;
+      }
+      // After the request, so that the worker knows the id a cancel names (messages arrive in order).
+      if (signal) {
+        if (signal.aborted) cancel();
+        else signal.addEventListener('abort', cancel, { once: true });
       }
     });
   }
@@ -186,6 +215,14 @@ export class WorkerClient {
     }
     if (message.type === 'resync') {
       this.options.onResync?.(message.key);
+      return;
+    }
+    if (message.type === 'progress') {
+      try {
+        this.pending.get(message.id)?.onProgress?.(message.progress);
+      } catch (error) {
+        this.options.log?.('warn', `progress callback failed: ${(error as Error).message}`);
+      }
       return;
     }
     const pending = this.pending.get(message.id);

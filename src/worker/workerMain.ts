@@ -3,12 +3,18 @@
 import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
+import { downloadModels } from '../inference/modelDownloader';
 import type { ModelSettings } from '../shared/types';
+import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 
 let session: InferenceSession | null = null;
 let loading: Promise<InferenceSession> | null = null;
 const running = new Map<number, AbortController>();
+/** Downloads under way, by request id (apart from `running`: a new completion must not cancel them). */
+const downloads = new Map<number, AbortController>();
+/** Least time between two progress messages of one download (the downloader reports every chunk). */
+const PROGRESS_INTERVAL_MS = 100;
 let completions = 0;
 /** End times (worker clock) of the latest generations, for maxConcurrentGenerations. */
 const recentGenerationEnds: number[] = [];
@@ -83,6 +89,25 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const vram = llama.gpu === false ? { total: 0, unifiedSize: 0 } : await llama.getVramState();
     return { backend: llama.gpu === false ? 'cpu' : llama.gpu, vramBytes: vram.total, ramBytes: os.totalmem(), unifiedMemory: vram.unifiedSize > 0 };
   },
+  download: async ({ uris, dirPath, huggingFaceEndpoint }, id) => {
+    // Registered before the first await: a cancel that follows the request finds it.
+    const controller = new AbortController();
+    downloads.set(id, controller);
+    let sentAt = -Infinity;
+    const onProgress = (progress: DownloadProgress) => {
+      const now = performance.now();
+      const finished = progress.totalBytes > 0 && progress.downloadedBytes >= progress.totalBytes;
+      if (!finished && now - sentAt < PROGRESS_INTERVAL_MS) return;
+      sentAt = now;
+      send({ v: PROTOCOL_VERSION, type: 'progress', id, progress });
+    };
+    try {
+      // Fails with a DownloadError: its code ('cancelled' | 'failed' | 'invalid') goes back as the error code.
+      return await downloadModels(uris, { dirPath, huggingFaceEndpoint, signal: controller.signal, onProgress });
+    } finally {
+      downloads.delete(id);
+    }
+  },
   diagnostics: async () => {
     const memory = process.memoryUsage();
     const index = session?.documents.stats();
@@ -136,6 +161,7 @@ function requireSession(): InferenceSession {
 function applyNotification(n: WorkerNotification): void {
   if (n.kind === 'cancel') {
     running.get(n.id)?.abort();
+    downloads.get(n.id)?.abort();
     return;
   }
   if (!session) {

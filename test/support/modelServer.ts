@@ -47,7 +47,10 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
     if (dropAt !== Infinity) drops.set(pathname, dropped + 1);
     const stream = fs.createReadStream(route.file, { start, end, highWaterMark: 16 * 1024 });
     let sent = 0;
-    let draining = false;
+    // The next chunk waits for both the socket (drain) and the rate: a 16 KiB chunk fills the
+    // response's buffer, so resuming on drain alone would let a local client take it at full speed.
+    let waits = 0;
+    const release = () => --waits === 0 && stream.resume();
     stream.on('data', (data) => {
       const chunk = data as Buffer;
       if (sent + chunk.length > dropAt) {
@@ -57,14 +60,15 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
         return;
       }
       sent += chunk.length;
-      if (!res.write(chunk) && !draining) {
-        draining = true;
+      if (!res.write(chunk)) {
+        waits++;
         stream.pause();
-        res.once('drain', () => ((draining = false), stream.resume()));
+        res.once('drain', release);
       }
       if (route.rate) {
+        waits++;
         stream.pause();
-        setTimeout(() => draining || stream.resume(), (chunk.length / route.rate) * 1000);
+        setTimeout(release, (chunk.length / route.rate) * 1000);
       }
     });
     stream.on('end', () => res.end());

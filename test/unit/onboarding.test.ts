@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CATALOG } from '../../src/models/catalog';
-import { downloadModels } from '../../src/models/downloads';
+import { downloadModels } from '../../src/inference/modelDownloader';
 import { ONBOARDED_KEY, offerRecommendedPair, type OnboardingHost } from '../../src/models/onboarding';
 import { startModelServer } from '../support/modelServer';
 

@@ -1,13 +1,17 @@
 // The inference worker as the extension uses it: a child process behind WorkerClient (dist/worker.js,
-// built by `npm test`). Covers KV reuse, cancellation, a native crash and every bad model input.
+// built by `npm test`). Covers KV reuse, cancellation, a native crash, every bad model input, and
+// model downloads run in the worker for the extension host (progress, cancel, error codes).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, ModelSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { WorkerClient } from '../../src/worker/workerClient';
+import { DownloadError, downloadedPath, type DownloadProgress } from '../../src/models/downloadIndex';
+import { downloadInWorker } from '../../src/models/downloadInWorker';
+import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
+import { startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -122,5 +126,163 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
     assert.notEqual(client.pid, pid);
     await client.request('load', { models: models(), speculation: DEFAULT_SPECULATION });
     assert.ok((await client.request('complete', { request: request(PREFIX) })).tokens.length > 0);
+  });
+});
+
+describe('model downloads in the worker (the extension host never loads node-llama-cpp)', { skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs` (npm test does)' }, () => {
+  const OUT = path.join(TMP, 'downloads');
+  let client: WorkerClient;
+  let server: Awaited<ReturnType<typeof startModelServer>>;
+  let model: string;
+  let draft: string;
+  let big: string;
+  const size = (file: string) => fs.statSync(file).size;
+  /** What is left in a download folder apart from the index: nothing after a cancel or a failure. */
+  const leftovers = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f !== 'downloads.json') : []);
+  /** node-llama-cpp deletes a cancelled download's temporary file a moment after it stops. */
+  async function settledLeftovers(dir: string): Promise<string[]> {
+    for (const deadline = Date.now() + 3000; leftovers(dir).length > 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+    return leftovers(dir);
+  }
+
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    fs.mkdirSync(OUT, { recursive: true });
+    // The models of downloads.test.ts (cached in test-output/models).
+    model = await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 });
+    draft = await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 });
+    big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
+    const text = path.join(OUT, 'text.gguf');
+    await writeNotGguf(text, 'this is not a model\n'.repeat(100));
+    server = await startModelServer({
+      '/m/target.gguf': { file: model },
+      '/m/draft.gguf': { file: draft },
+      '/m/slow.gguf': { file: big, rate: 2_000_000 },
+      '/m/slow-small.gguf': { file: model, rate: 1_000_000 },
+      '/m/text.gguf': { file: text },
+      '/tester/tiny-repo/resolve/main/tiny-target.gguf': { file: model },
+    });
+    client = new WorkerClient({ workerPath: WORKER, env: { DRAFTLINE_TEST_HOOKS: '1' }, backoff: { initialMs: 50, maxMs: 200, stableAfterMs: 60_000 } });
+  });
+  after(async () => {
+    client?.dispose();
+    await server?.close();
+  });
+
+  it('downloads a pair as one operation, its progress reaching the host, and records it for offline use', async () => {
+    const dir = path.join(OUT, 'pair');
+    const progress: DownloadProgress[] = [];
+    const uris = [`${server.url}/m/target.gguf`, `${server.url}/m/draft.gguf`];
+    const files = await client.request('download', { uris, dirPath: dir }, undefined, (p) => progress.push(p));
+    assert.equal(files.length, 2);
+    for (const [i, f] of files.entries()) assert.ok(fs.readFileSync(f).equals(fs.readFileSync([model, draft][i])), `${f} byte-identical`);
+    assert.ok(progress.length > 0, 'progress messages arrived');
+    const last = progress.at(-1)!;
+    assert.equal(last.totalBytes, size(model) + size(draft));
+    assert.equal(last.downloadedBytes, last.totalBytes, 'the last progress is the finished download');
+    // The index the host reads (host-safe) knows them now; the host's download resolves offline.
+    assert.equal(downloadedPath(dir, uris[1]), files[1]);
+    const requests = server.requests.length;
+    assert.deepEqual(await downloadInWorker(client, uris, { dirPath: dir }), files);
+    assert.equal(server.requests.length, requests, 'no request to the server');
+  });
+
+  it('resolves a hub URI against the endpoint the host passes', async () => {
+    const dir = path.join(OUT, 'hub');
+    const [file] = await downloadInWorker(client, ['hf:tester/tiny-repo/tiny-target.gguf'], { dirPath: dir, huggingFaceEndpoint: `${server.url}/` });
+    assert.equal(size(file), size(model));
+  });
+
+  it('cancel mid-download: the worker stops, answers code cancelled, and leaves no partial file', async () => {
+    const dir = path.join(OUT, 'cancel');
+    const uri = `${server.url}/m/slow.gguf`;
+    const controller = new AbortController();
+    const progress: DownloadProgress[] = [];
+    const pending = client.request('download', { uris: [uri], dirPath: dir }, controller.signal, (p) => {
+      progress.push(p);
+      if (p.downloadedBytes > 200_000) controller.abort();
+    });
+    await assert.rejects(pending, (e: WorkerError) => {
+      assert.ok(e instanceof WorkerError);
+      assert.equal(e.code, 'cancelled', e.message);
+      return true;
+    });
+    assert.ok(progress.length > 0, 'progress arrived before the cancel');
+    assert.ok(progress.at(-1)!.downloadedBytes < size(big), 'cancelled mid-file');
+    assert.deepEqual(await settledLeftovers(dir), []);
+    assert.equal(downloadedPath(dir, uri), undefined);
+  });
+
+  it("the host's download function: a cancel is a DownloadError 'cancelled' (what onboarding tells from a failure)", async () => {
+    const dir = path.join(OUT, 'cancel-host');
+    const uri = `${server.url}/m/slow.gguf`;
+    const controller = new AbortController();
+    let seen = 0;
+    const pending = downloadInWorker(client, [uri], {
+      dirPath: dir,
+      signal: controller.signal,
+      onProgress: (p) => {
+        seen = p.downloadedBytes;
+        if (p.downloadedBytes > 200_000) controller.abort();
+      },
+    });
+    await assert.rejects(pending, (e: DownloadError) => e instanceof DownloadError && e.code === 'cancelled');
+    assert.ok(seen > 0 && seen < size(big));
+    assert.deepEqual(await settledLeftovers(dir), []);
+    // Already cancelled: nothing is asked of the worker.
+    await assert.rejects(downloadInWorker(client, [uri], { dirPath: dir, signal: AbortSignal.abort() }), (e: DownloadError) => e.code === 'cancelled');
+  });
+
+  it("failures keep their DownloadError code across the process boundary ('failed', 'invalid')", async () => {
+    const dir = path.join(OUT, 'errors');
+    await assert.rejects(client.request('download', { uris: [`${server.url}/m/missing.gguf`], dirPath: dir }), (e: WorkerError) => {
+      assert.equal(e.code, 'failed');
+      assert.match(e.message, /404|not found|failed/i);
+      return true;
+    });
+    await assert.rejects(downloadInWorker(client, [`${server.url}/m/text.gguf`], { dirPath: dir }), (e: DownloadError) => {
+      assert.ok(e instanceof DownloadError);
+      assert.equal(e.code, 'invalid');
+      assert.match(e.message, /not a GGUF model file/);
+      return true;
+    });
+    assert.deepEqual(leftovers(dir), []);
+  });
+
+  it('a completion does not cancel a download under way (they are apart in the worker)', async () => {
+    await client.request('load', { models: models(), speculation: DEFAULT_SPECULATION });
+    const dir = path.join(OUT, 'with-completion');
+    let completed: Promise<unknown> | undefined;
+    const [file] = await client.request('download', { uris: [`${server.url}/m/slow-small.gguf`], dirPath: dir }, undefined, (p) => {
+      if (p.downloadedBytes > 100_000) completed ??= client.request('complete', { request: request(PREFIX) });
+    });
+    assert.ok(completed, 'a completion ran during the download');
+    assert.ok(((await completed) as { tokens: number[] }).tokens.length > 0);
+    assert.ok(fs.readFileSync(file).equals(fs.readFileSync(model)), 'byte-identical');
+  });
+
+  it('a worker crash mid-download is the WorkerError (the controller shows the restart), and a new download then completes', async () => {
+    const dir = path.join(OUT, 'crash');
+    const uri = `${server.url}/m/slow-small.gguf`;
+    const pid = client.pid;
+    let crashed: Promise<unknown> | undefined;
+    const pending = downloadInWorker(client, [uri], {
+      dirPath: dir,
+      onProgress: (p) => {
+        if (p.downloadedBytes > 100_000) crashed ??= client.request('crash', {}).catch(() => undefined);
+      },
+    });
+    await assert.rejects(pending, (e: WorkerError) => {
+      assert.ok(e instanceof WorkerError && !(e instanceof DownloadError));
+      assert.equal(e.code, 'crashed');
+      return true;
+    });
+    await crashed;
+    assert.equal(downloadedPath(dir, uri), undefined);
+    const deadline = Date.now() + 10_000;
+    while ((client.restartStatus() || client.pid === undefined || client.pid === pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const [file] = await downloadInWorker(client, [uri], { dirPath: dir });
+    assert.notEqual(client.pid, pid);
+    assert.ok(fs.readFileSync(file).equals(fs.readFileSync(model)), 'byte-identical');
   });
 });

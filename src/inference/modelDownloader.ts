@@ -1,62 +1,11 @@
+// The download itself, through node-llama-cpp's downloader: inference worker only (its `download`
+// method). The extension host reads src/models/downloadIndex.ts and asks the worker
+// (src/models/downloadInWorker.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inspectModelFile } from '../gguf/modelFileCheck';
-import { loadLibrary } from '../inference/llamaRuntime';
-
-export interface DownloadProgress {
-  downloadedBytes: number;
-  totalBytes: number;
-  /** Bytes per second over the last few seconds. */
-  bytesPerSecond: number;
-  /** Seconds left at that speed (Infinity while unknown). */
-  etaSeconds: number;
-}
-
-export interface DownloadOptions {
-  /** Where models are stored (the extension's global storage). */
-  dirPath: string;
-  signal?: AbortSignal;
-  onProgress?: (progress: DownloadProgress) => void;
-  /** Overrides the Hugging Face endpoint (tests point it at a local server). */
-  huggingFaceEndpoint?: string;
-}
-
-export class DownloadError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'cancelled' | 'failed' | 'invalid',
-  ) {
-    super(message);
-  }
-}
-
-/** Model URIs (downloadable) as opposed to local paths. */
-export function isModelUri(value: string): boolean {
-  return /^(hf:|https?:\/\/)/i.test(value.trim());
-}
-
-const INDEX_FILE = 'downloads.json';
-
-/** uri -> file, recorded after a download passed its checks: URIs resolve offline afterwards. */
-export function readDownloadIndex(dirPath: string): Record<string, string> {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(dirPath, INDEX_FILE), 'utf8'));
-  } catch {
-    return {};
-  }
-}
-
-/** The local file of an already downloaded URI, if it is still there. */
-export function downloadedPath(dirPath: string, uri: string): string | undefined {
-  const file = readDownloadIndex(dirPath)[uri.trim()];
-  return file && fs.existsSync(file) ? file : undefined;
-}
-
-function recordDownload(dirPath: string, uri: string, file: string): void {
-  const index = readDownloadIndex(dirPath);
-  index[uri.trim()] = file;
-  fs.writeFileSync(path.join(dirPath, INDEX_FILE), JSON.stringify(index, null, 2));
-}
+import { DownloadError, downloadedPath, recordDownload, SpeedMeter, type DownloadOptions } from '../models/downloadIndex';
+import { loadLibrary } from './llamaRuntime';
 
 /**
  * Downloads several models as ONE operation (a target and its draft) through node-llama-cpp's
@@ -171,24 +120,4 @@ function removePartial(file: string): void {
   const dir = path.dirname(file);
   const base = path.basename(file);
   for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) if (f.startsWith(base)) fs.rmSync(path.join(dir, f), { force: true });
-}
-
-/** Download speed over a sliding window of a few seconds, and the ETA it implies. */
-export class SpeedMeter {
-  private samples: { at: number; bytes: number }[] = [];
-  constructor(
-    private readonly windowMs = 5000,
-    private readonly now: () => number = () => Date.now(),
-  ) {}
-
-  sample(downloadedBytes: number, totalBytes: number): DownloadProgress {
-    const at = this.now();
-    this.samples.push({ at, bytes: downloadedBytes });
-    while (this.samples.length > 2 && at - this.samples[0].at > this.windowMs) this.samples.shift();
-    const first = this.samples[0];
-    const seconds = (at - first.at) / 1000;
-    const bytesPerSecond = seconds > 0 ? Math.max(0, downloadedBytes - first.bytes) / seconds : 0;
-    const left = Math.max(0, totalBytes - downloadedBytes);
-    return { downloadedBytes, totalBytes, bytesPerSecond, etaSeconds: left === 0 ? 0 : bytesPerSecond > 0 ? left / bytesPerSecond : Infinity };
-  }
 }
