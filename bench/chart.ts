@@ -14,7 +14,7 @@ export function barChart(title: string, rows: { label: string; value: number; no
     svg += `<rect x="${left}" y="${y + 3}" width="${bw.toFixed(1)}" height="${rowH - 8}" fill="${i === 0 ? '#999' : '#3b82f6'}"/>`;
     svg += `<text x="${left + bw + 6}" y="${y + 16}">${r.value.toFixed(1)} ${esc(unit)}${r.note ? `  ${esc(r.note)}` : ''}</text>`;
   });
-  return svg + '</svg>\n';
+  return `${svg}</svg>\n`;
 }
 
 export function lineChart(title: string, xLabel: string, yLabel: string, series: { name: string; color: string; points: [number, number][]; dashed?: boolean }[]): string {
@@ -40,5 +40,5 @@ export function lineChart(title: string, xLabel: string, yLabel: string, series:
     for (const [x, y] of s.points) svg += `<circle cx="${X(x)}" cy="${Y(y)}" r="3" fill="${s.color}"/>`;
     svg += `<line x1="${w - r + 12}" x2="${w - r + 36}" y1="${t + 10 + i * 20}" y2="${t + 10 + i * 20}" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6,4"' : ''}/><text x="${w - r + 42}" y="${t + 14 + i * 20}">${esc(s.name)}</text>`;
   });
-  return svg + '</svg>\n';
+  return `${svg}</svg>\n`;
 }

@@ -29,7 +29,7 @@ function logEvents(file: string): { at: number; text: string }[] {
     .split('\n')
     .map((line) => /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[\w+\] (.*)$/.exec(line))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ at: Date.parse(m[1].replace(' ', 'T') + 'Z'), text: m[2] }));
+    .map((m) => ({ at: Date.parse(`${m[1].replace(' ', 'T')}Z`), text: m[2] }));
 }
 
 /** Every Draftline log file of this server (one per window: each window has its own extension host). */

@@ -198,9 +198,9 @@ async function main() {
   md.push(`Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`);
   const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-profile${threads > 1 ? `-threads-${threads}` : ''}`);
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'profile.md'), md.join('\n') + '\n');
+  fs.writeFileSync(path.join(dir, 'profile.md'), `${md.join('\n')}\n`);
   fs.writeFileSync(path.join(dir, 'profile.json'), JSON.stringify({ threads, gpu, rows: all, confidences }, null, 2));
-  process.stdout.write(md.join('\n') + `\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
 }
 
 main().then(

@@ -18,7 +18,7 @@ import { engineDocument, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeStartup } from './workerStartup';
-import { CACHE, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
+import { CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
 import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
 import { fmt, median, pct, percentile, Progress } from './stats';
@@ -691,7 +691,7 @@ async function main() {
   results.seconds = (Date.now() - started) / 1000;
   const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds).map(([name, s]) => `${name} ${s.toFixed(0)} s`).join(', ')})`;
   fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
-  fs.writeFileSync(path.join(outDir, 'report.md'), md.join('\n') + `\n${timeLine}\n`);
+  fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
   console.log(`${timeLine}\nresults: ${path.relative(process.cwd(), outDir)}/ (results.json, ${bench.modes.length ? 'runs.json, ' : ''}report.md, charts)`);
   if (bench.failed) process.exit(1);
 }

@@ -1,6 +1,6 @@
 // node-llama-cpp's own speculation (DraftSequenceTokenPredictor, InputLookupTokenPredictor): the
 // off-the-shelf path, kept as the baseline our decoder must beat. Same prompt tokens, same stop rules.
-import type { LlamaContext, LlamaContextSequence, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { LlamaContext, LlamaContextSequence, LlamaToken } from '../src/inference/llamaTypes';
 import type { CompletionRequest, Token } from '../src/shared/types';
 import type { InferenceSession } from '../src/inference/inferenceSession';
 import { loadLibrary } from '../src/inference/llamaRuntime';

@@ -106,7 +106,7 @@ try {
   // The packaged README is the user part of ours: the benchmark section links repository files (SVG
   // charts) that a .vsix cannot carry. A new file, not a link: the repository's README stays as it is.
   writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'README.md'), 'utf8').split('\n## Benchmark')[0]);
-  writeFileSync(join(stage, '.vscodeignore'), ignore.join('\n') + '\n');
+  writeFileSync(join(stage, '.vscodeignore'), `${ignore.join('\n')}\n`);
   // Production dependencies as npm resolved them here (vsce lists them again with npm in the stage),
   // without any @node-llama-cpp binary package: those are exactly the ones chosen above.
   const listed = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: repo, encoding: 'utf8', shell: process.platform === 'win32' }).stdout ?? '';

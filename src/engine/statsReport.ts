@@ -1,7 +1,7 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, threadsExplanation } from './statusText';
-import type { BackendInfo, DecodeMode, LoadedModelsInfo, PolicySnapshot, ProposalSource } from '../shared/types';
+import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '../shared/types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
@@ -75,7 +75,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
   );
   const policy = last?.stats?.speculation?.policy;
   if (policy) lines.push('', ...policyReport(policy));
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** A server backend: where, which model, and what the server does itself. */

@@ -194,6 +194,7 @@ export function formatBytes(n: number): string {
  * characters are escaped and the name is cut at 80 characters; a well-formed name is unchanged.
  */
 export function printableName(name: string): string {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes
     const escaped = name.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
     return escaped.length > 80 ? `${escaped.slice(0, 77)}...` : escaped;
 }
@@ -204,7 +205,7 @@ function describeMagic(bytes: Buffer): string {
         if (b === 0x22) s += '\\"';
         else if (b === 0x5c) s += '\\\\';
         else if (b >= 0x20 && b < 0x7f) s += String.fromCharCode(b);
-        else s += '\\x' + b.toString(16).padStart(2, '0');
+        else s += `\\x${b.toString(16).padStart(2, '0')}`;
     }
     return s;
 }
@@ -360,7 +361,7 @@ const SCALAR_SIZE: Record<number, number> = {
 
 /** Stat the path and classify problems as ModelFileErrors. Returns the file size. */
 export async function statModelFile(filePath: string): Promise<number> {
-    let st;
+    let st: Awaited<ReturnType<typeof stat>>;
     try {
         st = await stat(filePath);
     } catch (e) {

@@ -151,7 +151,7 @@ export function validateGgufMetadata(meta: GgufMetadata, options: InspectOptions
     };
     const toSafeInt = (v: GgufValue): number | null =>
         typeof v === 'number' && Number.isSafeInteger(v) ? v : null;
-    const getU32 = (key: string, required: true, min: number) => {
+    const getU32 = (key: string, _required: true, min: number) => {
         const kv = meta.kv.get(key);
         if (!kv) return missing(key);
         // llama.cpp reads these hparams as uint32 and rejects other types.

@@ -1,4 +1,4 @@
-import type { Llama, LlamaContext, LlamaModel, Token as LlamaToken } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { Llama, LlamaContext, LlamaModel, LlamaToken } from './llamaTypes';
 import * as os from 'node:os';
 import type { CompletionRequest, GenerationStats, LocalCompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
 import { describeLoadTimings } from '../engine/loadTimings';
@@ -65,7 +65,6 @@ export class InferenceSession {
     readonly info: LoadedModelsInfo,
     readonly template: PromptTemplate,
     speculation: SpeculationSettings,
-    private readonly log: RuntimeLog,
   ) {
     this.speculation = { ...speculation };
     this.policy = new SpeculationPolicy(this.speculation);
@@ -151,7 +150,7 @@ export class InferenceSession {
       runtime: await describeRuntimeChoice(settings, llama),
     };
     log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`);
-    return new InferenceSession(llama, target, draft, info, template, speculation, log);
+    return new InferenceSession(llama, target, draft, info, template, speculation);
   }
 
   configure(speculation: Partial<SpeculationSettings>): void {

@@ -1,4 +1,4 @@
-import type { Llama, LlamaGpuType } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { Llama, LlamaGpuType } from './llamaTypes';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -25,9 +25,7 @@ export function resolveThreads(requested: number, cores: number): number {
   return Math.max(1, Math.min(8, cores - 1));
 }
 
-export interface RuntimeLog {
-  (level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
-}
+export type RuntimeLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void
 
 const runtimes = new Map<string, Promise<Llama>>();
 

@@ -1,4 +1,4 @@
-import type { LlamaContextSequence, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
 import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvaluator';
 

@@ -1,5 +1,5 @@
 import { CHUNK_LOOKAHEAD_CHARS, nextChunkEnd, splitIntoChunks } from './chunkBoundaries';
-import { TokenRun } from './tokenRun';
+import type { TokenRun } from './tokenRun';
 
 /** One edit in VS Code contentChanges style: offsets into the text as it was before this edit. */
 export type TextEdit = { offset: number; deleteCount: number; text: string };

@@ -268,7 +268,7 @@ export class NgramIndex {
   /** The indexed token stream of a document, chunk after chunk (tests and diagnostics). */
   documentTokens(key: string): number[] | undefined {
     const entry = this.documents.get(key);
-    return entry && entry.doc.chunkList.flatMap((chunk) => Array.from(chunk.run.tokens));
+    return entry?.doc.chunkList.flatMap((chunk) => Array.from(chunk.run.tokens));
   }
 
   private isIndexable(text: string, resultingLength: number): boolean {

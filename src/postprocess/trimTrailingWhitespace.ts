@@ -12,5 +12,5 @@ export function trimTrailingWhitespace(completion: string, ctx: CompletionContex
   const lastLineStart = completion.lastIndexOf('\n') + 1;
   const lastLine = completion.slice(lastLineStart);
   if (lastLineStart === 0 || !isBlank(lastLine)) return completion;
-  return completion.slice(0, lastLineStart - 1).trimEnd() + '\n' + lastLine;
+  return `${completion.slice(0, lastLineStart - 1).trimEnd()}\n${lastLine}`;
 }

@@ -4,7 +4,7 @@
 // how many drafted tokens it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
 import * as path from 'node:path';
 import type { CompletionRequest, StopReason } from '../shared/types';
-import { type CompletionCall, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
+import type { CompletionCall, ServerApi, ServerDescription, StreamEvent } from './serverApi';
 
 interface Props {
   model_path?: string;

@@ -4,7 +4,7 @@ import { CostModel } from './costModel';
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
 export function expectedTokensPerStep(a: number, k: number): number {
   if (a >= 1) return k + 1;
-  return (1 - Math.pow(a, k + 1)) / (1 - a);
+  return (1 - a ** (k + 1)) / (1 - a);
 }
 
 /**

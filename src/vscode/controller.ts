@@ -8,7 +8,7 @@ import { statsReport } from '../engine/statsReport';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendSettings } from '../remote/serverBackend';
 import type { BackendInfo, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
-import { WorkerError } from '../worker/workerClient';
+import type { WorkerError } from '../worker/workerClient';
 import { describeBackend } from '../models/backend';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
@@ -257,7 +257,10 @@ export class DraftlineController implements vscode.Disposable {
   /** Whether the active document gets completions at all, before anyone types in it. */
   private checkActiveDocument(): void {
     const document = vscode.window.activeTextEditor?.document;
-    if (!document) return this.setNoCompletionReason(null);
+    if (!document) {
+      this.setNoCompletionReason(null);
+      return;
+    }
     const length = document.offsetAt(document.lineAt(document.lineCount - 1).range.end);
     this.setNoCompletionReason(this.engine.skipReason({ uri: document.uri.toString(), languageId: document.languageId, length })?.message ?? null);
   }
@@ -281,10 +284,13 @@ export class DraftlineController implements vscode.Disposable {
    */
   private onBackendOutage(): void {
     this.info = null;
-    if (this.crashNotice) return this.crashNotice.refresh();
+    if (this.crashNotice) {
+      this.crashNotice.refresh();
+      return;
+    }
     let close!: () => void;
     const closed = new Promise<void>((resolve) => (close = resolve));
-    let refresh = () => undefined as void;
+    let refresh = (): void => undefined;
     const notice = { refresh: () => refresh(), close: () => ((this.crashNotice = null), close()) };
     this.crashNotice = notice;
     void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Draftline' }, async (progress) => {

@@ -34,8 +34,12 @@ export class ExtraContextCollector implements vscode.Disposable {
         this.addAroundCursor(document, editor?.selection.active.line ?? 0);
       }),
       // Code that is gone from the workspace is not shown to the model again.
-      vscode.workspace.onDidDeleteFiles((e) => e.files.forEach((uri) => this.ring.removeFile(vscode.workspace.asRelativePath(uri, false)))),
-      vscode.workspace.onDidRenameFiles((e) => e.files.forEach(({ oldUri }) => this.ring.removeFile(vscode.workspace.asRelativePath(oldUri, false)))),
+      vscode.workspace.onDidDeleteFiles((e) => {
+        for (const uri of e.files) this.ring.removeFile(vscode.workspace.asRelativePath(uri, false));
+      }),
+      vscode.workspace.onDidRenameFiles((e) => {
+        for (const { oldUri } of e.files) this.ring.removeFile(vscode.workspace.asRelativePath(oldUri, false));
+      }),
     ];
   }
 

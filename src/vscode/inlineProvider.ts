@@ -55,7 +55,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | undefined> {
     const engine = this.hooks.engine();
-    if (!engine || !engine.settings.enabled) return undefined;
+    if (!engine?.settings.enabled) return undefined;
     const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
     const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
     const controller = new AbortController();

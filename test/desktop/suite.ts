@@ -91,7 +91,7 @@ export async function run(): Promise<void> {
   // Results also go to a file when asked: in code-server the extension host's console is not ours.
   const report = (line: string) => {
     console.log(line);
-    if (process.env.DRAFTLINE_SUITE_RESULTS) fs.appendFileSync(process.env.DRAFTLINE_SUITE_RESULTS, line + '\n');
+    if (process.env.DRAFTLINE_SUITE_RESULTS) fs.appendFileSync(process.env.DRAFTLINE_SUITE_RESULTS, `${line}\n`);
   };
   for (const [name, check] of checks) {
     try {

@@ -171,7 +171,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     // A fresh line: type a prefix, wait for ghost text, then type its first characters.
     await gotoLineEnd(page, 10);
     await page.keyboard.press('Enter');
-    await typeLikeAPerson(page, '  ' + TYPED, 30);
+    await typeLikeAPerson(page, `  ${TYPED}`, 30);
     const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 2 });
     const chunk = ghost.slice(0, Math.min(3, ghost.indexOf('\n') > 0 ? ghost.indexOf('\n') : 3));
     await typeLikeAPerson(page, chunk, 80);

@@ -886,7 +886,7 @@ export async function readStatusBarItem(page: Page, id: string, opts: { hover?: 
           .first()
           .textContent({ timeout: 500 })
           .catch(() => null);
-        return t && t.trim() ? t.replace(/\u00a0/g, ' ').trim() : undefined;
+        return t?.trim() ? t.replace(/\u00a0/g, ' ').trim() : undefined;
       },
       { timeoutMs: 5000, what: `the tooltip of status bar item ${id}` },
     ).catch(() => null);

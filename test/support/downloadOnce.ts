@@ -1,6 +1,6 @@
 // One download in a process of its own (see downloads.test.ts): prints the outcome as JSON, then
 // stays alive a while so that a stray unhandled rejection would show as a crash.
-import { DownloadError } from '../../src/models/downloadIndex';
+import type { DownloadError } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';
 
 const [uri, dirPath] = process.argv.slice(2);

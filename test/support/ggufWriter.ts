@@ -494,15 +494,15 @@ function llamaTensors(opts: RandomLlamaOptions, vocabSize: number): TensorSpec[]
     matrix('token_embd.weight', d, vocabSize, opts.embeddingScale ?? (opts.tiedOutput ? 0.1 : 1));
     for (let i = 0; i < opts.nLayers; i++) {
         const p = `blk.${i}.`;
-        norm(p + 'attn_norm.weight');
-        matrix(p + 'attn_q.weight', d, H * hd);
-        matrix(p + 'attn_k.weight', d, Hkv * hd);
-        matrix(p + 'attn_v.weight', d, Hkv * hd);
-        matrix(p + 'attn_output.weight', H * hd, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(H * hd));
-        norm(p + 'ffn_norm.weight');
-        matrix(p + 'ffn_gate.weight', d, ff);
-        matrix(p + 'ffn_up.weight', d, ff);
-        matrix(p + 'ffn_down.weight', ff, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(ff));
+        norm(`${p}attn_norm.weight`);
+        matrix(`${p}attn_q.weight`, d, H * hd);
+        matrix(`${p}attn_k.weight`, d, Hkv * hd);
+        matrix(`${p}attn_v.weight`, d, Hkv * hd);
+        matrix(`${p}attn_output.weight`, H * hd, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(H * hd));
+        norm(`${p}ffn_norm.weight`);
+        matrix(`${p}ffn_gate.weight`, d, ff);
+        matrix(`${p}ffn_up.weight`, d, ff);
+        matrix(`${p}ffn_down.weight`, ff, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(ff));
     }
     norm('output_norm.weight');
     if (!opts.tiedOutput) matrix('output.weight', d, vocabSize, (ws * (opts.outputScale ?? 1)) / Math.sqrt(d));

@@ -15,11 +15,11 @@ const inFlight = new Map<string, Promise<string>>();
 
 /** JSON with sorted object keys, so equal options hash equally. */
 function stableStringify(v: unknown): string {
-    if (Array.isArray(v)) return '[' + v.map(stableStringify).join(',') + ']';
+    if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
     if (v && typeof v === 'object') {
         const o = v as Record<string, unknown>;
-        return '{' + Object.keys(o).filter((k) => o[k] !== undefined).sort()
-            .map((k) => JSON.stringify(k) + ':' + stableStringify(o[k])).join(',') + '}';
+        return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort()
+            .map((k) => `${JSON.stringify(k)}:${stableStringify(o[k])}`).join(',')}}`;
     }
     return JSON.stringify(v);
 }

@@ -19,5 +19,5 @@ export function syntheticSource(seed: string, chars: number): string {
     lines.push(line);
     length += line.length + 1;
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -78,9 +78,9 @@ describe('extra context in the prompt', () => {
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     const context = buildPromptContext(template, tokenize, { files, path: 'src/cur.ts', repoName: 'demo' }, 1000);
     const vocab = { tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template };
-    const prefix = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n') + '\nlet x = ';
+    const prefix = `${Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n')}\nlet x = `;
     const a = buildPrompt(vocab, prefix, '\n}', 2000, 'lineAnchored', 8, context).tokens;
-    const b = buildPrompt(vocab, prefix + '4', '\n}', 2000, 'lineAnchored', 8, context).tokens;
+    const b = buildPrompt(vocab, `${prefix}4`, '\n}', 2000, 'lineAnchored', 8, context).tokens;
     assert.deepEqual(b.slice(0, a.length), a);
     assert.equal(b.length, a.length + 1);
   });

@@ -62,11 +62,11 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
   }
 
   it('one typed character: a few tokens, where the standard layout evaluates the whole suffix again', async () => {
-    const typed = await cost(request(HEAD), request(HEAD + '.'));
+    const typed = await cost(request(HEAD), request(`${HEAD}.`));
     assert.ok(typed.evaluated <= 3, `evaluated ${typed.evaluated}`);
     session.promptLayout = 'standard';
     try {
-      const standard = await cost(request(HEAD), request(HEAD + '.'));
+      const standard = await cost(request(HEAD), request(`${HEAD}.`));
       assert.ok(standard.evaluated > 60, `standard layout evaluated ${standard.evaluated}`);
     } finally {
       session.promptLayout = 'lineAnchored';
@@ -105,19 +105,19 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
   });
 
   it('a typed blank is left out of the prompt and off the start of the ghost text', async () => {
-    assert.deepEqual(session.promptFor(request(HEAD + ' ')), session.promptFor(request(HEAD)));
+    assert.deepEqual(session.promptFor(request(`${HEAD} `)), session.promptFor(request(HEAD)));
     await session.resetCaches();
     const without = await session.complete(request(HEAD));
     await session.resetCaches();
-    const withBlank = await session.complete(request(HEAD + ' '));
+    const withBlank = await session.complete(request(`${HEAD} `));
     assert.deepEqual(withBlank.tokens, without.tokens);
     assert.equal(withBlank.text, without.text.startsWith(' ') ? without.text.slice(1) : without.text);
   });
 
   it('a warm keystroke decodes what a cold start from the same prompt decodes', { skip: false }, async () => {
-    const warm = await cost(request(HEAD), request(HEAD + '.'));
+    const warm = await cost(request(HEAD), request(`${HEAD}.`));
     await session.resetCaches();
-    const cold = await session.complete(request(HEAD + '.'));
+    const cold = await session.complete(request(`${HEAD}.`));
     // Exact where llama.cpp computes a position the same in any batch (drift 0); elsewhere the
     // split of the prompt into batches may flip a near-tie (see test/support/batchDrift.ts).
     if (drift === 0) assert.deepEqual(warm.tokens, cold.tokens);

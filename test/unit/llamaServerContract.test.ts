@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
 import type { BackendEvents } from '../../src/backend/backend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../../src/engine/completionEngine';
-import { ServerError } from '../../src/remote/http';
+import type { ServerError } from '../../src/remote/http';
 import { llamaServerApi } from '../../src/remote/llamaServerApi';
 import { ServerBackend, type BackendSettings } from '../../src/remote/serverBackend';
 import type { CompletionRequest } from '../../src/shared/types';
@@ -16,6 +16,9 @@ import type { CompletionRequest } from '../../src/shared/types';
 const MODELS = path.resolve(__dirname, '../../models');
 const TARGET = path.join(MODELS, 'draftline-code-target.gguf');
 const DRAFT = path.join(MODELS, 'draftline-code-draft.gguf');
+// npm test builds the server and requires it: a failed build must not pass as a skip.
+const required = process.env.DRAFTLINE_REQUIRE_LLAMA_SERVER === '1';
+if (required && !LlamaServer.available()) throw new Error(`no llama-server at ${LLAMA_SERVER}: scripts/build-llama-server.sh did not build it`);
 const skip = LlamaServer.available() ? false : `no llama-server at ${LLAMA_SERVER} (scripts/build-llama-server.sh builds it)`;
 const SERVER_OPTIONS = { threads: 1, contextSize: 1024, maxProposal: 8, minConfidence: 0.35 };
 
@@ -159,7 +162,7 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
     try {
       const backend = backendFor(small);
       await backend.load();
-      const long = Array.from({ length: 120 }, (_, i) => `const value${i} = clamp(${i}, 0, 10);`).join('\n') + '\n';
+      const long = `${Array.from({ length: 120 }, (_, i) => `const value${i} = clamp(${i}, 0, 10);`).join('\n')}\n`;
       const result = await backend.complete(request({ prefix: long + PREFIX }));
       assert.equal(result.stats.stopReason === 'abort', false);
       assert.ok(result.stats.promptTokens < 256, `prompt ${result.stats.promptTokens} tokens`);

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, LocalCompletionResult, DecodeMode, SpeculationSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { writeRandomLlamaModel } from '../support/ggufWriter';
+import type { writeRandomLlamaModel } from '../support/ggufWriter';
 import { promptCases } from '../support/prompts';
 import { ensureTestModel } from '../support/models';
 import { batchDrift, marginAtDivergence, tieTolerance } from '../support/batchDrift';

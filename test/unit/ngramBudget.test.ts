@@ -80,8 +80,8 @@ describe('NgramIndex slices', () => {
     const slicedMs = performance.now() - started;
     console.log(`2 MB: ${wholeMs.toFixed(0)} ms at once; in slices ${slicedMs.toFixed(0)} ms with the event loop blocked at most ${longestGapMs.toFixed(1)} ms`);
     assert.ok(longestGapMs < 50, `event loop blocked ${longestGapMs.toFixed(1)} ms`);
-    assert.equal(index.documentText('big.ts'), '// top\n' + text);
-    sync.setDocument('big.ts', '// top\n' + text);
+    assert.equal(index.documentText('big.ts'), `// top\n${text}`);
+    sync.setDocument('big.ts', `// top\n${text}`);
     assert.deepEqual(index.documentTokens('big.ts'), sync.documentTokens('big.ts'));
     assert.ok(index.lookup(tokenize('const big_1234 = compute_big('), 3));
   });

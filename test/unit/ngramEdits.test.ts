@@ -19,6 +19,7 @@ const STATEMENTS = [
   'if (!response.ok) throw new Error(response.statusText);',
   'for (const item of items) total += item.price * item.quantity;',
   'return rows.filter((row) => row.visible).map(render);',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: source text with a template literal in it
   'logger.debug(`loaded ${count} records in ${elapsed} ms`);',
   '}',
   '',
@@ -35,7 +36,7 @@ function codeLikeText(random: (below: number) => number, chars: number): string 
     lines.push(line);
     length += line.length + 1;
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function applyToText(text: string, edits: readonly TextEdit[]): string {
@@ -56,7 +57,7 @@ function randomEdit(random: (below: number) => number, text: string): TextEdit {
   const near = bounds[random(bounds.length)]! + random(3) - 1;
   const offset = Math.max(0, Math.min(text.length, random(2) ? near : random(text.length + 1)));
   const room = text.length - offset;
-  const insertions = ['', 'x', '\n', '  next();\n', '\n\n}\n', 'é😀', STATEMENTS[random(STATEMENTS.length)]! + '\n'];
+  const insertions = ['', 'x', '\n', '  next();\n', '\n\n}\n', 'é😀', `${STATEMENTS[random(STATEMENTS.length)]!}\n`];
   switch (random(5)) {
     case 0: // delete just the newline before a boundary: chunks must merge
       return { offset: Math.max(0, Math.min(offset, text.length - 1)), deleteCount: Math.min(1, room), text: '' };

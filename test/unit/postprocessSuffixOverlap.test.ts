@@ -104,7 +104,7 @@ describe('trimSuffixOverlap', () => {
   }
 
   it('stays cheap on long completions and suffixes', () => {
-    const ctx = at('║' + '\n  next();'.repeat(5000));
+    const ctx = at(`║${'\n  next();'.repeat(5000)}`);
     const completion = '\n  work();'.repeat(400);
     const started = process.hrtime.bigint();
     assert.equal(trimSuffixOverlap(completion, ctx), completion);

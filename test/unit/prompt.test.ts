@@ -33,7 +33,7 @@ describe('FIM prompt layout', () => {
   it('cuts the prefix in fixed steps, so one more typed character keeps the same start (KV reuse)', () => {
     const text = Array.from({ length: 400 }, (_, i) => String.fromCharCode(65 + (i % 26))).join('');
     const a = buildPrompt(chars(true), text, '', 150, 'standard');
-    const b = buildPrompt(chars(true), text + 'q', '', 150, 'standard');
+    const b = buildPrompt(chars(true), `${text}q`, '', 150, 'standard');
     const start = (p: typeof a) => p.tokens.slice(2, 12).join();
     assert.equal(start(a), start(b));
     assert.equal((400 - a.prefixTokens) % PREFIX_TRIM_STEP, 0);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { LlamaContext, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
 import { embeddedPairPaths } from '../../src/models/embedded';

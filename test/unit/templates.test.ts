@@ -4,7 +4,7 @@
 // sequence (so the token-level and text-level prompts cannot drift apart).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { Llama, LlamaModel } from '../../src/inference/llamaTypes';
 import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { buildPrompt } from '../../src/prompt/fimPrompt';
@@ -109,9 +109,9 @@ describe('prompt templates per model family', () => {
       const { info, model, id } = await familyModel(c);
       const template = chooseTemplate({ tokens: info.tokens, fim: info.fim });
       const tokenize = (text: string) => model.tokenize(text, false) as number[];
-      const prefix = Array.from({ length: 12 }, (_, i) => `const v${i} = ${i};`).join('\n') + '\nconst total = v1 + ';
+      const prefix = `${Array.from({ length: 12 }, (_, i) => `const v${i} = ${i};`).join('\n')}\nconst total = v1 + `;
       const before = buildPrompt({ tokenize, bos: null, fim: info.fim, template }, prefix, SUFFIX, 500).tokens;
-      const typed = buildPrompt({ tokenize, bos: null, fim: info.fim, template }, prefix + 'v2', SUFFIX, 500).tokens;
+      const typed = buildPrompt({ tokenize, bos: null, fim: info.fim, template }, `${prefix}v2`, SUFFIX, 500).tokens;
       // Typing appends: the earlier prompt is a prefix of the later one except for the last token
       // or two (BPE may merge the typed text with the token before it).
       let common = 0;

@@ -53,8 +53,8 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
   });
 
   it('typing one more character reuses the KV cache of the prompt', async () => {
-    const first = await client.request('complete', { request: request(PREFIX + '+', { mode: 'plain' }) });
-    const second = await client.request('complete', { request: request(PREFIX + '++', { mode: 'plain' }) });
+    const first = await client.request('complete', { request: request(`${PREFIX}+`, { mode: 'plain' }) });
+    const second = await client.request('complete', { request: request(`${PREFIX}++`, { mode: 'plain' }) });
     assert.ok(first.stats.promptTokens > 30);
     // Only the tokens from the edit on (and the suffix) are evaluated again.
     const evaluated = second.stats.promptTokens - second.stats.reusedPromptTokens;

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ModelSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
+import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
 import { syntheticSource } from '../support/syntheticText';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -87,9 +87,9 @@ describe('worker n-gram indexing of big documents', { skip }, () => {
   };
 
   it('a completion right after a 2 MB document opens is not held up by its indexing', async () => {
-    const baselineMs = await timedCompletion(PREFIX + 'ret');
+    const baselineMs = await timedCompletion(`${PREFIX}ret`);
     client.notify({ kind: 'documentOpen', key: 'file:///big.ts', text: syntheticSource('big', 2_000_000) });
-    const afterOpenMs = await timedCompletion(PREFIX + 'retu');
+    const afterOpenMs = await timedCompletion(`${PREFIX}retu`);
     console.log(`completion ${baselineMs.toFixed(0)} ms alone, ${afterOpenMs.toFixed(0)} ms right after a 2 MB document opened`);
     assert.ok(afterOpenMs < baselineMs + 100, `the completion waited ${afterOpenMs.toFixed(0)} ms (alone: ${baselineMs.toFixed(0)} ms)`);
   });
