@@ -1,6 +1,7 @@
 import { defaultFilters, postprocess } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
 import { CompletionCache } from './completionCache';
+import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 import { StatsCollector } from './statsCollector';
 import type { CompletionRequest, CompletionResult, DecodeMode, ExtraContext } from '../shared/types';
 
@@ -33,18 +34,8 @@ export interface EngineSettings extends WindowLimits {
   maxDocumentChars: number;
 }
 
-export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
-  enabled: true,
-  speculation: true,
-  ngramReuse: true,
-  draftAvailable: true,
-  maxTokens: 64,
-  maxLines: 16,
-  disabledLanguages: [],
-  maxDocumentChars: 20_000_000,
-  maxPrefixChars: 3000,
-  maxSuffixChars: 1000,
-};
+/** The declared defaults (package.json), read once. */
+export { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 
 export interface EngineCompletion {
   text: string;

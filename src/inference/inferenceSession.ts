@@ -30,13 +30,7 @@ type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' |
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
-export const DEFAULT_SPECULATION: SpeculationSettings = {
-  maxProposal: 8,
-  ngramMinMatch: 3,
-  ngramMaxMatch: 8,
-  draftMinConfidence: 0.35,
-  adaptive: true,
-};
+export { DEFAULT_SPECULATION } from '../engine/declaredSettings';
 
 interface LoadedModel {
   info: ModelFileInfo;

@@ -5,7 +5,7 @@ import type { CompletionRequest, StopReason } from '../shared/types';
 import { guessTemplateFamily, renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
 import { ServerError } from './http';
 import { stopStrings } from './llamaServerApi';
-import type { CompletionCall, ServerApi, ServerDescription, StreamEvent } from './serverApi';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
 
 interface Show {
   capabilities?: string[];
@@ -58,6 +58,15 @@ export const ollamaApi: ServerApi = {
 
   completion(request, description): CompletionCall {
     return { path: '/api/generate', body: generateBody(request, description.model, description.templateFamily) };
+  },
+
+  retryWithout(response, request, description): CompletionCall | null {
+    // "<model> does not support insert" (400): its template takes no suffix after all.
+    if (description.templateFamily || response.status !== 400 || !/insert/i.test(errorMessageOf(response.body) ?? '')) return null;
+    const family = guessTemplateFamily(description.model);
+    description.templateFamily = family;
+    description.promptFormat = `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)`;
+    return { path: '/api/generate', body: generateBody(request, description.model, family) };
   },
 
   readEvent(data): StreamEvent | null {

@@ -6,22 +6,12 @@ import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import type { BackendInfo, BackendKind, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import type { BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
 import { StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import { errorMessageOf, type CompletionCall, type ServerApi, type ServerDescription, type ServerFigures, type ServerHttp, type ServerSettings } from './serverApi';
 
-/** The backend settings as read (user/machine scope only, see vscode/settings.ts). */
-export interface BackendSettings {
-  kind: BackendKind;
-  endpoint: string;
-  model: string;
-  /** PEM file of extra CAs ('' : none). */
-  caFile: string;
-  /** Until the server's first byte, and between two chunks of its answer. */
-  timeoutMs: number;
-  sendExtraContext: boolean;
-}
+export type { BackendSettings };
 
 export interface ServerBackendDeps {
   /** The API key for this endpoint (VS Code's SecretStorage), if one is set. */

@@ -212,6 +212,18 @@ export function emptySourceStats(): SourceStats {
 /** Where completions come from: Draftline's own worker, or an inference server the user points it at. */
 export type BackendKind = 'local' | 'llama-server' | 'openai-compatible' | 'ollama';
 
+/** The backend settings as read (user/machine scope only: engine/declaredSettings.ts). */
+export interface BackendSettings {
+  kind: BackendKind;
+  endpoint: string;
+  model: string;
+  /** PEM file of extra CAs ('' : none). */
+  caFile: string;
+  /** Until the server's first byte, and between two chunks of its answer. */
+  timeoutMs: number;
+  sendExtraContext: boolean;
+}
+
 /** What serves completions, for the status bar and Show Stats. */
 export interface BackendInfo {
   kind: BackendKind;

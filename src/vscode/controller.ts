@@ -6,7 +6,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } fro
 import { describeLoadTimings } from '../engine/loadTimings';
 import { statsReport } from '../engine/statsReport';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
-import type { BackendSettings } from '../remote/serverBackend';
+import type { BackendSettings } from '../shared/types';
 import type { BackendInfo, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
 import { describeBackend } from '../models/backend';

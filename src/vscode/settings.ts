@@ -1,22 +1,18 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-// Only `contributes` (a named import): esbuild then bundles that part of package.json alone.
-import { contributes } from '../../package.json';
 import type { EngineSettings } from '../engine/completionEngine';
-import { SettingsReader, type SettingDeclaration } from '../engine/settingsReader';
-import type { BackendKind, ModelSettings, SpeculationSettings } from '../shared/types';
-import type { BackendSettings } from '../remote/serverBackend';
+import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
+import { SettingsReader } from '../engine/settingsReader';
+import type { ModelSettings, SpeculationSettings } from '../shared/types';
+import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
 import { resolveModelPath } from '../models/modelPath';
 import type { ExtraContextSettings } from './extraContext';
 
-export const SECTION = 'draftline';
+export { SECTION };
 
 /** Where a settings problem goes (the controller logs it and shows one notification). */
 export type SettingProblemReport = (message: string) => void;
-
-/** The bounds, defaults and scopes declared in package.json: the one place they are written. */
-const DECLARATIONS = contributes.configuration.properties as Record<string, SettingDeclaration>;
 
 /**
  * Settings that cost resources or reach the network (model paths, endpoint, backend, threads,
@@ -61,37 +57,11 @@ export function readModelSettings(extensionPath: string, report?: SettingProblem
 }
 
 export function readSpeculationSettings(report?: SettingProblemReport): SpeculationSettings {
-  const config = settings(report);
-  const ngramMinMatch = config.number('speculation.ngramMinMatch');
-  let ngramMaxMatch = config.number('speculation.ngramMaxMatch');
-  if (ngramMaxMatch < ngramMinMatch) {
-    // The n-gram index refuses max < min: the load would fail on it.
-    report?.(`${SECTION}.speculation.ngramMaxMatch (${ngramMaxMatch}) is below ${SECTION}.speculation.ngramMinMatch (${ngramMinMatch}): using ${ngramMinMatch}.`);
-    ngramMaxMatch = ngramMinMatch;
-  }
-  return {
-    maxProposal: config.number('speculation.maxProposal'),
-    ngramMinMatch,
-    ngramMaxMatch,
-    draftMinConfidence: config.number('speculation.draftMinConfidence'),
-    adaptive: config.value('speculation.adaptive'),
-  };
+  return speculationSettingsFrom(settings(report), report);
 }
 
 export function readEngineSettings(draftAvailable: boolean, report?: SettingProblemReport): EngineSettings {
-  const config = settings(report);
-  return {
-    enabled: config.value('enable'),
-    speculation: config.value('speculation.enabled'),
-    ngramReuse: config.value('speculation.ngramReuse'),
-    draftAvailable,
-    maxTokens: config.number('maxTokens'),
-    maxLines: config.number('maxLines'),
-    disabledLanguages: config.value('disabledLanguages'),
-    maxDocumentChars: 20_000_000,
-    maxPrefixChars: config.number('maxPrefixChars'),
-    maxSuffixChars: config.number('maxSuffixChars'),
-  };
+  return engineSettingsFrom(settings(report), draftAvailable);
 }
 
 export function readExtraContextSettings(report?: SettingProblemReport): ExtraContextSettings {
@@ -113,13 +83,5 @@ export async function toggleSetting(key: string): Promise<boolean> {
 
 /** The backend and, for a server, where it is (user/machine settings only: see package.json). */
 export function readBackendSettings(report?: SettingProblemReport): BackendSettings {
-  const config = settings(report);
-  return {
-    kind: config.choice<BackendKind>('backend'),
-    endpoint: (config.value<string>('server.endpoint') ?? '').trim(),
-    model: (config.value<string>('server.model') ?? '').trim(),
-    caFile: (config.value<string>('server.caFile') ?? '').trim(),
-    timeoutMs: config.number('server.timeoutMs'),
-    sendExtraContext: config.value<boolean>('server.sendExtraContext'),
-  };
+  return backendSettingsFrom(settings(report));
 }

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
+import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
 import { loadLibrary } from '../../src/inference/llamaRuntime';
 import { directCompletion } from './expected';
 import {
@@ -63,6 +64,9 @@ const EDITOR_SETTINGS = {
 };
 
 const skip = e2eUnavailableReason();
+// npm test builds llama-server and requires it; elsewhere the remote run is skipped, saying why.
+const noLlamaServer = LlamaServer.available() ? false : `no llama-server at ${LLAMA_SERVER} (scripts/build-llama-server.sh builds it)`;
+if (noLlamaServer && process.env.DRAFTLINE_REQUIRE_LLAMA_SERVER === '1') throw new Error(noLlamaServer);
 
 /** Text of the active editor, as rendered (enough for the short Show Stats document). */
 async function activeEditorText(page: Page): Promise<string> {
@@ -249,5 +253,58 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await page.keyboard.press('Alt+Backslash');
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await snap('completions-back');
+  });
+
+  it('against a remote llama-server (with a draft model): ghost text appears, Tab accepts, the status bar shows the server\'s speed', { skip: noLlamaServer }, async () => {
+    const models = path.join(ROOT, 'models');
+    const llama = await LlamaServer.start(path.join(models, 'draftline-code-target.gguf'), path.join(models, 'draftline-code-draft.gguf'), { threads: 1, contextSize: 1024, maxProposal: 8, minConfidence: 0.35 });
+    /** Picks a backend as a user would: the palette, the quick pick, then the endpoint box for a server. */
+    const selectBackend = async (label: string, endpoint?: string) => {
+      await runCommand(page, 'Draftline: Select Backend (local or server)');
+      await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes('llama-server')) || undefined, { timeoutMs: 15_000, what: 'the backend quick pick' });
+      await page.keyboard.type(label);
+      await sleep(300);
+      await page.keyboard.press('Enter');
+      if (!endpoint) return;
+      await waitFor(async () => ((await quickPickRows(page)).length === 0 ? true : undefined), { timeoutMs: 10_000, what: 'the endpoint input box' });
+      await sleep(500);
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(endpoint);
+      await page.keyboard.press('Enter');
+    };
+    try {
+      await selectBackend('llama-server', llama.url);
+      const stats = await showStats(page, /Backend: llama-server at/);
+      assert.match(stats, /Server-side speculation: a draft model on the server/, stats);
+      await resetDocument();
+      await gotoLineEnd(page, 10);
+      await typeLikeAPerson(page, TYPED, 40);
+      const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 0 });
+      await snap('remote-ghost-text');
+      await page.keyboard.press('Tab');
+      await sleep(300);
+      await saveActiveFile(page);
+      const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+      assert.ok(onDisk.includes(`${TYPED}${ghost.split('\n')[0]}`), `the accepted server completion is in the file:\n${onDisk}`);
+      // tokens/s is the server's own decode speed; the acceptance its draft model's.
+      const item = await waitFor(async () => {
+        const i = await readStatusBarItem(page, STATUS_ID);
+        return i && /\d+ tok\/s · (\d+%|-) · \d+ ms/.test(i.text) ? i : undefined;
+      }, { timeoutMs: 15_000, what: "the status bar with the server's speed" });
+      await snap('remote-status');
+      const tooltip = await waitFor(async () => {
+        const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
+        return h?.tooltip?.includes('Server:') ? h.tooltip : undefined;
+      }, { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' });
+      assert.match(tooltip, /Server: llama-server at http:\/\/127\.0\.0\.1:\d+\/ \(llama-server b/, tooltip);
+      assert.match(tooltip, /Model: draftline-code-target\.gguf/, tooltip);
+      assert.ok(Number(/(\d+) tok\/s/.exec(item.text)?.[1]) > 0, `status "${item.text}" shows a decode speed`);
+      const after = await showStats(page, /tokens\/s \(decoding\) \| [1-9]/);
+      assert.match(after, /Mode: llama-server server/, after);
+    } finally {
+      await selectBackend('Local');
+      await showStats(page, /Target: draftline-code-target/);
+      await llama.stop();
+    }
   });
 });

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
+import { backendSettingsFrom, DEFAULT_ENGINE_SETTINGS, DEFAULT_SPECULATION } from '../../src/engine/declaredSettings';
 import { SettingsReader, type SettingDeclaration, type SettingValues } from '../../src/engine/settingsReader';
 import { resolveThreads } from '../../src/inference/llamaRuntime';
 import { resolveModelPath } from '../../src/models/modelPath';
@@ -138,5 +139,47 @@ describe('model paths', () => {
     const absolute = path.resolve('/opt/models/m.gguf');
     for (const value of [absolute, 'hf:user/repo:Q8_0', 'https://example.org/m.gguf', 'none', '']) assert.deepEqual(resolveModelPath('k', value, home), { path: value });
     assert.equal(resolveModelPath('k', '~other/m.gguf', home).path, path.join(home, '~other/m.gguf'));
+  });
+});
+
+describe('the backend and its server', () => {
+  it('a workspace cannot switch the backend, point it at a server, or send more of the code there', () => {
+    const { settings, problems } = reader({
+      backend: { workspaceValue: 'openai-compatible' },
+      'server.endpoint': { workspaceValue: 'https://collector.example' },
+      'server.model': { workspaceValue: 'theirs' },
+      'server.caFile': { workspaceValue: '/tmp/their-ca.pem' },
+      'server.sendExtraContext': { workspaceValue: true },
+    });
+    const read = backendSettingsFrom(settings);
+    assert.deepEqual(read, { kind: 'local', endpoint: '', model: '', caFile: '', timeoutMs: DECLARATIONS['draftline.server.timeoutMs']!.default, sendExtraContext: false });
+    assert.equal(problems.length, 5, problems.join('\n'));
+    assert.ok(problems.every((p) => /workspace's settings, which Draftline ignores/.test(p)));
+  });
+
+  it('the user\'s own settings choose it', () => {
+    const { settings, problems } = reader({
+      backend: { globalValue: 'llama-server' },
+      'server.endpoint': { globalValue: ' https://gpu-box:8080 ' },
+      'server.sendExtraContext': { globalValue: true },
+    });
+    const read = backendSettingsFrom(settings);
+    assert.equal(read.kind, 'llama-server');
+    assert.equal(read.endpoint, 'https://gpu-box:8080');
+    assert.equal(read.sendExtraContext, true);
+    assert.deepEqual(problems, []);
+  });
+
+  it('every backend and server setting is machine scoped', () => {
+    const keys = Object.keys(DECLARATIONS).filter((k) => k === 'draftline.backend' || k.startsWith('draftline.server.'));
+    assert.ok(keys.length >= 6, keys.join());
+    for (const key of keys) assert.equal(DECLARATIONS[key]!.scope, 'machine', key);
+  });
+
+  it('the defaults the engine and the worker start from are the declared ones', () => {
+    for (const [key, value] of Object.entries(DEFAULT_SPECULATION)) assert.equal(value, DECLARATIONS[`draftline.speculation.${key}`]!.default, key);
+    assert.equal(DEFAULT_ENGINE_SETTINGS.maxTokens, DECLARATIONS['draftline.maxTokens']!.default);
+    assert.deepEqual(DEFAULT_ENGINE_SETTINGS.disabledLanguages, DECLARATIONS['draftline.disabledLanguages']!.default);
+    assert.equal(DEFAULT_ENGINE_SETTINGS.maxPrefixChars, DECLARATIONS['draftline.maxPrefixChars']!.default);
   });
 });
