@@ -65,12 +65,17 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
     `| completions (from cache) | ${a.completions} (${a.cacheHits}) |`,
     `| latency median / p90 | ${ms(a.latencyMedianMs)} / ${ms(a.latencyP90Ms)} |`,
     `| generated tokens | ${a.generatedTokens} |`,
-    `| target evaluations | ${a.targetEvaluations} |`,
-    `| tokens per target evaluation | ${num(a.tokensPerEvaluation, 2)} |`,
-    `| acceptance n-gram | ${pct(accepted(a.bySource.ngram))} (${a.bySource.ngram.acceptedTokens}/${a.bySource.ngram.proposedTokens} in ${a.bySource.ngram.steps} proposals) |`,
-    `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
-    `| draft evaluations | ${a.draftEvaluations} |`,
-    `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
+    // In-process speculation figures, once any completion of the session came from the local worker.
+    ...(a.targetEvaluations > 0
+      ? [
+          `| target evaluations | ${a.targetEvaluations} |`,
+          `| tokens per target evaluation | ${num(a.tokensPerEvaluation, 2)} |`,
+          `| acceptance n-gram | ${pct(accepted(a.bySource.ngram))} (${a.bySource.ngram.acceptedTokens}/${a.bySource.ngram.proposedTokens} in ${a.bySource.ngram.steps} proposals) |`,
+          `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
+          `| draft evaluations | ${a.draftEvaluations} |`,
+          `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
+        ]
+      : [`| time to first token / decoding | ${ms(a.promptMs)} / ${ms(a.decodeMs)} |`]),
     ...(a.serverDraft.proposedTokens > 0 ? [`| server's draft model: accepted | ${pct(accepted(a.serverDraft))} (${a.serverDraft.acceptedTokens}/${a.serverDraft.proposedTokens} tokens) |`] : []),
   );
   const policy = last?.stats?.speculation?.policy;

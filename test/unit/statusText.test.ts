@@ -3,8 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { StatusSummary } from '../../src/engine/statsCollector';
+import { StatsCollector } from '../../src/engine/statsCollector';
+import { statsReport } from '../../src/engine/statsReport';
 import { acceptanceExplanation, backendExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
-import type { LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
+import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
 import { describeRuntimeChoice, getRuntime, installedGpuBinaries } from '../../src/inference/llamaRuntime';
 
 const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({
@@ -110,6 +112,48 @@ describe('statusTooltip', () => {
   });  it('off for this file: says why (e.g. an untitled plain-text document)', () => {
     const text = statusTooltip({ status: { kind: 'off', message: 'completions are off for plaintext' }, mode: 'hybrid', models: null, summary: null });
     assert.equal(text.split('\n\n')[0], '**Draftline** — off: completions are off for plaintext');
+  });
+  it('a server backend: where, which model, the server\'s speed and its draft acceptance', () => {
+    const server: BackendInfo = {
+      kind: 'llama-server',
+      model: 'qwen2.5-coder-7b-q8_0.gguf',
+      remote: { endpoint: 'http://gpu-box:8080/', server: 'llama-server b1-de3ff81', speculation: 'a draft model on the server (-md)', promptFormat: '/infill' },
+    };
+    const text = statusTooltip({ status: { kind: 'ready' }, mode: 'server (llama-server)', models: null, server, summary: summary({ mode: null, acceptance: 0.62, tokensPerEvaluation: null }) });
+    assert.equal(
+      text,
+      [
+        '**Draftline** — ready',
+        'Mode: server (llama-server)',
+        'Server: llama-server at http://gpu-box:8080/ (llama-server b1-de3ff81)',
+        'Model: qwen2.5-coder-7b-q8_0.gguf',
+        'Acceptance: 62% of proposed tokens (last completion)',
+        'Click for Draftline commands',
+      ].join('\n\n'),
+    );
+    const none = statusTooltip({ status: { kind: 'ready' }, mode: 'server (ollama)', models: null, server: { ...server, kind: 'ollama' }, summary: summary({ mode: null, acceptance: null, tokensPerEvaluation: null }) });
+    assert.match(none, /Acceptance: - \(the server reported no speculation/);
+  });
+});
+
+describe('Show Stats for a server backend', () => {
+  it('names the server, the model, the prompt format, and the server\'s draft acceptance; no local-only rows', () => {
+    const stats = new StatsCollector();
+    stats.record({
+      at: 0,
+      latencyMs: 120,
+      fromCache: false,
+      chars: 40,
+      stats: { promptTokens: 300, reusedPromptTokens: 280, generatedTokens: 20, promptMs: 30, timeToFirstTokenMs: 30, totalMs: 110, stopReason: 'eos', serverDraft: { proposedTokens: 30, acceptedTokens: 18 }, serverTokensPerSecond: 212.5 },
+    });
+    const info: BackendInfo = { kind: 'llama-server', model: 'm.gguf', remote: { endpoint: 'http://gpu-box:8080/', server: 'llama-server b1', contextSize: 16384, speculation: 'a draft model on the server (-md)', promptFormat: '/infill (fill-in-the-middle)' } };
+    const report = statsReport(stats, 'hybrid', info);
+    assert.match(report, /Mode: llama-server server \(its own decoding\)/);
+    assert.match(report, /Backend: llama-server at http:\/\/gpu-box:8080\/ \(llama-server b1\)/);
+    assert.match(report, /Model: m\.gguf; context 16384/);
+    assert.match(report, /\| tokens\/s \(decoding\) \| 212\.5 \|/);
+    assert.match(report, /\| server's draft model: accepted \| 60% \(18\/30 tokens\) \|/);
+    assert.doesNotMatch(report, /target evaluations \| \d/, 'no in-process speculation rows for a server');
   });
 });
 
