@@ -62,7 +62,14 @@ export class ServerBackend implements InferenceBackend {
         return { kind: this.kind, model, remote };
       } catch (error) {
         const e = asServerError(error);
-        if (!e.transient || ++attempt >= LOAD_ATTEMPTS || this.disposed) throw this.explain(e, settings);
+        if (!e.transient || ++attempt >= LOAD_ATTEMPTS || this.disposed) {
+          // Not there yet (or gone): keep checking with growing waits, and connect when it answers.
+          if (e.transient && !this.disposed) {
+            this.settingsResolved = settings;
+            this.startOutage(e.message);
+          }
+          throw this.explain(e, settings);
+        }
         const wait = 500 * 2 ** (attempt - 1);
         this.events.log('warn', `${this.kind}: ${e.message}; trying again in ${wait} ms`);
         await this.sleep(wait);

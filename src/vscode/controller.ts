@@ -193,8 +193,9 @@ export class DraftlineController implements vscode.Disposable {
       this.statusBar.setState({ kind: 'error', message });
       this.refreshStats();
       const code = (error as WorkerError).code;
-      // A crash or the backoff after one: the restart countdown is on screen, and a reload follows.
-      if (code === 'crashed' || code === 'restarting') return;
+      // A crash or the backoff after one, or a server not answering yet: the countdown is on screen,
+      // and a reload follows when the worker or the server is back.
+      if (code === 'crashed' || code === 'restarting' || backend.outage()) return;
       this.crashNotice?.close();
       if (backend.kind === 'local') {
         void vscode.window.showErrorMessage(`Draftline: cannot load the model. ${message}`, 'Select Target Model', 'Show Log').then((choice) => {
