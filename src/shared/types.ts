@@ -33,11 +33,12 @@ export interface CompletionRequest {
   prefix: string;
   /** Document text after the cursor (already windowed). */
   suffix: string;
-  /** Key of the document in the n-gram index (its uri), so its own tokens rank first. */
+  /** Key of the document in the n-gram index (its uri), so its own tokens rank first. In-process only: a server ignores it. */
   documentKey?: string;
   languageId?: string;
   tabSize?: number;
   maxTokens: number;
+  /** How the in-process backend decodes (a server decodes its own way and ignores it). */
   mode: DecodeMode;
   /** Extra stop strings (cut before them). */
   stop?: string[];
