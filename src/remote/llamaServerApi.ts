@@ -4,7 +4,8 @@
 // how many drafted tokens it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
 import * as path from 'node:path';
 import type { CompletionRequest, StopReason } from '../shared/types';
-import type { CompletionCall, ServerApi, ServerDescription, StreamEvent } from './serverApi';
+import { ServerError } from './http';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
 
 interface Props {
   model_path?: string;
@@ -20,6 +21,8 @@ interface InfillChunk {
   tokens_evaluated?: number;
   tokens_predicted?: number;
   timings?: { cache_n?: number; prompt_n?: number; predicted_n?: number; predicted_per_second?: number; draft_n?: number; draft_n_accepted?: number };
+  /** An error after the stream has started: `data: {"error":{...}}` (the status stays 200). */
+  error?: unknown;
 }
 
 const STOP_TYPES: Record<string, StopReason> = { eos: 'eos', limit: 'maxTokens', word: 'stopSequence' };
@@ -55,6 +58,7 @@ export const llamaServerApi: ServerApi = {
   readEvent(data): StreamEvent | null {
     const chunk = data as InfillChunk;
     if (typeof chunk !== 'object' || chunk === null) return null;
+    if (chunk.error) throw new ServerError(`llama-server failed mid-completion: ${errorMessageOf(JSON.stringify(chunk)) ?? 'unknown error'}`, 'server');
     const t = chunk.timings;
     const done = chunk.stop === true;
     // Timings come with every chunk (timings_per_token): a completion our stop rules cut short keeps them.
