@@ -115,18 +115,42 @@ async function* bodyOf(res: http.IncomingMessage, where: string, signal: AbortSi
   }
 }
 
-/** The whole body as text (bounded: a misdirected endpoint may stream anything). */
-export async function readText(response: HttpResponse, maxBytes = 4 * 1024 * 1024): Promise<string> {
+/**
+ * The whole body as text (bounded: a misdirected endpoint may stream anything). With `idleMs`, a body
+ * that stops coming for that long is given up (the request's own timeout ends at the headers).
+ */
+export async function readText(response: HttpResponse, maxBytes = 4 * 1024 * 1024, idleMs?: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.length;
-    if (size > maxBytes) {
+  let idle = false;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (idleMs === undefined) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      idle = true;
       response.close();
-      throw new ServerError(`the server's answer is larger than ${maxBytes >> 20} MB: is the endpoint right?`, 'malformed');
+    }, idleMs);
+  };
+  const stalled = () => new ServerError(`the server sent its headers, then nothing for ${(idleMs! / 1000).toFixed(1)} s in the middle of its answer`, 'timeout', response.status);
+  arm();
+  try {
+    for await (const chunk of response.body) {
+      arm();
+      size += chunk.length;
+      if (size > maxBytes) {
+        response.close();
+        throw new ServerError(`the server's answer is larger than ${maxBytes >> 20} MB: is the endpoint right?`, 'malformed');
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (error) {
+    if (idle) throw stalled();
+    throw error;
+  } finally {
+    clearTimeout(timer);
   }
+  if (idle) throw stalled();
   return Buffer.concat(chunks).toString('utf8');
 }
 

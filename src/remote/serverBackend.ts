@@ -90,7 +90,7 @@ export class ServerBackend implements InferenceBackend {
       let response = await this.post(settings, call, signal, true);
       // A refused request the API can put differently (no `suffix`, a window cut to fit), at most twice.
       for (let retries = 0; response.status >= 300; retries++) {
-        const body = await readText(response).catch(() => '');
+        const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
         const retry = retries < 2 ? (this.api.retryWithout?.({ status: response.status, body }, call.request ?? sent, description, settings) ?? null) : null;
         if (!retry) throw this.httpError(response.status, body, 'completion');
         this.events.log('info', `${this.kind}: ${errorMessageOf(body) ?? snippet(body)}: asking again (${retry.path})`);
@@ -127,13 +127,13 @@ export class ServerBackend implements InferenceBackend {
 
   private resolveSettings(): ServerSettings {
     const raw = this.settings.endpoint || this.api.defaultEndpoint;
-    let endpoint: URL;
-    try {
-      endpoint = new URL(raw);
-    } catch {
-      throw new ServerError(`draftline.server.endpoint is "${raw}", not a URL (e.g. ${this.api.defaultEndpoint})`, 'badRequest');
+    const endpoint = parseUrl(raw);
+    if (!endpoint || (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')) {
+      // "gpu-box:8080" parses as a URL whose scheme is "gpu-box:": say what was meant.
+      if (!raw.includes('://') && parseUrl(`http://${raw}`)) throw new ServerError(`draftline.server.endpoint is "${raw}": write it with its scheme, e.g. http://${raw}`, 'badRequest');
+      if (!endpoint) throw new ServerError(`draftline.server.endpoint is "${raw}", not a URL (e.g. ${this.api.defaultEndpoint})`, 'badRequest');
+      throw new ServerError(`draftline.server.endpoint must be an http or https URL, not ${endpoint.protocol}`, 'badRequest');
     }
-    if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new ServerError(`draftline.server.endpoint must be an http or https URL, not ${endpoint.protocol}`, 'badRequest');
     return { endpoint, model: this.settings.model, sendExtraContext: this.settings.sendExtraContext };
   }
 
@@ -154,7 +154,7 @@ export class ServerBackend implements InferenceBackend {
   private http(settings: ServerSettings): ServerHttp {
     const call = async (method: 'GET' | 'POST', path: string, body: unknown, what: string) => {
       const response = await httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, timeoutMs: this.settings.timeoutMs });
-      const text = await readText(response);
+      const text = await readText(response, undefined, this.settings.timeoutMs);
       if (response.status >= 300) throw this.httpError(response.status, text, what);
       try {
         return JSON.parse(text) as unknown;
@@ -326,6 +326,14 @@ export class ServerBackend implements InferenceBackend {
     this.events.log('warn', `${this.kind}: ${description}`);
     schedule(1);
     this.events.onOutage();
+  }
+}
+
+function parseUrl(text: string): URL | undefined {
+  try {
+    return new URL(text);
+  } catch {
+    return undefined;
   }
 }
 
