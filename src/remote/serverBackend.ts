@@ -217,7 +217,8 @@ export class ServerBackend implements InferenceBackend {
       while (events.length) {
         const event = this.api.readEvent(events.shift());
         if (!event) continue;
-        if (event.figures) figures = { ...figures, ...event.figures };
+        // A figure a later event leaves out keeps the value an earlier one gave.
+        if (event.figures) for (const [key, value] of Object.entries(event.figures)) if (value !== undefined) (figures as Record<string, unknown>)[key] = value;
         if (event.text) {
           firstTokenAt ??= this.now();
           chunks.push(event.text);
@@ -316,11 +317,19 @@ export class ServerBackend implements InferenceBackend {
         this.events.log('info', `${this.kind}: the server answers again`);
         this.events.onRecovered();
       } catch (error) {
-        this.events.log('debug', `${this.kind}: still unreachable: ${(error as Error).message}`);
-        if (!this.disposed) {
-          schedule(failures + 1);
-          this.events.onOutage();
+        if (this.disposed) return;
+        const e = asServerError(error);
+        if (!e.transient) {
+          // It answers, but refuses (a changed key, a model gone): waiting will not fix that. The
+          // controller's load then shows the refusal itself.
+          this.down = null;
+          this.events.log('warn', `${this.kind}: the server answers again but refuses: ${e.message}`);
+          this.events.onRecovered();
+          return;
         }
+        this.events.log('debug', `${this.kind}: still unreachable: ${e.message}`);
+        schedule(failures + 1);
+        this.events.onOutage();
       }
     };
     this.events.log('warn', `${this.kind}: ${description}`);

@@ -821,6 +821,25 @@ describe('server failures', () => {
     assert.equal(infillCalls(back).length, 1, 'no completion reached the server during the outage');
   });
 
+  it('back after an outage but refusing (a new API key): the checks stop, and onRecovered lets the load show the refusal', async () => {
+    const stub = await startStub(llamaRoutes());
+    const port = stub.port;
+    const { backend, rec } = makeBackend('llama-server', stub.url, { deps: { firstOutageMs: 30, maxOutageMs: 30 } });
+    await backend.load();
+    await stub.close();
+    await rejectsWith(backend.complete(request()), 'unreachable');
+    assert.ok(backend.outage());
+    const recovered = rec.recovered();
+    const refusing = await startStub({ 'GET /health': jsonFixture(401, `${LLAMA}/error-401-wrong-key.json`) }, port);
+    await recovered;
+    assert.equal(backend.outage(), null, 'no endless checking of a server that refuses');
+    const outagesThen = rec.outages;
+    await rejectsWith(backend.load(), 'unauthorized', /Set Server API Key/);
+    await new Promise((r) => setTimeout(r, 120));
+    assert.equal(rec.outages, outagesThen, 'a refusal starts no new outage');
+    await refusing.close();
+  });
+
   it('a server slower than timeoutMs to answer: timeout, and the connection is closed', async () => {
     const stub = await startStub(llamaRoutes(hang()));
     const { backend } = makeBackend('llama-server', stub.url, { settings: { timeoutMs: 300 } });
