@@ -155,7 +155,7 @@ export class DraftlineController implements vscode.Disposable {
       const models = readModelSettings(this.context.extensionPath, this.reportSettingProblem);
       this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
     } else {
-      this.log.info(`connecting to the ${backend.kind} server (${reason})`);
+      this.log.info(`connecting to ${backend.kind === 'llama-server' ? 'llama-server' : `the ${backend.kind} server`} (${reason})`);
     }
     try {
       const info = await backend.load();

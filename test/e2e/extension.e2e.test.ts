@@ -264,18 +264,23 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes('llama-server')) || undefined, { timeoutMs: 15_000, what: 'the backend quick pick' });
       await page.keyboard.type(label);
       await sleep(300);
+      await snap(`backend-pick-${label}`);
       await page.keyboard.press('Enter');
       if (!endpoint) return;
       await waitFor(async () => ((await quickPickRows(page)).length === 0 ? true : undefined), { timeoutMs: 10_000, what: 'the endpoint input box' });
       await sleep(500);
       await page.keyboard.press('Control+A');
       await page.keyboard.type(endpoint);
+      // The box validates the URL after a short delay, and refuses Enter until it has.
+      await sleep(700);
+      await snap('backend-endpoint');
       await page.keyboard.press('Enter');
     };
     try {
       await selectBackend('llama-server', llama.url);
       const stats = await showStats(page, /Backend: llama-server at/);
       assert.match(stats, /Server-side speculation: a draft model on the server/, stats);
+      await openFile(page, FILE);
       await resetDocument();
       await gotoLineEnd(page, 10);
       await typeLikeAPerson(page, TYPED, 40);
