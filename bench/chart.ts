@@ -2,7 +2,11 @@
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 export function barChart(title: string, rows: { label: string; value: number; note?: string }[], unit: string): string {
-  const w = 720, rowH = 26, left = 150, top = 40, h = top + rows.length * rowH + 30;
+  const w = 720,
+    rowH = 26,
+    left = 150,
+    top = 40,
+    h = top + rows.length * rowH + 30;
   const max = Math.max(1e-9, ...rows.map((r) => r.value));
   const plotW = w - left - 160;
   let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="13"><rect width="100%" height="100%" fill="#fff"/>`;
@@ -18,10 +22,17 @@ export function barChart(title: string, rows: { label: string; value: number; no
 }
 
 export function lineChart(title: string, xLabel: string, yLabel: string, series: { name: string; color: string; points: [number, number][]; dashed?: boolean }[]): string {
-  const w = 720, h = 420, l = 60, r = 170, t = 40, b = 50;
+  const w = 720,
+    h = 420,
+    l = 60,
+    r = 170,
+    t = 40,
+    b = 50;
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const ys = series.flatMap((s) => s.points.map((p) => p[1]));
-  const xMin = Math.min(...xs), xMax = Math.max(...xs), yMax = Math.max(1.2, ...ys) * 1.1;
+  const xMin = Math.min(...xs),
+    xMax = Math.max(...xs),
+    yMax = Math.max(1.2, ...ys) * 1.1;
   const X = (x: number) => l + ((x - xMin) / Math.max(1e-9, xMax - xMin)) * (w - l - r);
   const Y = (y: number) => h - b - (y / yMax) * (h - t - b);
   let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="#fff"/>`;

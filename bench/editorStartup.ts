@@ -66,10 +66,13 @@ async function measure(vsix: string, run: number): Promise<WindowStartup[]> {
     for (let w = 0; w < 2; w++) {
       const wb = await openWorkbench(server);
       await openFile(wb.page, 'example.ts');
-      const got = await waitFor(() => {
-        const logs = draftlineLogs(server);
-        return logs.length > w ? startupOf(logs[w]) : undefined;
-      }, { timeoutMs: 120_000, intervalMs: 250, what: `window ${w + 1} models loaded` });
+      const got = await waitFor(
+        () => {
+          const logs = draftlineLogs(server);
+          return logs.length > w ? startupOf(logs[w]) : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 250, what: `window ${w + 1} models loaded` },
+      );
       windows.push(got);
       // The first window stays open while the second starts (two windows of one editor).
       if (w === 1) await closeWorkbench(wb);
@@ -91,7 +94,12 @@ async function main() {
     const all: WindowStartup[][] = [];
     for (let r = 0; r < runs; r++) {
       all.push(await measure(path.resolve(vsix), r));
-      process.stderr.write(`${path.basename(vsix)} run ${r + 1}: ${all.at(-1)!.map((w) => w.activationToReadyMs).join(' / ')} ms\n`);
+      process.stderr.write(
+        `${path.basename(vsix)} run ${r + 1}: ${all
+          .at(-1)!
+          .map((w) => w.activationToReadyMs)
+          .join(' / ')} ms\n`,
+      );
     }
     for (const w of [0, 1]) {
       const ms = all.map((a) => a[w].activationToReadyMs);

@@ -6,7 +6,15 @@ import { defaultFilters, postprocess } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 
 export function engineDocument(task: BenchTask): EngineDocument {
-  return { uri: `bench:${task.file}`, languageId: /\.tsx?$/.test(task.file) ? 'typescript' : 'javascript', offset: task.offset, tabSize: 2, insertSpaces: true, length: task.text.length, slice: (s, e) => task.text.slice(s, e) };
+  return {
+    uri: `bench:${task.file}`,
+    languageId: /\.tsx?$/.test(task.file) ? 'typescript' : 'javascript',
+    offset: task.offset,
+    tabSize: 2,
+    insertSpaces: true,
+    length: task.text.length,
+    slice: (s, e) => task.text.slice(s, e),
+  };
 }
 
 /** The ghost text a raw completion becomes: the same post-processing as CompletionEngine.complete. */

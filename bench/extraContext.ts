@@ -53,8 +53,18 @@ export function contextFilesFor(task: BenchTask, files: readonly SourceFile[], f
   return chosen;
 }
 
-export async function regimeExtraContext(tasks: BenchTask[], files: readonly SourceFile[], fileTextOf: (t: BenchTask) => string, pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void }) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
+export async function regimeExtraContext(
+  tasks: BenchTask[],
+  files: readonly SourceFile[],
+  fileTextOf: (t: BenchTask) => string,
+  pair: { target: string; draft: string },
+  opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void },
+) {
+  const session = await InferenceSession.load(
+    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
+    DEFAULT_SPECULATION,
+    opts.log,
+  );
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
   const runs: Run[] = [];
   const progress = new Progress(tasks.length * 2, `extra context (${session.info.target.name})`);
@@ -75,7 +85,16 @@ export async function regimeExtraContext(tasks: BenchTask[], files: readonly Sou
         const r = await session.complete(request);
         const latencyMs = performance.now() - t0;
         const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
-        runs.push({ task: task.id, variant, case: kase, latencyMs, ttftMs: r.stats.timeToFirstTokenMs, promptTokens: r.stats.promptTokens, promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens, quality });
+        runs.push({
+          task: task.id,
+          variant,
+          case: kase,
+          latencyMs,
+          ttftMs: r.stats.timeToFirstTokenMs,
+          promptTokens: r.stats.promptTokens,
+          promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
+          quality,
+        });
       };
       await session.resetCaches();
       await measure('cold');

@@ -24,8 +24,16 @@ export interface LayoutRow extends TimedSummary {
   case: Case;
 }
 
-export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void }) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 }, DEFAULT_SPECULATION, opts.log);
+export async function regimeKeystroke(
+  tasks: BenchTask[],
+  pair: { target: string; draft: string },
+  opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void },
+) {
+  const session = await InferenceSession.load(
+    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
+    DEFAULT_SPECULATION,
+    opts.log,
+  );
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
   const runs: LayoutRun[] = [];
   const progress = new Progress(tasks.length * LAYOUTS.length, 'prompt layouts');
@@ -38,7 +46,16 @@ export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string
       const r = await session.complete(request);
       const latencyMs = performance.now() - t0;
       const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
-      runs.push({ task: task.id, layout, case: kase, latencyMs, ttftMs: r.stats.timeToFirstTokenMs, promptTokens: r.stats.promptTokens, promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens, quality });
+      runs.push({
+        task: task.id,
+        layout,
+        case: kase,
+        latencyMs,
+        ttftMs: r.stats.timeToFirstTokenMs,
+        promptTokens: r.stats.promptTokens,
+        promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
+        quality,
+      });
     };
     for (let i = 0; i < LAYOUTS.length; i++) {
       const layout = LAYOUTS[(i + task.id) % LAYOUTS.length];

@@ -42,14 +42,26 @@ export class LlamaServer {
     return fs.existsSync(LLAMA_SERVER);
   }
 
-  static async start(
-    target: string,
-    draft: string | null,
-    opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string },
-  ): Promise<LlamaServer> {
+  static async start(target: string, draft: string | null, opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string }): Promise<LlamaServer> {
     const port = await freePort();
     const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
-    if (draft) args.push('--spec-type', 'draft-simple', '-md', draft, '-ngld', '0', '--spec-draft-n-max', String(opts.maxProposal), '--spec-draft-n-min', '0', '--draft-p-min', String(opts.minConfidence), '-td', String(opts.threads));
+    if (draft)
+      args.push(
+        '--spec-type',
+        'draft-simple',
+        '-md',
+        draft,
+        '-ngld',
+        '0',
+        '--spec-draft-n-max',
+        String(opts.maxProposal),
+        '--spec-draft-n-min',
+        '0',
+        '--draft-p-min',
+        String(opts.minConfidence),
+        '-td',
+        String(opts.threads),
+      );
     if (opts.apiKey) args.push('--api-key', opts.apiKey);
     const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
@@ -83,7 +95,15 @@ export class LlamaServer {
     const latencyMs = performance.now() - t0;
     if (!response.ok) throw new Error(`llama-server /infill: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
     const t = body.timings ?? {};
-    return { latencyMs, text: body.content ?? '', predicted: t.predicted_n ?? 0, promptMs: t.prompt_ms ?? 0, promptTokensEvaluated: t.prompt_n ?? null, draftProposed: t.draft_n ?? 0, draftAccepted: t.draft_n_accepted ?? 0 };
+    return {
+      latencyMs,
+      text: body.content ?? '',
+      predicted: t.predicted_n ?? 0,
+      promptMs: t.prompt_ms ?? 0,
+      promptTokensEvaluated: t.prompt_n ?? null,
+      draftProposed: t.draft_n ?? 0,
+      draftAccepted: t.draft_n_accepted ?? 0,
+    };
   }
 
   async stop(): Promise<void> {

@@ -26,7 +26,8 @@ export function clockNative(session: InferenceSession): NativeClock {
   let batchTokens = 0;
   const context = session.target.context as unknown as { _ctx: Record<string, unknown> };
   const native = context._ctx;
-  const timed = (fn: (...a: unknown[]) => Promise<unknown>, add: (ms: number) => void) =>
+  const timed =
+    (fn: (...a: unknown[]) => Promise<unknown>, add: (ms: number) => void) =>
     async (...args: unknown[]) => {
       const t = performance.now();
       try {
@@ -72,7 +73,10 @@ export async function measureForwardPass(session: InferenceSession, clock: Nativ
   for (let round = 0; round < 10; round++) {
     for (const b of sizes) {
       const before = clock.decodeMs;
-      await ev.append(Array.from({ length: b }, (_, i) => 200 + i + round), b);
+      await ev.append(
+        Array.from({ length: b }, (_, i) => 200 + i + round),
+        b,
+      );
       if (round > 0) times.get(b)!.push(clock.decodeMs - before);
       await ev.truncate(depth);
     }

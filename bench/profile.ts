@@ -86,9 +86,15 @@ async function confidenceCost(session: InferenceSession, depth: number): Promise
   return { libraryConfidence, directConfidence, noConfidence };
 }
 
-async function profileTarget(name: string): Promise<{ rows: StepRow[]; v: Record<number, number>; depth: number; confidence: Awaited<ReturnType<typeof confidenceCost>>; backend: string; note: string; differing: number; runs: number }> {
+async function profileTarget(
+  name: string,
+): Promise<{ rows: StepRow[]; v: Record<number, number>; depth: number; confidence: Awaited<ReturnType<typeof confidenceCost>>; backend: string; note: string; differing: number; runs: number }> {
   const target = await benchTarget(name);
-  const session = await InferenceSession.load({ targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 }, { ...DEFAULT_SPECULATION, maxProposal: K }, () => undefined);
+  const session = await InferenceSession.load(
+    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 },
+    { ...DEFAULT_SPECULATION, maxProposal: K },
+    () => undefined,
+  );
   const clock = clockNative(session);
   const evaluator = session.target.evaluator as LlamaSequenceEvaluator;
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400 });
@@ -183,19 +189,31 @@ async function main() {
   for (const name of targetNames) {
     const { rows, v, depth, confidence, backend, note, differing, runs } = await profileTarget(name);
     all.push(...rows.map((r) => ({ ...r, depth })));
-    md.push(`## ${name} (${note}), backend ${backend}`, '', `Raw forward pass (decodeBatch alone, median, after ${depth} cached tokens as in the tasks): V(1) = ${fmt(v[1], 3)} ms, V(${K + 1}) = ${fmt(v[K + 1], 3)} ms (${fmt(v[K + 1] / v[1], 2)}x).`, '');
+    md.push(
+      `## ${name} (${note}), backend ${backend}`,
+      '',
+      `Raw forward pass (decodeBatch alone, median, after ${depth} cached tokens as in the tasks): V(1) = ${fmt(v[1], 3)} ms, V(${K + 1}) = ${fmt(v[K + 1], 3)} ms (${fmt(v[K + 1] / v[1], 2)}x).`,
+      '',
+    );
     md.push('| step | path | ms / step | forward pass | sampling | rest of verify | erase | propose | loop bookkeeping | overhead (step - forward pass) | overhead / V(1) | step / V(b) |');
     md.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) {
       const overhead = r.total - r.nativeDecode;
-      md.push(`| ${r.kind} | ${r.path} | ${fmt(r.total, 3)} | ${fmt(r.nativeDecode, 3)} | ${fmt(r.sampling, 3)} | ${fmt(r.verifyJs, 3)} | ${fmt(r.erase, 3)} | ${fmt(r.propose, 3)} | ${fmt(r.bookkeeping, 3)} | ${fmt(overhead, 3)} | ${fmt(overhead / r.v1, 2)} | ${fmt(r.total / r.v, 2)} |`);
+      md.push(
+        `| ${r.kind} | ${r.path} | ${fmt(r.total, 3)} | ${fmt(r.nativeDecode, 3)} | ${fmt(r.sampling, 3)} | ${fmt(r.verifyJs, 3)} | ${fmt(r.erase, 3)} | ${fmt(r.propose, 3)} | ${fmt(r.bookkeeping, 3)} | ${fmt(overhead, 3)} | ${fmt(overhead / r.v1, 2)} | ${fmt(r.total / r.v, 2)} |`,
+      );
     }
-    md.push('', `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, no confidence ${fmt(confidence.noConfidence, 3)}.`);
+    md.push(
+      '',
+      `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, no confidence ${fmt(confidence.noConfidence, 3)}.`,
+    );
     md.push('', `Runs whose output differs from plain decoding (near-ties under batch drift): ${differing} of ${runs}.`);
     confidences[name] = confidence;
     md.push('');
   }
-  md.push(`Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+  md.push(
+    `Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+  );
   const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-profile${threads > 1 ? `-threads-${threads}` : ''}`);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'profile.md'), `${md.join('\n')}\n`);

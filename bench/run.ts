@@ -71,7 +71,10 @@ function modelPairs(): ModelPair[] {
     return [{ name: 'yours', target: path.resolve(opt('target')!), draft: opt('draft') !== undefined ? path.resolve(opt('draft')!) : '' }];
   }
   const known = Object.keys(EMBEDDED_PAIRS);
-  const names = (opt('pairs') ?? 'tiny,v3').split(',').map((n) => n.trim()).filter(Boolean);
+  const names = (opt('pairs') ?? 'tiny,v3')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   if (!names.length || names.some((name) => !known.includes(name))) throw new Error(`--pairs ${opt('pairs')}: name embedded pairs, comma-separated (there are: ${known.join(', ')})`);
   return names.map((name) => ({ name, ...embeddedPairPaths(ROOT, name as EmbeddedPairName) }));
 }
@@ -169,11 +172,38 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
         // The same text window our prompt keeps (llama-server does not trim to its context).
         await server.infill(windowed(session, earlier));
         const r = await server.infill(windowed(session, request));
-        runs.push({ task: task.id, mode, latencyMs: r.latencyMs, ttftMs: r.promptMs, decodeMs: r.latencyMs - r.promptMs, tokens: new Array(r.predicted).fill(0), promptTokensEvaluated: r.promptTokensEvaluated, evaluations: null, proposed: { ngram: 0, draft: r.draftProposed }, accepted: { ngram: 0, draft: r.draftAccepted }, external: true, ...score(r.text) });
+        runs.push({
+          task: task.id,
+          mode,
+          latencyMs: r.latencyMs,
+          ttftMs: r.promptMs,
+          decodeMs: r.latencyMs - r.promptMs,
+          tokens: new Array(r.predicted).fill(0),
+          promptTokensEvaluated: r.promptTokensEvaluated,
+          evaluations: null,
+          proposed: { ngram: 0, draft: r.draftProposed },
+          accepted: { ngram: 0, draft: r.draftAccepted },
+          external: true,
+          ...score(r.text),
+        });
       } else if (mode === 'stock-draft' || mode === 'stock-lookup') {
         await stock.run(mode, earlier);
         const r = await stock.run(mode, request);
-        runs.push({ task: task.id, mode, latencyMs: r.totalMs, ttftMs: r.promptMs, decodeMs: r.totalMs - r.promptMs, tokens: r.tokens, promptTokensEvaluated: r.promptTokensEvaluated, evaluations: null, proposed: { ngram: 0, draft: 0 }, accepted: { ngram: 0, draft: 0 }, stockValidated: r.validated, stockRefuted: r.refuted, ...score(r.text) });
+        runs.push({
+          task: task.id,
+          mode,
+          latencyMs: r.totalMs,
+          ttftMs: r.promptMs,
+          decodeMs: r.totalMs - r.promptMs,
+          tokens: r.tokens,
+          promptTokensEvaluated: r.promptTokensEvaluated,
+          evaluations: null,
+          proposed: { ngram: 0, draft: 0 },
+          accepted: { ngram: 0, draft: 0 },
+          stockValidated: r.validated,
+          stockRefuted: r.refuted,
+          ...score(r.text),
+        });
       } else {
         const ours = mode as DecodeMode;
         await session.complete({ ...earlier, mode: ours });
@@ -181,7 +211,19 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
         const r = await session.complete({ ...request, mode: ours });
         const latencyMs = performance.now() - t0;
         const s = r.stats;
-        runs.push({ task: task.id, mode, latencyMs, ttftMs: s.timeToFirstTokenMs, decodeMs: s.totalMs - s.promptMs, tokens: r.tokens, promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens, evaluations: s.speculation.targetEvaluations, proposed: { ngram: s.speculation.bySource.ngram.proposedTokens, draft: s.speculation.bySource.draft.proposedTokens }, accepted: { ngram: s.speculation.bySource.ngram.acceptedTokens, draft: s.speculation.bySource.draft.acceptedTokens }, ...score(r.text) });
+        runs.push({
+          task: task.id,
+          mode,
+          latencyMs,
+          ttftMs: s.timeToFirstTokenMs,
+          decodeMs: s.totalMs - s.promptMs,
+          tokens: r.tokens,
+          promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens,
+          evaluations: s.speculation.targetEvaluations,
+          proposed: { ngram: s.speculation.bySource.ngram.proposedTokens, draft: s.speculation.bySource.draft.proposedTokens },
+          accepted: { ngram: s.speculation.bySource.ngram.acceptedTokens, draft: s.speculation.bySource.draft.acceptedTokens },
+          ...score(r.text),
+        });
       }
       progress.tick(mode);
     }
@@ -211,7 +253,9 @@ function windowed(session: InferenceSession, request: CompletionRequest): Comple
   const fim = session.target.info.fim;
   if (!fim) return request;
   const prompt = session.promptFor(request);
-  const pre = prompt.indexOf(fim.prefix), suf = prompt.indexOf(fim.suffix), mid = prompt.lastIndexOf(fim.middle);
+  const pre = prompt.indexOf(fim.prefix),
+    suf = prompt.indexOf(fim.suffix),
+    mid = prompt.lastIndexOf(fim.middle);
   // The cursor line may sit after <mid> (the line-anchored layout): it is the prefix's end.
   return { ...request, prefix: session.detokenize([...prompt.slice(pre + 1, suf), ...prompt.slice(mid + 1)]), suffix: session.detokenize(prompt.slice(suf + 1, mid)) };
 }
@@ -239,20 +283,28 @@ function summarize(modes: Mode[], runs: Run[]) {
     const identical = external ? NaN : rs.filter((r) => arraysEqual(r.tokens, byTaskPlain.get(r.task)!.tokens)).length;
     // Differences at a numerical tie of the target's top two logits (kernels not batch-invariant).
     const atTies = rs.filter((r) => r.tie?.tie).length;
-    const stockValidated = sum((r) => r.stockValidated ?? 0), stockRefuted = sum((r) => r.stockRefuted ?? 0);
+    const stockValidated = sum((r) => r.stockValidated ?? 0),
+      stockRefuted = sum((r) => r.stockRefuted ?? 0);
     const promptEvaluated = rs.map((r) => r.promptTokensEvaluated);
     return {
       mode,
       tasks: rs.length,
       latencyMedianMs: median(rs.map((r) => r.latencyMs)),
-      latencyP90Ms: percentile(rs.map((r) => r.latencyMs), 0.9),
+      latencyP90Ms: percentile(
+        rs.map((r) => r.latencyMs),
+        0.9,
+      ),
       ttftMedianMs: median(rs.map((r) => r.ttftMs)),
       promptTokensEvaluatedMedian: promptEvaluated.every((n) => n !== null) ? median(promptEvaluated as number[]) : null,
       tokensPerSecond,
       decodeRateVsPlain: tokensPerSecond !== null && baseRate ? tokensPerSecond / baseRate : null,
       tokensPerEvaluation: evals ? tokens / evals : null,
       acceptanceNgram: sum((r) => r.proposed.ngram) ? sum((r) => r.accepted.ngram) / sum((r) => r.proposed.ngram) : null,
-      acceptanceDraft: sum((r) => r.proposed.draft) ? sum((r) => r.accepted.draft) / sum((r) => r.proposed.draft) : stockValidated + stockRefuted ? stockValidated / (stockValidated + stockRefuted) : null,
+      acceptanceDraft: sum((r) => r.proposed.draft)
+        ? sum((r) => r.accepted.draft) / sum((r) => r.proposed.draft)
+        : stockValidated + stockRefuted
+          ? stockValidated / (stockValidated + stockRefuted)
+          : null,
       speedupMedian: median(ratios),
       quality: summarizeQuality(rs.map((r) => r.quality)),
       identicalTasks: identical,
@@ -296,7 +348,8 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   // learns across the tasks; with "request" every run starts its estimate afresh (the worst case).
   const machineCost = new CostModel();
   const sessionPolicies = new Map<string, SpeculationPolicy>();
-  const newPolicy = (adaptive: boolean) => new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
+  const newPolicy = (adaptive: boolean) =>
+    new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
   const policies = (adaptive: boolean, a: number) => {
     if (acceptanceMemory === 'request') return newPolicy(adaptive);
     const key = `${adaptive} ${a}`;
@@ -368,10 +421,25 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
       identical: fixed.identical && adaptive.identical,
       tieRuns: fixed.ties + adaptive.ties,
       divergences: divergences.length,
-      acceptedBy: { driftRule: divergences.filter((d) => d.driftRule).length, cappedRule: divergences.filter((d) => d.cappedRule).length, batchConfirmed: divergences.filter((d) => d.batchConfirmed).length },
+      acceptedBy: {
+        driftRule: divergences.filter((d) => d.driftRule).length,
+        cappedRule: divergences.filter((d) => d.cappedRule).length,
+        batchConfirmed: divergences.filter((d) => d.batchConfirmed).length,
+      },
     };
   });
-  return { target: targetName, model: { path: path.relative(ROOT, file), sizeMB, note: target.note }, backend, evaluatorPath, depth, verifyCostMs: verify, inRunVerifyMs: inRun, ties, tasks: chosen.length, sweep };
+  return {
+    target: targetName,
+    model: { path: path.relative(ROOT, file), sizeMB, note: target.note },
+    backend,
+    evaluatorPath,
+    depth,
+    verifyCostMs: verify,
+    inRunVerifyMs: inRun,
+    ties,
+    tasks: chosen.length,
+    sweep,
+  };
 }
 
 /** Regime 3: if a model produced exactly the file's true continuation, what would n-gram reuse get accepted? */
@@ -379,7 +447,11 @@ async function regimeNgramBound(tasks: BenchTask[], targetPath: string) {
   const session = await InferenceSession.load({ targetModel: targetPath, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const tokenize = (t: string) => session.target.model.tokenize(t, false) as unknown as number[];
   const { ngramMinMatch: minN, ngramMaxMatch: maxN, maxProposal } = DEFAULT_SPECULATION;
-  let tokens = 0, steps = 0, proposedSteps = 0, accepted = 0, proposed = 0;
+  let tokens = 0,
+    steps = 0,
+    proposedSteps = 0,
+    accepted = 0,
+    proposed = 0;
   for (const task of tasks) {
     const truth = tokenize(task.truth).slice(0, maxTokens);
     const truthText = session.detokenize(truth);
@@ -414,9 +486,19 @@ async function regimeNgramBound(tasks: BenchTask[], targetPath: string) {
 function machine() {
   let commit = 'unknown';
   try {
-    commit = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    commit = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {}
-  return { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.availableParallelism(), memoryGB: Math.round(os.totalmem() / 2 ** 30), platform: `${process.platform}-${process.arch}`, node: process.version, threads, commit };
+  return {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGB: Math.round(os.totalmem() / 2 ** 30),
+    platform: `${process.platform}-${process.arch}`,
+    node: process.version,
+    threads,
+    commit,
+  };
 }
 
 /** Shared by the sections of one run: the tasks, and what each section adds to the report and results. */
@@ -448,7 +530,13 @@ interface Section {
  * cost, tie check) and a task (a plain run and ten oracle runs on the 325 MB target); regime 3: the
  * whole run. Only for the estimate printed up front: the actual times are measured and reported.
  */
-const REFERENCE_SECONDS = { modesPerTask: { tiny: 1.5, v3: 5.8 } as Record<string, number>, acceptance: { setup: 16, perTask: { big: 83, tiny: 1.3, v3: 5, 'qwen-vocab': 6 } as Record<string, number> }, ngramBound: 5, keystrokePerTask: 5, startupPerRepeat: 8 };
+const REFERENCE_SECONDS = {
+  modesPerTask: { tiny: 1.5, v3: 5.8 } as Record<string, number>,
+  acceptance: { setup: 16, perTask: { big: 83, tiny: 1.3, v3: 5, 'qwen-vocab': 6 } as Record<string, number> },
+  ngramBound: 5,
+  keystrokePerTask: 5,
+  startupPerRepeat: 8,
+};
 
 /** Regime 4 (two layouts, cold and keystroke each) on the first tasks only. */
 const keystrokeTaskCount = (tasks: number) => Math.min(tasks, quick ? 10 : 60);
@@ -476,14 +564,28 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(2)) {
     for (const target of acceptanceTargets) {
       const perTask = threads === 1 ? REFERENCE_SECONDS.acceptance.perTask[target] : undefined;
-      list.push({ name: `regime 2 (acceptance sweep, ${target} target)`, estimateSeconds: perTask === undefined ? null : REFERENCE_SECONDS.acceptance.setup + perTask * acceptanceTaskCount(bench.tasks.length, target), run: (b) => acceptanceSection(b, target) });
+      list.push({
+        name: `regime 2 (acceptance sweep, ${target} target)`,
+        estimateSeconds: perTask === undefined ? null : REFERENCE_SECONDS.acceptance.setup + perTask * acceptanceTaskCount(bench.tasks.length, target),
+        run: (b) => acceptanceSection(b, target),
+      });
     }
   }
   if (regimes.has(3)) list.push({ name: 'regime 3 (n-gram bound)', estimateSeconds: REFERENCE_SECONDS.ngramBound, run: ngramBoundSection });
-  if (regimes.has(4)) list.push({ name: 'regime 4 (keystroke: prompt layouts)', estimateSeconds: threads === 1 ? REFERENCE_SECONDS.keystrokePerTask * keystrokeTaskCount(bench.tasks.length) : null, run: keystrokeSection });
+  if (regimes.has(4))
+    list.push({
+      name: 'regime 4 (keystroke: prompt layouts)',
+      estimateSeconds: threads === 1 ? REFERENCE_SECONDS.keystrokePerTask * keystrokeTaskCount(bench.tasks.length) : null,
+      run: keystrokeSection,
+    });
   if (regimes.has(5)) list.push({ name: 'regime 5 (cold start)', estimateSeconds: REFERENCE_SECONDS.startupPerRepeat * startupRepeats, run: startupSection });
   if (regimes.has(6)) {
-    for (const pair of bench.pairs) list.push({ name: `regime 6 (extra context, ${pair.name} pair)`, estimateSeconds: threads === 1 ? (EXTRA_CONTEXT_SECONDS_PER_TASK[pair.name] ?? 0) * extraContextTaskCount(bench.tasks.length) : null, run: (b) => extraContextSection(b, pair) });
+    for (const pair of bench.pairs)
+      list.push({
+        name: `regime 6 (extra context, ${pair.name} pair)`,
+        estimateSeconds: threads === 1 ? (EXTRA_CONTEXT_SECONDS_PER_TASK[pair.name] ?? 0) * extraContextTaskCount(bench.tasks.length) : null,
+        run: (b) => extraContextSection(b, pair),
+      });
   }
   return list;
 }
@@ -505,16 +607,25 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   bench.modes.push(r);
   const table = [...modeHeader, ...r.rows.map(modeTableRow)];
-  const tieLine = r.ties.drift === 0
-    ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
-    : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
+  const tieLine =
+    r.ties.drift === 0
+      ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
+      : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
   const timeLine = `${bench.tasks.length} tasks in ${seconds.toFixed(0)} s (${(seconds / bench.tasks.length).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
-  const legend = 'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
+  const legend =
+    'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
   const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend}, context ${r.info.contextSize})`;
   const chart = `latency-${pair.name}.svg`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${tieLine}\n${timeLine}\n`);
-  fs.writeFileSync(path.join(bench.outDir, chart), barChart(`Median completion latency by mode (${bench.tasks.length} tasks, ${r.info.target.name})`, r.rows.map((x) => ({ label: x.mode, value: x.latencyMedianMs ?? 0, note: `${fmt(x.speedupMedian, 2)}x` })), 'ms'));
+  fs.writeFileSync(
+    path.join(bench.outDir, chart),
+    barChart(
+      `Median completion latency by mode (${bench.tasks.length} tasks, ${r.info.target.name})`,
+      r.rows.map((x) => ({ label: x.mode, value: x.latencyMedianMs ?? 0, note: `${fmt(x.speedupMedian, 2)}x` })),
+      'ms',
+    ),
+  );
   // Every number of every run (the completion texts go to runs.json).
   const raw = r.raw.map(({ tokens, shown, ...rest }) => ({ ...rest, tokens: tokens.length }));
   (bench.results.modes as Record<string, unknown>)[pair.name] = { models: r.info, ties: r.ties, seconds, rows: r.rows, runs: raw };
@@ -531,15 +642,30 @@ async function comparisonSection(bench: Bench): Promise<void> {
   const rows = bench.modes.map((r) => {
     const plain = r.rows.find((x) => x.mode === 'plain')!;
     const hybrid = r.rows.find((x) => x.mode === 'hybrid');
-    return { pair: r.pair.name, target: r.info.target.name, draft: r.info.draft?.name ?? null, plainLatencyMedianMs: plain.latencyMedianMs, plainTtftMedianMs: plain.ttftMedianMs, plainTokensPerSecond: plain.tokensPerSecond, firstLineExact: plain.quality?.firstLineExact ?? null, similarity: plain.quality?.similarity ?? null, empty: plain.quality?.empty ?? null, hybridSpeedupMedian: hybrid?.speedupMedian ?? null };
+    return {
+      pair: r.pair.name,
+      target: r.info.target.name,
+      draft: r.info.draft?.name ?? null,
+      plainLatencyMedianMs: plain.latencyMedianMs,
+      plainTtftMedianMs: plain.ttftMedianMs,
+      plainTokensPerSecond: plain.tokensPerSecond,
+      firstLineExact: plain.quality?.firstLineExact ?? null,
+      similarity: plain.quality?.similarity ?? null,
+      empty: plain.quality?.empty ?? null,
+      hybridSpeedupMedian: hybrid?.speedupMedian ?? null,
+    };
   });
   bench.results.comparison = rows;
   const table = [
     '| pair | models | plain median ms | plain TTFT ms | plain decode tok/s | first line exact | similarity | no ghost text | hybrid speedup vs plain (median) |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((x) => `| ${x.pair} | ${x.target} + ${x.draft ?? 'no draft'} | ${fmt(x.plainLatencyMedianMs)} | ${fmt(x.plainTtftMedianMs)} | ${fmt(x.plainTokensPerSecond, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} | ${fmt(x.hybridSpeedupMedian, 2)}x |`),
+    ...rows.map(
+      (x) =>
+        `| ${x.pair} | ${x.target} + ${x.draft ?? 'no draft'} | ${fmt(x.plainLatencyMedianMs)} | ${fmt(x.plainTtftMedianMs)} | ${fmt(x.plainTokensPerSecond, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} | ${fmt(x.hybridSpeedupMedian, 2)}x |`,
+    ),
   ];
-  const note = 'Quality is plain decoding\'s (the lossless modes emit the same tokens), scored on what the user sees, against the file\'s own continuation: first line exact = the first line with content equals the file\'s (indentation included, trailing whitespace not; an empty completion is a miss); similarity = mean of 1 - edit distance / longer length, against the file cut to as many lines as the completion (an empty completion scores 0).';
+  const note =
+    "Quality is plain decoding's (the lossless modes emit the same tokens), scored on what the user sees, against the file's own continuation: first line exact = the first line with content equals the file's (indentation included, trailing whitespace not; an empty completion is a miss); similarity = mean of 1 - edit distance / longer length, against the file cut to as many lines as the completion (an empty completion scores 0).";
   bench.md.push(`## The pairs side by side (${bench.tasks.length} tasks)`, '', ...table, '', note, '');
   console.log(`Pairs side by side (${bench.tasks.length} tasks)\n${table.join('\n')}\n`);
 }
@@ -550,22 +676,45 @@ async function acceptanceSection(bench: Bench, targetName: string): Promise<void
   const table = [
     '| a (set) | accepted share | tok/eval | bound (1-a^(k+1))/(1-a) | speedup k=5 (decode tok/s vs plain) | possible: bound x V(1)/V(6) | achieved / possible | adaptive speedup | adaptive tok/eval | identical |',
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...r.sweep.map((x) => `| ${x.accuracy} | ${fmt(x.acceptedShare, 2)} | ${fmt(x.tokensPerEvaluation, 2)} | ${fmt(x.tokensPerEvaluationBound, 2)} | ${fmt(x.speedup, 2)}x | ${fmt(x.speedupBound, 2)}x | ${fmt(x.achievedOfPossible, 2)} | ${fmt(x.adaptiveSpeedup, 2)}x | ${fmt(x.adaptiveTokensPerEvaluation, 2)} | ${x.identical}${x.tieRuns ? ` (${x.tieRuns} at ties)` : ''} |`),
+    ...r.sweep.map(
+      (x) =>
+        `| ${x.accuracy} | ${fmt(x.acceptedShare, 2)} | ${fmt(x.tokensPerEvaluation, 2)} | ${fmt(x.tokensPerEvaluationBound, 2)} | ${fmt(x.speedup, 2)}x | ${fmt(x.speedupBound, 2)}x | ${fmt(x.achievedOfPossible, 2)} | ${fmt(x.adaptiveSpeedup, 2)}x | ${fmt(x.adaptiveTokensPerEvaluation, 2)} | ${x.identical}${x.tieRuns ? ` (${x.tieRuns} at ties)` : ''} |`,
+    ),
   ];
   const divergences = r.sweep.reduce((n, x) => n + x.divergences, 0);
   const by = (f: 'driftRule' | 'cappedRule' | 'batchConfirmed') => r.sweep.reduce((n, x) => n + x.acceptedBy[f], 0);
-  const inRun = Object.entries(r.inRunVerifyMs).map(([b, v]) => `V(${b}) = ${v === null ? '-' : v.toFixed(2)}`).join(', ');
-  const verifyLine = `Backend: ${r.backend} (${r.evaluatorPath} evaluation path), ${threads} thread${threads === 1 ? '' : 's'}. Raw forward pass (native decode alone), ms: in the runs themselves ${inRun} (what "possible" uses); measured apart at the prompts' depth (${r.depth} tokens) by batch size: ${Object.entries(r.verifyCostMs).map(([b, v]) => `${b}: ${v.toFixed(2)}`).join(', ')}. ${r.tasks} tasks.`;
+  const inRun = Object.entries(r.inRunVerifyMs)
+    .map(([b, v]) => `V(${b}) = ${v === null ? '-' : v.toFixed(2)}`)
+    .join(', ');
+  const verifyLine = `Backend: ${r.backend} (${r.evaluatorPath} evaluation path), ${threads} thread${threads === 1 ? '' : 's'}. Raw forward pass (native decode alone), ms: in the runs themselves ${inRun} (what "possible" uses); measured apart at the prompts' depth (${r.depth} tokens) by batch size: ${Object.entries(
+    r.verifyCostMs,
+  )
+    .map(([b, v]) => `${b}: ${v.toFixed(2)}`)
+    .join(', ')}. ${r.tasks} tasks.`;
   const tieLine = `Divergences from plain decoding: ${divergences}${divergences ? ` (accepted as ties by the capped drift rule, margin < min(50 x drift ${r.ties.drift.toExponential(1)}, 0.5): ${by('cappedRule')}; by the unbounded 50 x drift rule: ${by('driftRule')}; confirmed by evaluating the position alone and in a batch: ${by('batchConfirmed')})` : ''}.`;
   const svg = `acceptance-${targetName}.svg`;
-  bench.md.push(`## Regime 2: ${targetName} target (${r.model.note}, ${r.model.sizeMB.toFixed(0)} MB) with a proposer of set accuracy (acceptance learned per ${acceptanceMemory === 'session' ? 'session, across tasks, as in the editor' : 'request'})`, '', verifyLine, '', ...table, '', tieLine, '', `![speedup vs acceptance](${svg})`, '');
+  bench.md.push(
+    `## Regime 2: ${targetName} target (${r.model.note}, ${r.model.sizeMB.toFixed(0)} MB) with a proposer of set accuracy (acceptance learned per ${acceptanceMemory === 'session' ? 'session, across tasks, as in the editor' : 'request'})`,
+    '',
+    verifyLine,
+    '',
+    ...table,
+    '',
+    tieLine,
+    '',
+    `![speedup vs acceptance](${svg})`,
+    '',
+  );
   console.log(`${verifyLine}\n${table.join('\n')}\n${tieLine}\n`);
-  fs.writeFileSync(path.join(bench.outDir, svg), lineChart(`Speedup vs proposal accuracy (${targetName} target, k=5)`, 'accuracy a of each proposed token', 'decode speedup vs plain', [
-    { name: 'measured, k=5', color: '#3b82f6', points: r.sweep.map((x) => [x.accuracy, x.speedup]) },
-    { name: 'adaptive policy', color: '#16a34a', points: r.sweep.map((x) => [x.accuracy, x.adaptiveSpeedup]) },
-    { name: 'bound x verify cost', color: '#f59e0b', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.speedupBound]) },
-    { name: 'tok/eval bound', color: '#999', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.tokensPerEvaluationBound]) },
-  ]));
+  fs.writeFileSync(
+    path.join(bench.outDir, svg),
+    lineChart(`Speedup vs proposal accuracy (${targetName} target, k=5)`, 'accuracy a of each proposed token', 'decode speedup vs plain', [
+      { name: 'measured, k=5', color: '#3b82f6', points: r.sweep.map((x) => [x.accuracy, x.speedup]) },
+      { name: 'adaptive policy', color: '#16a34a', points: r.sweep.map((x) => [x.accuracy, x.adaptiveSpeedup]) },
+      { name: 'bound x verify cost', color: '#f59e0b', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.speedupBound]) },
+      { name: 'tok/eval bound', color: '#999', dashed: true, points: r.sweep.map((x) => [x.accuracy, x.tokensPerEvaluationBound]) },
+    ]),
+  );
   if (r.sweep.some((x) => !x.identical)) {
     bench.failed = true;
     console.error(`LOSSLESS VIOLATION in the acceptance sweep (${targetName} target)`);
@@ -588,17 +737,22 @@ async function keystrokeSection(bench: Bench): Promise<void> {
   bench.results.keystroke = { pair: pair.name, models: r.info, rows: r.rows, runs: r.runs };
   const row = (layout: string, kase: string) => r.rows.find((x) => x.layout === layout && x.case === kase)!;
   const ratio = (kase: string, f: (x: LayoutRow) => number | null) => {
-    const a = f(row('standard', kase)), b = f(row('lineAnchored', kase));
+    const a = f(row('standard', kase)),
+      b = f(row('lineAnchored', kase));
     return a !== null && b !== null && b > 0 ? `${(a / b).toFixed(2)}x` : '-';
   };
   const table = [
     '| case | layout | median ms | TTFT ms | prompt tokens | prompt tok evaluated | first line exact | similarity | no ghost text |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...r.rows.map((x) => `| ${x.case} | ${x.layout} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.case} | ${x.layout} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`,
+    ),
   ];
   const gains = `lineAnchored vs standard, keystroke case: TTFT ${ratio('keystroke', (x) => x.ttftMedianMs)} lower, median latency ${ratio('keystroke', (x) => x.latencyMedianMs)} lower, ${ratio('keystroke', (x) => x.promptTokensEvaluatedMedian)} fewer prompt tokens evaluated; cold case: median latency ${ratio('cold', (x) => x.latencyMedianMs)}.`;
   const heading = `Regime 4: keystroke latency by prompt layout (${r.info.target.name}, plain decoding, ${tasks.length} tasks)`;
-  const legend = 'standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor\'s group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.';
+  const legend =
+    "standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor's group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.";
   bench.md.push(`## ${heading}`, '', ...table, '', gains, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${gains}\n`);
 }
@@ -615,7 +769,10 @@ async function extraContextSection(bench: Bench, pair: ModelPair): Promise<void>
   const table = [
     '| case | extra context | median ms | TTFT ms | prompt tokens | prompt tok evaluated | first line exact | similarity | no ghost text |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...r.rows.map((x) => `| ${x.case} | ${x.variant} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.case} | ${x.variant} | ${fmt(x.latencyMedianMs)} | ${fmt(x.ttftMedianMs)} | ${fmt(x.promptTokensMedian, 0)} | ${fmt(x.promptTokensEvaluatedMedian, 0)} | ${pct(x.firstLineExact)} | ${fmt(x.similarity, 3)} | ${pct(x.empty)} |`,
+    ),
   ];
   const heading = `Regime 6: extra context (${r.info.target.name}, ${r.info.promptTemplate ?? r.info.promptFormat}, plain decoding, ${tasks.length} tasks)`;
   const legend = `extra: up to ${EXTRA_CONTEXT_TOKENS} prompt tokens of the files a user would have open (the task file's relative imports, then its folder; ${r.filesPerTask.toFixed(1)} files a task on average, each the first 64 lines as the extension's ring keeps them), before the file's own text (src/prompt/contextBlock.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.`;
@@ -630,10 +787,14 @@ async function startupSection(bench: Bench): Promise<void> {
   const table = [
     '| start | runs | fork to hello | fork to models loaded | fork to first completion | headers | binding wait | library imported at | binding ready at | draft load | target load |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
-    ...r.rows.map((x) => `| ${x.variant} | ${x.runs} | ${fmt(x.helloMs, 0)} | ${fmt(x.readyMs, 0)} | ${fmt(x.firstCompletionMs, 0)} | ${fmt(x.headersMs, 0)} | ${fmt(x.bindingWaitMs, 0)} | ${fmt(x.libraryAtMs, 0)} | ${fmt(x.bindingAtMs, 0)} | ${fmt(x.draftMs, 0)} | ${fmt(x.targetMs, 0)} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.variant} | ${x.runs} | ${fmt(x.helloMs, 0)} | ${fmt(x.readyMs, 0)} | ${fmt(x.firstCompletionMs, 0)} | ${fmt(x.headersMs, 0)} | ${fmt(x.bindingWaitMs, 0)} | ${fmt(x.libraryAtMs, 0)} | ${fmt(x.bindingAtMs, 0)} | ${fmt(x.draftMs, 0)} | ${fmt(x.targetMs, 0)} |`,
+    ),
   ];
   const heading = `Regime 5: cold start of the inference worker (${path.basename(pair.target)} + ${pair.draft ? path.basename(pair.draft) : 'no draft'}), ms, medians`;
-  const legend = 'As the extension starts it, without the editor: fork dist/worker.js, load, one completion. "at" columns are the worker process\'s age. binding: node-llama-cpp\'s import and getLlama (which first tests the prebuilt binary in a child process). preload: the worker starts the binding as soon as it runs (what the extension does); second window: another worker while the first is alive. In a real editor the same steps share 2 cores with the workbench starting up: bench/editorStartup.ts measures that.';
+  const legend =
+    'As the extension starts it, without the editor: fork dist/worker.js, load, one completion. "at" columns are the worker process\'s age. binding: node-llama-cpp\'s import and getLlama (which first tests the prebuilt binary in a child process). preload: the worker starts the binding as soon as it runs (what the extension does); second window: another worker while the first is alive. In a real editor the same steps share 2 cores with the workbench starting up: bench/editorStartup.ts measures that.';
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n`);
 }
@@ -689,7 +850,9 @@ async function main() {
   results.sectionSeconds = sectionSeconds;
   results.estimatedSeconds = estimatedSeconds;
   results.seconds = (Date.now() - started) / 1000;
-  const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds).map(([name, s]) => `${name} ${s.toFixed(0)} s`).join(', ')})`;
+  const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
+    .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
+    .join(', ')})`;
   fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
   fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
   console.log(`${timeLine}\nresults: ${path.relative(process.cwd(), outDir)}/ (results.json, ${bench.modes.length ? 'runs.json, ' : ''}report.md, charts)`);

@@ -38,7 +38,9 @@ export class Progress {
     const filled = Math.round((this.done / this.total) * width);
     const elapsed = (Date.now() - this.started) / 1000;
     const eta = this.done ? (elapsed / this.done) * (this.total - this.done) : 0;
-    process.stderr.write(`\r${this.label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s ${note}`.padEnd(110).slice(0, 140));
+    process.stderr.write(
+      `\r${this.label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s ${note}`.padEnd(110).slice(0, 140),
+    );
     if (this.done === this.total) process.stderr.write('\n');
   }
 }

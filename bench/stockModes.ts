@@ -75,7 +75,15 @@ export class StockRunner {
     }
     const totalMs = performance.now() - t0;
     const after = sequence.tokenPredictions;
-    return { tokens: [...stop.tokens], text: stop.finalText, totalMs, promptMs, promptTokensEvaluated: prompt.length - reused, validated: after.validated - before.validated, refuted: after.refuted - before.refuted };
+    return {
+      tokens: [...stop.tokens],
+      text: stop.finalText,
+      totalMs,
+      promptMs,
+      promptTokensEvaluated: prompt.length - reused,
+      validated: after.validated - before.validated,
+      refuted: after.refuted - before.refuted,
+    };
   }
 
   async dispose(): Promise<void> {

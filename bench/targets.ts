@@ -24,7 +24,15 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
   // Bandwidth-bound on a CPU: the forward pass decides (the previous regime 2 target).
   big: { dModel: 1024, nLayers: 12, nHeads: 16, ffn: 2816, contextLength: 2048, note: '325 MB, d 1024, 12 layers' },
   // Tiny body, Qwen2.5's vocabulary: the output layer and per-output sampling decide.
-  'qwen-vocab': { dModel: 256, nLayers: 2, nHeads: 4, ffn: 768, contextLength: 2048, extraTokens: fillerTokens(QWEN_VOCAB_SIZE - EMBEDDED_VOCAB_SIZE), note: 'd 256, 2 layers, 151,936-token vocabulary' },
+  'qwen-vocab': {
+    dModel: 256,
+    nLayers: 2,
+    nHeads: 4,
+    ffn: 768,
+    contextLength: 2048,
+    extraTokens: fillerTokens(QWEN_VOCAB_SIZE - EMBEDDED_VOCAB_SIZE),
+    note: 'd 256, 2 layers, 151,936-token vocabulary',
+  },
   // Real shapes (F16, embedded vocabulary; for a GPU run: 3 GB and 13 GB on disk).
   '1.5b': { dModel: 1536, nLayers: 28, nHeads: 12, nKvHeads: 2, ffn: 8960, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-1.5B-shaped, stable' },
   '7b': { dModel: 3584, nLayers: 28, nHeads: 28, nKvHeads: 4, ffn: 18944, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-7B-shaped, stable' },

@@ -29,7 +29,10 @@ async function startOnce(workerPath: string, pair: { target: string; draft: stri
   const client = new WorkerClient({ workerPath, env: preload ? { DRAFTLINE_PRELOAD_GPU: 'auto' } : {} });
   await client.start();
   const helloMs = performance.now() - t0;
-  const info = await client.request('load', { models: { targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 }, speculation: DEFAULT_SPECULATION });
+  const info = await client.request('load', {
+    models: { targetModel: pair.target, draftModel: pair.draft, gpu: 'auto', gpuLayers: 'auto', threads, contextSize: 2048 },
+    speculation: DEFAULT_SPECULATION,
+  });
   const readyMs = performance.now() - t0;
   await client.request('complete', { request: REQUEST });
   const firstCompletionMs = performance.now() - t0;

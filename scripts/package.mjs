@@ -19,14 +19,28 @@ import { fileURLToPath } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const opt = (name, fallback) => { const i = args.indexOf(`--${name}`); return i >= 0 ? args[i + 1] : fallback; };
-const fail = (message) => { console.error(message); process.exit(1); };
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const fail = (message) => {
+  console.error(message);
+  process.exit(1);
+};
 const target = opt('target', `${process.platform}-${process.arch}`);
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
 const out = resolve(opt('out', `${pkg.name}-${target}-${pkg.version}.vsix`));
 
 // VS Code target names -> node-llama-cpp binary package names, and the GPU variants published for each.
-const platformOf = { 'linux-x64': 'linux-x64', 'linux-arm64': 'linux-arm64', 'linux-armhf': 'linux-armv7l', 'darwin-arm64': 'mac-arm64-metal', 'darwin-x64': 'mac-x64', 'win32-x64': 'win-x64', 'win32-arm64': 'win-arm64' };
+const platformOf = {
+  'linux-x64': 'linux-x64',
+  'linux-arm64': 'linux-arm64',
+  'linux-armhf': 'linux-armv7l',
+  'darwin-arm64': 'mac-arm64-metal',
+  'darwin-x64': 'mac-x64',
+  'win32-x64': 'win-x64',
+  'win32-arm64': 'win-arm64',
+};
 const gpuVariants = { 'linux-x64': ['vulkan', 'cuda'], 'win32-x64': ['vulkan', 'cuda'] };
 const base = platformOf[target];
 if (!base) fail(`unknown target ${target}; one of ${Object.keys(platformOf).join(', ')}`);
@@ -43,7 +57,11 @@ function link(from, to, skip = new Set()) {
   const st = lstatSync(from);
   if (st.isSymbolicLink()) symlinkSync(readlinkSync(from), to);
   else if (!st.isDirectory()) {
-    try { linkSync(from, to); } catch { copyFileSync(from, to); }
+    try {
+      linkSync(from, to);
+    } catch {
+      copyFileSync(from, to);
+    }
   } else {
     mkdirSync(to, { recursive: true });
     for (const name of readdirSync(from)) if (!skip.has(name)) link(join(from, name), join(to, name));
@@ -63,11 +81,18 @@ function binaryPackage(name) {
   mkdirSync(cacheDir, { recursive: true });
   const packed = spawnSync('npm', ['pack', spec, '--pack-destination', cacheDir, '--json', '--loglevel=error'], { cwd: cacheDir, encoding: 'utf8', shell: process.platform === 'win32' });
   if (packed.status !== 0) {
-    let reason = (packed.stderr || packed.error?.message || '').trim().split('\n')[0].replace(/^npm error /, '');
+    let reason = (packed.stderr || packed.error?.message || '')
+      .trim()
+      .split('\n')[0]
+      .replace(/^npm error /, '');
     if (/ETARGET|E404/.test(packed.stderr ?? '')) {
       const published = spawnSync('npm', ['view', `@node-llama-cpp/${name}`, 'versions', '--json', '--loglevel=error'], { encoding: 'utf8', shell: process.platform === 'win32' });
       let newest = '';
-      try { newest = [].concat(JSON.parse(published.stdout)).at(-1) ?? ''; } catch { /* not published at all */ }
+      try {
+        newest = [].concat(JSON.parse(published.stdout)).at(-1) ?? '';
+      } catch {
+        /* not published at all */
+      }
       reason = `not published on npm${newest ? `; its newest version is ${newest}` : ''}`;
     }
     return { name, spec, missing: reason };
@@ -82,10 +107,20 @@ function binaryPackage(name) {
 
 const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'scripts', 'src', 'README.md', '.vscodeignore']);
 const ignore = [
-  '**/*.ts', '**/*.map', 'tsconfig.json', 'esbuild.mjs', '*.vsix', '.gitignore',
-  'models/recipe/**', 'models/tiny-*', 'dist/desktop-suite.js*',
-  'node_modules/node-llama-cpp/llama/gitRelease.bundle', 'node_modules/node-llama-cpp/llama/xpack/**', 'node_modules/node-llama-cpp/templates/**',
-  'node_modules/typescript/**', 'node_modules/.bin/**',
+  '**/*.ts',
+  '**/*.map',
+  'tsconfig.json',
+  'esbuild.mjs',
+  '*.vsix',
+  '.gitignore',
+  'models/recipe/**',
+  'models/tiny-*',
+  'dist/desktop-suite.js*',
+  'node_modules/node-llama-cpp/llama/gitRelease.bundle',
+  'node_modules/node-llama-cpp/llama/xpack/**',
+  'node_modules/node-llama-cpp/templates/**',
+  'node_modules/typescript/**',
+  'node_modules/.bin/**',
 ];
 
 const sources = binaries.map(binaryPackage);

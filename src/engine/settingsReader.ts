@@ -55,9 +55,7 @@ export class SettingsReader {
       const values = this.source.inspect<T>(key) ?? {};
       const fromWorkspace = values.workspaceFolderValue ?? values.workspaceValue;
       if (fromWorkspace !== undefined && !sameValue(fromWorkspace, values.globalValue)) {
-        this.report(
-          `${this.name(key)} is set in this workspace's settings, which Draftline ignores for this setting (it costs resources or reaches the network): set it in your user settings.`,
-        );
+        this.report(`${this.name(key)} is set in this workspace's settings, which Draftline ignores for this setting (it costs resources or reaches the network): set it in your user settings.`);
       }
       return (values.globalValue ?? values.defaultValue ?? declaration.default) as T;
     }

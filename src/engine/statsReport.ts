@@ -96,7 +96,10 @@ function remoteReport(backend: BackendInfo, remote: NonNullable<BackendInfo['rem
 /** What the speculation policy learned on this machine, in words a user can act on. */
 export function policyReport(p: PolicySnapshot): string[] {
   const one = p.verifyMs[1];
-  const sizes = Object.keys(p.verifyMs).map(Number).filter((b) => b > 1).sort((a, b) => a - b);
+  const sizes = Object.keys(p.verifyMs)
+    .map(Number)
+    .filter((b) => b > 1)
+    .sort((a, b) => a - b);
   const verdict = (source: ProposalSource) =>
     p.bestLength[source] > 0 ? `proposals of up to ${p.bestLength[source]} tokens pay` : `off: plain decoding is faster (retried every ${p.retryInterval[source]} steps)`;
   return [

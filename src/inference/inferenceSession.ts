@@ -143,7 +143,10 @@ export class InferenceSession {
       // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
       runtime: await describeRuntimeChoice(settings, llama),
     };
-    log('info', `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`);
+    log(
+      'info',
+      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`,
+    );
     return new InferenceSession(llama, target, draft, info, template, speculation);
   }
 
@@ -239,9 +242,7 @@ export class InferenceSession {
       stopStrings: request.stop,
       singleLine: request.singleLine,
       maxLines: request.maxLines,
-      blockEnd: request.stopAtBlockEnd
-        ? (text) => blockEndOffset(text, { prefix: promptPrefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
-        : undefined,
+      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: promptPrefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
     });
   }
 

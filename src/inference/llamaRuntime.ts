@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelSettings, RuntimeChoice } from '../shared/types';
 
-export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' } });
+export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' }});
 
 let libraryPromise: Promise<NodeLlamaCpp> | undefined;
 
@@ -25,7 +25,7 @@ export function resolveThreads(requested: number, cores: number): number {
   return Math.max(1, Math.min(8, cores - 1));
 }
 
-export type RuntimeLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void
+export type RuntimeLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
 const runtimes = new Map<string, Promise<Llama>>();
 

@@ -18,14 +18,29 @@ export type EvaluatorPath = 'direct' | 'library';
  * evaluator is made (`directInternals`); anything missing selects the library path instead.
  */
 interface NativeContext {
-  sampleToken(batchLogitIndex: number, sampler: NativeSampler, probabilities?: boolean, confidence?: boolean, logits?: boolean, totalLogitWeight?: boolean): Promise<number | [number, unknown, unknown, unknown, number | undefined]>;
+  sampleToken(
+    batchLogitIndex: number,
+    sampler: NativeSampler,
+    probabilities?: boolean,
+    confidence?: boolean,
+    logits?: boolean,
+    totalLogitWeight?: boolean,
+  ): Promise<number | [number, unknown, unknown, unknown, number | undefined]>;
 }
 interface NativeSampler {
   applyConfig(config: object): void;
   dispose(): void;
 }
 interface SequenceInternals {
-  _decodeTokens(tokens: Token[], logits: boolean[], priority: number, tokenMeter: unknown, contextShift: unknown, mapper: (batchLogitIndex: number, tokenIndex: number) => unknown, afterBatch?: unknown): Promise<unknown>;
+  _decodeTokens(
+    tokens: Token[],
+    logits: boolean[],
+    priority: number,
+    tokenMeter: unknown,
+    contextShift: unknown,
+    mapper: (batchLogitIndex: number, tokenIndex: number) => unknown,
+    afterBatch?: unknown,
+  ): Promise<unknown>;
   /** Checkpoints for models whose cache cannot be cut back freely (SWA, recurrent), as controlledEvaluate takes them. */
   _takeIntervalCheckpointIfNeededAfterBatch?: unknown;
   _resolveSamplerConfig(options: { temperature: number }): object;
@@ -106,7 +121,10 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       throw new Error(`sequence out of sync: ${this.sequence.nextTokenIndex} cached vs ${this.cached.length} expected`);
     }
     const firstOutput = input.length - Math.min(outputs, input.length);
-    const out = this.internals && this.currentPath === 'direct' ? await this.appendDirect(this.internals, input, firstOutput, withConfidence, expected) : await this.appendLibrary(input, firstOutput, withConfidence);
+    const out =
+      this.internals && this.currentPath === 'direct'
+        ? await this.appendDirect(this.internals, input, firstOutput, withConfidence, expected)
+        : await this.appendLibrary(input, firstOutput, withConfidence);
     this.cached.push(...input);
     this.evaluatedTokens += input.length;
     this.evaluations++;
@@ -121,15 +139,29 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
    * computed without the full-vocabulary sort the library's confidence option does (18 ms per
    * position with a 152k vocabulary).
    */
-  private async appendDirect(internals: { seq: SequenceInternals; model: ModelInternals }, input: readonly Token[], firstOutput: number, withConfidence: boolean, expected?: readonly Token[]): Promise<EvaluatedNext[]> {
+  private async appendDirect(
+    internals: { seq: SequenceInternals; model: ModelInternals },
+    input: readonly Token[],
+    firstOutput: number,
+    withConfidence: boolean,
+    expected?: readonly Token[],
+  ): Promise<EvaluatedNext[]> {
     const { seq } = internals;
     const logits = input.map((_, i) => i >= firstOutput);
     const batchIndexOf: number[] = [];
-    await seq._decodeTokens(input.slice(), logits, EVALUATION_PRIORITY, seq._tokenMeter, seq._contextShift, (batchLogitIndex, tokenIndex) => {
-      batchIndexOf[tokenIndex] = batchLogitIndex;
-      // Not a promise: the library would chain the positions one after another, each a native call.
-      return 0;
-    }, seq._takeIntervalCheckpointIfNeededAfterBatch);
+    await seq._decodeTokens(
+      input.slice(),
+      logits,
+      EVALUATION_PRIORITY,
+      seq._tokenMeter,
+      seq._contextShift,
+      (batchLogitIndex, tokenIndex) => {
+        batchIndexOf[tokenIndex] = batchLogitIndex;
+        // Not a promise: the library would chain the positions one after another, each a native call.
+        return 0;
+      },
+      seq._takeIntervalCheckpointIfNeededAfterBatch,
+    );
     const native = seq._context._ctx;
     if (firstOutput >= input.length) return [];
     // In order, one native call each. Reading the next position while the current one is checked

@@ -22,7 +22,11 @@ export class ChunkedDocument {
   private textLength: number;
   private cachedRuns: TokenRun[] | undefined;
 
-  constructor(text: string, private readonly buildChunk: ChunkBuilder, prebuilt?: DocumentChunk[]) {
+  constructor(
+    text: string,
+    private readonly buildChunk: ChunkBuilder,
+    prebuilt?: DocumentChunk[],
+  ) {
     this.chunks = prebuilt ?? splitIntoChunks(text).map((chunkText) => ({ text: chunkText, run: buildChunk(chunkText) }));
     this.textLength = text.length;
   }
@@ -70,7 +74,10 @@ export class ChunkedDocument {
     if (!(offset >= 0 && deleteCount >= 0 && offset + deleteCount <= this.textLength)) return false;
     const old = this.chunks;
     const { first, firstStart, last } = this.affectedChunks(offset, deleteCount);
-    const touched = old.slice(first, last + 1).map((chunk) => chunk.text).join('');
+    const touched = old
+      .slice(first, last + 1)
+      .map((chunk) => chunk.text)
+      .join('');
     const local = offset - firstStart;
     let work = touched.slice(0, local) + text + touched.slice(local + deleteCount);
 

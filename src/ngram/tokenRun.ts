@@ -17,7 +17,10 @@ export class TokenRun {
   private readonly newestEnd = new Map<number, number>();
   private readonly previousEnd: Int32Array;
 
-  constructor(tokens: ArrayLike<number>, private readonly minN: number) {
+  constructor(
+    tokens: ArrayLike<number>,
+    private readonly minN: number,
+  ) {
     this.tokens = Int32Array.from(tokens);
     this.previousEnd = new Int32Array(this.tokens.length + 1).fill(-1);
     for (let end = minN; end <= this.tokens.length; end++) {

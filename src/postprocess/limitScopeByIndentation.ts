@@ -1,12 +1,4 @@
-import {
-  currentLinePrefix,
-  currentLineSuffix,
-  DEFAULT_TAB_SIZE,
-  firstNonBlankLineBelowCursor,
-  indentationWidth,
-  isBlank,
-  type CompletionContext,
-} from './context';
+import { currentLinePrefix, currentLineSuffix, DEFAULT_TAB_SIZE, firstNonBlankLineBelowCursor, indentationWidth, isBlank, type CompletionContext } from './context';
 import { opensBlock, startsWithCloser, startsWithContinuationKeyword } from './syntax';
 
 export type BlockEndOptions = {

@@ -4,10 +4,29 @@ import type { PromptTemplate } from './templates';
 
 /** Line comment starts by language, for templates without file sections (Continue does the same). */
 const LINE_COMMENT: Record<string, string> = {
-  python: '#', shellscript: '#', ruby: '#', perl: '#', r: '#', yaml: '#', toml: '#', dockerfile: '#', makefile: '#', powershell: '#', elixir: '#', julia: '#', nim: '#',
-  lua: '--', sql: '--', haskell: '--', ada: '--',
-  clojure: ';;', lisp: ';;', scheme: ';;',
-  erlang: '%', matlab: '%', latex: '%',
+  python: '#',
+  shellscript: '#',
+  ruby: '#',
+  perl: '#',
+  r: '#',
+  yaml: '#',
+  toml: '#',
+  dockerfile: '#',
+  makefile: '#',
+  powershell: '#',
+  elixir: '#',
+  julia: '#',
+  nim: '#',
+  lua: '--',
+  sql: '--',
+  haskell: '--',
+  ada: '--',
+  clojure: ';;',
+  lisp: ';;',
+  scheme: ';;',
+  erlang: '%',
+  matlab: '%',
+  latex: '%',
   vb: "'",
 };
 
@@ -23,7 +42,13 @@ export function lineCommentFor(languageId: string | undefined): string {
  * reads as code. Newest chunks first when not all fit; rendered oldest first, so a new chunk
  * appends and leaves the cached KV of the others valid.
  */
-export function buildPromptContext(template: PromptTemplate, tokenize: (text: string) => Token[], context: Omit<ExtraContext, 'maxTokens'> | undefined, maxTokens: number, languageId?: string): PromptContext {
+export function buildPromptContext(
+  template: PromptTemplate,
+  tokenize: (text: string) => Token[],
+  context: Omit<ExtraContext, 'maxTokens'> | undefined,
+  maxTokens: number,
+  languageId?: string,
+): PromptContext {
   const files = context?.files ?? [];
   if (!files.length || maxTokens <= 0) return NO_CONTEXT;
   const { repoName, fileSep } = template.ids;
@@ -36,7 +61,13 @@ export function buildPromptContext(template: PromptTemplate, tokenize: (text: st
     return { beforePrompt: [...head, ...chosen.flat(), ...current], afterPrefixToken: [], files: chosen.length };
   }
   const comment = lineCommentFor(languageId);
-  const block = (c: ContextChunk) => tokenize(`${comment} Path: ${c.path}\n${c.text.split('\n').map((line) => (line ? `${comment} ${line}` : comment)).join('\n')}\n`);
+  const block = (c: ContextChunk) =>
+    tokenize(
+      `${comment} Path: ${c.path}\n${c.text
+        .split('\n')
+        .map((line) => (line ? `${comment} ${line}` : comment))
+        .join('\n')}\n`,
+    );
   const chosen = fitChunks(files, maxTokens, block, context?.path);
   return { beforePrompt: [], afterPrefixToken: chosen.flat(), files: chosen.length };
 }
@@ -64,7 +95,9 @@ function fitChunks(files: readonly ContextChunk[], budget: number, render: (c: C
     if (left >= MIN_PARTIAL_TOKENS) {
       const lines = c.text.split('\n');
       // Largest number of leading lines that fits (the cost grows with the lines).
-      let lo = 0, hi = lines.length - 1, best: Token[] | null = null;
+      let lo = 0,
+        hi = lines.length - 1,
+        best: Token[] | null = null;
       while (lo < hi) {
         const mid = Math.ceil((lo + hi) / 2);
         const part = render({ path: c.path, text: lines.slice(0, mid).join('\n') });

@@ -70,7 +70,15 @@ export const MAX_MIDDLE_TOKENS = 256;
  * both fit, the suffix gets at most a quarter of the room; the prefix keeps its end (nearest the
  * cursor). Every share depends on text that typing on the cursor line does not change.
  */
-export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, layout: PromptLayout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP, context: PromptContext = NO_CONTEXT): BuiltPrompt {
+export function buildPrompt(
+  vocab: PromptVocabulary,
+  prefix: string,
+  suffix: string,
+  budget: number,
+  layout: PromptLayout = 'lineAnchored',
+  anchorLines = ANCHOR_LINE_GROUP,
+  context: PromptContext = NO_CONTEXT,
+): BuiltPrompt {
   // Extra context goes first (prompt/contextBlock.ts): its KV stays cached while the user types.
   const head: Token[] = [...(vocab.bos === null ? [] : [vocab.bos]), ...context.beforePrompt];
   budget -= context.afterPrefixToken.length;
@@ -84,7 +92,13 @@ export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: str
     // `[SUFFIX]suffix[PREFIX]prefix`: typing appends to the prompt's end already; no anchoring.
     const available = Math.max(0, budget - head.length - 2);
     const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix), vocab.tokenize(suffix), available);
-    return { tokens: [...head, ids.suffix, ...suffixTokens, ids.prefix, ...context.afterPrefixToken, ...prefixTokens], format: 'fim', prefixTokens: prefixTokens.length, suffixTokens: suffixTokens.length, middleTokens: 0 };
+    return {
+      tokens: [...head, ids.suffix, ...suffixTokens, ids.prefix, ...context.afterPrefixToken, ...prefixTokens],
+      format: 'fim',
+      prefixTokens: prefixTokens.length,
+      suffixTokens: suffixTokens.length,
+      middleTokens: 0,
+    };
   }
   if (ids.middle === undefined) throw new Error('a prefix-suffix-middle template needs a middle token');
   const fixed = head.length + 3;

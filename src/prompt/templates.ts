@@ -142,7 +142,9 @@ export function chooseTemplate(vocab: TemplateVocabulary): PromptTemplate {
     return undefined;
   };
   for (const spec of TEMPLATE_SPECS) {
-    const prefix = id(spec.prefix), suffix = id(spec.suffix), middle = id(spec.middle);
+    const prefix = id(spec.prefix),
+      suffix = id(spec.suffix),
+      middle = id(spec.middle);
     if (prefix === undefined || suffix === undefined || (spec.order === 'psm' && middle === undefined)) continue;
     // A family with file sections always has their tokens: without them it is another model that
     // borrowed the FIM tokens (the embedded pairs use Qwen's FIM texts alone): generic.

@@ -5,18 +5,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
 
-export type ServerErrorCode =
-  | 'unreachable'
-  | 'tls'
-  | 'timeout'
-  | 'unauthorized'
-  | 'notFound'
-  | 'modelNotFound'
-  | 'badRequest'
-  | 'busy'
-  | 'server'
-  | 'malformed'
-  | 'cancelled';
+export type ServerErrorCode = 'unreachable' | 'tls' | 'timeout' | 'unauthorized' | 'notFound' | 'modelNotFound' | 'badRequest' | 'busy' | 'server' | 'malformed' | 'cancelled';
 
 export class ServerError extends Error {
   constructor(

@@ -121,4 +121,3 @@ function infillBody(request: CompletionRequest, contextSize: number | undefined)
 export function stopStrings(request: CompletionRequest): string[] {
   return [...(request.stop ?? []), ...(request.singleLine ? ['\n'] : [])];
 }
-

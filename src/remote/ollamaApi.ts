@@ -49,9 +49,7 @@ export const ollamaApi: ServerApi = {
       server: `Ollama${version ? ` ${version}` : ''}`,
       contextSize: contextKey ? Number(show.model_info![contextKey]) : undefined,
       speculation: null,
-      promptFormat: family
-        ? `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)`
-        : "`suffix` through the model's own template",
+      promptFormat: family ? `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)` : "`suffix` through the model's own template",
       ...(family ? { templateFamily: family } : {}),
     };
   },

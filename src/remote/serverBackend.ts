@@ -168,7 +168,14 @@ export class ServerBackend implements InferenceBackend {
   /** The streaming request; a connection the server had already closed (a stale keep-alive socket) is tried once more. */
   private async post(settings: ServerSettings, call: CompletionCall, signal: AbortSignal | undefined, retry: boolean): Promise<HttpResponse> {
     try {
-      return await httpRequest(joinUrl(settings.endpoint, call.path), { method: 'POST', body: call.body, headers: await this.headers(settings.endpoint), ca: this.ca, signal, timeoutMs: this.settings.timeoutMs });
+      return await httpRequest(joinUrl(settings.endpoint, call.path), {
+        method: 'POST',
+        body: call.body,
+        headers: await this.headers(settings.endpoint),
+        ca: this.ca,
+        signal,
+        timeoutMs: this.settings.timeoutMs,
+      });
     } catch (error) {
       const e = asServerError(error);
       if (retry && e.code === 'unreachable' && /closed the connection/.test(e.message) && !signal?.aborted) return this.post(settings, call, signal, false);
@@ -187,12 +194,10 @@ export class ServerBackend implements InferenceBackend {
       stopStrings: request.stop,
       singleLine: request.singleLine,
       maxLines: request.maxLines,
-      blockEnd: request.stopAtBlockEnd
-        ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize })
-        : undefined,
+      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
     });
     let firstTokenAt: number | undefined;
-    let figures: ServerFigures = {};
+    const figures: ServerFigures = {};
     let serverDone = false;
     const contentType = String(response.headers['content-type'] ?? '');
     const events: unknown[] = [];

@@ -48,11 +48,7 @@ async function keepCommonPrefix(evaluator: GreedyEvaluator, tokens: readonly Tok
  * Brings the cache to `tokens` reusing the longest common prefix, and returns the greedy token that
  * follows. At least the last token is evaluated again, since its output is what we need.
  */
-export async function syncAndPredictNext(
-  evaluator: GreedyEvaluator,
-  tokens: readonly Token[],
-  withConfidence = false,
-): Promise<{ next: EvaluatedNext; reused: number; evaluated: number }> {
+export async function syncAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], withConfidence = false): Promise<{ next: EvaluatedNext; reused: number; evaluated: number }> {
   const reused = await keepCommonPrefix(evaluator, tokens);
   const rest = tokens.slice(reused);
   const [next] = await evaluator.append(rest, 1, withConfidence);
@@ -71,11 +67,7 @@ export const PROMPT_CHUNK = 32;
  * syncAndPredictNext for a prompt, evaluated in PROMPT_CHUNK batches with the abort checked in
  * between. Resolves to null when aborted before the last batch.
  */
-export async function syncPromptAndPredictNext(
-  evaluator: GreedyEvaluator,
-  tokens: readonly Token[],
-  signal?: AbortSignal,
-): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
+export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
   const reused = await keepCommonPrefix(evaluator, tokens);
   for (let at = reused; tokens.length - at > PROMPT_CHUNK; at += PROMPT_CHUNK) {
     if (signal?.aborted) return null;

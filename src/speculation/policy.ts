@@ -14,7 +14,11 @@ export function expectedTokensPerStep(a: number, k: number): number {
 export class AcceptanceTracker {
   private readonly counts: Record<ProposalSource, { accepted: number; rejected: number }>;
 
-  constructor(priors: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5 }, priorWeight = 4, private readonly decay = 0.98) {
+  constructor(
+    priors: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5 },
+    priorWeight = 4,
+    private readonly decay = 0.98,
+  ) {
     this.counts = {
       ngram: { accepted: priors.ngram * priorWeight, rejected: (1 - priors.ngram) * priorWeight },
       draft: { accepted: priors.draft * priorWeight, rejected: (1 - priors.draft) * priorWeight },

@@ -169,15 +169,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   return finish();
 }
 
-async function propose(
-  input: DecodeInput,
-  history: readonly Token[],
-  remaining: number,
-  useNgram: boolean,
-  useDraft: boolean,
-  spec: SpeculationStats,
-  now: () => number,
-): Promise<Proposal> {
+async function propose(input: DecodeInput, history: readonly Token[], remaining: number, useNgram: boolean, useDraft: boolean, spec: SpeculationStats, now: () => number): Promise<Proposal> {
   const none: Proposal = { source: 'ngram' as ProposalSource, tokens: [] };
   if (!useNgram && !useDraft) return none;
   const maxLen = Math.max(0, remaining - 1);

@@ -3,7 +3,12 @@ import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '.
 import type { ExtraContext } from '../shared/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
-export function engineDocument(document: vscode.TextDocument, position: vscode.Position, editor?: vscode.TextEditor, extraContext?: (document: vscode.TextDocument) => ExtraContext | undefined): EngineDocument {
+export function engineDocument(
+  document: vscode.TextDocument,
+  position: vscode.Position,
+  editor?: vscode.TextEditor,
+  extraContext?: (document: vscode.TextDocument) => ExtraContext | undefined,
+): EngineDocument {
   const lastLine = document.lineAt(document.lineCount - 1);
   const length = document.offsetAt(lastLine.range.end);
   const tabSize = editor?.options.tabSize;

@@ -62,7 +62,12 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
   const recommended = role === 'target' ? [CATALOG.target15, CATALOG.target3, CATALOG.target7] : [CATALOG.draft05];
   for (const m of recommended) {
     const have = downloadedPath(modelsDir(context), m.uri);
-    items.push({ label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`, description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ' — downloaded' : ''}`, detail: m.uri, value: m.uri });
+    items.push({
+      label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`,
+      description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ' — downloaded' : ''}`,
+      detail: m.uri,
+      value: m.uri,
+    });
   }
   const downloaded = listGguf(modelsDir(context));
   if (downloaded.length) {

@@ -3,12 +3,7 @@ import type { StatusSummary } from '../engine/statsCollector';
 import { statusTooltip } from '../engine/statusText';
 import type { BackendInfo } from '../shared/types';
 
-export type StatusState =
-  | { kind: 'loading' }
-  | { kind: 'ready' }
-  | { kind: 'busy' }
-  | { kind: 'off'; message?: string }
-  | { kind: 'error'; message: string };
+export type StatusState = { kind: 'loading' } | { kind: 'ready' } | { kind: 'busy' } | { kind: 'off'; message?: string } | { kind: 'error'; message: string };
 
 /** Status bar readout: tokens/s · acceptance · latency of the last completion; click for the menu. */
 export class StatusBar implements vscode.Disposable {

@@ -4,7 +4,6 @@ import type { DownloadProgress } from '../models/downloadIndex';
 /** Bumped on any incompatible change; the client refuses a worker that speaks another version. */
 export const PROTOCOL_VERSION = 2;
 
-
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
   hello: [Record<string, never>, { protocol: number; pid: number }];

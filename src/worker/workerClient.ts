@@ -104,12 +104,7 @@ export class WorkerClient {
    * Sends a request; `signal` cancels it in the worker (which still answers, e.g. a partial completion
    * or a 'cancelled' error), and `onProgress` gets the worker's progress messages for it (`download`).
    */
-  async request<M extends keyof WorkerMethods>(
-    method: M,
-    params: WorkerMethods[M][0],
-    signal?: AbortSignal,
-    onProgress?: (progress: DownloadProgress) => void,
-  ): Promise<WorkerMethods[M][1]> {
+  async request<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, onProgress?: (progress: DownloadProgress) => void): Promise<WorkerMethods[M][1]> {
     await this.start();
     return this.send(method, params, signal, onProgress);
   }
@@ -132,12 +127,7 @@ export class WorkerClient {
     }
   }
 
-  private send<M extends keyof WorkerMethods>(
-    method: M,
-    params: WorkerMethods[M][0],
-    signal?: AbortSignal,
-    onProgress?: (progress: DownloadProgress) => void,
-  ): Promise<WorkerMethods[M][1]> {
+  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, onProgress?: (progress: DownloadProgress) => void): Promise<WorkerMethods[M][1]> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timeoutMs = this.options.requestTimeoutMs?.[method] ?? DEFAULT_TIMEOUTS[method];

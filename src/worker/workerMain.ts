@@ -209,8 +209,7 @@ process.on('message', (raw: ClientMessage) => {
   }
   handler(raw.params as never, raw.id).then(
     (result) => send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: true, result }),
-    (error: Error & { code?: string }) =>
-      send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: error?.message ?? String(error), code: error?.code } }),
+    (error: Error & { code?: string }) => send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: error?.message ?? String(error), code: error?.code } }),
   );
 });
 

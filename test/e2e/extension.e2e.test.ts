@@ -81,15 +81,21 @@ async function activeEditorText(page: Page): Promise<string> {
 
 /** Opens Show Stats, reads it, closes it again (the code file is active afterwards). */
 async function showStats(page: Page, expect: RegExp = /## Session/): Promise<string> {
-  return waitFor(async () => {
-    await runCommand(page, 'Draftline: Show Stats');
-    const text = await waitFor(async () => {
-      const t = await activeEditorText(page);
-      return t.includes('# Draftline stats') && t.includes('## Session') ? t : undefined;
-    }, { timeoutMs: 15_000, what: 'the Show Stats document' });
-    await runCommand(page, 'View: Close Editor');
-    return expect.test(text) ? text : undefined;
-  }, { timeoutMs: 30_000, intervalMs: 500, what: `Show Stats matching ${expect}` });
+  return waitFor(
+    async () => {
+      await runCommand(page, 'Draftline: Show Stats');
+      const text = await waitFor(
+        async () => {
+          const t = await activeEditorText(page);
+          return t.includes('# Draftline stats') && t.includes('## Session') ? t : undefined;
+        },
+        { timeoutMs: 15_000, what: 'the Show Stats document' },
+      );
+      await runCommand(page, 'View: Close Editor');
+      return expect.test(text) ? text : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 500, what: `Show Stats matching ${expect}` },
+  );
 }
 
 describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
@@ -133,7 +139,12 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.ok(expected.length > 0, 'the embedded models complete this position');
     const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.length > 0 });
     await snap('ghost-text');
-    const norm = (s: string) => s.split('\n').map((l) => l.trimEnd()).join('\n').trimEnd();
+    const norm = (s: string) =>
+      s
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .join('\n')
+        .trimEnd();
     assert.equal(norm(ghost), norm(expected), 'ghost text equals the engine output for the same document and cursor');
     await page.keyboard.press('Tab');
     await sleep(300);
@@ -156,10 +167,13 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
 
     // The default linux-x64 package carries the Vulkan binary next to the CPU one. Without a GPU driver
     // (as on the CI VMs) node-llama-cpp falls back to the CPU, and the tooltip says so and why.
-    const hovered = await waitFor(async () => {
-      const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
-      return h?.tooltip?.includes('Backend:') ? h : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' });
+    const hovered = await waitFor(
+      async () => {
+        const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
+        return h?.tooltip?.includes('Backend:') ? h : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' },
+    );
     await snap('status-tooltip');
     const tooltip = hovered.tooltip ?? '';
     const gpuDrivers = (await (await loadLibrary()).getLlamaGpuTypes('supported')).filter((gpu) => gpu !== false);
@@ -198,10 +212,13 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.equal(await readGhostText(page), '', 'no ghost text while completions are off');
     await snap('completions-off');
     await runCommand(page, 'Draftline: Toggle Completions');
-    const status = await waitFor(async () => {
-      const item = await readStatusBarItem(page, STATUS_ID);
-      return item && !/Draftline off/.test(item.text) ? item : undefined;
-    }, { timeoutMs: 10_000, what: 'the status bar to show completions on' });
+    const status = await waitFor(
+      async () => {
+        const item = await readStatusBarItem(page, STATUS_ID);
+        return item && !/Draftline off/.test(item.text) ? item : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the status bar to show completions on' },
+    );
     assert.doesNotMatch(status.text, /off/);
     // Turning completions on asks again at the cursor: the ghost text comes back without typing.
     await focusEditor(page);
@@ -214,10 +231,13 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.match(await showStats(page, /Mode: hybrid/), /Mode: hybrid/);
 
     await runCommand(page, 'Draftline: Select Target Model');
-    const rows = await waitFor(async () => {
-      const r = await quickPickRows(page);
-      return r.some((x) => x.includes('draftline-code-target')) ? r : undefined;
-    }, { timeoutMs: 15_000, what: 'the model quick pick' });
+    const rows = await waitFor(
+      async () => {
+        const r = await quickPickRows(page);
+        return r.some((x) => x.includes('draftline-code-target')) ? r : undefined;
+      },
+      { timeoutMs: 15_000, what: 'the model quick pick' },
+    );
     await snap('model-picker');
     assert.ok(rows.some((r) => r.includes('draftline-code-target (embedded)')));
     await closeQuickInput(page);
@@ -255,9 +275,14 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await snap('completions-back');
   });
 
-  it('against a remote llama-server (with a draft model): ghost text appears, Tab accepts, the status bar shows the server\'s speed', { skip: noLlamaServer }, async () => {
+  it("against a remote llama-server (with a draft model): ghost text appears, Tab accepts, the status bar shows the server's speed", { skip: noLlamaServer }, async () => {
     const models = path.join(ROOT, 'models');
-    const llama = await LlamaServer.start(path.join(models, 'draftline-code-target.gguf'), path.join(models, 'draftline-code-draft.gguf'), { threads: 1, contextSize: 1024, maxProposal: 8, minConfidence: 0.35 });
+    const llama = await LlamaServer.start(path.join(models, 'draftline-code-target.gguf'), path.join(models, 'draftline-code-draft.gguf'), {
+      threads: 1,
+      contextSize: 1024,
+      maxProposal: 8,
+      minConfidence: 0.35,
+    });
     /** Picks a backend as a user would: the palette, the quick pick, then the endpoint box for a server. */
     const selectBackend = async (label: string, endpoint?: string) => {
       await runCommand(page, 'Draftline: Select Backend (local or server)');
@@ -292,15 +317,21 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
       assert.ok(onDisk.includes(`${TYPED}${ghost.split('\n')[0]}`), `the accepted server completion is in the file:\n${onDisk}`);
       // tokens/s is the server's own decode speed; the acceptance its draft model's.
-      const item = await waitFor(async () => {
-        const i = await readStatusBarItem(page, STATUS_ID);
-        return i && /\d+ tok\/s · (\d+%|-) · \d+ ms/.test(i.text) ? i : undefined;
-      }, { timeoutMs: 15_000, what: "the status bar with the server's speed" });
+      const item = await waitFor(
+        async () => {
+          const i = await readStatusBarItem(page, STATUS_ID);
+          return i && /\d+ tok\/s · (\d+%|-) · \d+ ms/.test(i.text) ? i : undefined;
+        },
+        { timeoutMs: 15_000, what: "the status bar with the server's speed" },
+      );
       await snap('remote-status');
-      const tooltip = await waitFor(async () => {
-        const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
-        return h?.tooltip?.includes('Server:') ? h.tooltip : undefined;
-      }, { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' });
+      const tooltip = await waitFor(
+        async () => {
+          const h = await readStatusBarItem(page, STATUS_ID, { hover: true });
+          return h?.tooltip?.includes('Server:') ? h.tooltip : undefined;
+        },
+        { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' },
+      );
       assert.match(tooltip, /Server: llama-server at http:\/\/127\.0\.0\.1:\d+\/ \(llama-server b/, tooltip);
       assert.match(tooltip, /Model: draftline-code-target\.gguf/, tooltip);
       assert.ok(Number(/(\d+) tok\/s/.exec(item.text)?.[1]) > 0, `status "${item.text}" shows a decode speed`);

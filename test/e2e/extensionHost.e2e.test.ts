@@ -27,14 +27,20 @@ describe('extension-host suite in code-server', { skip: e2eUnavailableReason() ?
     execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
     server = await startCodeServer({ workspaceDir: workspace, outDir: path.join(OUT, 'server'), env: { DRAFTLINE_SUITE_RESULTS: results } });
     const remote = (p: string) => `vscode-remote://127.0.0.1:${server!.port}${p}`;
-    const payload = [['extensionDevelopmentPath', remote(ROOT)], ['extensionTestsPath', remote(path.join(ROOT, 'dist', 'desktop-suite.js'))]];
+    const payload = [
+      ['extensionDevelopmentPath', remote(ROOT)],
+      ['extensionTestsPath', remote(path.join(ROOT, 'dist', 'desktop-suite.js'))],
+    ];
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
     const page = await browser.newPage();
     await page.goto(`${server.url}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
-    const text = await waitFor(() => {
-      const t = fs.existsSync(results) ? fs.readFileSync(results, 'utf8') : '';
-      return /^done$|^not ok/m.test(t) ? t : undefined;
-    }, { timeoutMs: 180_000, what: 'the extension-host suite to finish', describe: () => server!.logTail() });
+    const text = await waitFor(
+      () => {
+        const t = fs.existsSync(results) ? fs.readFileSync(results, 'utf8') : '';
+        return /^done$|^not ok/m.test(t) ? t : undefined;
+      },
+      { timeoutMs: 180_000, what: 'the extension-host suite to finish', describe: () => server!.logTail() },
+    );
     assert.doesNotMatch(text, /^not ok/m, text);
     assert.equal((text.match(/^ok - /gm) ?? []).length, 6, text);
   });

@@ -61,7 +61,11 @@ export function sleep(ms: number): Promise<void> {
 export function tailFile(file: string, lines = 40): string {
   try {
     const text = fs.readFileSync(file, 'utf8');
-    return text.split('\n').slice(-lines - 1).join('\n').trimEnd();
+    return text
+      .split('\n')
+      .slice(-lines - 1)
+      .join('\n')
+      .trimEnd();
   } catch {
     return '';
   }
@@ -260,11 +264,7 @@ interface RunResult {
 }
 
 /** Runs a command to completion (stdin closed, so nothing can prompt) with a hard timeout. */
-export function runProcess(
-  cmd: string,
-  args: string[],
-  opts: { cwd?: string; env?: Record<string, string>; timeoutMs: number },
-): Promise<RunResult> {
+export function runProcess(cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs: number }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
@@ -369,21 +369,17 @@ function codeServerEnv(dirs: ReturnType<typeof userDataDirs>, extra?: Record<str
 }
 
 /** Installs a .vsix with code-server's CLI into the given dirs (no server needed). */
-export async function installExtensionInto(
-  opts: { outDir: string; userDataDir?: string; extensionsDir?: string; env?: Record<string, string> },
-  vsixPath: string,
-): Promise<string> {
+export async function installExtensionInto(opts: { outDir: string; userDataDir?: string; extensionsDir?: string; env?: Record<string, string> }, vsixPath: string): Promise<string> {
   const dirs = userDataDirs(opts);
   for (const d of [dirs.userDataDir, dirs.extensionsDir, dirs.xdgConfig, dirs.xdgData, dirs.xdgCache]) {
     fs.mkdirSync(d, { recursive: true });
   }
   const vsix = path.resolve(vsixPath);
   if (!fs.existsSync(vsix)) throw new Error(`installExtension: ${vsix} does not exist`);
-  const r = await runProcess(
-    codeServerBin(),
-    ['--install-extension', vsix, '--force', '--extensions-dir', dirs.extensionsDir, '--user-data-dir', dirs.userDataDir],
-    { env: codeServerEnv(dirs, opts.env), timeoutMs: 120_000 },
-  );
+  const r = await runProcess(codeServerBin(), ['--install-extension', vsix, '--force', '--extensions-dir', dirs.extensionsDir, '--user-data-dir', dirs.userDataDir], {
+    env: codeServerEnv(dirs, opts.env),
+    timeoutMs: 120_000,
+  });
   const out = `${r.stdout}${r.stderr}`.trim();
   if (r.code !== 0 || !/successfully installed/i.test(out)) {
     throw new Error(`code-server --install-extension ${vsix} failed (exit ${r.code}):\n${out}`);
@@ -414,16 +410,21 @@ export async function startCodeServer(opts: StartCodeServerOptions): Promise<Cod
   const logPath = path.join(dirs.outDir, 'code-server.log');
   const logFd = fs.openSync(logPath, 'a');
   const args = [
-    '--config', dirs.configPath,
-    '--auth', 'none',
-    '--bind-addr', '127.0.0.1:0',
+    '--config',
+    dirs.configPath,
+    '--auth',
+    'none',
+    '--bind-addr',
+    '127.0.0.1:0',
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
     '--disable-getting-started-override',
     '--ignore-last-opened',
-    '--user-data-dir', dirs.userDataDir,
-    '--extensions-dir', dirs.extensionsDir,
+    '--user-data-dir',
+    dirs.userDataDir,
+    '--extensions-dir',
+    dirs.extensionsDir,
     ...(opts.extraArgs ?? []),
     workspaceDir,
   ];
@@ -653,7 +654,10 @@ const QUICK_ROWS = '.quick-input-list .monaco-list-row';
 const ACTIVE_EDITOR = '.part.editor .editor-group-container.active .monaco-editor';
 
 async function quickInputVisible(page: Page): Promise<boolean> {
-  return page.locator(QUICK_INPUT).isVisible().catch(() => false);
+  return page
+    .locator(QUICK_INPUT)
+    .isVisible()
+    .catch(() => false);
 }
 
 async function waitQuickInput(page: Page, visible: boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -675,9 +679,7 @@ export async function closeQuickInput(page: Page): Promise<void> {
 /** The text (aria-label, else text) of the visible quick pick rows; [] when no quick input is open. */
 export async function quickPickRows(page: Page): Promise<string[]> {
   if (!(await quickInputVisible(page))) return [];
-  return page.$$eval(QUICK_ROWS, (rows) =>
-    rows.map((r) => (r.getAttribute('aria-label') || r.textContent || '').replace(/\u00a0/g, ' ').trim()),
-  );
+  return page.$$eval(QUICK_ROWS, (rows) => rows.map((r) => (r.getAttribute('aria-label') || r.textContent || '').replace(/\u00a0/g, ' ').trim()));
 }
 
 /** Quick Open (Ctrl+P) the file `name` (a workspace-relative path or a basename) and wait for its tab. */
@@ -783,7 +785,10 @@ export async function readGhostText(page: Page): Promise<string> {
     const editor = doc.querySelector(activeSel) ?? doc.querySelector('.monaco-editor');
     if (!editor) return '';
     const spans: any[] = Array.from(editor.querySelectorAll('.view-lines .ghost-text-decoration, .view-lines .ghost-text-decoration-preview'));
-    const first = spans.map((x: any) => String(x.textContent ?? '')).join('').replace(/\u00a0/g, ' ');
+    const first = spans
+      .map((x: any) => String(x.textContent ?? ''))
+      .join('')
+      .replace(/\u00a0/g, ' ');
     const zoneLines: any[] = Array.from(editor.querySelectorAll('.view-zones .suggest-preview-text .view-line'));
     zoneLines.sort((a: any, b: any) => (parseFloat(a.style.top) || 0) - (parseFloat(b.style.top) || 0));
     const rest = zoneLines.map((l: any) => String(l.textContent ?? '').replace(/\u00a0/g, ' '));
@@ -797,10 +802,7 @@ export async function readGhostText(page: Page): Promise<string> {
  * same for `stableMs` (default 200 ms: the cursor-line spans and the view zone below are not always
  * painted in the same frame); returns it.
  */
-export async function waitForGhostText(
-  page: Page,
-  opts: { timeoutMs?: number; predicate?: (ghost: string) => boolean; stableMs?: number } = {},
-): Promise<string> {
+export async function waitForGhostText(page: Page, opts: { timeoutMs?: number; predicate?: (ghost: string) => boolean; stableMs?: number } = {}): Promise<string> {
   const pred = opts.predicate ?? ((g: string) => g.length > 0);
   const stableMs = opts.stableMs ?? 200;
   let last = '';

@@ -35,11 +35,14 @@ const hubPath = (uri: string) => {
 };
 
 async function clickNotificationButton(page: Page, label: RegExp): Promise<void> {
-  const button = await waitFor(async () => {
-    const buttons = await page.$$('.notifications-toasts .notification-toast .monaco-button');
-    for (const b of buttons) if (label.test((await b.textContent()) ?? '')) return b;
-    return undefined;
-  }, { timeoutMs: 60_000, what: `a notification button ${label}` });
+  const button = await waitFor(
+    async () => {
+      const buttons = await page.$$('.notifications-toasts .notification-toast .monaco-button');
+      for (const b of buttons) if (label.test((await b.textContent()) ?? '')) return b;
+      return undefined;
+    },
+    { timeoutMs: 60_000, what: `a notification button ${label}` },
+  );
   await button.click();
 }
 
@@ -100,7 +103,12 @@ describe('first run: download the recommended pair and complete with it', { skip
     await typeLikeAPerson(page, 'for (const value of values', 40);
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await screenshot(page, OUT, '03-completion-from-downloaded-pair');
-    const log = fs.readdirSync(path.join(server.userDataDir, 'logs')).map((d) => path.join(server.userDataDir, 'logs', d, 'exthost1', 'draftline.draftline', 'Draftline.log')).filter(fs.existsSync).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    const log = fs
+      .readdirSync(path.join(server.userDataDir, 'logs'))
+      .map((d) => path.join(server.userDataDir, 'logs', d, 'exthost1', 'draftline.draftline', 'Draftline.log'))
+      .filter(fs.existsSync)
+      .map((f) => fs.readFileSync(f, 'utf8'))
+      .join('\n');
     assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
   });
 });

@@ -38,7 +38,11 @@ async function main(): Promise<void> {
     workerPath: WORKER,
     onCrash: (_description, restartInMs) => crashes.push({ at: performance.now(), announcedMs: restartInMs }),
     // As the extension does: a restarted worker loads the models again.
-    onRestart: () => void client.request('load', { models, speculation: DEFAULT_SPECULATION }).then(() => restarted(), () => undefined),
+    onRestart: () =>
+      void client.request('load', { models, speculation: DEFAULT_SPECULATION }).then(
+        () => restarted(),
+        () => undefined,
+      ),
   });
   const hostRssStart = process.memoryUsage().rss / 2 ** 20;
   console.log(`soak: ${args.pair} pair, ${args.threads} thread(s), ${args.minutes} min storm at 20 keys/s (debounce 0), then ${args.kills} kill -9`);
@@ -82,11 +86,15 @@ async function main(): Promise<void> {
     const crash = crashes[crashCount];
     const kill = { noticeMs: crash ? crash.at - killedAt : NaN, announcedMs: crash?.announcedMs ?? NaN, recoveryMs: recoveredAt === null ? null : recoveredAt - killedAt };
     kills.push(kill);
-    console.log(`kill ${k + 1}: crash noticed in ${kill.noticeMs.toFixed(0)} ms, restart announced in ${kill.announcedMs} ms, first completion again after ${kill.recoveryMs === null ? 'none in time' : `${(kill.recoveryMs / 1000).toFixed(1)} s`}`);
+    console.log(
+      `kill ${k + 1}: crash noticed in ${kill.noticeMs.toFixed(0)} ms, restart announced in ${kill.announcedMs} ms, first completion again after ${kill.recoveryMs === null ? 'none in time' : `${(kill.recoveryMs / 1000).toFixed(1)} s`}`,
+    );
   }
   const notice = kills.map((k) => k.noticeMs);
   const recovered = kills.flatMap((k) => (k.recoveryMs === null ? [] : [k.recoveryMs - k.announcedMs]));
-  console.log(`crash notice: max ${Math.max(...notice).toFixed(0)} ms; recovery beyond the announced wait: p50 ${(percentile(recovered, 50) / 1000).toFixed(1)} s, max ${(Math.max(...recovered) / 1000).toFixed(1)} s`);
+  console.log(
+    `crash notice: max ${Math.max(...notice).toFixed(0)} ms; recovery beyond the announced wait: p50 ${(percentile(recovered, 50) / 1000).toFixed(1)} s, max ${(Math.max(...recovered) / 1000).toFixed(1)} s`,
+  );
   const hostRssEnd = process.memoryUsage().rss / 2 ** 20;
   console.log(`\nhost process: alive, RSS ${hostRssStart.toFixed(0)} -> ${hostRssEnd.toFixed(0)} MB; unhandled rejections: ${unhandled.length}`);
   client.dispose();

@@ -35,7 +35,7 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
       start = Number(range[1]);
       end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
     }
-    if (route.chunked) start = 0, end = size - 1;
+    if (route.chunked) (start = 0), (end = size - 1);
     const partial = range && !route.chunked;
     const headers = route.chunked
       ? { 'content-type': 'application/octet-stream' }
@@ -79,9 +79,10 @@ export async function startModelServer(routes: Record<string, ServedFile>): Prom
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -8,28 +8,26 @@ import * as path from 'node:path';
 import { GGUF_WRITER_VERSION, writeRandomLlamaModel } from './ggufWriter';
 import type { RandomLlamaOptions } from './ggufWriter';
 
-
 export const TEST_MODEL_DIR = path.resolve(__dirname, '../../test-output/models');
 
 const inFlight = new Map<string, Promise<string>>();
 
 /** JSON with sorted object keys, so equal options hash equally. */
 function stableStringify(v: unknown): string {
-    if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
-    if (v && typeof v === 'object') {
-        const o = v as Record<string, unknown>;
-        return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort()
-            .map((k) => `${JSON.stringify(k)}:${stableStringify(o[k])}`).join(',')}}`;
-    }
-    return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableStringify(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
 }
 
 export function testModelHash(opts: RandomLlamaOptions): string {
-    return createHash('sha256')
-        .update(`gguf-writer-v${GGUF_WRITER_VERSION}\n`)
-        .update(stableStringify(opts))
-        .digest('hex')
-        .slice(0, 16);
+  return createHash('sha256').update(`gguf-writer-v${GGUF_WRITER_VERSION}\n`).update(stableStringify(opts)).digest('hex').slice(0, 16);
 }
 
 /**
@@ -37,31 +35,31 @@ export function testModelHash(opts: RandomLlamaOptions): string {
  * `name` only makes the file name readable; the options hash makes it unique.
  */
 export function ensureTestModel(name: string, opts: RandomLlamaOptions, dir = TEST_MODEL_DIR): Promise<string> {
-    const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_');
-    const file = path.join(dir, `${safe}-${testModelHash(opts)}.gguf`);
-    let p = inFlight.get(file);
-    if (!p) {
-        p = (async () => {
-            try {
-                if ((await stat(file)).isFile()) return file;
-            } catch {
-                /* not cached yet */
-            }
-            await mkdir(dir, { recursive: true });
-            // Write under a temporary name and rename, so a concurrent or interrupted run never
-            // sees a half-written model.
-            const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-            try {
-                await writeRandomLlamaModel(tmp, opts);
-                await rename(tmp, file);
-            } catch (e) {
-                await rm(tmp, { force: true });
-                throw e;
-            }
-            return file;
-        })();
-        inFlight.set(file, p);
-        p.catch(() => inFlight.delete(file));
-    }
-    return p;
+  const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_');
+  const file = path.join(dir, `${safe}-${testModelHash(opts)}.gguf`);
+  let p = inFlight.get(file);
+  if (!p) {
+    p = (async () => {
+      try {
+        if ((await stat(file)).isFile()) return file;
+      } catch {
+        /* not cached yet */
+      }
+      await mkdir(dir, { recursive: true });
+      // Write under a temporary name and rename, so a concurrent or interrupted run never
+      // sees a half-written model.
+      const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+      try {
+        await writeRandomLlamaModel(tmp, opts);
+        await rename(tmp, file);
+      } catch (e) {
+        await rm(tmp, { force: true });
+        throw e;
+      }
+      return file;
+    })();
+    inFlight.set(file, p);
+    p.catch(() => inFlight.delete(file));
+  }
+  return p;
 }

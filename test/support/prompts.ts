@@ -17,7 +17,8 @@ export function promptCases(count: number, seed: number): PromptCase[] {
     .map((f) => path.join(ROOT, f))
     .filter((f) => fs.existsSync(f))
     .map((f) => fs.readFileSync(f, 'utf8'));
-  const python = 'def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n\n\nclass Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        return self.items.pop()\n';
+  const python =
+    'def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n\n\nclass Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        return self.items.pop()\n';
   const adversarial: Array<() => string> = [
     () => Array.from({ length: 40 + Math.floor(rand() * 200) }, () => String.fromCharCode(1 + Math.floor(rand() * 254))).join(''),
     () => 'abc '.repeat(20 + Math.floor(rand() * 60)),

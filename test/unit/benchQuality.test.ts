@@ -48,7 +48,7 @@ describe('first line with content', () => {
   }
 });
 
-describe('edit similarity (truth cut to the completion\'s line count)', () => {
+describe("edit similarity (truth cut to the completion's line count)", () => {
   it('cuts the truth by lines', () => {
     assert.equal(truthCutToLines('a\nb\nc\nd', 'x\ny'), 'a\nb');
     assert.equal(truthCutToLines('a\nb', 'x\ny\nz\nw'), 'a\nb');

@@ -32,7 +32,7 @@ describe('extra context in the prompt', () => {
     );
   });
 
-  it('other templates: the chunks as line comments at the start of the prefix, in the language\'s comment syntax', () => {
+  it("other templates: the chunks as line comments at the start of the prefix, in the language's comment syntax", () => {
     const tokens = vocabTokens(false);
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     assert.equal(template.repoLevel, false);
@@ -44,7 +44,7 @@ describe('extra context in the prompt', () => {
     assert.equal(lineCommentFor('lua'), '--');
   });
 
-  it('keeps within its token budget, newest chunks first, and takes that budget from the file\'s text', () => {
+  it("keeps within its token budget, newest chunks first, and takes that budget from the file's text", () => {
     const tokens = vocabTokens(true);
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     const small = buildPromptContext(template, tokenize, { files, path: 'src/cur.ts', repoName: 'r' }, 50);
@@ -65,7 +65,18 @@ describe('extra context in the prompt', () => {
     const tokens = vocabTokens(false);
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     const big = Array.from({ length: 64 }, (_, i) => `const v${i} = ${i};`).join('\n');
-    const context = buildPromptContext(template, tokenize, { files: [{ path: 'old.ts', text: 'old' }, { path: 'big.ts', text: big }] }, 120, 'typescript');
+    const context = buildPromptContext(
+      template,
+      tokenize,
+      {
+        files: [
+          { path: 'old.ts', text: 'old' },
+          { path: 'big.ts', text: big },
+        ],
+      },
+      120,
+      'typescript',
+    );
     const text = detok(context.afterPrefixToken, tokens);
     assert.ok(context.afterPrefixToken.length <= 120 && context.afterPrefixToken.length > 80, `${context.afterPrefixToken.length} tokens`);
     assert.ok(text.startsWith('// Path: big.ts\n// const v0 = 0;\n'), text);

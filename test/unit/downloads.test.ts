@@ -143,7 +143,10 @@ describe('downloading from a local server', () => {
       [file] = await downloadModels([`${server.url}/m/drop.gguf`], { dirPath: dir });
     }
     assert.ok(fs.readFileSync(file).equals(fs.readFileSync(big)), 'byte-identical');
-    assert.ok(server.requests.some((r) => r.startsWith('GET /m/drop.gguf bytes=') && !r.endsWith('bytes=0-')), `resumed with a Range request: ${server.requests.filter((r) => r.includes('drop')).join(' | ')}`);
+    assert.ok(
+      server.requests.some((r) => r.startsWith('GET /m/drop.gguf bytes=') && !r.endsWith('bytes=0-')),
+      `resumed with a Range request: ${server.requests.filter((r) => r.includes('drop')).join(' | ')}`,
+    );
   });
 
   it('a 404 fails with a clear error and leaves nothing', async () => {
@@ -153,7 +156,10 @@ describe('downloading from a local server', () => {
       assert.match(e.message, /404|not found|failed/i);
       return true;
     });
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f !== 'downloads.json'),
+      [],
+    );
   });
 
   it('a file that is not GGUF is rejected after download and deleted', async () => {
@@ -163,7 +169,10 @@ describe('downloading from a local server', () => {
       assert.match(e.message, /not a GGUF model file/);
       return true;
     });
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f !== 'downloads.json'),
+      [],
+    );
   });
 });
 
@@ -194,7 +203,10 @@ describe('downloading onto a full disk', () => {
       assert.match(e.message, /Not enough disk space in .*full-disk: the download needs \d+\.\d MB, 1\.\d MB free/);
       return true;
     });
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f !== 'downloads.json'),
+      [],
+    );
   });
 
   it('a disk that fills up mid-file (size not announced) fails with a clear message, frees the partial file, and the process lives', async (t) => {
@@ -202,12 +214,19 @@ describe('downloading onto a full disk', () => {
     // In a plain Node process of its own (no test runner listening for stray rejections): it must
     // not die of the downloader's unhandled ENOSPC writes.
     // (Asynchronously: the server answering it lives in this process.)
-    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/downloadOnce.ts'), `${server.url}/m/big-nosize.gguf`, dir], { encoding: 'utf8', cwd: ROOT, timeout: 60_000 });
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/downloadOnce.ts'), `${server.url}/m/big-nosize.gguf`, dir], {
+      encoding: 'utf8',
+      cwd: ROOT,
+      timeout: 60_000,
+    });
     const result = JSON.parse(out.trim().split('\n').at(-1)!);
     assert.equal(result.code, 'failed', out);
     assert.match(result.message, /Not enough disk space in .*full-disk: the disk filled up during the download \(\d\.\d MB free\)/);
     assert.equal(result.aliveAfterMs, 2500, 'the process lived on after the failure');
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f !== 'downloads.json'), []);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f !== 'downloads.json'),
+      [],
+    );
     assert.equal(downloadedPath(dir, `${server.url}/m/big-nosize.gguf`), undefined);
   });
 });
@@ -248,7 +267,10 @@ describe('GPU backend description', () => {
   it('an explicit GPU backend the machine cannot run fails with a message naming the setting', async () => {
     const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
     if (llama.gpu !== false) return; // a GPU machine: nothing to fall back from
-    await assert.rejects(getRuntime({ gpu: 'cuda' }, 1, () => undefined), /GPU backend "cuda" is not available.*draftline\.gpu/);
+    await assert.rejects(
+      getRuntime({ gpu: 'cuda' }, 1, () => undefined),
+      /GPU backend "cuda" is not available.*draftline\.gpu/,
+    );
   });
 
   it('reports what node-llama-cpp picked on this machine (CPU here) as a fallback from auto', async () => {

@@ -13,7 +13,10 @@ describe('extra context ring', () => {
   it('keeps at most maxChunks chunks of at most chunkLines lines, evicting the oldest', () => {
     const ring = new ExtraContextRing({ maxChunks: 3, chunkLines: 4, similarity: 0.9 });
     for (let i = 0; i < 5; i++) assert.equal(ring.add(`f${i}.ts`, file(10, `v${i}_`), 5), true);
-    assert.deepEqual(ring.chunks.map((c) => c.path), ['f2.ts', 'f3.ts', 'f4.ts']);
+    assert.deepEqual(
+      ring.chunks.map((c) => c.path),
+      ['f2.ts', 'f3.ts', 'f4.ts'],
+    );
     for (const c of ring.chunks) assert.equal(c.text.split('\n').length, 4);
     // Centered on the line asked for.
     assert.match(ring.chunks[2].text, /v4_5 = 5/);
@@ -37,7 +40,10 @@ describe('extra context ring', () => {
     assert.equal(ring.version, v);
     // One line changed of 40: 39/41 similar > 0.9: replaces the old chunk, now newest.
     ring.add('a.ts', text.replace('const a7 = 7;', 'const a7 = 70;'));
-    assert.deepEqual(ring.chunks.map((c) => c.path), ['b.ts', 'a.ts']);
+    assert.deepEqual(
+      ring.chunks.map((c) => c.path),
+      ['b.ts', 'a.ts'],
+    );
     assert.match(ring.chunks[1].text, /a7 = 70/);
     assert.ok(ring.version > v);
     // Blank text adds nothing.
@@ -58,18 +64,28 @@ describe('extra context ring', () => {
     ring.add('a.ts', file(5));
     ring.add('b.ts', file(5, 'b'));
     ring.removeFile('a.ts');
-    assert.deepEqual(ring.chunks.map((c) => c.path), ['b.ts']);
+    assert.deepEqual(
+      ring.chunks.map((c) => c.path),
+      ['b.ts'],
+    );
     ring.clear();
     assert.equal(ring.chunks.length, 0);
     assert.equal(jaccard(new Set(['x']), new Set(['x', 'y'])), 0.5);
   });
 
-  it('a request\'s chunks reach the prompt and the n-gram index (kept while the ring keeps them)', async () => {
+  it("a request's chunks reach the prompt and the n-gram index (kept while the ring keeps them)", async () => {
     const pair = embeddedPairPaths(path.resolve(__dirname, '../..'), 'tiny');
     const session = await InferenceSession.load({ targetModel: pair.target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 256 }, DEFAULT_SPECULATION, () => undefined);
     try {
       const util = 'export function twice(x: number): number {\n  return 2 * x;\n}\n';
-      const request = { prefix: 'const y = ', suffix: ';\n', maxTokens: 4, mode: 'ngram' as const, languageId: 'typescript', extraContext: { files: [{ path: 'util.ts', text: util }], path: 'main.ts', maxTokens: 64 } };
+      const request = {
+        prefix: 'const y = ',
+        suffix: ';\n',
+        maxTokens: 4,
+        mode: 'ngram' as const,
+        languageId: 'typescript',
+        extraContext: { files: [{ path: 'util.ts', text: util }], path: 'main.ts', maxTokens: 64 },
+      };
       const withContext = await session.complete(request);
       assert.ok(withContext.stats.extraContext && withContext.stats.extraContext.files === 1 && withContext.stats.extraContext.tokens > 0, JSON.stringify(withContext.stats.extraContext));
       assert.equal(session.documents.documentText(`${EXTRA_CONTEXT_KEY}util.ts`), util);

@@ -170,7 +170,22 @@ describe('GGUF validator fuzzing', () => {
   });
 
   it(`answers every mutated header with info or a clear ModelFileError (${BUDGET_MS / 1000} s budget, seed ${SEED})`, async () => {
-    const interesting64 = ['0', '1', '2', '7', '255', '65536', '2147483647', '2147483648', '4294967295', '4294967296', '9007199254740991', '9007199254740992', '9223372036854775807', '18446744073709551615'];
+    const interesting64 = [
+      '0',
+      '1',
+      '2',
+      '7',
+      '255',
+      '65536',
+      '2147483647',
+      '2147483648',
+      '4294967295',
+      '4294967296',
+      '9007199254740991',
+      '9007199254740992',
+      '9223372036854775807',
+      '18446744073709551615',
+    ];
     const at = fc.oneof({ arbitrary: fc.constantFrom(...offsets), weight: 3 }, { arbitrary: fc.nat({ max: headerLength - 1 }), weight: 1 });
     const mutation: fc.Arbitrary<Mutation> = fc.oneof(
       fc.record({ kind: fc.constant('byte' as const), at, value: fc.nat({ max: 255 }) }),

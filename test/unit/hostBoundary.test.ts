@@ -107,7 +107,10 @@ describe('node-llama-cpp stays out of the extension host', () => {
     // The source map names every file esbuild put into the bundle.
     const map = JSON.parse(fs.readFileSync(`${bundle}.map`, 'utf8')) as { sources: string[] };
     assert.ok(map.sources.some((s) => s.endsWith('src/vscode/extension.ts')));
-    assert.deepEqual(map.sources.filter((s) => /(^|\/)src\/inference\/|node-llama-cpp|src\/worker\/workerMain\.ts$/.test(s)), []);
+    assert.deepEqual(
+      map.sources.filter((s) => /(^|\/)src\/inference\/|node-llama-cpp|src\/worker\/workerMain\.ts$/.test(s)),
+      [],
+    );
     // And the worker bundle does load it (with import(), kept external): the same text check would see it.
     assert.match(fs.readFileSync(path.join(ROOT, 'dist/worker.js'), 'utf8'), /import\("node-llama-cpp"\)/);
   });

@@ -44,7 +44,11 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
   let session: InferenceSession;
   let drift = 0;
   before(async () => {
-    session = await InferenceSession.load({ targetModel: embeddedPairPaths(ROOT).target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 }, DEFAULT_SPECULATION, () => undefined);
+    session = await InferenceSession.load(
+      { targetModel: embeddedPairPaths(ROOT).target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 },
+      DEFAULT_SPECULATION,
+      () => undefined,
+    );
     drift = await batchDrift(session);
   });
   after(() => session?.dispose());
@@ -79,7 +83,8 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
   });
 
   it('a paste of 200 characters on the cursor lines: about the pasted tokens', async () => {
-    const lines = ' && value <= range.max && Number.isFinite(value) && !Number.isNaN(value)\n    && typeof value === "number" && value !== Infinity && value > -1e30\n    && clamp(value, range.min, range.max) === value && range.min <= range.max';
+    const lines =
+      ' && value <= range.max && Number.isFinite(value) && !Number.isNaN(value)\n    && typeof value === "number" && value !== Infinity && value > -1e30\n    && clamp(value, range.min, range.max) === value && range.min <= range.max';
     const paste = lines.slice(0, 200);
     const pasteTokens = session.vocabulary.tokenize(paste).length;
     const r = await cost(request(HEAD), request(HEAD + paste));

@@ -73,7 +73,7 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
     assert.equal(info.remote?.speculation, null);
   });
 
-  it('a streamed completion adds up to the server\'s own non-streamed answer, with its figures', async () => {
+  it("a streamed completion adds up to the server's own non-streamed answer, with its figures", async () => {
     const backend = backendFor(plain);
     await backend.load();
     const req = request();
@@ -118,7 +118,10 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
       if (slots.every((s) => !s.is_processing)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.ok(slots.every((s) => !s.is_processing), 'the server stopped generating when the connection closed');
+    assert.ok(
+      slots.every((s) => !s.is_processing),
+      'the server stopped generating when the connection closed',
+    );
     // And it serves the next request normally.
     const next = await backend.complete(request());
     assert.ok(next.text.length > 0);
@@ -157,7 +160,7 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
     }
   });
 
-  it('a window larger than the server\'s context is cut to fit, not refused', async () => {
+  it("a window larger than the server's context is cut to fit, not refused", async () => {
     const small = await LlamaServer.start(TARGET, null, { ...SERVER_OPTIONS, contextSize: 256 });
     try {
       const backend = backendFor(small);

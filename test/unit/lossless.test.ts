@@ -16,11 +16,7 @@ const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draf
 const log = () => undefined;
 
 async function load(target: string, draft: string, speculation: Partial<SpeculationSettings> = {}) {
-  return InferenceSession.load(
-    { targetModel: target, draftModel: draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512 },
-    { ...DEFAULT_SPECULATION, ...speculation },
-    log,
-  );
+  return InferenceSession.load({ targetModel: target, draftModel: draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512 }, { ...DEFAULT_SPECULATION, ...speculation }, log);
 }
 
 function request(c: { prefix: string; suffix: string }, mode: DecodeMode, extra: Partial<CompletionRequest> = {}): CompletionRequest {
@@ -37,16 +33,32 @@ interface Pair {
   unrelated?: boolean;
 }
 
-const random = (seed: number, extra: Partial<Parameters<typeof writeRandomLlamaModel>[1]> = {}) => () =>
-  ensureTestModel(`lossless-${seed}`, { seed, dModel: 128, nLayers: 2, nHeads: 4, ffn: 256, contextLength: 512, ...extra });
+const random =
+  (seed: number, extra: Partial<Parameters<typeof writeRandomLlamaModel>[1]> = {}) =>
+  () =>
+    ensureTestModel(`lossless-${seed}`, { seed, dModel: 128, nLayers: 2, nHeads: 4, ffn: 256, contextLength: 512, ...extra });
 
 const fixedProposals = { adaptive: false, draftMinConfidence: 0 };
 const pairs: Pair[] = [
   { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 60 },
   { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { ...fixedProposals, maxProposal: 12 } },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 30, speculation: fixedProposals },
-  { name: 'random wide target, unrelated random draft', target: random(404, { dModel: 256, nHeads: 8, ffn: 512 }), draft: random(203, { dModel: 64, nLayers: 1, ffn: 128 }), prompts: 30, speculation: fixedProposals, unrelated: true },
-  { name: 'random tied-output MQA target, embedded draft', target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }), draft: async () => EMBEDDED.draft, prompts: 30, speculation: fixedProposals, unrelated: true },
+  {
+    name: 'random wide target, unrelated random draft',
+    target: random(404, { dModel: 256, nHeads: 8, ffn: 512 }),
+    draft: random(203, { dModel: 64, nLayers: 1, ffn: 128 }),
+    prompts: 30,
+    speculation: fixedProposals,
+    unrelated: true,
+  },
+  {
+    name: 'random tied-output MQA target, embedded draft',
+    target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }),
+    draft: async () => EMBEDDED.draft,
+    prompts: 30,
+    speculation: fixedProposals,
+    unrelated: true,
+  },
 ];
 
 for (const pair of pairs) {

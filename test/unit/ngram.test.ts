@@ -171,10 +171,7 @@ describe('NgramIndex lookup', () => {
     index.setDocument('bin', 'PNG\u0000\u0001 header data');
     index.setDocument('huge', 'let a = 1;\n'.repeat(200));
     index.setDocument('ok', 'let a = 1;\n');
-    assert.deepEqual(
-      { documents: index.stats().documents, skipped: index.stats().skippedDocuments },
-      { documents: 1, skipped: 2 },
-    );
+    assert.deepEqual({ documents: index.stats().documents, skipped: index.stats().skippedDocuments }, { documents: 1, skipped: 2 });
     assert.equal(index.applyEdits('huge', [{ offset: 0, deleteCount: 0, text: 'x' }]), false);
     // Growing past the limit, or gaining a NUL, drops an indexed document.
     assert.equal(index.applyEdits('ok', [{ offset: 0, deleteCount: 0, text: 'y'.repeat(1000) }]), false);

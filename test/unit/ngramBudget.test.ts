@@ -5,8 +5,6 @@ import { describe, it } from 'node:test';
 import { NgramIndex } from '../../src/ngram';
 import { syntheticSource, wordTokenizer } from '../support/syntheticText';
 
-
-
 const TWO_MB = 2_000_000;
 
 describe('NgramIndex memory budget', () => {

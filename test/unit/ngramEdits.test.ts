@@ -6,7 +6,6 @@ import { NgramIndex, type TextEdit } from '../../src/ngram';
 import { HARD_MAX_CHARS, splitIntoChunks } from '../../src/ngram/chunkBoundaries';
 import { wordTokenizer } from '../support/syntheticText';
 
-
 function seededRandom(seed: number) {
   return (below: number) => {
     seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
@@ -133,7 +132,10 @@ describe('NgramIndex incremental edits', () => {
       [{ offset: middle + 1, deleteCount: 0, text: '\n' }],
       [{ offset: bound, deleteCount: 0, text: 'paste();\nmore();\nlines();\n' }],
       [{ offset: bound - 1, deleteCount: 1, text: '' }],
-      [{ offset: 10, deleteCount: 0, text: 'a' }, { offset: text.length - 10, deleteCount: 3, text: '' }],
+      [
+        { offset: 10, deleteCount: 0, text: 'a' },
+        { offset: text.length - 10, deleteCount: 3, text: '' },
+      ],
     ];
     for (const edits of keystrokes) {
       const before = index.stats().tokenizedChars;

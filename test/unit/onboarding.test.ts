@@ -47,7 +47,7 @@ describe('first-run model offer', () => {
     return { host: h, seen };
   }
 
-  it("asks without contacting the network; \"Don't ask again\" sticks", async () => {
+  it('asks without contacting the network; "Don\'t ask again" sticks', async () => {
     const requestsBefore = hub.requests.length;
     const stored = new Map<string, unknown>();
     const first = host(stored, () => "Don't ask again");
@@ -75,7 +75,10 @@ describe('first-run model offer', () => {
     const run = host(stored, (choices) => choices.find((c) => c.startsWith('Download')));
     await offerRecommendedPair(run.host);
     assert.equal(run.seen.requestsWhenAsked - requestsBefore, 0);
-    assert.ok(hub.requests.slice(requestsBefore).some((r) => r.includes('qwen2.5-coder-0.5b-q8_0.gguf')), 'downloaded after the click');
+    assert.ok(
+      hub.requests.slice(requestsBefore).some((r) => r.includes('qwen2.5-coder-0.5b-q8_0.gguf')),
+      'downloaded after the click',
+    );
     assert.deepEqual(run.seen.configured, [CATALOG.target15.uri, CATALOG.draft05.uri]);
     assert.deepEqual(run.seen.errors, []);
     assert.equal(stored.get(ONBOARDED_KEY), true);

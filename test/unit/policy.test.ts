@@ -94,7 +94,11 @@ describe('plan per step', () => {
   const options = { ngramAvailable: 6, ngramMatchLength: 4, draftAvailable: true, remaining: 40 };
 
   it('a long n-gram match first, the draft otherwise, capped by what is left', () => {
-    const policy = new SpeculationPolicy(SETTINGS, measured((b) => 10 + 0.1 * b), acceptance(0.8));
+    const policy = new SpeculationPolicy(
+      SETTINGS,
+      measured((b) => 10 + 0.1 * b),
+      acceptance(0.8),
+    );
     assert.equal(policy.plan(options)?.source, 'ngram');
     assert.equal(policy.plan({ ...options, ngramMatchLength: 2 })?.source, 'draft');
     assert.equal(policy.plan({ ...options, ngramAvailable: 0 })?.source, 'draft');
@@ -104,7 +108,11 @@ describe('plan per step', () => {
   });
 
   it('not adaptive: the whole match, or maxProposal draft tokens, whatever the costs', () => {
-    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: false }, measured((b) => 10 * b), acceptance(0));
+    const policy = new SpeculationPolicy(
+      { ...SETTINGS, adaptive: false },
+      measured((b) => 10 * b),
+      acceptance(0),
+    );
     assert.deepEqual(policy.plan(options), { source: 'ngram', maxLen: 6 });
     assert.deepEqual(policy.plan({ ...options, ngramMatchLength: 1 }), { source: 'draft', maxLen: 8 });
     assert.equal(policy.plan({ ...options, ngramMatchLength: 1, draftAvailable: false }), null);
@@ -148,7 +156,13 @@ describe('Show Stats: what the policy learned', () => {
     assert.match(offEverywhere, /2: 2\.00x, 3: 3\.00x/);
     assert.match(offEverywhere, /3\.0 ms per token/);
     assert.match(offEverywhere, /n-gram: acceptance estimate, verdict \| 90%, off: plain decoding is faster \(retried every 16 steps\)/);
-    const gpu = policyReport(new SpeculationPolicy(SETTINGS, measured((b) => 10 + 0.1 * b), acceptance(0.9)).snapshot()).join('\n');
+    const gpu = policyReport(
+      new SpeculationPolicy(
+        SETTINGS,
+        measured((b) => 10 + 0.1 * b),
+        acceptance(0.9),
+      ).snapshot(),
+    ).join('\n');
     assert.match(gpu, /n-gram: acceptance estimate, verdict \| 90%, proposals of up to 8 tokens pay/);
   });
 });

@@ -24,8 +24,8 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
   },
   {
     name: 'argument list: stop at the auto-closed parenthesis',
-    ctx: at("const user = await db.findOne(║);\n"),
-    completion: "{ id: userId });\nconsole.log(user);",
+    ctx: at('const user = await db.findOne(║);\n'),
+    completion: '{ id: userId });\nconsole.log(user);',
     expected: '{ id: userId }',
   },
   {

@@ -29,8 +29,7 @@ const GOLDEN: Golden[] = [
   {
     name: 'cursor line opens a block between auto-closed braces: keep the body and one closing line',
     ctx: at('function findMax(arr) {║}\n'),
-    completion:
-      '\n  let max = arr[0];\n  for (const x of arr) {\n    if (x > max) max = x;\n  }\n  return max;\n}\nconsole.log(findMax([1, 2, 3]));',
+    completion: '\n  let max = arr[0];\n  for (const x of arr) {\n    if (x > max) max = x;\n  }\n  return max;\n}\nconsole.log(findMax([1, 2, 3]));',
     expected: '\n  let max = arr[0];\n  for (const x of arr) {\n    if (x > max) max = x;\n  }\n  return max;\n}',
   },
   {
@@ -164,13 +163,7 @@ function randomCompletion(random: (below: number) => number): string {
 
 describe('blockEndOffset streaming contract', () => {
   const random = seededRandom(2024);
-  const contexts = [
-    ...GOLDEN.map((golden) => golden.ctx),
-    at('x = [║]'),
-    at('  ║'),
-    at('║'),
-    at('while (true) {║\n  }\n'),
-  ];
+  const contexts = [...GOLDEN.map((golden) => golden.ctx), at('x = [║]'), at('  ║'), at('║'), at('while (true) {║\n  }\n')];
   const cases = [
     ...GOLDEN.map(({ ctx, completion }) => ({ ctx, completion })),
     ...Array.from({ length: 400 }, () => ({ ctx: contexts[random(contexts.length)]!, completion: randomCompletion(random) })),

@@ -13,8 +13,8 @@ function at(document: string, languageId = 'typescript'): CompletionContext {
 const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
   { name: 'no overlap: unchanged', ctx: at('const total = ║\n'), completion: 'a + b;', expected: 'a + b;' },
   { name: 'auto-closed parenthesis is not repeated', ctx: at('sum(║)'), completion: 'a, b)', expected: 'a, b' },
-  { name: 'completion ends with ")" and ");" follows', ctx: at("console.log(║);"), completion: "'done')", expected: "'done'" },
-  { name: 'completion ends with ");" and ");" follows', ctx: at("console.log(║);"), completion: "'done');", expected: "'done'" },
+  { name: 'completion ends with ")" and ");" follows', ctx: at('console.log(║);'), completion: "'done')", expected: "'done'" },
+  { name: 'completion ends with ");" and ");" follows', ctx: at('console.log(║);'), completion: "'done');", expected: "'done'" },
   { name: 'completion goes on past the rest of the line: cut where it starts', ctx: at('sum(║)'), completion: 'a);', expected: 'a' },
   { name: 'closes one bracket of its own before the duplicate', ctx: at('outer(inner(║)'), completion: 'x))', expected: 'x)' },
   {

@@ -1,13 +1,7 @@
 // trimTrailingWhitespace, limitLines and the context helpers every filter relies on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  currentLinePrefix,
-  currentLineSuffix,
-  firstNonBlankLineBelowCursor,
-  indentationWidth,
-  type CompletionContext,
-} from '../../src/postprocess/context';
+import { currentLinePrefix, currentLineSuffix, firstNonBlankLineBelowCursor, indentationWidth, type CompletionContext } from '../../src/postprocess/context';
 import { DEFAULT_MAX_LINES, limitLines } from '../../src/postprocess/limitLines';
 import { trimTrailingWhitespace } from '../../src/postprocess/trimTrailingWhitespace';
 

@@ -56,14 +56,21 @@ describe('LlamaSequenceEvaluator: direct path equals the library path', () => {
     const history = [...prompt];
     const a0 = await direct.append(prompt, 1, true);
     const b0 = await library.append(prompt, 1, true);
-    assert.deepEqual(a0.map((n) => n.token), b0.map((n) => n.token));
+    assert.deepEqual(
+      a0.map((n) => n.token),
+      b0.map((n) => n.token),
+    );
     for (let step = 0; step < 12; step++) {
       // A batch of plausible and random tokens with an output at every position.
       const batch = Array.from({ length: 1 + (step % 6) }, () => Math.floor(rand() * 4000) + 10);
       const withConfidence = step % 2 === 0;
       const a = await direct.append(batch, batch.length, withConfidence);
       const b = await library.append(batch, batch.length, withConfidence);
-      assert.deepEqual(a.map((n) => n.token), b.map((n) => n.token), `step ${step}`);
+      assert.deepEqual(
+        a.map((n) => n.token),
+        b.map((n) => n.token),
+        `step ${step}`,
+      );
       if (withConfidence) {
         a.forEach((n, i) => {
           assert.ok(n.confidence! > 0 && n.confidence! <= 1);
@@ -116,6 +123,9 @@ describe('LlamaSequenceEvaluator: direct path equals the library path', () => {
     // Without an expected proposal every position is read.
     await direct.truncate(prompt.length);
     const all = await direct.append([first.token, 11, 12, 13], 4);
-    assert.deepEqual(all.map((n) => n.token), truth);
+    assert.deepEqual(
+      all.map((n) => n.token),
+      truth,
+    );
   });
 });

@@ -44,8 +44,7 @@ describe('settings declared in package.json', () => {
   });
 
   it('declares what runs in Restricted Mode', () => {
-    const untrusted = (manifest as { capabilities?: { untrustedWorkspaces?: { supported: unknown; description?: string; restrictedConfigurations?: string[] } } }).capabilities
-      ?.untrustedWorkspaces;
+    const untrusted = (manifest as { capabilities?: { untrustedWorkspaces?: { supported: unknown; description?: string; restrictedConfigurations?: string[] } } }).capabilities?.untrustedWorkspaces;
     assert.ok(untrusted, 'capabilities.untrustedWorkspaces');
     assert.equal(untrusted.supported, 'limited');
     assert.match(untrusted.description ?? '', /Restricted Mode/);
@@ -69,7 +68,13 @@ describe('reading settings', () => {
   });
 
   it('caps threads at the cores, with a message', () => {
-    for (const [value, cores, expected] of [[64, 2, 2], [4096, 2, 2], [2, 2, 2], [0, 2, 0], [3, 16, 3]] as const) {
+    for (const [value, cores, expected] of [
+      [64, 2, 2],
+      [4096, 2, 2],
+      [2, 2, 2],
+      [0, 2, 0],
+      [3, 16, 3],
+    ] as const) {
       const { settings, problems } = reader({ threads: { globalValue: value } });
       assert.equal(settings.threads('threads', cores), expected, `${value} threads on ${cores} cores`);
       assert.equal(problems.length, value > cores ? 1 : 0);
@@ -157,7 +162,7 @@ describe('the backend and its server', () => {
     assert.ok(problems.every((p) => /workspace's settings, which Draftline ignores/.test(p)));
   });
 
-  it('the user\'s own settings choose it', () => {
+  it("the user's own settings choose it", () => {
     const { settings, problems } = reader({
       backend: { globalValue: 'llama-server' },
       'server.endpoint': { globalValue: ' https://gpu-box:8080 ' },

@@ -41,15 +41,20 @@ const ngram = (minN: number, maxN: number): NgramProposer => ({
   },
 });
 
-async function run(mode: DecodeMode, model: (h: readonly Token[]) => Token, prompt: Token[], opts: {
-  target?: FakeEvaluator;
-  draftAccuracy?: number;
-  seed?: number;
-  maxTokens?: number;
-  stopStrings?: string[];
-  spec?: Partial<SpeculationSettings>;
-  signal?: AbortSignal;
-} = {}) {
+async function run(
+  mode: DecodeMode,
+  model: (h: readonly Token[]) => Token,
+  prompt: Token[],
+  opts: {
+    target?: FakeEvaluator;
+    draftAccuracy?: number;
+    seed?: number;
+    maxTokens?: number;
+    stopStrings?: string[];
+    spec?: Partial<SpeculationSettings>;
+    signal?: AbortSignal;
+  } = {},
+) {
   const target = opts.target ?? new FakeEvaluator(model);
   const draftEval = new FakeEvaluator(noisy(model, opts.draftAccuracy ?? 0.7, opts.seed ?? 1));
   const stop = new StopRules({ detokenize, isEndToken: (t) => t === EOS, maxTokens: opts.maxTokens ?? 80, stopStrings: opts.stopStrings });

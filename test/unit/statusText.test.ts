@@ -49,10 +49,25 @@ describe('backendExplanation', () => {
     ['CUDA and Vulkan binaries, no GPU', { runtime: runtime({ gpuBinaries: ['cuda', 'vulkan'] }) }, undefined, 'CPU (no GPU found; this package can use CUDA or Vulkan)'],
     ['a CPU-only package', { runtime: runtime({ gpuBinaries: [] }) }, undefined, 'CPU (a CPU-only package: it has no GPU backend)'],
     ['CPU as set', { runtime: runtime({ requestedGpu: 'cpu' }) }, undefined, 'CPU (as set in draftline.gpu)'],
-    ['Vulkan loader found, the Vulkan binary did not start (measured: no Vulkan driver)', { runtime: runtime({ gpuDetected: ['vulkan'] }) }, undefined, 'CPU (no usable GPU found: Vulkan is installed but did not start)'],
-    ['Vulkan loaded but sees no device (measured: Mesa lavapipe only)', { backend: 'vulkan', runtime: runtime({ gpuDetected: ['vulkan'] }) }, 'Vulkan, but no layer fits in GPU memory: running on the CPU', 'CPU (no GPU found: Vulkan sees no GPU device)'],
+    [
+      'Vulkan loader found, the Vulkan binary did not start (measured: no Vulkan driver)',
+      { runtime: runtime({ gpuDetected: ['vulkan'] }) },
+      undefined,
+      'CPU (no usable GPU found: Vulkan is installed but did not start)',
+    ],
+    [
+      'Vulkan loaded but sees no device (measured: Mesa lavapipe only)',
+      { backend: 'vulkan', runtime: runtime({ gpuDetected: ['vulkan'] }) },
+      'Vulkan, but no layer fits in GPU memory: running on the CPU',
+      'CPU (no GPU found: Vulkan sees no GPU device)',
+    ],
     ['CUDA found, package has Vulkan only', { runtime: runtime({ gpuDetected: ['cuda'] }) }, undefined, 'CPU (this machine has CUDA but no Vulkan driver, and this package can use Vulkan only)'],
-    ['on the GPU: the host text', { backend: 'vulkan', gpuLayers: { target: 33, draft: 25 }, runtime: runtime({ gpuDetected: ['vulkan'], gpuDevices: ['AMD Radeon'] }) }, 'Vulkan, 33 + 25 layers on the GPU', 'Vulkan, 33 + 25 layers on the GPU'],
+    [
+      'on the GPU: the host text',
+      { backend: 'vulkan', gpuLayers: { target: 33, draft: 25 }, runtime: runtime({ gpuDetected: ['vulkan'], gpuDevices: ['AMD Radeon'] }) },
+      'Vulkan, 33 + 25 layers on the GPU',
+      'Vulkan, 33 + 25 layers on the GPU',
+    ],
     ['on the GPU, no host text', { backend: 'cuda', gpuLayers: { target: 29, draft: 25 }, runtime: undefined }, undefined, 'CUDA, 29 + 25 layers on the GPU'],
     ['an older worker (no runtime field)', { runtime: undefined }, 'CPU — no GPU backend usable with the installed binaries', 'CPU — no GPU backend usable with the installed binaries'],
   ];
@@ -83,14 +98,21 @@ describe('acceptanceExplanation', () => {
   it('a figure when tokens were proposed', () => assert.equal(acceptanceExplanation(summary({ acceptance: 0.8 }), 'hybrid'), '80% of proposed tokens (last completion)'));
   it('plain decoding', () => assert.equal(acceptanceExplanation(summary({ mode: 'plain' }), 'plain'), '- (plain decoding: speculation off)'));
   it('plain decoding before any completion says no completion yet', () => assert.equal(acceptanceExplanation(null, 'plain'), '- (no completion yet)'));
-  it('speculation on, nothing proposed', () => assert.match(acceptanceExplanation(summary(), 'hybrid'), /^- \(no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats\)$/));
+  it('speculation on, nothing proposed', () =>
+    assert.match(acceptanceExplanation(summary(), 'hybrid'), /^- \(no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats\)$/));
   it('served from the cache', () => assert.equal(acceptanceExplanation(summary({ fromCache: true, mode: null }), 'hybrid'), '- (the last completion came from the cache)'));
   it('the last completion was plain even if speculation is back on', () => assert.equal(acceptanceExplanation(summary({ mode: 'plain' }), 'hybrid'), '- (plain decoding: speculation off)'));
 });
 
 describe('statusTooltip', () => {
   it('the whole tooltip of a Vulkan-carrying package on a machine without a GPU', () => {
-    const text = statusTooltip({ status: { kind: 'ready' }, mode: 'plain', models: models(), backendText: 'CPU — no GPU backend usable with the installed binaries', summary: summary({ mode: 'plain', tokensPerEvaluation: 1 }) });
+    const text = statusTooltip({
+      status: { kind: 'ready' },
+      mode: 'plain',
+      models: models(),
+      backendText: 'CPU — no GPU backend usable with the installed binaries',
+      summary: summary({ mode: 'plain', tokensPerEvaluation: 1 }),
+    });
     assert.equal(
       text,
       [
@@ -109,11 +131,12 @@ describe('statusTooltip', () => {
   it('an error before any model: the message, no model lines', () => {
     const text = statusTooltip({ status: { kind: 'error', message: 'cannot load' }, mode: 'hybrid', models: null, summary: null });
     assert.equal(text, ['**Draftline** — error: cannot load', 'Mode: hybrid', 'Click for Draftline commands'].join('\n\n'));
-  });  it('off for this file: says why (e.g. an untitled plain-text document)', () => {
+  });
+  it('off for this file: says why (e.g. an untitled plain-text document)', () => {
     const text = statusTooltip({ status: { kind: 'off', message: 'completions are off for plaintext' }, mode: 'hybrid', models: null, summary: null });
     assert.equal(text.split('\n\n')[0], '**Draftline** — off: completions are off for plaintext');
   });
-  it('a server backend: where, which model, the server\'s speed and its draft acceptance', () => {
+  it("a server backend: where, which model, the server's speed and its draft acceptance", () => {
     const server: BackendInfo = {
       kind: 'llama-server',
       model: 'qwen2.5-coder-7b-q8_0.gguf',
@@ -131,22 +154,42 @@ describe('statusTooltip', () => {
         'Click for Draftline commands',
       ].join('\n\n'),
     );
-    const none = statusTooltip({ status: { kind: 'ready' }, mode: 'server (ollama)', models: null, server: { ...server, kind: 'ollama' }, summary: summary({ mode: null, acceptance: null, tokensPerEvaluation: null }) });
+    const none = statusTooltip({
+      status: { kind: 'ready' },
+      mode: 'server (ollama)',
+      models: null,
+      server: { ...server, kind: 'ollama' },
+      summary: summary({ mode: null, acceptance: null, tokensPerEvaluation: null }),
+    });
     assert.match(none, /Acceptance: - \(the server reported no speculation/);
   });
 });
 
 describe('Show Stats for a server backend', () => {
-  it('names the server, the model, the prompt format, and the server\'s draft acceptance; no local-only rows', () => {
+  it("names the server, the model, the prompt format, and the server's draft acceptance; no local-only rows", () => {
     const stats = new StatsCollector();
     stats.record({
       at: 0,
       latencyMs: 120,
       fromCache: false,
       chars: 40,
-      stats: { promptTokens: 300, reusedPromptTokens: 280, generatedTokens: 20, promptMs: 30, timeToFirstTokenMs: 30, totalMs: 110, stopReason: 'eos', serverDraft: { proposedTokens: 30, acceptedTokens: 18 }, serverTokensPerSecond: 212.5 },
+      stats: {
+        promptTokens: 300,
+        reusedPromptTokens: 280,
+        generatedTokens: 20,
+        promptMs: 30,
+        timeToFirstTokenMs: 30,
+        totalMs: 110,
+        stopReason: 'eos',
+        serverDraft: { proposedTokens: 30, acceptedTokens: 18 },
+        serverTokensPerSecond: 212.5,
+      },
     });
-    const info: BackendInfo = { kind: 'llama-server', model: 'm.gguf', remote: { endpoint: 'http://gpu-box:8080/', server: 'llama-server b1', contextSize: 16384, speculation: 'a draft model on the server (-md)', promptFormat: '/infill (fill-in-the-middle)' } };
+    const info: BackendInfo = {
+      kind: 'llama-server',
+      model: 'm.gguf',
+      remote: { endpoint: 'http://gpu-box:8080/', server: 'llama-server b1', contextSize: 16384, speculation: 'a draft model on the server (-md)', promptFormat: '/infill (fill-in-the-middle)' },
+    };
     const report = statsReport(stats, 'hybrid', info);
     assert.match(report, /Mode: llama-server server \(its own decoding\)/);
     assert.match(report, /Backend: llama-server at http:\/\/gpu-box:8080\/ \(llama-server b1\)/);

@@ -147,10 +147,7 @@ describe('prompt templates per model family', () => {
       renderTextPrompt(templateSpec('qwen2.5-coder'), { prefix: 'let a = ', suffix: ';', repoName: 'demo', path: 'src/main.ts', files }),
       '<|repo_name|>demo\n<|file_sep|>src/math.ts\nexport const TAU = 2 * Math.PI;\n<|file_sep|>src/main.ts\n<|fim_prefix|>let a = <|fim_suffix|>;<|fim_middle|>',
     );
-    assert.equal(
-      renderTextPrompt(templateSpec('starcoder2'), { prefix: 'x', suffix: 'y', repoName: 'demo', path: 'a.py' }),
-      '<repo_name>demo\n<file_sep>a.py\n<fim_prefix>x<fim_suffix>y<fim_middle>',
-    );
+    assert.equal(renderTextPrompt(templateSpec('starcoder2'), { prefix: 'x', suffix: 'y', repoName: 'demo', path: 'a.py' }), '<repo_name>demo\n<file_sep>a.py\n<fim_prefix>x<fim_suffix>y<fim_middle>');
     assert.equal(renderTextPrompt(templateSpec('codellama'), { prefix: 'def f():', suffix: '\n  return 1' }), '<PRE> def f(): <SUF>\n  return 1 <MID>');
     assert.equal(renderTextPrompt(templateSpec('codestral'), { prefix: 'a', suffix: 'b' }), '[SUFFIX]b[PREFIX]a');
     assert.equal(renderTextPrompt(templateSpec('deepseek-coder'), { prefix: 'a', suffix: 'b', files }), 'src/math.ts\nexport const TAU = 2 * Math.PI;\n\n<｜fim▁begin｜>a<｜fim▁hole｜>b<｜fim▁end｜>');

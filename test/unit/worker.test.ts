@@ -129,7 +129,9 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
   });
 });
 
-describe('model downloads in the worker (the extension host never loads node-llama-cpp)', { skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs` (npm test does)' }, () => {
+describe('model downloads in the worker (the extension host never loads node-llama-cpp)', {
+  skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs` (npm test does)',
+}, () => {
   const OUT = path.join(TMP, 'downloads');
   let client: WorkerClient;
   let server: Awaited<ReturnType<typeof startModelServer>>;

@@ -24,7 +24,6 @@ const until = async (condition: () => boolean, timeoutMs: number) => {
   assert.ok(condition(), 'timed out');
 };
 
-
 describe('worker crash loop', { skip }, () => {
   const crashes: { at: number; restartInMs: number; crashesInARow: number }[] = [];
   const starts: number[] = [];
