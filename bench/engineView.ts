@@ -1,7 +1,8 @@
 // The benchmark sees a task as the editor would: the engine's document view and the ghost text a
 // raw completion becomes after the engine's post-processing.
-import type { EngineDocument } from '../src/engine/completionEngine';
-import type { CompletionRequest } from '../src/shared/types';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
+import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { CompletionRequest, ModelSettings } from '../src/shared/types';
 import { defaultFilters, postprocess } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 
@@ -21,4 +22,25 @@ export function engineDocument(task: BenchTask): EngineDocument {
 export function shownText(raw: string, request: CompletionRequest, doc: EngineDocument, maxLines: number): string {
   const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
   return postprocess(raw, ctx, defaultFilters(maxLines));
+}
+
+export interface BenchSessionOptions {
+  threads: number;
+  maxTokens: number;
+  gpu: ModelSettings['gpu'];
+  log: (level: string, message: string) => void;
+}
+
+/**
+ * A session on a pair with a 2048 context, and an engine used only to build requests as the editor
+ * would (the regimes call the session themselves, to time it).
+ */
+export async function benchSession(pair: { target: string; draft: string }, opts: BenchSessionOptions): Promise<{ session: InferenceSession; engine: CompletionEngine }> {
+  const session = await InferenceSession.load(
+    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
+    DEFAULT_SPECULATION,
+    opts.log,
+  );
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+  return { session, engine };
 }

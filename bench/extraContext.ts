@@ -6,11 +6,9 @@
 // caches) and on a keystroke (the same spot one character earlier completed just before).
 import * as path from 'node:path';
 import { ExtraContextRing } from '../src/context/extraContextRing';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ExtraContext, ModelSettings } from '../src/shared/types';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { CompletionRequest, ExtraContext } from '../src/shared/types';
 import type { BenchTask, SourceFile } from './corpus';
-import { engineDocument, shownText } from './engineView';
+import { type BenchSessionOptions, benchSession, engineDocument, shownText } from './engineView';
 import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
 import { Progress } from './stats';
 
@@ -53,19 +51,8 @@ export function contextFilesFor(task: BenchTask, files: readonly SourceFile[], f
   return chosen;
 }
 
-export async function regimeExtraContext(
-  tasks: BenchTask[],
-  files: readonly SourceFile[],
-  fileTextOf: (t: BenchTask) => string,
-  pair: { target: string; draft: string },
-  opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void },
-) {
-  const session = await InferenceSession.load(
-    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
-    DEFAULT_SPECULATION,
-    opts.log,
-  );
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+export async function regimeExtraContext(tasks: BenchTask[], files: readonly SourceFile[], fileTextOf: (t: BenchTask) => string, pair: { target: string; draft: string }, opts: BenchSessionOptions) {
+  const { session, engine } = await benchSession(pair, opts);
   const runs: Run[] = [];
   const progress = new Progress(tasks.length * 2, `extra context (${session.info.target.name})`);
   let filesUsed = 0;

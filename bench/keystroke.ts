@@ -1,12 +1,7 @@
-// Regime 4: what a keystroke costs before the first token, by FIM prompt layout (issue #12).
-// Plain decoding of one pair, per task and layout: the cold case (empty KV caches) and the keystroke
-// case (the same spot one character earlier completed just before, untimed). Layouts interleaved.
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ModelSettings } from '../src/shared/types';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import type { CompletionRequest } from '../src/shared/types';
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';
-import { engineDocument, shownText } from './engineView';
+import { type BenchSessionOptions, benchSession, engineDocument, shownText } from './engineView';
 import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
 import { Progress } from './stats';
 
@@ -24,17 +19,8 @@ export interface LayoutRow extends TimedSummary {
   case: Case;
 }
 
-export async function regimeKeystroke(
-  tasks: BenchTask[],
-  pair: { target: string; draft: string },
-  opts: { threads: number; maxTokens: number; gpu: ModelSettings['gpu']; log: (level: string, message: string) => void },
-) {
-  const session = await InferenceSession.load(
-    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
-    DEFAULT_SPECULATION,
-    opts.log,
-  );
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string; draft: string }, opts: BenchSessionOptions) {
+  const { session, engine } = await benchSession(pair, opts);
   const runs: LayoutRun[] = [];
   const progress = new Progress(tasks.length * LAYOUTS.length, 'prompt layouts');
   for (const task of tasks) {

@@ -11,7 +11,7 @@ import { describeBackend } from '../../src/models/backend';
 import { CATALOG, recommendPair } from '../../src/models/catalog';
 import { DownloadError, downloadedPath, isModelUri, SpeedMeter, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';
-import { writeNotGguf } from '../support/ggufWriter';
+import { downloadTestModels } from '../support/downloadModels';
 import { startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
@@ -67,11 +67,8 @@ describe('downloading from a local server', () => {
   before(async () => {
     fs.rmSync(OUT, { recursive: true, force: true });
     fs.mkdirSync(OUT, { recursive: true });
-    model = await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 });
-    draft = await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 });
-    big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
-    const text = path.join(OUT, 'text.gguf');
-    await writeNotGguf(text, 'this is not a model\n'.repeat(100));
+    let text: string;
+    ({ model, draft, big, text } = await downloadTestModels(OUT));
     server = await startModelServer({
       '/m/target.gguf': { file: model },
       '/m/draft.gguf': { file: draft },

@@ -11,6 +11,7 @@ import { DownloadError, downloadedPath, type DownloadProgress } from '../../src/
 import { downloadInWorker } from '../../src/models/downloadInWorker';
 import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
+import { downloadTestModels } from '../support/downloadModels';
 import { startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
@@ -150,12 +151,8 @@ describe('model downloads in the worker (the extension host never loads node-lla
   before(async () => {
     fs.rmSync(OUT, { recursive: true, force: true });
     fs.mkdirSync(OUT, { recursive: true });
-    // The models of downloads.test.ts (cached in test-output/models).
-    model = await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 });
-    draft = await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 });
-    big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
-    const text = path.join(OUT, 'text.gguf');
-    await writeNotGguf(text, 'this is not a model\n'.repeat(100));
+    let text: string;
+    ({ model, draft, big, text } = await downloadTestModels(OUT));
     server = await startModelServer({
       '/m/target.gguf': { file: model },
       '/m/draft.gguf': { file: draft },
