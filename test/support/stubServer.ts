@@ -5,6 +5,7 @@
 // away before the answer was complete (what makes a real server stop generating).
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import * as path from 'node:path';
 
@@ -119,23 +120,27 @@ export function drop(): Reply {
 
 export class StubServer {
   readonly requests: RecordedRequest[] = [];
-  private readonly server: http.Server;
+  private readonly server: http.Server | https.Server;
   private readonly sockets = new Set<Socket>();
   private readonly counts = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private listeningPort = 0;
 
-  /** Routes by "METHOD /path" or "/path" (any method); unrouted requests get llama-server's 404. */
-  constructor(public routes: Record<string, Route> = {}) {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
+  /** Routes by "METHOD /path" or "/path" (any method); unrouted requests get llama-server's 404. With `tls`, https. */
+  constructor(
+    public routes: Record<string, Route> = {},
+    private readonly tls?: { key: string; cert: string },
+  ) {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    this.server = tls ? https.createServer({ key: tls.key, cert: tls.cert }, handler) : http.createServer(handler);
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
   }
 
-  static async start(routes: Record<string, Route> = {}, port = 0): Promise<StubServer> {
-    const stub = new StubServer(routes);
+  static async start(routes: Record<string, Route> = {}, port = 0, tls?: { key: string; cert: string }): Promise<StubServer> {
+    const stub = new StubServer(routes, tls);
     await stub.listen(port);
     return stub;
   }
@@ -156,7 +161,7 @@ export class StubServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.listeningPort}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.listeningPort}`;
   }
 
   /** Requests to a path (and method), in order. */

@@ -5,6 +5,9 @@
 // ServerError code, outages and recovery, cancellation that closes the connection, and the engine
 // on top of it.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import type { BackendEvents } from '../../src/backend/backend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../../src/engine/completionEngine';
@@ -1096,5 +1099,44 @@ describe('CompletionEngine over a ServerBackend', () => {
     const completion = await pending;
     assert.ok('reason' in completion && completion.reason === 'cancelled');
     assert.equal(engine.stats.all.length, 0);
+  });
+});
+
+/** A private CA and a certificate it signed for 127.0.0.1, made with openssl for this run. */
+function privateCa(dir: string): { caFile: string; key: string; cert: string } | null {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+  } catch {
+    return null;
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Draftline test CA');
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'san.ext');
+  return { caFile: path.join(dir, 'ca.pem'), key: fs.readFileSync(path.join(dir, 'server.key'), 'utf8'), cert: fs.readFileSync(path.join(dir, 'server.pem'), 'utf8') };
+}
+
+describe('https with a private CA (draftline.server.caFile)', () => {
+  const ca = privateCa(path.resolve(__dirname, '../../test-output/remote-tls'));
+  const skip = ca ? false : 'openssl is not installed';
+
+  it('refuses a certificate it cannot verify, saying to set caFile; with the CA it connects and completes', { skip }, async () => {
+    const stub = await StubServer.start(llamaRoutes(), 0, { key: ca!.key, cert: ca!.cert });
+    stubs.push(stub);
+    assert.match(stub.url, /^https:/);
+    const untrusted = makeBackend('llama-server', stub.url);
+    await rejectsWith(untrusted.backend.load(), 'tls', /not trusted.*draftline\.server\.caFile/);
+    assert.equal(untrusted.backend.outage(), null, 'an untrusted certificate is no outage to wait out');
+    const trusted = makeBackend('llama-server', stub.url, { settings: { caFile: ca!.caFile } });
+    await trusted.backend.load();
+    assert.equal((await trusted.backend.complete(request())).text, INFILL_TEXT);
+  });
+
+  it('a caFile that cannot be read is a clear error', async () => {
+    const { backend } = makeBackend('llama-server', 'https://127.0.0.1:1', { settings: { caFile: '/nonexistent/ca.pem' } });
+    await rejectsWith(backend.load(), 'tls', /cannot read draftline\.server\.caFile \/nonexistent\/ca\.pem/);
   });
 });
