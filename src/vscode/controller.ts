@@ -9,7 +9,7 @@ import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendSettings } from '../shared/types';
 import type { BackendInfo, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
-import { describeBackend } from '../models/backend';
+import { describeGpuBackend } from '../models/gpuDescription';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { DraftlineInlineProvider } from './inlineProvider';
@@ -172,7 +172,7 @@ export class DraftlineController implements vscode.Disposable {
       this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);
       this.engine.cache.clear();
       if (local) this.documentSync.resendAll();
-      const gpu = local ? describeBackend(readModelSettings(this.context.extensionPath).gpu, local).text : undefined;
+      const gpu = local ? describeGpuBackend(readModelSettings(this.context.extensionPath).gpu, local).text : undefined;
       this.statusBar.setModels(info, this.modeLabel, gpu);
       this.checkActiveDocument();
       this.statusBar.setState(this.restingState());

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gpuLayersFor } from '../../src/inference/inferenceSession';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { describeBackend } from '../../src/models/backend';
+import { describeGpuBackend } from '../../src/models/gpuDescription';
 import { CATALOG, recommendPair } from '../../src/models/catalog';
 import { DownloadError, downloadedPath, isModelUri, SpeedMeter, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';
@@ -247,7 +247,7 @@ describe('GPU layers asked of node-llama-cpp', () => {
 });
 
 describe('GPU backend description', () => {
-  const table: [Parameters<typeof describeBackend>[0], string, number, boolean, RegExp][] = [
+  const table: [Parameters<typeof describeGpuBackend>[0], string, number, boolean, RegExp][] = [
     ['auto', 'cpu', 0, true, /^CPU — no GPU backend/],
     ['cpu', 'cpu', 0, false, /^CPU \(as set\)/],
     ['auto', 'cuda', 29, false, /^CUDA, 29 \+ 25 layers/],
@@ -256,7 +256,7 @@ describe('GPU backend description', () => {
   ];
   for (const [requested, backend, layers, fallback, text] of table) {
     it(`${requested} -> ${backend} with ${layers} layers`, () => {
-      const d = describeBackend(requested, { backend, gpuLayers: { target: layers, draft: layers ? 25 : 0 } });
+      const d = describeGpuBackend(requested, { backend, gpuLayers: { target: layers, draft: layers ? 25 : 0 } });
       assert.equal(d.fallback, fallback);
       assert.match(d.text, text);
     });
@@ -273,7 +273,7 @@ describe('GPU backend description', () => {
   it('reports what node-llama-cpp picked on this machine (CPU here) as a fallback from auto', async () => {
     const llama = await getRuntime({ gpu: 'auto' }, 1, () => undefined);
     const backend = llama.gpu === false ? 'cpu' : llama.gpu;
-    const d = describeBackend('auto', { backend, gpuLayers: { target: 0, draft: 0 } });
+    const d = describeGpuBackend('auto', { backend, gpuLayers: { target: 0, draft: 0 } });
     assert.equal(d.fallback, true, `${backend}: ${d.text}`);
   });
 });

@@ -1,7 +1,7 @@
 import type { LoadedModelsInfo, ModelSettings } from '../shared/types';
 
 /** What the status bar tooltip says about where inference runs, and whether that is a fallback. */
-export function describeBackend(requested: ModelSettings['gpu'], info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): { text: string; fallback: boolean } {
+export function describeGpuBackend(requested: ModelSettings['gpu'], info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): { text: string; fallback: boolean } {
   const layers = `${info.gpuLayers.target} + ${info.gpuLayers.draft} layers on the GPU`;
   if (info.backend === 'cpu') {
     if (requested === 'cpu') return { text: 'CPU (as set)', fallback: false };
