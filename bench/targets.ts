@@ -33,6 +33,10 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
     extraTokens: fillerTokens(QWEN_VOCAB_SIZE - EMBEDDED_VOCAB_SIZE),
     note: 'd 256, 2 layers, 151,936-token vocabulary',
   },
+  // Long contexts (issue 16's self-speculation cost): the v3 target's shape and the big one, F16,
+  // with room for 16k-token prompts.
+  'v3-long': { dModel: 512, nLayers: 8, nHeads: 8, ffn: 1408, contextLength: 16_640, note: "the v3 target's shape (F16), 16k context" },
+  'big-long': { dModel: 1024, nLayers: 12, nHeads: 16, ffn: 2816, contextLength: 16_640, note: '325 MB, d 1024, 12 layers, 16k context' },
   // Real shapes (F16, embedded vocabulary; for a GPU run: 3 GB and 13 GB on disk).
   '1.5b': { dModel: 1536, nLayers: 28, nHeads: 12, nKvHeads: 2, ffn: 8960, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-1.5B-shaped, stable' },
   '7b': { dModel: 3584, nLayers: 28, nHeads: 28, nKvHeads: 4, ffn: 18944, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-7B-shaped, stable' },
