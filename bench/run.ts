@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -17,6 +17,7 @@ import { barChart, lineChart } from './chart';
 import { engineDocument, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
+import { regimeLookahead } from './lookahead';
 import { regimeStartup } from './workerStartup';
 import { CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
@@ -37,7 +38,7 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6' : '1,2,3,4,5,6') ?? '').split(',').map(Number));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7' : '1,2,3,4,5,6,7') ?? '').split(',').map(Number));
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -587,6 +588,14 @@ function sections(bench: Bench): Section[] {
         run: (b) => extraContextSection(b, pair),
       });
   }
+  if (regimes.has(7)) {
+    for (const pair of bench.pairs)
+      list.push({
+        name: `regime 7 (lookahead pool, ${pair.name} pair)`,
+        estimateSeconds: threads === 1 ? (LOOKAHEAD_SECONDS_PER_TASK[pair.name] ?? 0) * lookaheadTaskCount(bench.tasks.length) : null,
+        run: (b) => lookaheadSection(b, pair),
+      });
+  }
   return list;
 }
 
@@ -776,6 +785,32 @@ async function extraContextSection(bench: Bench, pair: ModelPair): Promise<void>
   ];
   const heading = `Regime 6: extra context (${r.info.target.name}, ${r.info.promptTemplate ?? r.info.promptFormat}, plain decoding, ${tasks.length} tasks)`;
   const legend = `extra: up to ${EXTRA_CONTEXT_TOKENS} prompt tokens of the files a user would have open (the task file's relative imports, then its folder; ${r.filesPerTask.toFixed(1)} files a task on average, each the first 64 lines as the extension's ring keeps them), before the file's own text (src/prompt/contextBlock.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n`);
+}
+
+/** Regime 7 on the first tasks only; seconds a task on the reference VM (5 modes, two generation lengths). */
+const lookaheadTaskCount = (tasks: number) => Math.min(tasks, quick ? 10 : 40);
+const LOOKAHEAD_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 4 };
+
+async function lookaheadSection(bench: Bench, pair: ModelPair): Promise<void> {
+  const tasks = bench.tasks.slice(0, lookaheadTaskCount(bench.tasks.length));
+  const r = await regimeLookahead(tasks, pair, { threads, maxTokens, gpu, log });
+  ((bench.results.lookahead ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, rows: r.rows };
+  const speed = (x: { tokens: number; decodeMs: number }) => (x.decodeMs > 0 ? (x.tokens * 1000) / x.decodeMs : null);
+  const find = (mode: string, generation: string) => r.rows.find((x) => x.mode === mode && x.generation === generation);
+  const ratio = (a: number | null, b: number | null) => (a !== null && b ? `${fmt(a / b, 2)}x` : '-');
+  const table = [
+    '| generation | mode | tok/eval | decode tok/s | vs plain | vs the same mode without the pool | lookahead accepted | identical |',
+    '|---|---|---|---|---|---|---|---|',
+    ...r.rows.map((x) => {
+      const plain = find('plain', x.generation);
+      const without = x.mode.endsWith('+lookahead') ? find(x.mode.replace('+lookahead', ''), x.generation) : undefined;
+      return `| ${x.generation} | ${x.mode} | ${fmt(x.evaluations ? x.tokens / x.evaluations : null, 2)} | ${fmt(speed(x), 0)} | ${ratio(speed(x), plain ? speed(plain) : null)} | ${without ? ratio(speed(x), speed(without)) : '-'} | ${x.lookaheadProposed ? `${pct(x.lookaheadAccepted / x.lookaheadProposed)} of ${x.lookaheadProposed}` : '-'} | ${x.identical}/${x.tasks} |`;
+    }),
+  ];
+  const heading = `Regime 7: the lookahead pool (${r.info.target.name}${r.info.draft ? ` + ${r.info.draft.name}` : ''}, ${tasks.length} tasks)`;
+  const legend = `editor: the completion as the editor asks for it (max ${maxTokens} tokens, its stop rules); long: 128 tokens, no stop but the end of text. +lookahead: the target's own outputs after each rejected guess are kept per document and proposed as a third source (src/speculation/lookaheadPool.ts); every output of a verify batch is then read. Decode speed from the second token on; tok/eval: tokens per target evaluation after the prompt's.`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n`);
 }

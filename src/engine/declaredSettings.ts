@@ -29,6 +29,7 @@ export function speculationSettingsFrom(config: SettingsReader, report?: (messag
     ngramMaxMatch,
     draftMinConfidence: config.number('speculation.draftMinConfidence'),
     adaptive: config.value('speculation.adaptive'),
+    lookahead: config.value('speculation.lookahead'),
   };
 }
 

@@ -109,7 +109,7 @@ export class StatsCollector {
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
       latencyMedianMs: pct(0.5),
       latencyP90Ms: pct(0.9),
-      bySource: { ngram: by('ngram'), draft: by('draft') },
+      bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead') },
       serverDraft: {
         proposedTokens: sum(generated, (s) => s.serverDraft?.proposedTokens ?? 0),
         acceptedTokens: sum(generated, (s) => s.serverDraft?.acceptedTokens ?? 0),

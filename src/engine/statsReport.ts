@@ -46,6 +46,11 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
             `| tokens per target evaluation | ${num(tokensPerEvaluation(s), 2)} |`,
             `| acceptance n-gram | ${pct(acceptanceRate(s, 'ngram'))} (${spec.bySource.ngram.acceptedTokens}/${spec.bySource.ngram.proposedTokens} in ${spec.bySource.ngram.steps} proposals) |`,
             `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${spec.bySource.draft.acceptedTokens}/${spec.bySource.draft.proposedTokens} in ${spec.bySource.draft.steps} proposals) |`,
+            ...(spec.bySource.lookahead.steps > 0
+              ? [
+                  `| acceptance lookahead | ${pct(acceptanceRate(s, 'lookahead'))} (${spec.bySource.lookahead.acceptedTokens}/${spec.bySource.lookahead.proposedTokens} in ${spec.bySource.lookahead.steps} proposals) |`,
+                ]
+              : []),
             `| time in target / draft | ${ms(spec.targetMs)} / ${ms(spec.draftMs)} |`,
           ]
         : []),
@@ -72,6 +77,11 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
           `| tokens per target evaluation | ${num(a.tokensPerEvaluation, 2)} |`,
           `| acceptance n-gram | ${pct(accepted(a.bySource.ngram))} (${a.bySource.ngram.acceptedTokens}/${a.bySource.ngram.proposedTokens} in ${a.bySource.ngram.steps} proposals) |`,
           `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
+          ...(a.bySource.lookahead.steps > 0
+            ? [
+                `| acceptance lookahead | ${pct(accepted(a.bySource.lookahead))} (${a.bySource.lookahead.acceptedTokens}/${a.bySource.lookahead.proposedTokens} in ${a.bySource.lookahead.steps} proposals) |`,
+              ]
+            : []),
           `| draft evaluations | ${a.draftEvaluations} |`,
           `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
         ]
@@ -111,5 +121,6 @@ export function policyReport(p: PolicySnapshot): string[] {
     `| draft model | ${p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`} |`,
     `| n-gram: acceptance estimate, verdict | ${pct(p.acceptance.ngram)}, ${verdict('ngram')} |`,
     `| draft: acceptance estimate, verdict | ${pct(p.acceptance.draft)}, ${verdict('draft')} |`,
+    `| lookahead: acceptance estimate, verdict | ${pct(p.acceptance.lookahead)}, ${verdict('lookahead')} |`,
   ];
 }

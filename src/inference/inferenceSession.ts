@@ -11,6 +11,7 @@ import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
+import { LookaheadPool } from '../speculation/lookaheadPool';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
@@ -22,7 +23,12 @@ export interface DecodeOverrides {
   policy?: SpeculationPolicy;
   /** Where each decode step's time goes (bench/profile.ts). */
   profile?: StepProfile;
+  /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
+  lookahead?: boolean;
 }
+
+/** Documents whose lookahead pools are kept (the most recently completed in). */
+const LOOKAHEAD_DOCUMENTS = 16;
 
 /** What a prompt is laid out from. */
 type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
@@ -218,6 +224,19 @@ export class InferenceSession {
   }
 
   /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
+  /** The target's outputs after rejected guesses, per document: they recur in later completions there. */
+  private readonly lookaheadPools = new Map<string, LookaheadPool>();
+
+  private lookaheadPool(documentKey: string | undefined): LookaheadPool {
+    const key = documentKey ?? '';
+    let pool = this.lookaheadPools.get(key);
+    if (pool) this.lookaheadPools.delete(key);
+    else pool = new LookaheadPool();
+    this.lookaheadPools.set(key, pool);
+    if (this.lookaheadPools.size > LOOKAHEAD_DOCUMENTS) this.lookaheadPools.delete(this.lookaheadPools.keys().next().value as string);
+    return pool;
+  }
+
   private readonly chunkTokens = new Map<string, Token[]>();
   private readonly tokenizeChunk = (text: string): Token[] => {
     let tokens = this.chunkTokens.get(text);
@@ -264,6 +283,7 @@ export class InferenceSession {
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,
+        lookahead: (overrides.lookahead ?? this.speculation.lookahead) ? this.lookaheadPool(request.documentKey) : undefined,
       });
       if (extraContext) stats.extraContext = extraContext;
       // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.

@@ -5,7 +5,8 @@ export type Token = number;
 /** How completions are decoded. Every mode but the stock ones yields the target's exact greedy output. */
 export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid';
 
-export type ProposalSource = 'ngram' | 'draft';
+/** Where a proposal comes from: n-grams of the text, the draft model, or the target's own outputs after a rejected guess. */
+export type ProposalSource = 'ngram' | 'draft' | 'lookahead';
 
 export interface ModelSettings {
   targetModel: string;
@@ -26,6 +27,8 @@ export interface SpeculationSettings {
   draftMinConfidence: number;
   /** Let the cost model turn speculation off (or shorten it) when it does not pay. */
   adaptive: boolean;
+  /** Keep the target's outputs after a rejected guess as a third source (speculation/lookaheadPool.ts). */
+  lookahead: boolean;
 }
 
 export interface CompletionRequest {

@@ -7,6 +7,9 @@ export function expectedTokensPerStep(a: number, k: number): number {
   return (1 - a ** (k + 1)) / (1 - a);
 }
 
+/** Acceptance assumed before any observation (worth a few of them). */
+const DEFAULT_PRIORS: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5, lookahead: 0.4 };
+
 /**
  * Per-source acceptance learned as a geometric rate: accepted / (accepted + rejections), starting
  * from a prior worth a few observations so early luck does not decide everything.
@@ -15,14 +18,13 @@ export class AcceptanceTracker {
   private readonly counts: Record<ProposalSource, { accepted: number; rejected: number }>;
 
   constructor(
-    priors: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5 },
+    priors: Partial<Record<ProposalSource, number>> = {},
     priorWeight = 4,
     private readonly decay = 0.98,
   ) {
-    this.counts = {
-      ngram: { accepted: priors.ngram * priorWeight, rejected: (1 - priors.ngram) * priorWeight },
-      draft: { accepted: priors.draft * priorWeight, rejected: (1 - priors.draft) * priorWeight },
-    };
+    const p = { ...DEFAULT_PRIORS, ...priors };
+    const count = (prior: number) => ({ accepted: prior * priorWeight, rejected: (1 - prior) * priorWeight });
+    this.counts = { ngram: count(p.ngram), draft: count(p.draft), lookahead: count(p.lookahead) };
   }
 
   record(source: ProposalSource, proposed: number, accepted: number): void {
@@ -53,6 +55,7 @@ export class SpeculationPolicy {
   private readonly exploration: Record<ProposalSource, { interval: number; since: number }> = {
     ngram: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
     draft: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
+    lookahead: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
   };
 
   constructor(
@@ -78,18 +81,26 @@ export class SpeculationPolicy {
     return bestK;
   }
 
-  plan(options: { ngramAvailable: number; ngramMatchLength: number; draftAvailable: boolean; remaining: number }): StepPlan {
+  plan(options: { ngramAvailable: number; ngramMatchLength: number; draftAvailable: boolean; remaining: number; lookaheadAvailable?: number }): StepPlan {
     const limit = Math.min(this.settings.maxProposal, Math.max(0, options.remaining - 1));
     if (limit <= 0) return null;
     const longMatch = options.ngramAvailable > 0 && options.ngramMatchLength >= this.settings.ngramMinMatch;
+    const lookahead = options.lookaheadAvailable ?? 0;
     if (!this.settings.adaptive) {
       if (longMatch) return { source: 'ngram', maxLen: Math.min(limit, options.ngramAvailable) };
+      if (lookahead > 0) return { source: 'lookahead', maxLen: Math.min(limit, lookahead) };
       return options.draftAvailable ? { source: 'draft', maxLen: limit } : null;
     }
     if (longMatch) {
       const k = this.bestLength('ngram', Math.min(limit, options.ngramAvailable));
       if (k > 0) return this.pays('ngram', k);
       if (this.exploreDue('ngram')) return { source: 'ngram', maxLen: Math.min(2, options.ngramAvailable, limit) };
+    }
+    // The target's own continuations: free to look up, so before the draft, which costs per token.
+    if (lookahead > 0) {
+      const k = this.bestLength('lookahead', Math.min(limit, lookahead));
+      if (k > 0) return this.pays('lookahead', k);
+      if (this.exploreDue('lookahead')) return { source: 'lookahead', maxLen: Math.min(2, lookahead, limit) };
     }
     if (options.draftAvailable) {
       const k = this.bestLength('draft', limit);
@@ -100,7 +111,7 @@ export class SpeculationPolicy {
   }
 
   snapshot(): PolicySnapshot {
-    const sources: ProposalSource[] = ['ngram', 'draft'];
+    const sources: ProposalSource[] = ['ngram', 'draft', 'lookahead'];
     const per = <T>(f: (s: ProposalSource) => T) => Object.fromEntries(sources.map((s) => [s, f(s)])) as Record<ProposalSource, T>;
     return {
       ...this.cost.snapshot(),

@@ -1,3 +1,4 @@
+import type { LookaheadPool } from './lookaheadPool';
 import { emptySourceStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
@@ -18,6 +19,11 @@ export interface DecodeInput {
   now?: () => number;
   /** Filled with where each step's time went (bench/profile.ts). */
   profile?: StepProfile;
+  /**
+   * The target's outputs after rejected guesses, kept as a third source (n-gram modes only). With
+   * it, every output of a verify batch is read, not only those up to the first rejection.
+   */
+  lookahead?: LookaheadPool;
 }
 
 /** Wall time of the decode loop by phase, summed over steps (the prompt's evaluation left out). */
@@ -51,12 +57,13 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const { target, stop, policy, signal } = input;
   const useNgram = input.mode === 'ngram' || input.mode === 'hybrid';
   const useDraft = input.mode === 'draft' || input.mode === 'hybrid';
+  const lookahead = useNgram ? input.lookahead : undefined;
   const spec: SpeculationStats = {
     mode: input.mode,
     targetEvaluations: 0,
     targetTokensEvaluated: 0,
     draftEvaluations: 0,
-    bySource: { ngram: emptySourceStats(), draft: emptySourceStats() },
+    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
     targetMs: 0,
     draftMs: 0,
   };
@@ -125,8 +132,9 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     const batch = [pending, ...proposal.tokens];
     const base = target.tokens.length;
     const t0 = now();
-    // With the proposal as `expected`, outputs after the first rejection need not be read.
-    const predictions = await target.append(batch, batch.length, false, proposal.tokens);
+    // With the proposal as `expected`, outputs after the first rejection need not be read (unless
+    // the lookahead pool keeps them).
+    const predictions = await target.append(batch, batch.length, false, lookahead ? undefined : proposal.tokens);
     const t1 = now();
     spec.targetMs += t1 - t0;
     spec.targetEvaluations++;
@@ -140,6 +148,16 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
       s.proposedTokens += proposal.tokens.length;
       s.acceptedTokens += accepted;
       policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
+    }
+    if (lookahead && accepted + 1 < predictions.length) {
+      // The target's continuations of the wrong history after the first rejected guess.
+      const sequence = history.concat(proposal.tokens);
+      lookahead.harvest(
+        sequence,
+        history.length - 1,
+        predictions.map((p) => p.token),
+        accepted + 1,
+      );
     }
     // Keep the cache equal to the accepted history: drop the rejected guesses.
     if (accepted < proposal.tokens.length) await target.truncate(base + 1 + accepted);
@@ -175,14 +193,18 @@ async function propose(input: DecodeInput, history: readonly Token[], remaining:
   const maxLen = Math.max(0, remaining - 1);
   if (maxLen === 0) return none;
   const match = useNgram && input.ngram ? input.ngram.find(history, maxLen) : null;
+  // A few map lookups: the policy prefers a long n-gram match, then this, then the draft.
+  const ahead = useNgram && input.lookahead ? input.lookahead.find(history, maxLen) : [];
   const plan = input.policy.plan({
     ngramAvailable: match?.tokens.length ?? 0,
     ngramMatchLength: match?.matchLength ?? 0,
     draftAvailable: useDraft && input.draft !== undefined,
     remaining,
+    lookaheadAvailable: ahead.length,
   });
   if (!plan) return none;
   if (plan.source === 'ngram' && match) return { ...match, tokens: match.tokens.slice(0, plan.maxLen) };
+  if (plan.source === 'lookahead') return { source: 'lookahead', tokens: ahead.slice(0, plan.maxLen) };
   if (plan.source === 'draft' && input.draft) {
     const t0 = now();
     const proposal = await input.draft.propose(history, plan.maxLen);

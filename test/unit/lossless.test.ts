@@ -116,6 +116,19 @@ for (const pair of pairs) {
       if (!pair.unrelated) assert.ok(accepted > 0, 'some proposals were accepted');
     });
 
+    it("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
+      let proposed = 0;
+      for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 5 + pair.name.length)) {
+        const plain = await session.complete(request(c, 'plain'));
+        for (const mode of ['ngram', 'hybrid'] as const) {
+          const spec = await session.complete(request(c, mode), undefined, { lookahead: true });
+          await same(spec, plain, request(c, mode), `${mode} with lookahead on ${c.name}`);
+          proposed += spec.stats.speculation.bySource.lookahead.proposedTokens;
+        }
+      }
+      process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
+    });
+
     it('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(12, 99)) {
         const plainFree = await session.complete(request(c, 'plain', { maxTokens: 60 }));

@@ -6,7 +6,7 @@ import { CostModel } from '../../src/speculation/costModel';
 import { policyReport } from '../../src/engine/statsReport';
 import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
 
-const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true };
+const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true, lookahead: false };
 
 /** A cost model that has measured `ms(b)` for every batch size 1..17. */
 function measured(ms: (batch: number) => number): CostModel {

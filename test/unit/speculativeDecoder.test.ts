@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
+import { LookaheadPool } from '../../src/speculation/lookaheadPool';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
@@ -16,7 +17,7 @@ const EOS = 63;
 const detokenize = (tokens: readonly Token[]) => tokens.map((t) => String.fromCharCode(33 + t)).join('');
 
 function settings(over: Partial<SpeculationSettings> = {}): SpeculationSettings {
-  return { maxProposal: 6, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, ...over };
+  return { maxProposal: 6, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, lookahead: false, ...over };
 }
 
 /** A model that repeats itself like code: next token copies an earlier span most of the time. */
@@ -53,6 +54,7 @@ async function run(
     stopStrings?: string[];
     spec?: Partial<SpeculationSettings>;
     signal?: AbortSignal;
+    lookahead?: LookaheadPool;
   } = {},
 ) {
   const target = opts.target ?? new FakeEvaluator(model);
@@ -67,6 +69,7 @@ async function run(
     ngram: ngram(2, 6),
     draft: new DraftModelProposer(draftEval, 0),
     signal: opts.signal,
+    lookahead: opts.lookahead,
   });
   return { tokens: [...stop.tokens], text: stop.finalText, stats, target };
 }
@@ -218,5 +221,63 @@ describe('speculative decoder (stand-in model)', () => {
     const r = await run('draft', model, prompts(8, 1)[0].concat([1, 2, 3]), { target, maxTokens: 100, draftAccuracy: 1 });
     assert.ok(target.tokens.length <= 40);
     assert.equal(r.stats.stopReason, 'contextFull');
+  });
+});
+
+describe("the lookahead pool (the target's outputs after a rejected guess)", () => {
+  it('chains continuations from the end of the history, newest first, bounded', () => {
+    const pool = new LookaheadPool(3, 4);
+    pool.add([1, 2], 3);
+    pool.add([2, 3], 4);
+    pool.add([3, 4], 5);
+    assert.deepEqual(pool.find([9, 1, 2], 10), [3, 4, 5]);
+    assert.deepEqual(pool.find([9, 1, 2], 2), [3, 4]);
+    pool.add([1, 2], 7);
+    assert.deepEqual(pool.find([1, 2], 10), [7], 'the newest continuation of a key wins');
+    pool.add([5, 5], 5);
+    pool.add([6, 6], 6);
+    assert.equal(pool.size, 4);
+    assert.deepEqual(pool.find([2, 3], 1), [], 'the oldest entries went first');
+    assert.deepEqual(pool.find([5, 5], 3), [5, 5, 5], 'a cycle stops at maxLen');
+  });
+
+  it('harvests the batch positions from the one after the rejection, each keyed by the tokens before it', () => {
+    const pool = new LookaheadPool(3);
+    // history ... 10, 11 (pending = 11), proposal 20 21 22; the target said 20 then 30 (rejects 21), then 31 after 21, 32 after 22.
+    const sequence = [10, 11, 20, 21, 22];
+    pool.harvest(sequence, 1, [20, 30, 31, 32], 2);
+    assert.deepEqual(pool.find([20, 21], 1), [31]);
+    assert.deepEqual(pool.find([21, 22], 1), [32]);
+    assert.deepEqual(pool.find([11, 20], 1), [], 'the correction at the rejection is the true history, not kept');
+  });
+
+  it('n-gram modes with the pool stay lossless, token for token, adaptive or not, and its proposals get accepted', async () => {
+    let cases = 0;
+    let proposed = 0;
+    let accepted = 0;
+    for (const seed of [1, 2, 3, 4]) {
+      const model = seed % 2 ? repetitiveModel(seed) : hashModel(seed, VOCAB, 3);
+      const pool = new LookaheadPool();
+      for (const prompt of prompts(seed, 20)) {
+        const plain = await run('plain', model, prompt, { maxTokens: 120 });
+        for (const mode of ['ngram', 'hybrid'] as const) {
+          for (const adaptive of [false, true]) {
+            const spec = await run(mode, model, prompt, { seed, maxTokens: 120, spec: { adaptive }, lookahead: pool });
+            assert.deepEqual(spec.tokens, plain.tokens, `${mode} adaptive=${adaptive} seed ${seed} prompt ${prompt.join(',')}`);
+            assert.equal(spec.stats.stopReason, plain.stats.stopReason);
+            proposed += spec.stats.speculation.bySource.lookahead.proposedTokens;
+            accepted += spec.stats.speculation.bySource.lookahead.acceptedTokens;
+            cases++;
+          }
+        }
+      }
+    }
+    assert.equal(cases, 320);
+    assert.ok(proposed > 0 && accepted > 0, `lookahead proposed ${proposed}, accepted ${accepted}`);
+  });
+
+  it('without the pool no lookahead proposal is made', async () => {
+    const r = await run('hybrid', repetitiveModel(3), [1, 2, 3, 4, 5]);
+    assert.equal(r.stats.speculation.bySource.lookahead.steps, 0);
   });
 });

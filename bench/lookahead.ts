@@ -1,0 +1,75 @@
+// Regime 7: the lookahead pool (issue 16), side by side with the modes it adds to. Per task, the
+// n-gram and hybrid modes with and without the pool of the target's own outputs after rejected
+// guesses (src/speculation/lookaheadPool.ts), on the completion as the editor asks for it and on a
+// long generation (128 tokens, no stop but the end of text), each checked equal to plain decoding.
+// The pool is kept per document across tasks, as the extension keeps it.
+import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
+import type { CompletionRequest, DecodeMode } from '../src/shared/types';
+import { SpeculationPolicy } from '../src/speculation/policy';
+import type { BenchTask } from './corpus';
+import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { Progress } from './stats';
+
+export type LookaheadMode = 'plain' | 'ngram' | 'ngram+lookahead' | 'hybrid' | 'hybrid+lookahead';
+export const LOOKAHEAD_MODES: readonly LookaheadMode[] = ['plain', 'ngram', 'ngram+lookahead', 'hybrid', 'hybrid+lookahead'];
+export type Generation = 'editor' | 'long';
+
+export interface LookaheadRow {
+  mode: LookaheadMode;
+  generation: Generation;
+  tasks: number;
+  tokens: number;
+  /** Target evaluations while decoding (the prompt's left out). */
+  evaluations: number;
+  decodeMs: number;
+  lookaheadProposed: number;
+  lookaheadAccepted: number;
+  identical: number;
+}
+
+const LONG_TOKENS = 128;
+
+export async function regimeLookahead(tasks: BenchTask[], pair: { target: string; draft: string }, opts: BenchSessionOptions) {
+  const { session, engine } = await benchSession(pair, opts);
+  const rows = new Map<string, LookaheadRow>();
+  const row = (mode: LookaheadMode, generation: Generation) => {
+    const key = `${mode}/${generation}`;
+    let r = rows.get(key);
+    if (!r) rows.set(key, (r = { mode, generation, tasks: 0, tokens: 0, evaluations: 0, decodeMs: 0, lookaheadProposed: 0, lookaheadAccepted: 0, identical: 0 }));
+    return r;
+  };
+  // Each mode learns its own acceptance and costs, as a user's session in that mode would.
+  const policies = new Map(LOOKAHEAD_MODES.map((m) => [m, new SpeculationPolicy({ ...DEFAULT_SPECULATION })]));
+  const progress = new Progress(tasks.length * 2, `lookahead (${session.info.target.name})`);
+  for (const [index, task] of tasks.entries()) {
+    const editor = engine.buildRequest(engineDocument(task)) as CompletionRequest;
+    const long: CompletionRequest = { ...editor, maxTokens: LONG_TOKENS, stopAtBlockEnd: false, singleLine: false, maxLines: undefined };
+    for (const [generation, request] of [
+      ['editor', editor],
+      ['long', long],
+    ] as const) {
+      // Untimed: the prompt's KV is then warm for every mode alike.
+      await session.complete({ ...request, mode: 'plain' });
+      const plain = await session.complete({ ...request, mode: 'plain' });
+      // Rotated, so no mode always runs right after another.
+      const order = LOOKAHEAD_MODES.map((_, i) => LOOKAHEAD_MODES[(i + index) % LOOKAHEAD_MODES.length]);
+      for (const mode of order) {
+        const [decodeMode, withPool] = (mode === 'plain' ? ['plain', false] : [mode.replace('+lookahead', ''), mode.endsWith('+lookahead')]) as [DecodeMode, boolean];
+        const result = mode === 'plain' ? plain : await session.complete({ ...request, mode: decodeMode }, undefined, { lookahead: withPool, policy: policies.get(mode) });
+        const s = result.stats;
+        const r = row(mode, generation);
+        r.tasks++;
+        r.tokens += Math.max(0, s.generatedTokens - 1);
+        r.evaluations += s.speculation.targetEvaluations - 1;
+        r.decodeMs += s.totalMs - s.promptMs;
+        r.lookaheadProposed += s.speculation.bySource.lookahead.proposedTokens;
+        r.lookaheadAccepted += s.speculation.bySource.lookahead.acceptedTokens;
+        if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) r.identical++;
+      }
+      progress.tick(generation);
+    }
+  }
+  const info = session.info;
+  await session.dispose();
+  return { info, rows: [...rows.values()] };
+}
