@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -18,6 +18,7 @@ import { engineDocument, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
+import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
 import { CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
 import { OracleProposer } from './oracleProposer';
@@ -38,7 +39,7 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7' : '1,2,3,4,5,6,7') ?? '').split(',').map(Number));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8' : '1,2,3,4,5,6,7,8') ?? '').split(',').map(Number));
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -596,6 +597,7 @@ function sections(bench: Bench): Section[] {
         run: (b) => lookaheadSection(b, pair),
       });
   }
+  if (regimes.has(8)) list.push({ name: 'regime 8 (window draft)', estimateSeconds: threads === 1 ? 9 * windowDraftTaskCount(bench.tasks.length) : null, run: windowDraftSection });
   return list;
 }
 
@@ -811,6 +813,31 @@ async function lookaheadSection(bench: Bench, pair: ModelPair): Promise<void> {
   ];
   const heading = `Regime 7: the lookahead pool (${r.info.target.name}${r.info.draft ? ` + ${r.info.draft.name}` : ''}, ${tasks.length} tasks)`;
   const legend = `editor: the completion as the editor asks for it (max ${maxTokens} tokens, its stop rules); long: 128 tokens, no stop but the end of text. +lookahead: the target's own outputs after each rejected guess are kept per document and proposed as a third source (src/speculation/lookaheadPool.ts); every output of a verify batch is then read. Decode speed from the second token on; tok/eval: tokens per target evaluation after the prompt's.`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n`);
+}
+
+/** Regime 8 on the first tasks only. */
+const windowDraftTaskCount = (tasks: number) => Math.min(tasks, quick ? 8 : 40);
+
+async function windowDraftSection(bench: Bench): Promise<void> {
+  const pair = mainPair(bench);
+  const tasks = bench.tasks.slice(0, windowDraftTaskCount(bench.tasks.length));
+  const r = await regimeWindowDraft(tasks, pair, { threads, maxTokens, gpu, log });
+  bench.results.windowDraft = { models: r.info, rows: r.rows, promptTokensMedian: r.promptTokensMedian };
+  const speed = (x: { tokens: number; decodeMs: number }) => (x.decodeMs > 0 ? (x.tokens * 1000) / x.decodeMs : null);
+  const plain = r.rows.find((x) => x.source === 'plain');
+  const table = [
+    '| draft | proposals | tok/eval | drafted tokens kept | decode tok/s | vs plain | identical |',
+    '|---|---|---|---|---|---|---|',
+    ...r.rows.map((x) => {
+      const v = speed(x);
+      const p = plain ? speed(plain) : null;
+      return `| ${x.source} | ${x.source === 'plain' ? '-' : x.policy} | ${fmt(x.evaluations ? x.tokens / x.evaluations : null, 2)} | ${x.proposed ? `${pct(x.accepted / x.proposed)} of ${x.proposed}` : '-'} | ${fmt(v, 0)} | ${v !== null && p ? `${fmt(v / p, 2)}x` : '-'} | ${x.identical}/${x.tasks} |`;
+    }),
+  ];
+  const heading = `Regime 8: the target as its own draft on a KV window (${r.info.target.name}, ${tasks.length} tasks, prompts of ${fmt(r.promptTokensMedian, 0)} tokens median)`;
+  const legend = `window W: the target in a second context holding the prompt's first 4 tokens and its last ~W (src/speculation/windowDraft.ts; windows ${WINDOWS.join(', ')}). fixed 5: always 5 drafted tokens (what the agreement is); adaptive: the policy as users get it. The cost of such a draft at 1k-16k contexts: npm run bench:long-context.`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n`);
 }

@@ -12,6 +12,7 @@ import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
 import { LookaheadPool } from '../speculation/lookaheadPool';
+import { WINDOW_STEP, WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
@@ -26,6 +27,9 @@ export interface DecodeOverrides {
   /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
   lookahead?: boolean;
 }
+
+/** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */
+const MAX_WINDOW_GENERATION = 320;
 
 /** Documents whose lookahead pools are kept (the most recently completed in). */
 const LOOKAHEAD_DOCUMENTS = 16;
@@ -224,6 +228,23 @@ export class InferenceSession {
   }
 
   /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
+  /** A second context of the target for self-speculation on a KV window (made on first use). */
+  private windowContext: { context: LlamaContext; evaluator: LlamaSequenceEvaluator; size: number } | null = null;
+
+  /**
+   * A draft for one completion: the target itself on a window of about `window` tokens of the prompt
+   * (speculation/windowDraft.ts). Measured by the benchmark (bench/windowDraft.ts); not a setting yet.
+   */
+  async windowDraft(request: CompletionRequest, window: number): Promise<WindowDraftProposer> {
+    const size = window + WINDOW_STEP + MAX_WINDOW_GENERATION;
+    if (!this.windowContext || this.windowContext.size < size) {
+      await this.windowContext?.context.dispose();
+      const context = await this.target.model.createContext({ contextSize: size, sequences: 1, threads: this.target.context.currentThreads, batchSize: Math.min(size, 512) });
+      this.windowContext = { context, evaluator: new LlamaSequenceEvaluator(context.getSequence(), this.target.model), size };
+    }
+    return new WindowDraftProposer(this.windowContext.evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
+  }
+
   /** The target's outputs after rejected guesses, per document: they recur in later completions there. */
   private readonly lookaheadPools = new Map<string, LookaheadPool>();
 
@@ -313,6 +334,8 @@ export class InferenceSession {
   }
 
   async dispose(): Promise<void> {
+    await this.windowContext?.evaluator.dispose();
+    await this.windowContext?.context.dispose();
     await this.draft?.evaluator.dispose();
     await this.target.evaluator.dispose();
     await this.draft?.context.dispose();

@@ -129,6 +129,22 @@ for (const pair of pairs) {
       process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
     });
 
+    it('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
+      let proposed = 0;
+      let accepted = 0;
+      for (const c of promptCases(Math.ceil(pair.prompts / 3), pair.prompts * 3 + pair.name.length)) {
+        const plain = await session.complete(request(c, 'plain'));
+        // A window shorter than most prompts, so it really leaves tokens out.
+        const draft = await session.windowDraft(request(c, 'draft'), 24);
+        const spec = await session.complete(request(c, 'draft'), undefined, { draft });
+        await same(spec, plain, request(c, 'draft'), `window draft on ${c.name}`);
+        proposed += spec.stats.speculation.bySource.draft.proposedTokens;
+        accepted += spec.stats.speculation.bySource.draft.acceptedTokens;
+      }
+      assert.ok(proposed > 0, 'the window draft proposed');
+      process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);
+    });
+
     it('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(12, 99)) {
         const plainFree = await session.complete(request(c, 'plain', { maxTokens: 60 }));

@@ -6,6 +6,7 @@ import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/ty
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
 import { LookaheadPool } from '../../src/speculation/lookaheadPool';
+import { WINDOW_STEP, WindowDraftProposer } from '../../src/speculation/windowDraft';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
@@ -279,5 +280,41 @@ describe("the lookahead pool (the target's outputs after a rejected guess)", () 
   it('without the pool no lookahead proposal is made', async () => {
     const r = await run('hybrid', repetitiveModel(3), [1, 2, 3, 4, 5]);
     assert.equal(r.stats.speculation.bySource.lookahead.steps, 0);
+  });
+});
+
+describe('the target as its own draft on a KV window', () => {
+  it('holds the sinks and the prompt from a cut that moves in steps, so a keystroke keeps its cache', () => {
+    const evaluator = new FakeEvaluator(hashModel(5, VOCAB, 2));
+    const prompt = Array.from({ length: 300 }, (_, i) => i % 50);
+    const a = new WindowDraftProposer(evaluator, 0, prompt.length, 100);
+    const b = new WindowDraftProposer(evaluator, 0, prompt.length + 1, 100);
+    const window = a.windowOf([...prompt, 7, 8]);
+    assert.deepEqual(window.slice(0, 4), prompt.slice(0, 4), 'the attention sinks');
+    assert.deepEqual(window.slice(-2), [7, 8], 'the generated tokens join the window');
+    assert.ok(window.length >= 100 && window.length <= 100 + WINDOW_STEP + 2, `window of ${window.length}`);
+    assert.deepEqual(b.windowOf([...prompt, 9]).slice(0, -1), window.slice(0, -2), 'one more prompt token (typed): the same window start');
+    const short = new WindowDraftProposer(evaluator, 0, 50, 100);
+    assert.deepEqual(short.windowOf(prompt.slice(0, 52)), prompt.slice(0, 52), 'a prompt shorter than the window is all kept');
+  });
+
+  it('stays lossless: proposals from the window are verified by the full target', async () => {
+    for (const seed of [1, 2, 3]) {
+      const model = seed % 2 ? repetitiveModel(seed) : hashModel(seed, VOCAB, 3);
+      for (const prompt of prompts(seed, 10)) {
+        const plain = await run('plain', model, prompt);
+        const target = new FakeEvaluator(model);
+        const stop = new StopRules({ detokenize, isEndToken: (t) => t === EOS, maxTokens: 80 });
+        await decode({
+          mode: 'draft',
+          target,
+          prompt,
+          stop,
+          policy: new SpeculationPolicy(settings({ adaptive: false })),
+          draft: new WindowDraftProposer(new FakeEvaluator(model), 0, prompt.length, 8),
+        });
+        assert.deepEqual([...stop.tokens], plain.tokens, `seed ${seed} prompt ${prompt.join(',')}`);
+      }
+    }
   });
 });
