@@ -2,7 +2,7 @@
 // raw completion becomes after the engine's post-processing.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
-import type { CompletionRequest, ModelSettings } from '../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult, ModelSettings, ProposalSource } from '../src/shared/types';
 import { defaultFilters, postprocess } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 
@@ -43,4 +43,32 @@ export async function benchSession(pair: { target: string; draft: string }, opts
   );
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
   return { session, engine };
+}
+
+/** Sums of decode runs of one mode, against plain decoding of the same requests. */
+export interface DecodeTally {
+  tasks: number;
+  /** Tokens after the first (which the prompt's evaluation yields). */
+  tokens: number;
+  /** Target evaluations while decoding (the prompt's left out). */
+  evaluations: number;
+  decodeMs: number;
+  /** Tokens the tallied source proposed, and of those the target kept. */
+  proposed: number;
+  accepted: number;
+  /** Runs whose tokens equal plain decoding's. */
+  identical: number;
+}
+
+export const emptyTally = (): DecodeTally => ({ tasks: 0, tokens: 0, evaluations: 0, decodeMs: 0, proposed: 0, accepted: 0, identical: 0 });
+
+export function tallyDecode(tally: DecodeTally, result: LocalCompletionResult, plain: LocalCompletionResult, source: ProposalSource): void {
+  const s = result.stats;
+  tally.tasks++;
+  tally.tokens += Math.max(0, s.generatedTokens - 1);
+  tally.evaluations += s.speculation.targetEvaluations - 1;
+  tally.decodeMs += s.totalMs - s.promptMs;
+  tally.proposed += s.speculation.bySource[source].proposedTokens;
+  tally.accepted += s.speculation.bySource[source].acceptedTokens;
+  if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) tally.identical++;
 }

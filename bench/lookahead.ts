@@ -7,24 +7,17 @@ import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import type { CompletionRequest, DecodeMode } from '../src/shared/types';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import type { BenchTask } from './corpus';
-import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { type BenchSessionOptions, benchSession, type DecodeTally, emptyTally, engineDocument, tallyDecode } from './engineView';
 import { Progress } from './stats';
 
 export type LookaheadMode = 'plain' | 'ngram' | 'ngram+lookahead' | 'hybrid' | 'hybrid+lookahead';
 export const LOOKAHEAD_MODES: readonly LookaheadMode[] = ['plain', 'ngram', 'ngram+lookahead', 'hybrid', 'hybrid+lookahead'];
 export type Generation = 'editor' | 'long';
 
-export interface LookaheadRow {
+/** proposed / accepted: the lookahead source's. */
+export interface LookaheadRow extends DecodeTally {
   mode: LookaheadMode;
   generation: Generation;
-  tasks: number;
-  tokens: number;
-  /** Target evaluations while decoding (the prompt's left out). */
-  evaluations: number;
-  decodeMs: number;
-  lookaheadProposed: number;
-  lookaheadAccepted: number;
-  identical: number;
 }
 
 const LONG_TOKENS = 128;
@@ -35,7 +28,7 @@ export async function regimeLookahead(tasks: BenchTask[], pair: { target: string
   const row = (mode: LookaheadMode, generation: Generation) => {
     const key = `${mode}/${generation}`;
     let r = rows.get(key);
-    if (!r) rows.set(key, (r = { mode, generation, tasks: 0, tokens: 0, evaluations: 0, decodeMs: 0, lookaheadProposed: 0, lookaheadAccepted: 0, identical: 0 }));
+    if (!r) rows.set(key, (r = { mode, generation, ...emptyTally() }));
     return r;
   };
   // Each mode learns its own acceptance and costs, as a user's session in that mode would.
@@ -56,15 +49,7 @@ export async function regimeLookahead(tasks: BenchTask[], pair: { target: string
       for (const mode of order) {
         const [decodeMode, withPool] = (mode === 'plain' ? ['plain', false] : [mode.replace('+lookahead', ''), mode.endsWith('+lookahead')]) as [DecodeMode, boolean];
         const result = mode === 'plain' ? plain : await session.complete({ ...request, mode: decodeMode }, undefined, { lookahead: withPool, policy: policies.get(mode) });
-        const s = result.stats;
-        const r = row(mode, generation);
-        r.tasks++;
-        r.tokens += Math.max(0, s.generatedTokens - 1);
-        r.evaluations += s.speculation.targetEvaluations - 1;
-        r.decodeMs += s.totalMs - s.promptMs;
-        r.lookaheadProposed += s.speculation.bySource.lookahead.proposedTokens;
-        r.lookaheadAccepted += s.speculation.bySource.lookahead.acceptedTokens;
-        if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) r.identical++;
+        tallyDecode(row(mode, generation), result, plain, 'lookahead');
       }
       progress.tick(generation);
     }

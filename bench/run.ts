@@ -808,7 +808,7 @@ async function lookaheadSection(bench: Bench, pair: ModelPair): Promise<void> {
     ...r.rows.map((x) => {
       const plain = find('plain', x.generation);
       const without = x.mode.endsWith('+lookahead') ? find(x.mode.replace('+lookahead', ''), x.generation) : undefined;
-      return `| ${x.generation} | ${x.mode} | ${fmt(x.evaluations ? x.tokens / x.evaluations : null, 2)} | ${fmt(speed(x), 0)} | ${ratio(speed(x), plain ? speed(plain) : null)} | ${without ? ratio(speed(x), speed(without)) : '-'} | ${x.lookaheadProposed ? `${pct(x.lookaheadAccepted / x.lookaheadProposed)} of ${x.lookaheadProposed}` : '-'} | ${x.identical}/${x.tasks} |`;
+      return `| ${x.generation} | ${x.mode} | ${fmt(x.evaluations ? x.tokens / x.evaluations : null, 2)} | ${fmt(speed(x), 0)} | ${ratio(speed(x), plain ? speed(plain) : null)} | ${without ? ratio(speed(x), speed(without)) : '-'} | ${x.proposed ? `${pct(x.accepted / x.proposed)} of ${x.proposed}` : '-'} | ${x.identical}/${x.tasks} |`;
     }),
   ];
   const heading = `Regime 7: the lookahead pool (${r.info.target.name}${r.info.draft ? ` + ${r.info.draft.name}` : ''}, ${tasks.length} tasks)`;

@@ -10,22 +10,16 @@ import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import type { CompletionRequest } from '../src/shared/types';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import type { BenchTask } from './corpus';
-import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { type BenchSessionOptions, benchSession, type DecodeTally, emptyTally, engineDocument, tallyDecode } from './engineView';
 import { median, Progress } from './stats';
 
 export const WINDOWS = [64, 128, 256];
 const FIXED = 5;
 
-export interface WindowRow {
+/** proposed / accepted: the draft source's (the draft model or the window). */
+export interface WindowRow extends DecodeTally {
   source: string;
   policy: 'fixed 5' | 'adaptive';
-  tasks: number;
-  tokens: number;
-  evaluations: number;
-  decodeMs: number;
-  proposed: number;
-  accepted: number;
-  identical: number;
 }
 
 export async function regimeWindowDraft(tasks: BenchTask[], pair: { target: string; draft: string }, opts: BenchSessionOptions) {
@@ -41,7 +35,7 @@ export async function regimeWindowDraft(tasks: BenchTask[], pair: { target: stri
     await session.complete({ ...request, mode: 'plain' });
     const plain = await session.complete({ ...request, mode: 'plain' });
     const plainRow = rowFor(rows, 'plain', 'adaptive');
-    add(plainRow, plain, plain);
+    tallyDecode(plainRow, plain, plain, 'draft');
     for (const source of sources) {
       for (const policyKind of ['fixed 5', 'adaptive'] as const) {
         const key = `${source}/${policyKind}`;
@@ -49,7 +43,7 @@ export async function regimeWindowDraft(tasks: BenchTask[], pair: { target: stri
         if (!policy) policies.set(key, (policy = new SpeculationPolicy(policyKind === 'adaptive' ? { ...DEFAULT_SPECULATION } : { ...DEFAULT_SPECULATION, adaptive: false, maxProposal: FIXED })));
         const draft = source === 'draft model' ? undefined : await session.windowDraft(request, Number(source.split(' ')[1]));
         const result = await session.complete(request, undefined, { draft, policy });
-        add(rowFor(rows, source, policyKind), result, plain);
+        tallyDecode(rowFor(rows, source, policyKind), result, plain, 'draft');
       }
     }
     progress.tick();
@@ -62,19 +56,6 @@ export async function regimeWindowDraft(tasks: BenchTask[], pair: { target: stri
 function rowFor(rows: Map<string, WindowRow>, source: string, policy: WindowRow['policy']): WindowRow {
   const key = `${source}/${policy}`;
   let r = rows.get(key);
-  if (!r) rows.set(key, (r = { source, policy, tasks: 0, tokens: 0, evaluations: 0, decodeMs: 0, proposed: 0, accepted: 0, identical: 0 }));
+  if (!r) rows.set(key, (r = { source, policy, ...emptyTally() }));
   return r;
-}
-
-type Result = Awaited<ReturnType<Awaited<ReturnType<typeof benchSession>>['session']['complete']>>;
-
-function add(r: WindowRow, result: Result, plain: Result): void {
-  const s = result.stats;
-  r.tasks++;
-  r.tokens += Math.max(0, s.generatedTokens - 1);
-  r.evaluations += s.speculation.targetEvaluations - 1;
-  r.decodeMs += s.totalMs - s.promptMs;
-  r.proposed += s.speculation.bySource.draft.proposedTokens;
-  r.accepted += s.speculation.bySource.draft.acceptedTokens;
-  if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) r.identical++;
 }
