@@ -4,7 +4,6 @@ import type { CompletionRequest, GenerationStats, LocalCompletionResult, LoadedM
 import { describeLoadTimings } from '../engine/loadTimings';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
-import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
 import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { buildPromptContext } from '../prompt/contextBlock';
@@ -14,7 +13,7 @@ import type { DraftProposer, NgramProposer, Proposal } from '../speculation/prop
 import { LookaheadPool } from '../speculation/lookaheadPool';
 import { WINDOW_STEP, WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
-import { StopRules } from '../stopping/stopRules';
+import { requestStops, StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 
@@ -227,7 +226,6 @@ export class InferenceSession {
     }
   }
 
-  /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
   /** A second context of the target for self-speculation on a KV window (made on first use). */
   private windowContext: { context: LlamaContext; evaluator: LlamaSequenceEvaluator; size: number } | null = null;
 
@@ -258,6 +256,7 @@ export class InferenceSession {
     return pool;
   }
 
+  /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
   private readonly chunkTokens = new Map<string, Token[]>();
   private readonly tokenizeChunk = (text: string): Token[] => {
     let tokens = this.chunkTokens.get(text);
@@ -279,10 +278,7 @@ export class InferenceSession {
       // <|file_sep|> or a FIM token has left the middle).
       isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken) || this.template.stopIds.has(token),
       maxTokens: clampMaxTokens(request.maxTokens),
-      stopStrings: request.stop,
-      singleLine: request.singleLine,
-      maxLines: request.maxLines,
-      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: promptPrefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
+      ...requestStops(request, promptPrefix),
     });
   }
 

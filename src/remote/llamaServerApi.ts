@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import type { CompletionRequest, StopReason } from '../shared/types';
 import { ServerError } from './http';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings } from './serverApi';
 
 interface Props {
   model_path?: string;
@@ -101,6 +101,7 @@ export const llamaServerApi: ServerApi = {
 
 function infillBody(request: CompletionRequest, contextSize: number | undefined) {
   const extra = request.extraContext?.files ?? [];
+  const stops = stopStrings(request);
   return {
     input_prefix: request.prefix,
     input_suffix: request.suffix,
@@ -113,11 +114,6 @@ function infillBody(request: CompletionRequest, contextSize: number | undefined)
     cache_prompt: true,
     stream: true,
     timings_per_token: true,
-    ...(stopStrings(request).length ? { stop: stopStrings(request) } : {}),
+    ...(stops.length ? { stop: stops } : {}),
   };
-}
-
-/** The request's stop strings, and a newline for a single-line completion (the server stops there itself). */
-export function stopStrings(request: CompletionRequest): string[] {
-  return [...(request.stop ?? []), ...(request.singleLine ? ['\n'] : [])];
 }

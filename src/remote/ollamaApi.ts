@@ -2,10 +2,9 @@
 // (models whose template takes a suffix say so with the "insert" capability in /api/show); others
 // get the family's FIM template as text with `raw`. Answers stream as one JSON object a line.
 import type { CompletionRequest, StopReason } from '../shared/types';
-import { guessTemplateFamily, renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
+import { guessTemplateFamily, type TemplateFamily } from '../prompt/templates';
 import { ServerError } from './http';
-import { stopStrings } from './llamaServerApi';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
 
 interface Show {
   capabilities?: string[];
@@ -49,7 +48,7 @@ export const ollamaApi: ServerApi = {
       server: `Ollama${version ? ` ${version}` : ''}`,
       contextSize: contextKey ? Number(show.model_info![contextKey]) : undefined,
       speculation: null,
-      promptFormat: family ? `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)` : "`suffix` through the model's own template",
+      promptFormat: family ? rawPromptFormat(family) : "`suffix` through the model's own template",
       ...(family ? { templateFamily: family } : {}),
     };
   },
@@ -63,7 +62,7 @@ export const ollamaApi: ServerApi = {
     if (description.templateFamily || response.status !== 400 || !/insert/i.test(errorMessageOf(response.body) ?? '')) return null;
     const family = guessTemplateFamily(description.model);
     description.templateFamily = family;
-    description.promptFormat = `the ${templateSpec(family).label} fill-in-the-middle template as text (raw; the model's Ollama template takes no suffix)`;
+    description.promptFormat = rawPromptFormat(family);
     return { path: '/api/generate', body: generateBody(request, description.model, family) };
   },
 
@@ -87,17 +86,14 @@ export const ollamaApi: ServerApi = {
   },
 };
 
+/** The model's Ollama template takes no suffix. */
+const rawPromptFormat = (family: TemplateFamily) => templatePromptFormat(family, "raw; the model's Ollama template takes no suffix");
+
 function generateBody(request: CompletionRequest, model: string, family: TemplateFamily | undefined) {
-  const extra = request.extraContext;
-  const stop = [...stopStrings(request), ...(family ? templateSpec(family).stop : [])];
+  const { prompt, stop } = family ? templatePrompt(request, family) : { prompt: request.prefix, stop: stopStrings(request) };
   const options = { temperature: 0, top_k: 1, num_predict: request.maxTokens, ...(stop.length ? { stop } : {}) };
   // Keep the model loaded between keystrokes (Ollama unloads idle models after 5 minutes).
-  const common = { model, stream: true, keep_alive: '30m', options };
-  if (family) {
-    const prompt = renderTextPrompt(templateSpec(family), { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
-    return { ...common, prompt, raw: true };
-  }
-  // Ollama's template has no place for other files: they go before the prefix as comments would not
-  // be reliable across languages, so a server gets only the window here.
-  return { ...common, prompt: request.prefix, suffix: request.suffix };
+  const common = { model, stream: true, keep_alive: '30m', prompt, options };
+  // Ollama's template has no place for other files: with `suffix`, a server gets only the window.
+  return family ? { ...common, raw: true } : { ...common, suffix: request.suffix };
 }

@@ -3,10 +3,9 @@
 // ignores it silently (test/fixtures/remote/): for those, and after any refusal, the prompt is the
 // model family's FIM template as plain text (prompt/templates.ts), which the server tokenizes.
 import type { CompletionRequest, StopReason } from '../shared/types';
-import { guessTemplateFamily, renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
+import { guessTemplateFamily, type TemplateFamily } from '../prompt/templates';
 import { ServerError } from './http';
-import { stopStrings } from './llamaServerApi';
-import { errorMessageOf, type CompletionCall, type ServerApi, type ServerDescription, type StreamEvent } from './serverApi';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
 
 interface ModelList {
   data?: { id?: string; owned_by?: string; max_model_len?: number; meta?: { n_ctx?: number } }[];
@@ -90,16 +89,11 @@ export const openAiApi: ServerApi = {
   },
 };
 
-function textPromptFormat(family: TemplateFamily): string {
-  return `the ${templateSpec(family).label} fill-in-the-middle template as text (the server does not take \`suffix\`)`;
-}
+/** The server refuses or ignores `suffix`. */
+const textPromptFormat = (family: TemplateFamily) => templatePromptFormat(family, 'the server does not take `suffix`');
 
 function completionBody(request: CompletionRequest, model: string, family: TemplateFamily | undefined) {
-  const extra = request.extraContext;
-  const prompt = family
-    ? renderTextPrompt(templateSpec(family), { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName })
-    : request.prefix;
-  const stop = [...stopStrings(request), ...(family ? templateSpec(family).stop : [])];
+  const { prompt, stop } = family ? templatePrompt(request, family) : { prompt: request.prefix, stop: stopStrings(request) };
   return {
     model,
     prompt,

@@ -2,7 +2,7 @@
 // to read its streamed answer. Everything else (timeouts, cancellation, outages, stop rules, stats)
 // is serverBackend.ts's, the same for all.
 import type { BackendKind, CompletionRequest, RemoteServerInfo, StopReason } from '../shared/types';
-import type { TemplateFamily } from '../prompt/templates';
+import { renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
 import type { HttpResponse } from './http';
 
 export type ServerKind = Exclude<BackendKind, 'local'>;
@@ -86,3 +86,24 @@ export function errorMessageOf(body: string): string | undefined {
 }
 
 export type { HttpResponse };
+
+/** The request's stop strings, and a newline for a single-line completion (the server stops there itself). */
+export function stopStrings(request: CompletionRequest): string[] {
+  return [...(request.stop ?? []), ...(request.singleLine ? ['\n'] : [])];
+}
+
+/**
+ * The request as one text prompt in a model family's FIM template (for servers that take no
+ * suffix), extra context included, with the stop strings that template needs on top of the request's.
+ */
+export function templatePrompt(request: CompletionRequest, family: TemplateFamily): { prompt: string; stop: string[] } {
+  const spec = templateSpec(family);
+  const extra = request.extraContext;
+  const prompt = renderTextPrompt(spec, { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
+  return { prompt, stop: [...stopStrings(request), ...spec.stop] };
+}
+
+/** What Show Stats says of a template-as-text prompt, and why the server gets one. */
+export function templatePromptFormat(family: TemplateFamily, why: string): string {
+  return `the ${templateSpec(family).label} fill-in-the-middle template as text (${why})`;
+}

@@ -5,9 +5,8 @@
 import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
-import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
 import type { BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
-import { StopRules } from '../stopping/stopRules';
+import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import { errorMessageOf, type CompletionCall, type ServerApi, type ServerDescription, type ServerFigures, type ServerHttp, type ServerSettings } from './serverApi';
 
@@ -151,9 +150,14 @@ export class ServerBackend implements InferenceBackend {
     return key ? { authorization: `Bearer ${key}` } : {};
   }
 
+  /** One request to the server: its key, its CA and the timeout applied. */
+  private async send(settings: ServerSettings, method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
+    return httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, signal, timeoutMs: this.settings.timeoutMs });
+  }
+
   private http(settings: ServerSettings): ServerHttp {
     const call = async (method: 'GET' | 'POST', path: string, body: unknown, what: string) => {
-      const response = await httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, timeoutMs: this.settings.timeoutMs });
+      const response = await this.send(settings, method, path, body);
       const text = await readText(response, undefined, this.settings.timeoutMs);
       if (response.status >= 300) throw this.httpError(response.status, text, what);
       try {
@@ -168,14 +172,7 @@ export class ServerBackend implements InferenceBackend {
   /** The streaming request; a connection the server had already closed (a stale keep-alive socket) is tried once more. */
   private async post(settings: ServerSettings, call: CompletionCall, signal: AbortSignal | undefined, retry: boolean): Promise<HttpResponse> {
     try {
-      return await httpRequest(joinUrl(settings.endpoint, call.path), {
-        method: 'POST',
-        body: call.body,
-        headers: await this.headers(settings.endpoint),
-        ca: this.ca,
-        signal,
-        timeoutMs: this.settings.timeoutMs,
-      });
+      return await this.send(settings, 'POST', call.path, call.body, signal);
     } catch (error) {
       const e = asServerError(error);
       if (retry && e.code === 'unreachable' && /closed the connection/.test(e.message) && !signal?.aborted) return this.post(settings, call, signal, false);
@@ -191,10 +188,7 @@ export class ServerBackend implements InferenceBackend {
       detokenize: (ids) => ids.map((i) => chunks[i]).join(''),
       isEndToken: () => false,
       maxTokens: Number.MAX_SAFE_INTEGER,
-      stopStrings: request.stop,
-      singleLine: request.singleLine,
-      maxLines: request.maxLines,
-      blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix: request.prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
+      ...requestStops(request),
     });
     let firstTokenAt: number | undefined;
     const figures: ServerFigures = {};

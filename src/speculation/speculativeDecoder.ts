@@ -150,11 +150,12 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
       policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
     }
     if (lookahead && accepted + 1 < predictions.length) {
-      // The target's continuations of the wrong history after the first rejected guess.
-      const sequence = history.concat(proposal.tokens);
+      // The target's continuations of the wrong history after the first rejected guess. Only the
+      // pool's key length of history comes before the batch (history ends with its first token).
+      const before = history.slice(-(lookahead.n - 1));
       lookahead.harvest(
-        sequence,
-        history.length - 1,
+        before.concat(proposal.tokens),
+        before.length - 1,
         predictions.map((p) => p.token),
         accepted + 1,
       );

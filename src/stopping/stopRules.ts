@@ -1,4 +1,5 @@
-import type { StopReason, Token } from '../shared/types';
+import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
+import type { CompletionRequest, StopReason, Token } from '../shared/types';
 
 export interface StopRulesOptions {
   detokenize(tokens: readonly Token[]): string;
@@ -9,6 +10,19 @@ export interface StopRulesOptions {
   blockEnd?: (text: string) => number | undefined;
   singleLine?: boolean;
   maxLines?: number;
+}
+
+/**
+ * The stops a completion request asks for (stop strings, one line, a few lines, the end of the
+ * cursor's block), the same for every backend. `prefix`: the text the generation continues.
+ */
+export function requestStops(request: CompletionRequest, prefix = request.prefix): Pick<StopRulesOptions, 'stopStrings' | 'singleLine' | 'maxLines' | 'blockEnd'> {
+  return {
+    stopStrings: request.stop,
+    singleLine: request.singleLine,
+    maxLines: request.maxLines,
+    blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
+  };
 }
 
 export interface StopDecision {

@@ -6,8 +6,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } fro
 import { describeLoadTimings } from '../engine/loadTimings';
 import { statsReport } from '../engine/statsReport';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
-import type { BackendSettings } from '../shared/types';
-import type { BackendInfo, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
+import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
 import { describeGpuBackend } from '../models/gpuDescription';
 import { DocumentSync } from './documentSync';
@@ -151,8 +150,9 @@ export class DraftlineController implements vscode.Disposable {
     }
     const backend = this.backend;
     this.statusBar.setState({ kind: 'loading' });
-    if (backend.kind === 'local') {
-      const models = readModelSettings(this.context.extensionPath, this.reportSettingProblem);
+    // Local models as set (the backend resolves their downloads when it loads them).
+    const models = backend.kind === 'local' ? readModelSettings(this.context.extensionPath, this.reportSettingProblem) : null;
+    if (models) {
       this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
     } else {
       this.log.info(`connecting to ${backend.kind === 'llama-server' ? 'llama-server' : `the ${backend.kind} server`} (${reason})`);
@@ -172,7 +172,7 @@ export class DraftlineController implements vscode.Disposable {
       this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);
       this.engine.cache.clear();
       if (local) this.documentSync.resendAll();
-      const gpu = local ? describeGpuBackend(readModelSettings(this.context.extensionPath).gpu, local).text : undefined;
+      const gpu = local && models ? describeGpuBackend(models.gpu, local).text : undefined;
       this.statusBar.setModels(info, this.modeLabel, gpu);
       this.checkActiveDocument();
       this.statusBar.setState(this.restingState());
