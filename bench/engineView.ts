@@ -5,6 +5,7 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenc
 import type { CompletionRequest, LocalCompletionResult, ModelSettings, ProposalSource } from '../src/shared/types';
 import { defaultFilters, postprocess } from '../src/postprocess';
 import type { BenchTask } from './corpus';
+import { scoreCompletion, type TimedCompletion } from './quality';
 
 export function engineDocument(task: BenchTask): EngineDocument {
   return {
@@ -71,4 +72,18 @@ export function tallyDecode(tally: DecodeTally, result: LocalCompletionResult, p
   tally.proposed += s.speculation.bySource[source].proposedTokens;
   tally.accepted += s.speculation.bySource[source].acceptedTokens;
   if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) tally.identical++;
+}
+
+/** One completion timed end to end, scored as the ghost text it becomes against the task's truth. */
+export async function timedCompletion(session: InferenceSession, request: CompletionRequest, doc: EngineDocument, task: BenchTask, maxLines: number): Promise<TimedCompletion> {
+  const t0 = performance.now();
+  const r = await session.complete(request);
+  const latencyMs = performance.now() - t0;
+  return {
+    latencyMs,
+    ttftMs: r.stats.timeToFirstTokenMs,
+    promptTokens: r.stats.promptTokens,
+    promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
+    quality: scoreCompletion(shownText(r.text, request, doc, maxLines), task.truth),
+  };
 }

@@ -8,8 +8,8 @@ import * as path from 'node:path';
 import { ExtraContextRing } from '../src/context/extraContextRing';
 import type { CompletionRequest, ExtraContext } from '../src/shared/types';
 import type { BenchTask, SourceFile } from './corpus';
-import { type BenchSessionOptions, benchSession, engineDocument, shownText } from './engineView';
-import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
+import { type BenchSessionOptions, benchSession, engineDocument, timedCompletion } from './engineView';
+import { summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
 import { Progress } from './stats';
 
 /** Other files a task gets, at most. */
@@ -68,20 +68,7 @@ export async function regimeExtraContext(tasks: BenchTask[], files: readonly Sou
       const request: CompletionRequest = variant === 'extra' ? { ...base, extraContext: extra } : base;
       const earlier = { ...request, prefix: request.prefix.slice(0, -1) };
       const measure = async (kase: Case) => {
-        const t0 = performance.now();
-        const r = await session.complete(request);
-        const latencyMs = performance.now() - t0;
-        const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
-        runs.push({
-          task: task.id,
-          variant,
-          case: kase,
-          latencyMs,
-          ttftMs: r.stats.timeToFirstTokenMs,
-          promptTokens: r.stats.promptTokens,
-          promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
-          quality,
-        });
+        runs.push({ task: task.id, variant, case: kase, ...(await timedCompletion(session, request, doc, task, engine.settings.maxLines)) });
       };
       await session.resetCaches();
       await measure('cold');

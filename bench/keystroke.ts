@@ -1,8 +1,8 @@
 import type { CompletionRequest } from '../src/shared/types';
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';
-import { type BenchSessionOptions, benchSession, engineDocument, shownText } from './engineView';
-import { scoreCompletion, summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
+import { type BenchSessionOptions, benchSession, engineDocument, timedCompletion } from './engineView';
+import { summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';
 import { Progress } from './stats';
 
 export const LAYOUTS: PromptLayout[] = ['standard', 'lineAnchored'];
@@ -28,20 +28,7 @@ export async function regimeKeystroke(tasks: BenchTask[], pair: { target: string
     const request = { ...(engine.buildRequest(doc) as CompletionRequest), mode: 'plain' as const };
     const earlier = { ...request, prefix: request.prefix.slice(0, -1) };
     const measure = async (layout: PromptLayout, kase: Case) => {
-      const t0 = performance.now();
-      const r = await session.complete(request);
-      const latencyMs = performance.now() - t0;
-      const quality = scoreCompletion(shownText(r.text, request, doc, engine.settings.maxLines), task.truth);
-      runs.push({
-        task: task.id,
-        layout,
-        case: kase,
-        latencyMs,
-        ttftMs: r.stats.timeToFirstTokenMs,
-        promptTokens: r.stats.promptTokens,
-        promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
-        quality,
-      });
+      runs.push({ task: task.id, layout, case: kase, ...(await timedCompletion(session, request, doc, task, engine.settings.maxLines)) });
     };
     for (let i = 0; i < LAYOUTS.length; i++) {
       const layout = LAYOUTS[(i + task.id) % LAYOUTS.length];

@@ -1,16 +1,41 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { writeNotGguf } from './ggufWriter';
+import { type ServedFile, startModelServer } from './modelServer';
 import { ensureTestModel } from './models';
 
+export interface DownloadFiles {
+  model: string;
+  draft: string;
+  /** A bigger model, for slow and dropped transfers. */
+  big: string;
+  /** A text file named .gguf. */
+  text: string;
+}
+
 /**
- * The files the download tests serve from a local server: a target and a draft, a bigger model for
- * slow and dropped transfers (all cached in test-output/models), and a text file named .gguf.
+ * A fresh `outDir` and a local server of the files the download tests fetch (the models cached in
+ * test-output/models): a target and a draft, a slow big one, a text file posing as a model, and a
+ * hub path (hf:user/repo/file.gguf resolves to <endpoint>/user/repo/resolve/main/file.gguf), plus
+ * the routes a test adds.
  */
-export async function downloadTestModels(outDir: string): Promise<{ model: string; draft: string; big: string; text: string }> {
-  const model = await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 });
-  const draft = await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 });
-  const big = await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 });
-  const text = path.join(outDir, 'text.gguf');
-  await writeNotGguf(text, 'this is not a model\n'.repeat(100));
-  return { model, draft, big, text };
+export async function startDownloadServer(outDir: string, extraRoutes: (files: DownloadFiles) => Record<string, ServedFile> = () => ({})) {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  fs.mkdirSync(outDir, { recursive: true });
+  const files: DownloadFiles = {
+    model: await ensureTestModel('download-target', { seed: 61, dModel: 64, nLayers: 2, nHeads: 4, ffn: 128 }),
+    draft: await ensureTestModel('download-draft', { seed: 62, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64 }),
+    big: await ensureTestModel('download-big', { seed: 63, dModel: 256, nLayers: 4, nHeads: 4, ffn: 512 }),
+    text: path.join(outDir, 'text.gguf'),
+  };
+  await writeNotGguf(files.text, 'this is not a model\n'.repeat(100));
+  const server = await startModelServer({
+    '/m/target.gguf': { file: files.model },
+    '/m/draft.gguf': { file: files.draft },
+    '/m/slow.gguf': { file: files.big, rate: 2_000_000 },
+    '/m/text.gguf': { file: files.text },
+    '/tester/tiny-repo/resolve/main/tiny-target.gguf': { file: files.model },
+    ...extraRoutes(files),
+  });
+  return { server, ...files };
 }

@@ -11,7 +11,7 @@ import { describeGpuBackend } from '../../src/models/gpuDescription';
 import { CATALOG, recommendPair } from '../../src/models/catalog';
 import { DownloadError, downloadedPath, isModelUri, SpeedMeter, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';
-import { downloadTestModels } from '../support/downloadModels';
+import { startDownloadServer } from '../support/downloadModels';
 import { startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
@@ -65,19 +65,7 @@ describe('downloading from a local server', () => {
   let draft: string;
   let big: string;
   before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(OUT, { recursive: true });
-    let text: string;
-    ({ model, draft, big, text } = await downloadTestModels(OUT));
-    server = await startModelServer({
-      '/m/target.gguf': { file: model },
-      '/m/draft.gguf': { file: draft },
-      '/m/slow.gguf': { file: big, rate: 2_000_000 },
-      '/m/drop.gguf': { file: big, dropAfter: { bytes: 1_500_000, times: 1 } },
-      '/m/text.gguf': { file: text },
-      // The hub: hf:user/repo/file.gguf resolves to <endpoint>/user/repo/resolve/main/file.gguf
-      '/tester/tiny-repo/resolve/main/tiny-target.gguf': { file: model },
-    });
+    ({ server, model, draft, big } = await startDownloadServer(OUT, (f) => ({ '/m/drop.gguf': { file: f.big, dropAfter: { bytes: 1_500_000, times: 1 } } })));
   });
   after(async () => server?.close());
 

@@ -11,8 +11,8 @@ import { DownloadError, downloadedPath, type DownloadProgress } from '../../src/
 import { downloadInWorker } from '../../src/models/downloadInWorker';
 import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
-import { downloadTestModels } from '../support/downloadModels';
-import { startModelServer } from '../support/modelServer';
+import { startDownloadServer } from '../support/downloadModels';
+import type { startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -149,18 +149,7 @@ describe('model downloads in the worker (the extension host never loads node-lla
   }
 
   before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(OUT, { recursive: true });
-    let text: string;
-    ({ model, draft, big, text } = await downloadTestModels(OUT));
-    server = await startModelServer({
-      '/m/target.gguf': { file: model },
-      '/m/draft.gguf': { file: draft },
-      '/m/slow.gguf': { file: big, rate: 2_000_000 },
-      '/m/slow-small.gguf': { file: model, rate: 1_000_000 },
-      '/m/text.gguf': { file: text },
-      '/tester/tiny-repo/resolve/main/tiny-target.gguf': { file: model },
-    });
+    ({ server, model, draft, big } = await startDownloadServer(OUT, (f) => ({ '/m/slow-small.gguf': { file: f.model, rate: 1_000_000 } })));
     client = new WorkerClient({ workerPath: WORKER, env: { DRAFTLINE_TEST_HOOKS: '1' }, backoff: { initialMs: 50, maxMs: 200, stableAfterMs: 60_000 } });
   });
   after(async () => {
