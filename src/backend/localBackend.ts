@@ -1,6 +1,7 @@
 // Completions from Draftline's own inference worker (llama.cpp in a child process): the draft
 // and target models on this machine, with lossless speculative decoding and the n-gram index.
 import type { BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { SharedWorkerAddress } from '../worker/sharedWorker';
 import { WorkerClient } from '../worker/workerClient';
 import type { BackendEvents, InferenceBackend, OutageStatus } from './backend';
 
@@ -9,6 +10,8 @@ export interface LocalBackendOptions {
   workerPath: string;
   /** The GPU choice at start-up: the worker starts loading that llama.cpp binding at once. */
   preloadGpu?: ModelSettings['gpu'];
+  /** The worker all windows share, or none for a private one (see WorkerClientOptions.shared). */
+  shared?: SharedWorkerAddress;
   /** The models and speculation settings to load, read when load() runs (model downloads resolved, through this worker). */
   settings(worker: WorkerClient): Promise<{ models: ModelSettings; speculation: SpeculationSettings }>;
 }
@@ -28,6 +31,7 @@ export class LocalBackend implements InferenceBackend {
       onCrash: () => events.onOutage(),
       onRestart: () => events.onRecovered(),
       onResync: (key) => events.onResync(key),
+      shared: options.shared,
     });
   }
 

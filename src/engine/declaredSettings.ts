@@ -60,6 +60,7 @@ export function backendSettingsFrom(config: SettingsReader): BackendSettings {
     caFile: (config.value<string>('server.caFile') ?? '').trim(),
     timeoutMs: config.number('server.timeoutMs'),
     sendExtraContext: config.value<boolean>('server.sendExtraContext'),
+    sharedWorker: config.value<boolean>('sharedWorker'),
   };
 }
 

@@ -176,6 +176,8 @@ export interface LoadedModelsInfo {
   loadTimings?: LoadTimings;
   /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */
   runtime?: RuntimeChoice;
+  /** Set when this load found the models already loaded in the shared worker: how many other windows use them. */
+  sharedWith?: number;
 }
 
 /** What the installed binaries and this machine offer, next to what was asked. */
@@ -226,6 +228,8 @@ export interface BackendSettings {
   /** Until the server's first byte, and between two chunks of its answer. */
   timeoutMs: number;
   sendExtraContext: boolean;
+  /** Local only: use the inference worker every window shares (worker/sharedWorker.ts). */
+  sharedWorker: boolean;
 }
 
 /** What serves completions, for the status bar and Show Stats. */

@@ -8,6 +8,7 @@ import { statsReport } from '../engine/statsReport';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
+import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { describeGpuBackend } from '../models/gpuDescription';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
@@ -115,9 +116,11 @@ export class DraftlineController implements vscode.Disposable {
     if (settings.kind !== 'local') {
       return createServerBackend(settings, { apiKey: (endpoint) => Promise.resolve(this.context.secrets.get(serverApiKeyName(endpoint))) }, events);
     }
+    const workerPath = path.join(this.context.extensionPath, 'dist', 'worker.js');
     return new LocalBackend(
       {
-        workerPath: path.join(this.context.extensionPath, 'dist', 'worker.js'),
+        workerPath,
+        shared: settings.sharedWorker ? this.sharedWorkerAddress(workerPath) : undefined,
         // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
         settings: async (worker) => ({
@@ -129,6 +132,19 @@ export class DraftlineController implements vscode.Disposable {
     );
   }
 
+  /** Where the shared worker listens, or undefined (a private worker) where it cannot be shared safely. */
+  private sharedWorkerAddress(workerPath: string): SharedWorkerAddress | undefined {
+    if (!sharedWorkerSupported()) return undefined;
+    try {
+      const address = sharedWorkerAddress(workerPath);
+      ensurePrivateDirectory(address.dir);
+      return address;
+    } catch (error) {
+      this.log.warn(`a worker of this window's own: the shared worker's directory cannot be used (${(error as Error).message})`);
+      return undefined;
+    }
+  }
+
   /**
    * Loads (or reloads) what serves completions: the models in the worker, or a server's check. The
    * previous ones keep serving until then. Another backend in the settings replaces the current one
@@ -138,8 +154,10 @@ export class DraftlineController implements vscode.Disposable {
     const generation = ++this.loadGeneration;
     const wanted = readBackendSettings(this.reportSettingProblem);
     if (JSON.stringify(wanted) !== JSON.stringify(this.backendSettings)) {
-      // Local to local needs no new worker: the load below picks up the new models.
-      if (wanted.kind !== 'local' || this.backend.kind !== 'local') {
+      // Local to local needs no new worker (the load below picks up the new models), unless the
+      // worker is to be shared now, or no longer.
+      const sharing = this.backendSettings.sharedWorker !== wanted.sharedWorker;
+      if (wanted.kind !== 'local' || this.backend.kind !== 'local' || sharing) {
         this.log.info(`backend: ${this.backend.kind} → ${wanted.kind}${wanted.kind === 'local' ? '' : ` at ${wanted.endpoint || 'its default endpoint'}`}`);
         this.backend.dispose();
         this.crashNotice?.close();
@@ -167,7 +185,12 @@ export class DraftlineController implements vscode.Disposable {
       if (this.activationToReadyMs === null) {
         this.activationToReadyMs = Math.round(performance.now() - this.activatedAt);
         const t = local?.loadTimings;
-        this.log.info(`ready ${this.activationToReadyMs} ms after activation${t ? ` (worker up at ${t.workerAgeMs} ms of its life, then ${describeLoadTimings(t)})` : ''}`);
+        const how = local?.sharedWith
+          ? ` (the models were already loaded in the shared worker, for ${local.sharedWith} other window${local.sharedWith === 1 ? '' : 's'})`
+          : t
+            ? ` (worker up at ${t.workerAgeMs} ms of its life, then ${describeLoadTimings(t)})`
+            : '';
+        this.log.info(`ready ${this.activationToReadyMs} ms after activation${how}`);
       }
       this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);
       this.engine.cache.clear();

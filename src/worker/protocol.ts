@@ -37,6 +37,9 @@ export interface WorkerDiagnostics {
   maxConcurrentGenerations: number;
   /** The n-gram index (null before a model is loaded): documents searched, their characters, and documents still being indexed. */
   index: { documents: number; chars: number; pending: number } | null;
+  /** Windows connected (1 for a private worker) and the model pairs loaded for them. */
+  clients: number;
+  loadedModels: number;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */

@@ -1,6 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import type { DownloadProgress } from '../models/downloadIndex';
+import { readFrames, writeFrame } from './frames';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
+import { connectSharedWorker, type SharedWorkerAddress } from './sharedWorker';
 
 export interface WorkerClientOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -18,6 +20,20 @@ export interface WorkerClientOptions {
   onResync?: (key: string) => void;
   requestTimeoutMs?: Partial<Record<keyof WorkerMethods, number>>;
   backoff?: { initialMs: number; maxMs: number; stableAfterMs: number };
+  /**
+   * Use the worker all windows share (started if none runs) instead of a private child process:
+   * models another window loaded are ready at once. Its end looks like a crash to every client.
+   */
+  shared?: SharedWorkerAddress;
+}
+
+/** How the client reaches its worker: a private child's IPC channel or the shared worker's socket. */
+interface Channel {
+  /** The child's pid (private worker); the shared worker's comes with its hello. */
+  readonly pid?: number;
+  send(message: ClientMessage): boolean;
+  /** Stops this client's use: a private worker is killed, a shared one only loses this connection. */
+  close(): void;
 }
 
 /** A restart scheduled after a crash. */
@@ -62,7 +78,8 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
  * when the process dies (a native abort in llama.cpp ends the worker, never the extension host).
  */
 export class WorkerClient {
-  private child: ChildProcess | null = null;
+  private channel: Channel | null = null;
+  private workerPid: number | undefined;
   private ready: Promise<void> | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -76,7 +93,7 @@ export class WorkerClient {
   constructor(private readonly options: WorkerClientOptions) {}
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.channel ? (this.channel.pid ?? this.workerPid) : undefined;
   }
 
   /**
@@ -110,7 +127,6 @@ export class WorkerClient {
   }
 
   notify(notification: WorkerNotification): void {
-    if (!this.child?.connected) return;
     this.post({ v: PROTOCOL_VERSION, type: 'notify', notification });
   }
 
@@ -119,12 +135,9 @@ export class WorkerClient {
     if (this.restart) clearTimeout(this.restart.timer);
     this.restart = null;
     this.failAll(new WorkerError('worker stopped', 'disposed'));
-    const child = this.child;
-    this.child = null;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'), 3000).unref();
-    }
+    const channel = this.channel;
+    this.channel = null;
+    channel?.close();
   }
 
   private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, onProgress?: (progress: DownloadProgress) => void): Promise<WorkerMethods[M][1]> {
@@ -161,17 +174,34 @@ export class WorkerClient {
   }
 
   private post(message: ClientMessage): boolean {
-    const child = this.child;
-    if (!child?.connected) return false;
-    try {
-      child.send(message);
-      return true;
-    } catch {
-      return false;
-    }
+    return this.channel?.send(message) ?? false;
   }
 
   private async spawn(): Promise<void> {
+    const shared = this.options.shared;
+    let started = true;
+    if (shared) {
+      const connection = await connectSharedWorker({ workerPath: this.options.workerPath, address: shared, env: this.options.env ?? {}, timeoutMs: DEFAULT_TIMEOUTS.hello });
+      started = connection.started;
+      this.channel = this.socketChannel(connection.socket);
+    } else {
+      this.channel = this.forkChannel();
+    }
+    this.starts++;
+    this.startedAt = Date.now();
+    try {
+      const hello = await this.send('hello', {});
+      if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
+      this.workerPid = hello.pid;
+      const how = !shared ? 'inference worker started' : started ? 'shared inference worker started' : 'connected to the shared inference worker';
+      this.options.log?.('info', `${how} (pid ${hello.pid})`);
+    } catch (error) {
+      this.ready = null;
+      throw error;
+    }
+  }
+
+  private forkChannel(): Channel {
     const child = fork(this.options.workerPath, [], {
       // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
       env: { ...process.env, ...this.options.env, ELECTRON_RUN_AS_NODE: '1' },
@@ -179,22 +209,52 @@ export class WorkerClient {
       execArgv: [],
       serialization: 'advanced',
     });
-    this.child = child;
-    this.starts++;
-    this.startedAt = Date.now();
+    const channel: Channel = {
+      pid: child.pid,
+      send: (message) => {
+        if (!child.connected) return false;
+        try {
+          child.send(message);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      close: () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'), 3000).unref();
+      },
+    };
     child.stdout?.on('data', (d: Buffer) => this.options.log?.('debug', `worker: ${d.toString().trimEnd()}`));
     child.stderr?.on('data', (d: Buffer) => this.options.log?.('warn', `worker: ${d.toString().trimEnd()}`));
     child.on('message', (message: WorkerMessage) => this.onMessage(message));
-    child.on('exit', (code, signal) => this.onExit(child, code, signal));
+    child.on('exit', (code, signal) => this.onExit(channel, signal ? `inference worker was killed by ${signal}` : `inference worker exited with code ${code}`));
     child.on('error', (error) => this.options.log?.('error', `worker process error: ${error.message}`));
-    try {
-      const hello = await this.send('hello', {});
-      if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
-      this.options.log?.('info', `inference worker started (pid ${hello.pid})`);
-    } catch (error) {
-      this.ready = null;
-      throw error;
-    }
+    return channel;
+  }
+
+  private socketChannel(socket: import('node:net').Socket): Channel {
+    const channel: Channel = {
+      send: (message) => {
+        if (socket.destroyed || !socket.writable) return false;
+        writeFrame(socket, message);
+        return true;
+      },
+      close: () => socket.destroy(),
+    };
+    readFrames(
+      socket,
+      (message) => this.onMessage(message as WorkerMessage),
+      (error) => {
+        this.options.log?.('error', `the shared inference worker sent what is not a message (${error.message})`);
+        socket.destroy();
+      },
+    );
+    socket.on('error', (error) => this.options.log?.('warn', `shared inference worker connection: ${error.message}`));
+    // The worker died (a native abort takes every window's connection) or was stopped.
+    socket.on('close', () => this.onExit(channel, 'the shared inference worker ended'));
+    return channel;
   }
 
   private onMessage(message: WorkerMessage): void {
@@ -223,11 +283,10 @@ export class WorkerClient {
     else pending.reject(new WorkerError(message.error.message, message.error.code));
   }
 
-  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.child !== child) return;
-    this.child = null;
+  private onExit(channel: Channel, description: string): void {
+    if (this.channel !== channel) return;
+    this.channel = null;
     this.ready = null;
-    const description = signal ? `inference worker was killed by ${signal}` : `inference worker exited with code ${code}`;
     this.failAll(new WorkerError(description, 'crashed'));
     if (this.disposed) return;
     // Back off so a model that kills the worker at every load does not spin the machine.

@@ -1,5 +1,15 @@
-// Entry of the inference child process. A native abort in llama.cpp ends this process, never the
-// extension host; the client restarts it.
+// Entry of the inference process. A native abort in llama.cpp ends this process, never the
+// extension host; its clients restart it.
+//
+// It runs in one of two ways:
+// - private: forked by one extension host, talking over Node's IPC channel; it exits when that
+//   host goes away;
+// - shared (DRAFTLINE_SHARED_SOCKET set): started detached by the first window, serving every
+//   window of this user and extension build over a unix socket in a private directory
+//   (sharedWorker.ts). Windows that load the same models share one loaded copy, so a second window
+//   or a reloaded one is ready at once. It exits a while after its last client left.
+import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
@@ -7,26 +17,48 @@ import { downloadModels } from '../inference/modelDownloader';
 import type { ModelSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
+import { readFrames, writeFrame } from './frames';
 
-let session: InferenceSession | null = null;
-let loading: Promise<InferenceSession> | null = null;
-const running = new Map<number, AbortController>();
-/** Downloads under way, by request id (apart from `running`: a new completion must not cancel them). */
-const downloads = new Map<number, AbortController>();
+/** Models loaded once for every client that asked for the same files with the same settings. */
+interface LoadedModels {
+  key: string;
+  session: InferenceSession | null;
+  loading: Promise<InferenceSession> | null;
+  users: Set<Connection>;
+}
+
+/** One client: an extension host (a window). Its request ids and document keys are its own. */
+interface Connection {
+  id: number;
+  send(message: WorkerMessage): void;
+  models: LoadedModels | null;
+  /** Its documents' keys as the index holds them (scoped by the connection). */
+  documents: Set<string>;
+  /** Document notifications that came before its models were loaded. */
+  pendingDocuments: WorkerNotification[];
+}
+
+const connections = new Set<Connection>();
+const loadedModels = new Map<string, LoadedModels>();
+let nextConnectionId = 1;
+/** Generations in flight (at most one), by connection-scoped request id. */
+const running = new Map<string, AbortController>();
+/** Downloads under way (apart from `running`: a new completion must not cancel them). */
+const downloads = new Map<string, AbortController>();
 /** Least time between two progress messages of one download (the downloader reports every chunk). */
 const PROGRESS_INTERVAL_MS = 100;
 let completions = 0;
 /** End times (worker clock) of the latest generations, for maxConcurrentGenerations. */
 const recentGenerationEnds: number[] = [];
 let maxConcurrentGenerations = 0;
-const pendingDocuments: WorkerNotification[] = [];
 
-function send(message: WorkerMessage): void {
-  process.send?.(message);
-}
+const requestKey = (connection: Connection, id: number) => `${connection.id}:${id}`;
+/** Two windows may have the same file open, and each opens and closes it on its own. */
+const documentKey = (connection: Connection, key: string) => `${connection.id}|${key}`;
 
+/** Worker logs go to every client's log: they are about the one process they share. */
 function log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
-  send({ v: PROTOCOL_VERSION, type: 'log', level, message });
+  for (const connection of connections) connection.send({ v: PROTOCOL_VERSION, type: 'log', level, message });
 }
 
 // Start the llama.cpp binding now, while the extension host is still sending the load request: it is
@@ -35,53 +67,109 @@ function log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void 
 const preloadGpu = process.env.DRAFTLINE_PRELOAD_GPU as ModelSettings['gpu'] | undefined;
 if (preloadGpu) getRuntime({ gpu: preloadGpu }, 1, log).catch(() => undefined);
 
-type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number) => Promise<WorkerMethods[M][1]>;
+/** The same files (as they are now on disk) with the same settings: one loaded copy serves them all. */
+function modelsKey(models: ModelSettings): string {
+  const stamp = (file: string | null | undefined) => {
+    if (!file) return null;
+    try {
+      const s = fs.statSync(file);
+      return [s.size, s.mtimeMs];
+    } catch {
+      return null;
+    }
+  };
+  return JSON.stringify([models, stamp(models.targetModel), stamp(models.draftModel)]);
+}
+
+/** The connection stops using its models; the last user's leaving unloads them. */
+function leaveModels(connection: Connection): void {
+  const entry = connection.models;
+  connection.models = null;
+  if (!entry) return;
+  entry.users.delete(connection);
+  const session = entry.session;
+  if (entry.users.size > 0) {
+    for (const key of connection.documents) session?.documents.removeDocument(key);
+    return;
+  }
+  if (loadedModels.get(entry.key) === entry) loadedModels.delete(entry.key);
+  // Stops indexing slices still under way for this index. A load still running is disposed when it ends.
+  session?.documents.clear();
+  session?.dispose().catch(() => undefined);
+}
+
+async function loadModels(connection: Connection, models: ModelSettings, speculation: WorkerMethods['load'][0]['speculation']) {
+  const key = modelsKey(models);
+  const existing = loadedModels.get(key);
+  let entry: LoadedModels;
+  let joined = false;
+  // Models another window already loaded (or is loading) are shared. A client that reloads its own
+  // models gets them afresh, as from a private worker (a reload is how a user starts clean).
+  if (existing && [...existing.users].some((u) => u !== connection)) {
+    if (connection.models !== existing) leaveModels(connection);
+    existing.users.add(connection);
+    connection.models = existing;
+    entry = existing;
+    joined = true;
+  } else {
+    leaveModels(connection);
+    entry = { key, session: null, loading: null, users: new Set([connection]) };
+    connection.models = entry;
+    loadedModels.set(key, entry);
+    entry.loading = InferenceSession.load(models, { ...DEFAULT_SPECULATION, ...speculation }, log);
+    entry.loading.then(
+      (session) => {
+        entry.session = session;
+        entry.loading = null;
+        // Everyone left while it loaded.
+        if (entry.users.size === 0) session.dispose().catch(() => undefined);
+      },
+      () => {
+        entry.loading = null;
+        if (loadedModels.get(key) === entry) loadedModels.delete(key);
+      },
+    );
+  }
+  const session = entry.session ?? (await entry.loading!);
+  if (connection.models !== entry) throw Object.assign(new Error('superseded by another load'), { code: 'superseded' });
+  if (joined) session.configure(speculation);
+  // Documents that arrived while loading go into the index now.
+  for (const n of connection.pendingDocuments.splice(0)) applyNotification(connection, n);
+  return joined ? { ...session.info, sharedWith: entry.users.size - 1 } : session.info;
+}
+
+type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number, connection: Connection) => Promise<WorkerMethods[M][1]>;
 
 const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   hello: async () => ({ protocol: PROTOCOL_VERSION, pid: process.pid }),
-  load: async ({ models, speculation }) => {
-    const previous = session;
-    session = null;
-    // Stops indexing slices still under way for the old models' index.
-    previous?.documents.clear();
-    await previous?.dispose().catch(() => undefined);
-    loading = InferenceSession.load(models, { ...DEFAULT_SPECULATION, ...speculation }, log);
-    try {
-      session = await loading;
-    } finally {
-      loading = null;
-    }
-    // Documents that arrived while loading go into the new index now.
-    for (const n of pendingDocuments.splice(0)) applyNotification(n);
-    return session.info;
-  },
-  complete: async ({ request }, id) => {
-    const current = requireSession();
-    // At most one generation in flight: a new request supersedes the running one.
+  load: async ({ models, speculation }, _id, connection) => loadModels(connection, models, speculation),
+  complete: async ({ request }, id, connection) => {
+    const current = requireSession(connection);
+    // At most one generation in flight, over all windows: a new request supersedes the running one.
     for (const controller of running.values()) controller.abort();
     const controller = new AbortController();
-    running.set(id, controller);
+    const key = requestKey(connection, id);
+    running.set(key, controller);
+    const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
     // The document being completed in counts as recently used; if the index dropped it for room,
     // its text comes again and it is indexed (dropping the least recently used one instead).
-    if (request.documentKey && current.documents.useDocument(request.documentKey) === 'evicted') {
-      send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
+    if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
+      connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
     }
     try {
-      const result = await current.complete(request, controller.signal);
+      const result = await current.complete(scoped, controller.signal);
       recordGeneration(performance.now(), result.stats.totalMs);
       return result;
     } finally {
-      running.delete(id);
+      running.delete(key);
     }
   },
-  configure: async ({ speculation }) => {
-    requireSession().configure(speculation);
+  configure: async ({ speculation }, _id, connection) => {
+    requireSession(connection).configure(speculation);
     return null;
   },
-  unload: async () => {
-    const previous = session;
-    session = null;
-    await previous?.dispose();
+  unload: async (_params, _id, connection) => {
+    leaveModels(connection);
     return null;
   },
   systemInfo: async () => {
@@ -89,34 +177,45 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const vram = llama.gpu === false ? { total: 0, unifiedSize: 0 } : await llama.getVramState();
     return { backend: llama.gpu === false ? 'cpu' : llama.gpu, vramBytes: vram.total, ramBytes: os.totalmem(), unifiedMemory: vram.unifiedSize > 0 };
   },
-  download: async ({ uris, dirPath, huggingFaceEndpoint }, id) => {
+  download: async ({ uris, dirPath, huggingFaceEndpoint }, id, connection) => {
     // Registered before the first await: a cancel that follows the request finds it.
     const controller = new AbortController();
-    downloads.set(id, controller);
+    const key = requestKey(connection, id);
+    downloads.set(key, controller);
     let sentAt = -Infinity;
     const onProgress = (progress: DownloadProgress) => {
       const now = performance.now();
       const finished = progress.totalBytes > 0 && progress.downloadedBytes >= progress.totalBytes;
       if (!finished && now - sentAt < PROGRESS_INTERVAL_MS) return;
       sentAt = now;
-      send({ v: PROTOCOL_VERSION, type: 'progress', id, progress });
+      connection.send({ v: PROTOCOL_VERSION, type: 'progress', id, progress });
     };
     try {
       // Fails with a DownloadError: its code ('cancelled' | 'failed' | 'invalid') goes back as the error code.
       return await downloadModels(uris, { dirPath, huggingFaceEndpoint, signal: controller.signal, onProgress });
     } finally {
-      downloads.delete(id);
+      downloads.delete(key);
     }
   },
   diagnostics: async () => {
     const memory = process.memoryUsage();
-    const index = session?.documents.stats();
+    const sessions = [...loadedModels.values()].map((e) => e.session).filter((s): s is InferenceSession => s !== null);
+    const stats = sessions.map((s) => s.documents.stats());
     return {
       rssBytes: memory.rss,
       heapUsedBytes: memory.heapUsed,
       completions,
       maxConcurrentGenerations,
-      index: index ? { documents: index.documents, chars: index.indexedChars, pending: index.pendingDocuments } : null,
+      index:
+        stats.length === 0
+          ? null
+          : {
+              documents: stats.reduce((n, s) => n + s.documents, 0),
+              chars: stats.reduce((n, s) => n + s.indexedChars, 0),
+              pending: stats.reduce((n, s) => n + s.pendingDocuments, 0),
+            },
+      clients: connections.size,
+      loadedModels: sessions.length,
     };
   },
   crash: async () => {
@@ -153,36 +252,42 @@ async function betweenIndexingSlices(): Promise<void> {
   }
 }
 
-function requireSession(): InferenceSession {
-  if (!session) throw Object.assign(new Error(loading ? 'models are still loading' : 'no model is loaded'), { code: 'not_loaded' });
-  return session;
+function requireSession(connection: Connection): InferenceSession {
+  const entry = connection.models;
+  if (!entry?.session) throw Object.assign(new Error(entry?.loading ? 'models are still loading' : 'no model is loaded'), { code: 'not_loaded' });
+  return entry.session;
 }
 
-function applyNotification(n: WorkerNotification): void {
+function applyNotification(connection: Connection, n: WorkerNotification): void {
   if (n.kind === 'cancel') {
-    running.get(n.id)?.abort();
-    downloads.get(n.id)?.abort();
+    running.get(requestKey(connection, n.id))?.abort();
+    downloads.get(requestKey(connection, n.id))?.abort();
     return;
   }
+  const session = connection.models?.session;
   if (!session) {
-    if (n.kind !== 'accepted') pendingDocuments.push(n);
-    if (pendingDocuments.length > 1000) pendingDocuments.shift();
+    const pending = connection.pendingDocuments;
+    if (n.kind !== 'accepted') pending.push(n);
+    if (pending.length > 1000) pending.shift();
     return;
   }
+  const key = documentKey(connection, n.key);
   try {
     switch (n.kind) {
       case 'documentOpen':
+        connection.documents.add(key);
         // In slices: a 2 MB file takes over a second to tokenize, which completions must not wait for.
-        session.documents.setDocumentInSlices(n.key, n.text, betweenIndexingSlices).catch((error: Error) => log('warn', `n-gram index: ${error.message}`));
+        session.documents.setDocumentInSlices(key, n.text, betweenIndexingSlices).catch((error: Error) => log('warn', `n-gram index: ${error.message}`));
         break;
       case 'documentEdit':
-        if (!session.documents.applyEdits(n.key, n.edits)) send({ v: PROTOCOL_VERSION, type: 'resync', key: n.key });
+        if (!session.documents.applyEdits(key, n.edits)) connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: n.key });
         break;
       case 'documentClose':
-        session.documents.removeDocument(n.key);
+        connection.documents.delete(key);
+        session.documents.removeDocument(key);
         break;
       case 'accepted':
-        session.addAccepted(n.key, n.text);
+        session.addAccepted(key, n.text);
         break;
     }
   } catch (error) {
@@ -190,29 +295,161 @@ function applyNotification(n: WorkerNotification): void {
   }
 }
 
-process.on('message', (raw: ClientMessage) => {
+function onClientMessage(connection: Connection, raw: ClientMessage): void {
   if (raw?.v !== PROTOCOL_VERSION) {
     if (raw && (raw as { type?: string }).type === 'request') {
       const id = (raw as { id: number }).id;
-      send({ v: PROTOCOL_VERSION, type: 'response', id, ok: false, error: { message: `protocol version ${String(raw.v)} is not ${PROTOCOL_VERSION}`, code: 'protocol' } });
+      connection.send({ v: PROTOCOL_VERSION, type: 'response', id, ok: false, error: { message: `protocol version ${String(raw.v)} is not ${PROTOCOL_VERSION}`, code: 'protocol' } });
     }
     return;
   }
   if (raw.type === 'notify') {
-    applyNotification(raw.notification);
+    applyNotification(connection, raw.notification);
     return;
   }
   const handler = handlers[raw.method] as Handler<keyof WorkerMethods> | undefined;
   if (!handler) {
-    send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: `unknown method ${String(raw.method)}` } });
+    connection.send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: `unknown method ${String(raw.method)}` } });
     return;
   }
-  handler(raw.params as never, raw.id).then(
-    (result) => send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: true, result }),
-    (error: Error & { code?: string }) => send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: error?.message ?? String(error), code: error?.code } }),
+  handler(raw.params as never, raw.id, connection).then(
+    (result) => connection.send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: true, result }),
+    (error: Error & { code?: string }) => connection.send({ v: PROTOCOL_VERSION, type: 'response', id: raw.id, ok: false, error: { message: error?.message ?? String(error), code: error?.code } }),
   );
-});
+}
 
-// The extension host went away: nothing left to serve.
-process.on('disconnect', () => process.exit(0));
+function openConnection(send: (message: WorkerMessage) => void): Connection {
+  const connection: Connection = { id: nextConnectionId++, send, models: null, documents: new Set(), pendingDocuments: [] };
+  connections.add(connection);
+  return connection;
+}
+
+/** The client went away: its requests stop, its documents leave the index, its models unload if nobody else uses them. */
+function closeConnection(connection: Connection): void {
+  if (!connections.delete(connection)) return;
+  for (const [key, controller] of [...running, ...downloads]) if (key.startsWith(`${connection.id}:`)) controller.abort();
+  leaveModels(connection);
+}
+
+/** Private: one client, the extension host that forked this process. */
+function serveParent(): void {
+  const connection = openConnection((message) => process.send?.(message));
+  process.on('message', (raw: ClientMessage) => onClientMessage(connection, raw));
+  // The extension host went away: nothing left to serve.
+  process.on('disconnect', () => process.exit(0));
+}
+
+/** How long a shared worker with no client keeps its models loaded (a window reload comes back within it). */
+const SHARED_IDLE_MS = Number(process.env.DRAFTLINE_SHARED_IDLE_MS) || 10 * 60_000;
+
+/** Whether something accepts connections on the socket. */
+function answers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
+/** A lock younger than this whose socket does not answer yet belongs to a worker still starting. */
+const LOCK_STARTING_MS = 30_000;
+
+/**
+ * Only the holder of `<socket>.lock` (a directory: mkdir is atomic) listens, so two windows that
+ * start a worker at once, or restart one after a crash, end up with one. A lock whose holder is gone
+ * is moved aside by rename, which only one contender can do; the rest try again.
+ */
+async function takeLock(lockDir: string, socketPath: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      fs.mkdirSync(lockDir, { mode: 0o700 });
+      fs.writeFileSync(`${lockDir}/pid`, String(process.pid));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let holder = Number.NaN;
+    let age = 0;
+    try {
+      age = Date.now() - fs.statSync(lockDir).mtimeMs;
+      holder = Number(fs.readFileSync(`${lockDir}/pid`, 'utf8'));
+    } catch {}
+    let holderAlive = false;
+    try {
+      if (Number.isInteger(holder) && holder > 0) {
+        process.kill(holder, 0);
+        holderAlive = true;
+      }
+    } catch {}
+    // A holder that runs (or has not written its pid yet) serves or is about to; a pid that runs but
+    // never answers after a long while is another process that got a dead worker's pid.
+    if ((holderAlive || Number.isNaN(holder)) && (age < LOCK_STARTING_MS || (await answers(socketPath)))) return false;
+    try {
+      const aside = `${lockDir}.stale-${process.pid}`;
+      fs.renameSync(lockDir, aside);
+      fs.rmSync(aside, { recursive: true, force: true });
+    } catch {}
+  }
+  return false;
+}
+
+/** Shared: every window of this user and build, over the socket sharedWorker.ts chose. */
+async function serveSocket(socketPath: string): Promise<void> {
+  const lockDir = `${socketPath}.lock`;
+  // Another worker serves (or is starting): exit 0 tells the client that started this one to connect there.
+  if (!(await takeLock(lockDir, socketPath))) process.exit(0);
+  let idleTimer: NodeJS.Timeout | null = null;
+  const idle = () => {
+    if (idleTimer) clearTimeout(idleTimer);
+    idleTimer = connections.size > 0 ? null : setTimeout(shutDown, SHARED_IDLE_MS);
+  };
+  const server = net.createServer((socket) => {
+    const connection = openConnection((message) => {
+      if (!socket.destroyed) writeFrame(socket, message);
+    });
+    idle();
+    readFrames(
+      socket,
+      (raw) => onClientMessage(connection, raw as ClientMessage),
+      (error) => {
+        log('warn', `a client sent what is not a message (${error.message}); closing its connection`);
+        socket.destroy();
+      },
+    );
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      closeConnection(connection);
+      idle();
+    });
+  });
+  const shutDown = () => {
+    server.close();
+    for (const file of [socketPath, lockDir]) fs.rmSync(file, { recursive: true, force: true });
+    process.exit(0);
+  };
+  server.on('error', (error) => {
+    console.error(`shared inference worker: cannot listen on ${socketPath}: ${error.message}`);
+    fs.rmSync(lockDir, { recursive: true, force: true });
+    process.exit(1);
+  });
+  server.on('listening', () => {
+    fs.chmodSync(socketPath, 0o600);
+    idle();
+  });
+  // Holding the lock, a socket file there is a dead worker's.
+  fs.rmSync(socketPath, { force: true });
+  server.listen(socketPath);
+  process.on('SIGTERM', shutDown);
+}
+
+const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
+if (sharedSocket) {
+  serveSocket(sharedSocket).catch((error: Error) => {
+    console.error(`shared inference worker: ${error.message}`);
+    process.exit(1);
+  });
+} else serveParent();
 process.on('unhandledRejection', (reason) => log('error', `unhandled rejection: ${String((reason as Error)?.stack ?? reason)}`));

@@ -364,6 +364,10 @@ function codeServerEnv(dirs: ReturnType<typeof userDataDirs>, extra?: Record<str
     XDG_CONFIG_HOME: dirs.xdgConfig,
     XDG_DATA_HOME: dirs.xdgData,
     XDG_CACHE_HOME: dirs.xdgCache,
+    // Each server its own shared inference worker (a test starts cold), which leaves soon after
+    // the server's windows are gone rather than 10 minutes later.
+    DRAFTLINE_SHARED_WORKER_DIR: path.join(dirs.outDir, 'shared-worker'),
+    DRAFTLINE_SHARED_IDLE_MS: '3000',
     ...(extra ?? {}),
   };
 }

@@ -28,7 +28,7 @@ const quietEvents = (): BackendEvents & { outages: number; recoveries: number } 
 };
 
 function backendFor(server: LlamaServer, overrides: Partial<BackendSettings> = {}, key?: string) {
-  const settings: BackendSettings = { kind: 'llama-server', endpoint: server.url, model: '', caFile: '', timeoutMs: 20_000, sendExtraContext: false, ...overrides };
+  const settings: BackendSettings = { kind: 'llama-server', endpoint: server.url, model: '', caFile: '', timeoutMs: 20_000, sendExtraContext: false, sharedWorker: false, ...overrides };
   return new ServerBackend(llamaServerApi, settings, { apiKey: async () => key }, quietEvents());
 }
 

@@ -92,7 +92,7 @@ function makeBackend(kind: ServerKind, endpoint: string, options: { settings?: P
   const rec = recorder();
   const sleeps: number[] = [];
   const keyAsked: URL[] = [];
-  const settings: BackendSettings = { kind, endpoint, model: '', caFile: '', timeoutMs: 2000, sendExtraContext: false, ...options.settings };
+  const settings: BackendSettings = { kind, endpoint, model: '', caFile: '', timeoutMs: 2000, sendExtraContext: false, sharedWorker: false, ...options.settings };
   const backend = createServerBackend(
     settings,
     {

@@ -157,7 +157,7 @@ describe('the backend and its server', () => {
       'server.sendExtraContext': { workspaceValue: true },
     });
     const read = backendSettingsFrom(settings);
-    assert.deepEqual(read, { kind: 'local', endpoint: '', model: '', caFile: '', timeoutMs: DECLARATIONS['draftline.server.timeoutMs']!.default, sendExtraContext: false });
+    assert.deepEqual(read, { kind: 'local', endpoint: '', model: '', caFile: '', timeoutMs: DECLARATIONS['draftline.server.timeoutMs']!.default, sendExtraContext: false, sharedWorker: true });
     assert.equal(problems.length, 5, problems.join('\n'));
     assert.ok(problems.every((p) => /workspace's settings, which Draftline ignores/.test(p)));
   });
@@ -176,7 +176,7 @@ describe('the backend and its server', () => {
   });
 
   it('every backend and server setting is machine scoped', () => {
-    const keys = Object.keys(DECLARATIONS).filter((k) => k === 'draftline.backend' || k.startsWith('draftline.server.'));
+    const keys = Object.keys(DECLARATIONS).filter((k) => k === 'draftline.backend' || k === 'draftline.sharedWorker' || k.startsWith('draftline.server.'));
     assert.ok(keys.length >= 6, keys.join());
     for (const key of keys) assert.equal(DECLARATIONS[key]!.scope, 'machine', key);
   });
