@@ -330,6 +330,8 @@ export class InferenceSession {
   }
 
   async dispose(): Promise<void> {
+    // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
+    await this.running;
     await this.windowContext?.evaluator.dispose();
     await this.windowContext?.context.dispose();
     await this.draft?.evaluator.dispose();

@@ -185,11 +185,13 @@ export class DraftlineController implements vscode.Disposable {
       if (this.activationToReadyMs === null) {
         this.activationToReadyMs = Math.round(performance.now() - this.activatedAt);
         const t = local?.loadTimings;
-        const how = local?.sharedWith
-          ? ` (the models were already loaded in the shared worker, for ${local.sharedWith} other window${local.sharedWith === 1 ? '' : 's'})`
-          : t
-            ? ` (worker up at ${t.workerAgeMs} ms of its life, then ${describeLoadTimings(t)})`
-            : '';
+        const others = local?.sharedWith;
+        const how =
+          others !== undefined
+            ? ` (the models were already loaded in the shared worker, ${others === 0 ? 'kept from a window that closed' : `for ${others} other window${others === 1 ? '' : 's'}`})`
+            : t
+              ? ` (worker up at ${t.workerAgeMs} ms of its life, then ${describeLoadTimings(t)})`
+              : '';
         this.log.info(`ready ${this.activationToReadyMs} ms after activation${how}`);
       }
       this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);

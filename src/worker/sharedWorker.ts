@@ -80,6 +80,8 @@ export async function connectSharedWorker(options: { workerPath: string; address
       // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
       env: { ...process.env, ...options.env, ELECTRON_RUN_AS_NODE: '1', DRAFTLINE_SHARED_SOCKET: address.socketPath },
       detached: true,
+      // Not the first window's folder: the worker outlives it, and must not hold it open.
+      cwd: address.dir,
       stdio: ['ignore', logFd, logFd],
     });
     child.on('exit', (code, signal) => {

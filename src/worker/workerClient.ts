@@ -180,22 +180,30 @@ export class WorkerClient {
   private async spawn(): Promise<void> {
     const shared = this.options.shared;
     let started = true;
-    if (shared) {
-      const connection = await connectSharedWorker({ workerPath: this.options.workerPath, address: shared, env: this.options.env ?? {}, timeoutMs: DEFAULT_TIMEOUTS.hello });
-      started = connection.started;
-      this.channel = this.socketChannel(connection.socket);
-    } else {
-      this.channel = this.forkChannel();
-    }
-    this.starts++;
-    this.startedAt = Date.now();
     try {
+      if (shared) {
+        const connection = await connectSharedWorker({ workerPath: this.options.workerPath, address: shared, env: this.options.env ?? {}, timeoutMs: DEFAULT_TIMEOUTS.hello });
+        if (this.disposed) {
+          connection.socket.destroy();
+          throw new WorkerError('worker client is disposed', 'disposed');
+        }
+        started = connection.started;
+        this.channel = this.socketChannel(connection.socket);
+      } else {
+        this.channel = this.forkChannel();
+      }
+      this.starts++;
+      this.startedAt = Date.now();
       const hello = await this.send('hello', {});
       if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
       this.workerPid = hello.pid;
       const how = !shared ? 'inference worker started' : started ? 'shared inference worker started' : 'connected to the shared inference worker';
       this.options.log?.('info', `${how} (pid ${hello.pid})`);
     } catch (error) {
+      // Nothing half-open stays behind (a connection kept open would keep a shared worker from idling out).
+      const channel = this.channel;
+      this.channel = null;
+      channel?.close();
       this.ready = null;
       throw error;
     }
@@ -283,8 +291,9 @@ export class WorkerClient {
     else pending.reject(new WorkerError(message.error.message, message.error.code));
   }
 
-  private onExit(channel: Channel, description: string): void {
-    if (this.channel !== channel) return;
+  /** The worker ended (`channel` is the one that ended), or a restart failed (null): back off, then start again. */
+  private onExit(channel: Channel | null, description: string): void {
+    if (channel && this.channel !== channel) return;
     this.channel = null;
     this.ready = null;
     this.failAll(new WorkerError(description, 'crashed'));
@@ -300,7 +309,9 @@ export class WorkerClient {
       if (this.disposed) return;
       this.start().then(
         () => this.options.onRestart?.(),
-        (error: Error) => this.options.log?.('error', `worker restart failed: ${error.message}`),
+        // Not left broken until a reload: the next try waits longer (a shared worker that did not
+        // start, or another window's that died while this one connected).
+        (error: Error) => !this.disposed && this.onExit(null, `worker restart failed: ${error.message}`),
       );
     }, delay);
     this.restart = { timer, at: Date.now() + delay, description };

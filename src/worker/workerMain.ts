@@ -39,6 +39,9 @@ interface Connection {
 }
 
 const connections = new Set<Connection>();
+const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
+/** Serving every window (a shared worker) rather than the one that forked this process. */
+const sharing = Boolean(sharedSocket);
 const loadedModels = new Map<string, LoadedModels>();
 let nextConnectionId = 1;
 /** Generations in flight (at most one), by connection-scoped request id. */
@@ -81,18 +84,25 @@ function modelsKey(models: ModelSettings): string {
   return JSON.stringify([models, stamp(models.targetModel), stamp(models.draftModel)]);
 }
 
-/** The connection stops using its models; the last user's leaving unloads them. */
-function leaveModels(connection: Connection): void {
+/**
+ * The connection stops using its models; the last user's leaving unloads them, except in the shared
+ * worker when the window went away (`keep`): a reloaded window comes back for them within seconds.
+ * Such kept models go when other models are loaded, or with the worker when it idles out.
+ */
+function leaveModels(connection: Connection, keep = false): void {
   const entry = connection.models;
   connection.models = null;
   if (!entry) return;
   entry.users.delete(connection);
   const session = entry.session;
-  if (entry.users.size > 0) {
-    for (const key of connection.documents) session?.documents.removeDocument(key);
-    return;
-  }
+  for (const key of connection.documents) session?.documents.removeDocument(key);
+  if (entry.users.size > 0 || (keep && session)) return;
+  unloadModels(entry);
+}
+
+function unloadModels(entry: LoadedModels): void {
   if (loadedModels.get(entry.key) === entry) loadedModels.delete(entry.key);
+  const session = entry.session;
   // Stops indexing slices still under way for this index. A load still running is disposed when it ends.
   session?.documents.clear();
   session?.dispose().catch(() => undefined);
@@ -105,7 +115,9 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   let joined = false;
   // Models another window already loaded (or is loading) are shared. A client that reloads its own
   // models gets them afresh, as from a private worker (a reload is how a user starts clean).
-  if (existing && [...existing.users].some((u) => u !== connection)) {
+  // Kept models nobody uses (a window that went away) are taken up by the next window that wants them.
+  const kept = existing !== undefined && existing.users.size === 0 && existing.session !== null;
+  if (existing && (kept || [...existing.users].some((u) => u !== connection))) {
     if (connection.models !== existing) leaveModels(connection);
     existing.users.add(connection);
     connection.models = existing;
@@ -113,6 +125,8 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
     joined = true;
   } else {
     leaveModels(connection);
+    // Kept models nobody came back for make room for these.
+    for (const other of [...loadedModels.values()]) if (other.users.size === 0) unloadModels(other);
     entry = { key, session: null, loading: null, users: new Set([connection]) };
     connection.models = entry;
     loadedModels.set(key, entry);
@@ -328,7 +342,7 @@ function openConnection(send: (message: WorkerMessage) => void): Connection {
 function closeConnection(connection: Connection): void {
   if (!connections.delete(connection)) return;
   for (const [key, controller] of [...running, ...downloads]) if (key.startsWith(`${connection.id}:`)) controller.abort();
-  leaveModels(connection);
+  leaveModels(connection, sharing);
 }
 
 /** Private: one client, the extension host that forked this process. */
@@ -342,6 +356,8 @@ function serveParent(): void {
 /** How long a shared worker with no client keeps its models loaded (a window reload comes back within it). */
 const SHARED_IDLE_MS = Number(process.env.DRAFTLINE_SHARED_IDLE_MS) || 10 * 60_000;
 
+const MAX_UNREAD_LOG_BYTES = 8 * 1024 * 1024;
+
 /** Whether something accepts connections on the socket. */
 function answers(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -352,6 +368,17 @@ function answers(socketPath: string): Promise<boolean> {
     });
     probe.once('error', () => resolve(false));
   });
+}
+
+/** How long a new lock holder waits before it trusts the lock (see takeLock). */
+const LOCK_SETTLE_MS = 200;
+
+function ownsLock(lockDir: string): boolean {
+  try {
+    return fs.readFileSync(`${lockDir}/pid`, 'utf8') === String(process.pid);
+  } catch {
+    return false;
+  }
 }
 
 /** A lock younger than this whose socket does not answer yet belongs to a worker still starting. */
@@ -367,7 +394,11 @@ async function takeLock(lockDir: string, socketPath: string): Promise<boolean> {
     try {
       fs.mkdirSync(lockDir, { mode: 0o700 });
       fs.writeFileSync(`${lockDir}/pid`, String(process.pid));
-      return true;
+      // Another worker that found the dead holder's lock a moment before this one replaced it may
+      // have moved this fresh lock aside as the stale one (it does so right after its check): look
+      // again once that moment is surely over, and leave the place to it if so.
+      await new Promise((resolve) => setTimeout(resolve, LOCK_SETTLE_MS));
+      return ownsLock(lockDir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -408,7 +439,11 @@ async function serveSocket(socketPath: string): Promise<void> {
   };
   const server = net.createServer((socket) => {
     const connection = openConnection((message) => {
-      if (!socket.destroyed) writeFrame(socket, message);
+      if (socket.destroyed) return;
+      // A client that stopped reading (an extension host paused in a debugger) gets no more logs
+      // than this, rather than the worker's memory filling up with them.
+      if (message.type === 'log' && socket.writableLength > MAX_UNREAD_LOG_BYTES) return;
+      writeFrame(socket, message);
     });
     idle();
     readFrames(
@@ -426,10 +461,19 @@ async function serveSocket(socketPath: string): Promise<void> {
     });
   });
   const shutDown = () => {
+    // A window that connected just as the timer fired keeps it.
+    if (connections.size > 0) return;
     server.close();
-    for (const file of [socketPath, lockDir]) fs.rmSync(file, { recursive: true, force: true });
+    // Only what is still this worker's: a successor may have replaced a lock it thought stale.
+    if (ownsLock(lockDir)) {
+      try {
+        if (listening && fs.statSync(socketPath).ino === listening.ino) fs.rmSync(socketPath, { force: true });
+      } catch {}
+      fs.rmSync(lockDir, { recursive: true, force: true });
+    }
     process.exit(0);
   };
+  let listening: fs.Stats | null = null;
   server.on('error', (error) => {
     console.error(`shared inference worker: cannot listen on ${socketPath}: ${error.message}`);
     fs.rmSync(lockDir, { recursive: true, force: true });
@@ -437,6 +481,7 @@ async function serveSocket(socketPath: string): Promise<void> {
   });
   server.on('listening', () => {
     fs.chmodSync(socketPath, 0o600);
+    listening = fs.statSync(socketPath);
     idle();
   });
   // Holding the lock, a socket file there is a dead worker's.
@@ -445,7 +490,6 @@ async function serveSocket(socketPath: string): Promise<void> {
   process.on('SIGTERM', shutDown);
 }
 
-const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
 if (sharedSocket) {
   serveSocket(sharedSocket).catch((error: Error) => {
     console.error(`shared inference worker: ${error.message}`);

@@ -202,13 +202,58 @@ describe('shared inference worker', { skip }, () => {
     assert.equal(d.loadedModels, 1, 'the unused pair was unloaded');
   });
 
-  it('two windows starting at once get one worker', async () => {
+  it('three windows starting at once get one worker, also over a dead worker’s lock and socket', async () => {
+    for (const stale of [false, true]) {
+      const address = freshAddress();
+      if (stale) {
+        // What a worker killed by a native abort leaves: its lock (a pid that no longer runs) and socket file.
+        ensurePrivateDirectory(address.dir);
+        const dead = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(address.socketPath)}, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+        await new Promise<void>((resolve) => dead.stdout!.once('data', () => resolve()));
+        fs.mkdirSync(`${address.socketPath}.lock`);
+        fs.writeFileSync(`${address.socketPath}.lock/pid`, String(dead.pid));
+        dead.kill('SIGKILL');
+        await new Promise((r) => dead.once('exit', r));
+      }
+      const windows = [client(address), client(address), client(address)];
+      await Promise.all(windows.map((w) => w.start()));
+      assert.equal(new Set(windows.map((w) => w.pid)).size, 1, `one worker (stale lock: ${stale})`);
+      assert.equal((await windows[0].request('diagnostics', {})).clients, 3);
+      assert.equal(fs.readFileSync(`${address.socketPath}.lock/pid`, 'utf8'), String(windows[0].pid), 'the lock names the worker that serves');
+      for (const w of windows) w.dispose();
+    }
+  });
+
+  it('a reloaded window finds the models its previous self left loaded; other models replace them', async () => {
     const address = freshAddress();
-    const a = client(address);
-    const b = client(address);
-    await Promise.all([a.start(), b.start()]);
-    assert.equal(a.pid, b.pid);
-    assert.equal((await a.request('diagnostics', {})).clients, 2);
+    const first = client(address);
+    await first.request('load', { models: MODELS, speculation: SPECULATION });
+    const pid = first.pid;
+    first.dispose();
+    const reloaded = client(address);
+    await diagnosticsWhen(reloaded, (d) => d.clients === 1, 'the first connection gone');
+    assert.equal(reloaded.pid, pid, 'the same worker, still up');
+    const info = await reloaded.request('load', { models: MODELS, speculation: SPECULATION });
+    assert.equal(info.sharedWith, 0, 'kept, not loaded again');
+    assert.ok((await reloaded.request('complete', { request: request(PREFIX) })).text.length > 0);
+    await reloaded.request('load', { models: { ...MODELS, contextSize: 512 }, speculation: SPECULATION });
+    assert.equal((await reloaded.request('diagnostics', {})).loadedModels, 1, 'the kept pair made room');
+  });
+
+  it('a worker that cannot start is a clear error, and the next start tries again', async () => {
+    fs.mkdirSync(TMP, { recursive: true });
+    const broken = path.join(TMP, 'broken-worker.js');
+    const tries = path.join(TMP, `broken-tries-${process.pid}`);
+    fs.rmSync(tries, { force: true });
+    fs.writeFileSync(broken, `require('fs').appendFileSync(${JSON.stringify(tries)}, 'x'); console.error('cannot load the binding'); process.exit(3);\n`);
+    const address = { ...freshAddress(), ...sharedWorkerAddress(broken, path.join(TMP, `broken-${process.pid}`)) };
+    dirs.push(address.dir);
+    const c = new WorkerClient({ workerPath: broken, shared: address });
+    clients.push(c);
+    await assert.rejects(c.start(), /did not start \(exited with code 3\); its log: .*cannot load the binding/);
+    await assert.rejects(c.start(), /did not start/);
+    assert.equal(fs.readFileSync(tries, 'utf8'), 'xx', 'a second start is a second try, not the first one’s rejection again');
+    assert.equal(c.pid, undefined);
   });
 
   it('replaces the socket a killed worker left behind', async () => {
