@@ -42,7 +42,8 @@ export function ensurePrivateDirectory(dir: string): void {
   if ((stat.mode & 0o077) !== 0) throw new Error(`${dir} is open to other users (mode ${(stat.mode & 0o777).toString(8)})`);
 }
 
-function connect(socketPath: string): Promise<net.Socket> {
+/** A connection to whatever listens on the socket (rejects with the error code, e.g. ENOENT or ECONNREFUSED). */
+export function connectSocket(socketPath: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(socketPath);
     socket.once('connect', () => {
@@ -66,7 +67,7 @@ export async function connectSharedWorker(options: { workerPath: string; address
   const { address } = options;
   ensurePrivateDirectory(address.dir);
   try {
-    return { socket: await connect(address.socketPath), started: false };
+    return { socket: await connectSocket(address.socketPath), started: false };
   } catch (error) {
     if (!NOT_LISTENING.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
   }
@@ -97,7 +98,7 @@ export async function connectSharedWorker(options: { workerPath: string; address
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     try {
-      return { socket: await connect(address.socketPath), started: true };
+      return { socket: await connectSocket(address.socketPath), started: true };
     } catch (error) {
       if (!NOT_LISTENING.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
     }

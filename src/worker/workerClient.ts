@@ -29,8 +29,6 @@ export interface WorkerClientOptions {
 
 /** How the client reaches its worker: a private child's IPC channel or the shared worker's socket. */
 interface Channel {
-  /** The child's pid (private worker); the shared worker's comes with its hello. */
-  readonly pid?: number;
   send(message: ClientMessage): boolean;
   /** Stops this client's use: a private worker is killed, a shared one only loses this connection. */
   close(): void;
@@ -79,6 +77,7 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
  */
 export class WorkerClient {
   private channel: Channel | null = null;
+  /** The worker's own pid, from its hello (the shared worker is no child of this process). */
   private workerPid: number | undefined;
   private ready: Promise<void> | null = null;
   private nextId = 1;
@@ -93,7 +92,7 @@ export class WorkerClient {
   constructor(private readonly options: WorkerClientOptions) {}
 
   get pid(): number | undefined {
-    return this.channel ? (this.channel.pid ?? this.workerPid) : undefined;
+    return this.channel ? this.workerPid : undefined;
   }
 
   /**
@@ -180,6 +179,7 @@ export class WorkerClient {
   private async spawn(): Promise<void> {
     const shared = this.options.shared;
     let started = true;
+    this.workerPid = undefined;
     try {
       if (shared) {
         const connection = await connectSharedWorker({ workerPath: this.options.workerPath, address: shared, env: this.options.env ?? {}, timeoutMs: DEFAULT_TIMEOUTS.hello });
@@ -218,7 +218,6 @@ export class WorkerClient {
       serialization: 'advanced',
     });
     const channel: Channel = {
-      pid: child.pid,
       send: (message) => {
         if (!child.connected) return false;
         try {

@@ -18,6 +18,7 @@ import type { ModelSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 import { readFrames, writeFrame } from './frames';
+import { connectSocket } from './sharedWorker';
 
 /** Models loaded once for every client that asked for the same files with the same settings. */
 interface LoadedModels {
@@ -360,14 +361,10 @@ const MAX_UNREAD_LOG_BYTES = 8 * 1024 * 1024;
 
 /** Whether something accepts connections on the socket. */
 function answers(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.connect(socketPath);
-    probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
-    });
-    probe.once('error', () => resolve(false));
-  });
+  return connectSocket(socketPath).then(
+    (socket) => (socket.destroy(), true),
+    () => false,
+  );
 }
 
 /** How long a new lock holder waits before it trusts the lock (see takeLock). */
@@ -464,16 +461,14 @@ async function serveSocket(socketPath: string): Promise<void> {
     // A window that connected just as the timer fired keeps it.
     if (connections.size > 0) return;
     server.close();
-    // Only what is still this worker's: a successor may have replaced a lock it thought stale.
+    // Only what is still this worker's: a successor may have replaced a lock it thought stale. Only
+    // the lock's holder listens, so while it is ours, so is the socket.
     if (ownsLock(lockDir)) {
-      try {
-        if (listening && fs.statSync(socketPath).ino === listening.ino) fs.rmSync(socketPath, { force: true });
-      } catch {}
+      fs.rmSync(socketPath, { force: true });
       fs.rmSync(lockDir, { recursive: true, force: true });
     }
     process.exit(0);
   };
-  let listening: fs.Stats | null = null;
   server.on('error', (error) => {
     console.error(`shared inference worker: cannot listen on ${socketPath}: ${error.message}`);
     fs.rmSync(lockDir, { recursive: true, force: true });
@@ -481,7 +476,6 @@ async function serveSocket(socketPath: string): Promise<void> {
   });
   server.on('listening', () => {
     fs.chmodSync(socketPath, 0o600);
-    listening = fs.statSync(socketPath);
     idle();
   });
   // Holding the lock, a socket file there is a dead worker's.
