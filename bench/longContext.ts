@@ -8,15 +8,13 @@
 // bench/nativeClock.ts), at each depth, sizes interleaved, medians of 9 rounds. With a per-token
 // acceptance a (regime 8 of npm run bench measures it for a window on the v3 target), it projects
 // the best speedup over plain: max over k of E(a, k) / (V(k+1)(C) / V1(C) + k V1(W) / V1(C)).
-import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { ModelSettings } from '../src/shared/types';
 import { clockNative, measureForwardPass } from './nativeClock';
+import { runBenchmark, saveReport } from './savedRun';
 import { benchTarget } from './targets';
 
-const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
   const i = argv.indexOf(`--${name}`);
@@ -113,17 +111,7 @@ async function main() {
     '',
     `${((Date.now() - started) / 1000).toFixed(0)} s.`,
   ];
-  const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-long-context`);
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'long-context.md'), `${md.join('\n')}\n`);
-  fs.writeFileSync(path.join(dir, 'long-context.json'), JSON.stringify({ threads, gpu, acceptance, rows }, null, 2));
-  process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  saveReport('long-context', 'long-context', md, { threads, gpu, acceptance, rows });
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

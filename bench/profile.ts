@@ -4,8 +4,6 @@
 // controlledEvaluate, `direct` = our batch + reused native sampler), side by side in one run.
 // The native calls are timed by wrapping the context's binding object: decodeBatch is the forward
 // pass V(b); sampleToken is reading one position's greedy token.
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
@@ -20,8 +18,8 @@ import { OracleProposer } from './oracleProposer';
 import { fmt, median } from './stats';
 import { benchTarget } from './targets';
 import { clockNative, measureForwardPass } from './nativeClock';
+import { runBenchmark, saveReport } from './savedRun';
 
-const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
 const opt = (name: string, fallback: string) => {
   const i = argv.indexOf(`--${name}`);
@@ -214,17 +212,7 @@ async function main() {
   md.push(
     `Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
   );
-  const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-profile${threads > 1 ? `-threads-${threads}` : ''}`);
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'profile.md'), `${md.join('\n')}\n`);
-  fs.writeFileSync(path.join(dir, 'profile.json'), JSON.stringify({ threads, gpu, rows: all, confidences }, null, 2));
-  process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences });
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`${(error as Error).stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

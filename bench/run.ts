@@ -581,22 +581,14 @@ function sections(bench: Bench): Section[] {
       run: keystrokeSection,
     });
   if (regimes.has(5)) list.push({ name: 'regime 5 (cold start)', estimateSeconds: REFERENCE_SECONDS.startupPerRepeat * startupRepeats, run: startupSection });
-  if (regimes.has(6)) {
-    for (const pair of bench.pairs)
-      list.push({
-        name: `regime 6 (extra context, ${pair.name} pair)`,
-        estimateSeconds: threads === 1 ? (EXTRA_CONTEXT_SECONDS_PER_TASK[pair.name] ?? 0) * extraContextTaskCount(bench.tasks.length) : null,
-        run: (b) => extraContextSection(b, pair),
-      });
-  }
-  if (regimes.has(7)) {
-    for (const pair of bench.pairs)
-      list.push({
-        name: `regime 7 (lookahead pool, ${pair.name} pair)`,
-        estimateSeconds: threads === 1 ? (LOOKAHEAD_SECONDS_PER_TASK[pair.name] ?? 0) * lookaheadTaskCount(bench.tasks.length) : null,
-        run: (b) => lookaheadSection(b, pair),
-      });
-  }
+  /** One section a pair; its time estimated per task as measured at 1 thread. */
+  const perPair = (regime: number, what: string, secondsPerTask: Record<string, number>, taskCount: number, section: (b: Bench, pair: ModelPair) => Promise<void>) => {
+    for (const pair of bench.pairs) {
+      list.push({ name: `regime ${regime} (${what}, ${pair.name} pair)`, estimateSeconds: threads === 1 ? (secondsPerTask[pair.name] ?? 0) * taskCount : null, run: (b) => section(b, pair) });
+    }
+  };
+  if (regimes.has(6)) perPair(6, 'extra context', EXTRA_CONTEXT_SECONDS_PER_TASK, extraContextTaskCount(bench.tasks.length), extraContextSection);
+  if (regimes.has(7)) perPair(7, 'lookahead pool', LOOKAHEAD_SECONDS_PER_TASK, lookaheadTaskCount(bench.tasks.length), lookaheadSection);
   if (regimes.has(8)) list.push({ name: 'regime 8 (window draft)', estimateSeconds: threads === 1 ? 9 * windowDraftTaskCount(bench.tasks.length) : null, run: windowDraftSection });
   return list;
 }

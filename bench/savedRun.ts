@@ -1,0 +1,26 @@
+// What the stand-alone benchmarks (bench:profile, bench:long-context) share: their report saved in a
+// folder of bench/results named by when it was written, and a process that ends when main does.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** Writes `<name>.md` and `<name>.json` into bench/results/<time>-<folderTag>/ and prints the report. */
+export function saveReport(folderTag: string, name: string, md: string[], json: unknown): void {
+  const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${name}.md`), `${md.join('\n')}\n`);
+  fs.writeFileSync(path.join(dir, `${name}.json`), JSON.stringify(json, null, 2));
+  process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+}
+
+/** Runs main and exits when it ends (the models' native handles would keep the process alive). */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      process.stderr.write(`${(error as Error).stack ?? error}\n`);
+      process.exit(1);
+    },
+  );
+}
