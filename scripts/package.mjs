@@ -116,12 +116,17 @@ const ignore = [
   'models/recipe/**',
   'models/tiny-*',
   'dist/desktop-suite.js*',
+  'dist/*.stamp',
+  'dist/*.partial',
   'node_modules/node-llama-cpp/llama/gitRelease.bundle',
   'node_modules/node-llama-cpp/llama/xpack/**',
   'node_modules/node-llama-cpp/templates/**',
   'node_modules/typescript/**',
   'node_modules/.bin/**',
 ];
+
+// The native greedy reader is built for this machine; another target reads tokens through node-llama-cpp.
+if (target !== `${process.platform}-${process.arch}`) ignore.push('dist/*.node');
 
 const sources = binaries.map(binaryPackage);
 const missing = sources.filter((s) => s.missing);

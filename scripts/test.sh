@@ -16,6 +16,8 @@ if [ "${DRAFTLINE_SKIP_LLAMA_SERVER:-}" != 1 ]; then
   export DRAFTLINE_REQUIRE_LLAMA_SERVER=1
 fi
 bash scripts/setup-e2e.sh
+# The native greedy reader must build here (Linux, g++): its tests compare it with node-llama-cpp's sampler.
+export DRAFTLINE_REQUIRE_NATIVE=1
 npx tsc -p tsconfig.json
 npm run --silent lint
 node esbuild.mjs

@@ -151,10 +151,11 @@ export class InferenceSession {
       },
       // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
       runtime: await describeRuntimeChoice(settings, llama),
+      tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
     };
     log(
       'info',
-      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)})`,
+      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}`,
     );
     return new InferenceSession(llama, target, draft, info, template, speculation);
   }

@@ -1,17 +1,22 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
+import { loadNativeGreedyReader, type NativeGreedyReader } from './nativeGreedyReader';
 import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvaluator';
 
 /**
  * How the greedy token after each output position is read:
- * - `direct`: node-llama-cpp's batch decoder and one native greedy sampler created once per evaluator
- *   (bench/PROFILE.md: the library's `controlledEvaluate` sets up a sampler per call and per
- *   position, and chains the positions' sampling one after another: 0.26-0.81 ms a step outside the
- *   forward pass on the tiny target, about a fifth of its step);
+ * - `native`: node-llama-cpp's batch decoder, then Draftline's native greedy reader
+ *   (src/native/greedyReader.cpp) reads every needed position in one synchronous call — one native
+ *   round trip a step (the decode) instead of one more per position;
+ * - `direct`: the same decoder and one native greedy sampler created once per evaluator, one
+ *   `sampleToken` round trip per position read (bench/PROFILE.md: the library's `controlledEvaluate`
+ *   sets up a sampler per call and per position, and chains the positions' sampling one after
+ *   another: 0.26-0.81 ms a step outside the forward pass on the tiny target, about a fifth of its step);
  * - `library`: `controlledEvaluate`, the public API, when the internals `direct` needs are missing
  *   (another node-llama-cpp version) — slower, same tokens.
+ * The best available is chosen; all three give the same tokens (test/unit/sequenceEvaluator.test.ts).
  */
-export type EvaluatorPath = 'direct' | 'library';
+export type EvaluatorPath = 'native' | 'direct' | 'library';
 
 /**
  * The few node-llama-cpp 3.22.1 internals the direct path uses. They are checked once when the
@@ -50,7 +55,7 @@ interface SequenceInternals {
 }
 interface ModelInternals {
   _model: unknown;
-  _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler } };
+  _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler }; llamaCppRelease?: { release: string } };
 }
 
 /** The library's default evaluation priority (only one sequence per context here: it never competes). */
@@ -69,6 +74,23 @@ function directInternals(sequence: LlamaContextSequence, model: LlamaModel | und
   return ok ? { seq: seq as SequenceInternals, model: m as ModelInternals } : null;
 }
 
+/** The native reader for this sequence's context, or why not (its build, llama.cpp release, or layout does not match). */
+function attachNativeReader(internals: { seq: SequenceInternals; model: ModelInternals }, sequence: LlamaContextSequence): { reader: NativeGreedyReader } | { error: string } {
+  const loaded = loadNativeGreedyReader();
+  if ('error' in loaded) return loaded;
+  const release = internals.model._llama.llamaCppRelease?.release;
+  if (loaded.reader.llamaCppRelease !== release) {
+    return { error: `${loaded.file} was built for llama.cpp ${loaded.reader.llamaCppRelease}, node-llama-cpp runs ${release ?? 'an unknown release'}` };
+  }
+  const { context } = sequence;
+  try {
+    loaded.reader.probe(internals.seq._context._ctx as object, context.contextSize, context.batchSize, context.totalSequences);
+    return { reader: loaded.reader };
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /**
  * GreedyEvaluator on one long-lived node-llama-cpp context sequence. Argmax is llama.cpp's own greedy
  * sampler, the same code path for a batch of 1 and a batch of k, on either path.
@@ -81,16 +103,28 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private currentPath: EvaluatorPath;
   private readonly internals: { seq: SequenceInternals; model: ModelInternals } | null;
   private sampler: NativeSampler | undefined;
+  private readonly nativeReader: NativeGreedyReader | undefined;
+  /** Why the native reader is not used, when it is not (logged by the session, shown by the profile). */
+  readonly nativeUnavailable: string | undefined;
+  // Reused across steps: the native reader's arguments and results (no per-step allocation).
+  private batchIndexes = new Int32Array(16);
+  private expectedTokens = new Int32Array(16);
+  private readTokens = new Int32Array(16);
+  private readWeights = new Float32Array(16);
 
-  /** `model` enables the direct path; `forcePath` is for tests and the profile. */
+  /** `model` enables the native and direct paths; `forcePath` is for tests and the profile. */
   constructor(
     private readonly sequence: LlamaContextSequence,
     model?: LlamaModel,
     forcePath?: EvaluatorPath,
   ) {
     this.internals = forcePath === 'library' ? null : directInternals(sequence, model);
-    if (forcePath === 'direct' && !this.internals) throw new Error('the direct evaluation path needs node-llama-cpp internals this version lacks');
-    this.currentPath = this.internals ? 'direct' : 'library';
+    if (forcePath && forcePath !== 'library' && !this.internals) throw new Error(`the ${forcePath} evaluation path needs node-llama-cpp internals this version lacks`);
+    const native = this.internals ? attachNativeReader(this.internals, sequence) : { error: 'node-llama-cpp internals missing' };
+    this.nativeReader = 'reader' in native ? native.reader : undefined;
+    this.nativeUnavailable = 'error' in native ? native.error : undefined;
+    if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
+    this.currentPath = forcePath ?? (this.nativeReader ? 'native' : this.internals ? 'direct' : 'library');
   }
 
   get path(): EvaluatorPath {
@@ -99,7 +133,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
 
   /** Switches paths between evaluations (the profile compares them on one sequence). */
   usePath(path: EvaluatorPath): void {
-    if (path === 'direct' && !this.internals) throw new Error('the direct evaluation path needs node-llama-cpp internals this version lacks');
+    if (path !== 'library' && !this.internals) throw new Error(`the ${path} evaluation path needs node-llama-cpp internals this version lacks`);
+    if (path === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     this.currentPath = path;
   }
 
@@ -122,7 +157,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     }
     const firstOutput = input.length - Math.min(outputs, input.length);
     const out =
-      this.internals && this.currentPath === 'direct'
+      this.internals && this.currentPath !== 'library'
         ? await this.appendDirect(this.internals, input, firstOutput, withConfidence, expected)
         : await this.appendLibrary(input, firstOutput, withConfidence);
     this.cached.push(...input);
@@ -132,12 +167,12 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   }
 
   /**
-   * One batch through the library's decoder, then the greedy token of each output position read
-   * by one reused native sampler: in order, and only up to the first position whose token differs
-   * from `expected` (a verify step needs nothing after its first rejection: at low acceptance most
-   * positions are never read). Confidence is 1 / Σ exp(logit - max): the argmax's own probability,
-   * computed without the full-vocabulary sort the library's confidence option does (18 ms per
-   * position with a 152k vocabulary).
+   * One batch through the library's decoder, then the greedy token of each output position: in
+   * order, and only up to the first position whose token differs from `expected` (a verify step
+   * needs nothing after its first rejection: at low acceptance most positions are never read).
+   * Read by the native reader in one call, or else by one reused native sampler, a call a position.
+   * Confidence is 1 / Σ exp(logit - max): the argmax's own probability, computed without the
+   * full-vocabulary sort the library's confidence option does (18 ms per position with a 152k vocabulary).
    */
   private async appendDirect(
     internals: { seq: SequenceInternals; model: ModelInternals },
@@ -147,41 +182,63 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     expected?: readonly Token[],
   ): Promise<EvaluatedNext[]> {
     const { seq } = internals;
-    const logits = input.map((_, i) => i >= firstOutput);
-    const batchIndexOf: number[] = [];
+    const count = input.length - firstOutput;
+    this.reserve(count);
+    const batchIndexes = this.batchIndexes;
+    batchIndexes.fill(-1, 0, count);
     await seq._decodeTokens(
       input.slice(),
-      logits,
+      input.map((_, i) => i >= firstOutput),
       EVALUATION_PRIORITY,
       seq._tokenMeter,
       seq._contextShift,
       (batchLogitIndex, tokenIndex) => {
-        batchIndexOf[tokenIndex] = batchLogitIndex;
+        batchIndexes[tokenIndex - firstOutput] = batchLogitIndex;
         // Not a promise: the library would chain the positions one after another, each a native call.
         return 0;
       },
       seq._takeIntervalCheckpointIfNeededAfterBatch,
     );
+    if (count <= 0) return [];
+    const missing = batchIndexes.subarray(0, count).indexOf(-1);
+    if (missing >= 0) throw new Error(`no output for input position ${firstOutput + missing}`);
     const native = seq._context._ctx;
-    if (firstOutput >= input.length) return [];
+    const out: EvaluatedNext[] = [];
+    if (this.currentPath === 'native' && this.nativeReader) {
+      const expectedCount = expected ? Math.min(expected.length, count) : -1;
+      for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
+      const read = this.nativeReader.readGreedy(native, batchIndexes, count, this.expectedTokens, expectedCount, withConfidence, this.readTokens, this.readWeights);
+      for (let j = 0; j < read; j++) {
+        const weight = this.readWeights[j];
+        out.push(withConfidence && weight > 0 ? { token: this.readTokens[j], confidence: 1 / weight } : { token: this.readTokens[j] });
+      }
+      return out;
+    }
     // In order, one native call each. Reading the next position while the current one is checked
     // (two samplers) measured no faster: the library copies a position's logits into the sampler's
     // candidates under a lock shared by all reads of the context (bench/PROFILE.md).
     const sampler = this.greedySampler(internals);
-    const out: EvaluatedNext[] = [];
-    for (let i = firstOutput; i < input.length; i++) {
-      const batchLogitIndex = batchIndexOf[i];
-      if (batchLogitIndex === undefined) throw new Error(`no output for input position ${i}`);
+    for (let j = 0; j < count; j++) {
+      const batchLogitIndex = batchIndexes[j];
       const result = withConfidence ? await native.sampleToken(batchLogitIndex, sampler, false, false, false, true) : await native.sampleToken(batchLogitIndex, sampler);
       const token = Array.isArray(result) ? result[0] : result;
-      if (token == null || token < 0) throw new Error(`no next token at input position ${i}`);
+      if (token == null || token < 0) throw new Error(`no next token at input position ${firstOutput + j}`);
       const weight = Array.isArray(result) ? result[4] : undefined;
       out.push(withConfidence && weight !== undefined && weight > 0 ? { token, confidence: 1 / weight } : { token });
       // A verify step needs nothing after the first position that disagrees with the proposal.
-      const j = i - firstOutput;
       if (expected && (j >= expected.length || expected[j] !== token)) break;
     }
     return out;
+  }
+
+  /** Grows the reused arrays to hold `count` output positions. */
+  private reserve(count: number): void {
+    if (count <= this.batchIndexes.length) return;
+    const size = Math.max(count, this.batchIndexes.length * 2);
+    this.batchIndexes = new Int32Array(size);
+    this.expectedTokens = new Int32Array(size);
+    this.readTokens = new Int32Array(size);
+    this.readWeights = new Float32Array(size);
   }
 
   private async appendLibrary(input: readonly Token[], firstOutput: number, withConfidence: boolean): Promise<EvaluatedNext[]> {

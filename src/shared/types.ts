@@ -176,6 +176,8 @@ export interface LoadedModelsInfo {
   loadTimings?: LoadTimings;
   /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */
   runtime?: RuntimeChoice;
+  /** How the target's greedy tokens are read (src/inference/llamaSequenceEvaluator.ts), and why not natively when not. */
+  tokenReader?: string;
   /** Set when this load found the models already loaded in the shared worker: how many other windows use them (0: kept after the last window using them closed). */
   sharedWith?: number;
 }

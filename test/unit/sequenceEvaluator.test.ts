@@ -1,24 +1,28 @@
-// The two ways LlamaSequenceEvaluator reads greedy tokens (src/inference/llamaSequenceEvaluator.ts):
-// the direct path (one reused native sampler, outputs read in order and only up to the first
-// rejection) must give exactly what the library's public controlledEvaluate gives.
+// The ways LlamaSequenceEvaluator reads greedy tokens (src/inference/llamaSequenceEvaluator.ts): the
+// native path (Draftline's greedy reader, src/native/greedyReader.cpp: all positions in one call) and
+// the direct path (one reused native sampler), both reading outputs in order and only up to the first
+// rejection, must give exactly what the library's public controlledEvaluate gives.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
+import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
+import { loadNativeGreedyReader } from '../../src/inference/nativeGreedyReader';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { mulberry32 } from '../support/ggufWriter';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-describe('LlamaSequenceEvaluator: direct path equals the library path', () => {
+const FAST_PATHS = ['native', 'direct'] as const;
+
+describe('LlamaSequenceEvaluator: the native and direct paths equal the library path', () => {
   let model: LlamaModel;
   const contexts: LlamaContext[] = [];
   const evaluators: LlamaSequenceEvaluator[] = [];
   let prompt: number[];
 
-  const make = async (path: 'direct' | 'library') => {
+  const make = async (path: EvaluatorPath) => {
     const context = await model.createContext({ contextSize: 512, sequences: 1, threads: 1 });
     contexts.push(context);
     const evaluator = new LlamaSequenceEvaluator(context.getSequence(), model, path);
@@ -38,94 +42,129 @@ describe('LlamaSequenceEvaluator: direct path equals the library path', () => {
     await model.dispose();
   });
 
-  it('picks the direct path on the installed node-llama-cpp, and the library path when asked', async () => {
+  it('picks the native path on the installed node-llama-cpp, and the others when asked', async () => {
+    const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
+    contexts.push(context);
+    const chosen = new LlamaSequenceEvaluator(context.getSequence(), model);
+    evaluators.push(chosen);
+    // npm run build makes the reader (scripts/build-native.mjs); the test suite requires it.
+    assert.equal(chosen.path, 'native', `native reader unavailable: ${chosen.nativeUnavailable}`);
+    assert.equal(chosen.nativeUnavailable, undefined);
     const direct = await make('direct');
     const library = await make('library');
     assert.equal(direct.path, 'direct');
     assert.equal(library.path, 'library');
-    const context = await model.createContext({ contextSize: 128, sequences: 1, threads: 1 });
-    contexts.push(context);
+    const bare = await model.createContext({ contextSize: 128, sequences: 1, threads: 1 });
+    contexts.push(bare);
     // Without the model the native sampler cannot be made: the public API is used.
-    assert.equal(new LlamaSequenceEvaluator(context.getSequence()).path, 'library');
+    assert.equal(new LlamaSequenceEvaluator(bare.getSequence()).path, 'library');
   });
 
-  it('gives the same greedy tokens and confidences for every output position, batch after batch', async () => {
-    const direct = await make('direct');
-    const library = await make('library');
-    const rand = mulberry32(7);
-    const history = [...prompt];
-    const a0 = await direct.append(prompt, 1, true);
-    const b0 = await library.append(prompt, 1, true);
-    assert.deepEqual(
-      a0.map((n) => n.token),
-      b0.map((n) => n.token),
-    );
-    for (let step = 0; step < 12; step++) {
-      // A batch of plausible and random tokens with an output at every position.
-      const batch = Array.from({ length: 1 + (step % 6) }, () => Math.floor(rand() * 4000) + 10);
-      const withConfidence = step % 2 === 0;
-      const a = await direct.append(batch, batch.length, withConfidence);
-      const b = await library.append(batch, batch.length, withConfidence);
+  for (const fast of FAST_PATHS)
+    it(`${fast}: gives the same greedy tokens and confidences for every output position, batch after batch`, async () => {
+      const direct = await make(fast);
+      const library = await make('library');
+      const rand = mulberry32(7);
+      const history = [...prompt];
+      const a0 = await direct.append(prompt, 1, true);
+      const b0 = await library.append(prompt, 1, true);
       assert.deepEqual(
-        a.map((n) => n.token),
-        b.map((n) => n.token),
-        `step ${step}`,
+        a0.map((n) => n.token),
+        b0.map((n) => n.token),
       );
-      if (withConfidence) {
-        a.forEach((n, i) => {
-          assert.ok(n.confidence! > 0 && n.confidence! <= 1);
-          assert.ok(Math.abs(n.confidence! - b[i].confidence!) < 1e-5, `confidence ${n.confidence} vs ${b[i].confidence}`);
-        });
+      for (let step = 0; step < 12; step++) {
+        // A batch of plausible and random tokens with an output at every position.
+        const batch = Array.from({ length: 1 + (step % 6) }, () => Math.floor(rand() * 4000) + 10);
+        const withConfidence = step % 2 === 0;
+        const a = await direct.append(batch, batch.length, withConfidence);
+        const b = await library.append(batch, batch.length, withConfidence);
+        assert.deepEqual(
+          a.map((n) => n.token),
+          b.map((n) => n.token),
+          `step ${step}`,
+        );
+        if (withConfidence) {
+          a.forEach((n, i) => {
+            assert.ok(n.confidence! > 0 && n.confidence! <= 1);
+            // The same Σ exp(logit - max) summed in the same order: the same number, not just close.
+            assert.equal(n.confidence, b[i].confidence, `confidence ${n.confidence} vs ${b[i].confidence}`);
+          });
+        }
+        history.push(...batch);
+        if (step % 3 === 2) {
+          await direct.truncate(history.length - 2);
+          await library.truncate(history.length - 2);
+          history.length -= 2;
+        }
+        assert.deepEqual(direct.tokens, history);
       }
-      history.push(...batch);
-      if (step % 3 === 2) {
-        await direct.truncate(history.length - 2);
-        await library.truncate(history.length - 2);
-        history.length -= 2;
-      }
-      assert.deepEqual(direct.tokens, history);
-    }
-  });
+    });
 
-  it('confidence is the greedy token probability the library reports (softmax of the logits)', async () => {
-    const direct = await make('direct');
-    const [next] = await direct.append(prompt, 1, true);
-    const context = await model.createContext({ contextSize: 512, sequences: 1, threads: 1 });
+  for (const fast of FAST_PATHS)
+    it(`${fast}: confidence is the greedy token probability the library reports (softmax of the logits)`, async () => {
+      const direct = await make(fast);
+      const [next] = await direct.append(prompt, 1, true);
+      const context = await model.createContext({ contextSize: 512, sequences: 1, threads: 1 });
+      contexts.push(context);
+      const out = await context.getSequence().controlledEvaluate(prompt.map((t, i) => (i === prompt.length - 1 ? [t, { generateNext: { token: true, confidence: true } }] : t)) as never);
+      const reference = out.at(-1)!.next!;
+      assert.equal(next.token, reference.token);
+      assert.ok(Math.abs(next.confidence! - reference.confidence!) < 1e-5, `${next.confidence} vs ${reference.confidence}`);
+    });
+
+  for (const fast of FAST_PATHS)
+    it(`${fast}: with an expected proposal, stops reading outputs after the first token that differs`, async () => {
+      const direct = await make(fast);
+      const [first] = await direct.append(prompt, 1);
+      // What the target itself would say after `first`, then a batch verifying a proposal of it.
+      const library = await make('library');
+      await library.append(prompt, 1);
+      const truth = (await library.append([first.token, 11, 12, 13], 4)).map((n) => n.token);
+      await library.truncate(prompt.length);
+      // Plain greedy continuation: three tokens of it.
+      const greedy = [first.token];
+      for (let i = 0; i < 3; i++) {
+        const [n] = await library.append([greedy.at(-1)!], 1);
+        greedy.push(n.token);
+      }
+      const proposal = [greedy[1], greedy[2] === 0 ? 1 : 0, 99];
+      const got = await direct.append([first.token, ...proposal], 4, false, proposal);
+      // Position 0 agrees with the proposal, position 1 does not: two outputs, the second the correction.
+      assert.equal(got.length, 2);
+      assert.equal(got[0].token, greedy[1]);
+      assert.equal(got[1].token, greedy[2]);
+      // The whole batch is still in the cache (the caller erases the rejected tail).
+      assert.equal(direct.tokens.length, prompt.length + 4);
+      // Without an expected proposal every position is read.
+      await direct.truncate(prompt.length);
+      const all = await direct.append([first.token, 11, 12, 13], 4);
+      assert.deepEqual(
+        all.map((n) => n.token),
+        truth,
+      );
+    });
+
+  it('the native reader refuses a context whose layout it cannot confirm, and bad arguments, without crashing', async () => {
+    const loaded = loadNativeGreedyReader();
+    assert.ok('reader' in loaded, 'error' in loaded ? loaded.error : '');
+    const { reader } = loaded;
+    const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1, batchSize: 64 });
     contexts.push(context);
-    const out = await context.getSequence().controlledEvaluate(prompt.map((t, i) => (i === prompt.length - 1 ? [t, { generateNext: { token: true, confidence: true } }] : t)) as never);
-    const reference = out.at(-1)!.next!;
-    assert.equal(next.token, reference.token);
-    assert.ok(Math.abs(next.confidence! - reference.confidence!) < 1e-5, `${next.confidence} vs ${reference.confidence}`);
-  });
-
-  it('with an expected proposal, stops reading outputs after the first token that differs', async () => {
-    const direct = await make('direct');
-    const [first] = await direct.append(prompt, 1);
-    // What the target itself would say after `first`, then a batch verifying a proposal of it.
-    const library = await make('library');
-    await library.append(prompt, 1);
-    const truth = (await library.append([first.token, 11, 12, 13], 4)).map((n) => n.token);
-    await library.truncate(prompt.length);
-    // Plain greedy continuation: three tokens of it.
-    const greedy = [first.token];
-    for (let i = 0; i < 3; i++) {
-      const [n] = await library.append([greedy.at(-1)!], 1);
-      greedy.push(n.token);
-    }
-    const proposal = [greedy[1], greedy[2] === 0 ? 1 : 0, 99];
-    const got = await direct.append([first.token, ...proposal], 4, false, proposal);
-    // Position 0 agrees with the proposal, position 1 does not: two outputs, the second the correction.
-    assert.equal(got.length, 2);
-    assert.equal(got[0].token, greedy[1]);
-    assert.equal(got[1].token, greedy[2]);
-    // The whole batch is still in the cache (the caller erases the rejected tail).
-    assert.equal(direct.tokens.length, prompt.length + 4);
-    // Without an expected proposal every position is read.
-    await direct.truncate(prompt.length);
-    const all = await direct.append([first.token, 11, 12, 13], 4);
-    assert.deepEqual(
-      all.map((n) => n.token),
-      truth,
-    );
+    const native = (context as unknown as { _ctx: object })._ctx;
+    // The sizes the JS side gave llama.cpp must be found where the header says they are.
+    assert.ok(reader.probe(native, 256, 64, 1).vocabularySize > 0);
+    assert.throws(() => reader.probe(native, 512, 64, 1), /layout differs/);
+    assert.throws(() => reader.probe(native, 256, 64, 2), /layout differs/);
+    assert.throws(() => reader.probe({}, 256, 64, 1), /not a wrapped native context/);
+    const four = new Int32Array(4);
+    assert.throws(() => reader.readGreedy(native, new Int32Array(1), 2, four, -1, false, four, new Float32Array(4)), /shorter than the counts/);
+    // A batch index with no output: llama.cpp has no logits there, which is an error, not a crash.
+    const evaluator = new LlamaSequenceEvaluator(context.getSequence(), model, 'native');
+    evaluators.push(evaluator);
+    await evaluator.append(prompt.slice(0, 8), 1);
+    assert.throws(() => reader.readGreedy(native, Int32Array.of(5), 1, four, -1, false, four, new Float32Array(4)), /no logits/);
+    await evaluator.dispose();
+    await context.dispose();
+    assert.throws(() => reader.readGreedy(native, Int32Array.of(0), 1, four, -1, false, four, new Float32Array(4)), /disposed/);
   });
 });

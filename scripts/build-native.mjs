@@ -1,0 +1,107 @@
+// Builds dist/draftline-native.node (src/native/greedyReader.cpp): the greedy reader that gives the
+// decode loop several positions' tokens in one synchronous call (see that file for why).
+//
+// It is compiled against the very headers node-llama-cpp's prebuilt binary was built from: the
+// library's own addon headers (node_modules/node-llama-cpp/llama/addon) for the C++ context's
+// layout, and llama.cpp's public headers of the release the library ships, taken from the git bundle
+// inside the package (nothing is downloaded). Linux only (it finds the loaded libllama with
+// dl_iterate_phdr); needs g++ and Node's headers.
+//
+// Optional: when it cannot be built, the extension reads tokens through node-llama-cpp's sampleToken
+// as before (slower, same tokens) and this prints why. DRAFTLINE_REQUIRE_NATIVE=1 (the test suite)
+// makes a failed build an error instead.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const nativeAddonPath = join(repo, 'dist', 'draftline-native.node');
+const source = join(repo, 'src', 'native', 'greedyReader.cpp');
+
+function inputs() {
+  const library = join(repo, 'node_modules', 'node-llama-cpp');
+  const libraryPackage = join(library, 'package.json');
+  if (!existsSync(libraryPackage)) throw new Error('node-llama-cpp is not installed (npm install)');
+  const version = JSON.parse(readFileSync(libraryPackage, 'utf8')).version;
+  const release = JSON.parse(readFileSync(join(library, 'llama', 'llama.cpp.info.json'), 'utf8')).tag;
+  const addonHeaders = join(library, 'llama', 'addon');
+  if (!existsSync(join(addonHeaders, 'AddonContext.h'))) throw new Error(`node-llama-cpp ${version} ships no addon headers`);
+  const addonApi = createRequire(libraryPackage)('node-addon-api').include_dir;
+  const nodeHeaders = process.env.npm_config_nodedir ? join(process.env.npm_config_nodedir, 'include', 'node') : join(dirname(dirname(process.execPath)), 'include', 'node');
+  if (!existsSync(join(nodeHeaders, 'node_api.h'))) throw new Error(`Node's headers are not at ${nodeHeaders}`);
+  return { library, version, release, addonHeaders, addonApi, nodeHeaders };
+}
+
+/** llama.cpp's public headers of the release node-llama-cpp ships, extracted once from its git bundle. */
+function llamaHeaders(library, release) {
+  const dir = join(repo, '.cache', 'native', `llama.cpp-${release}`);
+  if (existsSync(join(dir, 'include', 'llama.h'))) return dir;
+  const bundle = join(library, 'llama', 'gitRelease.bundle');
+  if (!existsSync(bundle)) throw new Error('node-llama-cpp ships no llama.cpp source bundle');
+  const clone = `${dir}.clone`;
+  const staged = `${dir}.partial`;
+  rmSync(clone, { recursive: true, force: true });
+  rmSync(staged, { recursive: true, force: true });
+  mkdirSync(staged, { recursive: true });
+  execFileSync('git', ['clone', '--quiet', '--no-checkout', bundle, clone]);
+  const archive = execFileSync('git', ['-C', clone, 'archive', 'HEAD', 'include', 'ggml/include', 'LICENSE'], { maxBuffer: 64 << 20 });
+  execFileSync('tar', ['-x', '-C', staged], { input: archive });
+  rmSync(clone, { recursive: true, force: true });
+  renameSync(staged, dir);
+  return dir;
+}
+
+export function buildNative({ quiet = false } = {}) {
+  const log = (m) => quiet || console.log(`[native] ${m}`);
+  if (process.platform !== 'linux') {
+    log(`skipped on ${process.platform}: the greedy reader is Linux-only; decoding reads tokens through node-llama-cpp`);
+    return false;
+  }
+  const { library, version, release, addonHeaders, addonApi, nodeHeaders } = inputs();
+  const stamp = `${version} ${release} ${statSync(source).mtimeMs}`;
+  const stampFile = `${nativeAddonPath}.stamp`;
+  if (existsSync(nativeAddonPath) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return true;
+  const headers = llamaHeaders(library, release);
+  mkdirSync(dirname(nativeAddonPath), { recursive: true });
+  const partial = `${nativeAddonPath}.partial`;
+  // -O2 without -ffast-math: the probability sum must add in the library's order.
+  execFileSync(
+    process.env.CXX || 'g++',
+    [
+      '-std=c++17',
+      '-O2',
+      '-fPIC',
+      '-shared',
+      '-fvisibility=hidden',
+      '-DNAPI_VERSION=7',
+      '-DNAPI_CPP_EXCEPTIONS',
+      `-DDRAFTLINE_LLAMA_CPP_RELEASE="${release}"`,
+      `-DDRAFTLINE_NODE_LLAMA_CPP_VERSION="${version}"`,
+      `-I${addonHeaders}`,
+      `-I${join(headers, 'include')}`,
+      `-I${join(headers, 'ggml', 'include')}`,
+      `-I${addonApi}`,
+      `-I${nodeHeaders}`,
+      source,
+      '-o',
+      partial,
+      '-ldl',
+    ],
+    { stdio: quiet ? 'pipe' : 'inherit' },
+  );
+  renameSync(partial, nativeAddonPath);
+  writeFileSync(stampFile, stamp);
+  log(`built ${nativeAddonPath} for node-llama-cpp ${version} (llama.cpp ${release})`);
+  return true;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    buildNative();
+  } catch (error) {
+    console.error(`[native] not built: ${error instanceof Error ? error.message : error}`);
+    process.exit(process.env.DRAFTLINE_REQUIRE_NATIVE === '1' ? 1 : 0);
+  }
+}

@@ -1,0 +1,209 @@
+// Draftline's one native function: the greedy token (and, when asked, its probability) of several
+// output positions of a node-llama-cpp context, read in ONE synchronous call after the batch was
+// decoded, in order and only up to the first position that disagrees with the proposal.
+//
+// Why: node-llama-cpp 3.22.1 gives a position's token only through `sampleToken`, one asynchronous
+// native call per position (a hop through libuv's thread pool, ~0.1 ms here) that also copies the
+// whole vocabulary's logits into a candidate array under a lock (~0.5 ms with a 152k vocabulary).
+// A plain step paid two round trips (decode, read) and a verify step k + 2 (bench/PROFILE.md).
+// Here the read is an argmax over llama.cpp's own logits row on the calling thread: ~2 µs for a
+// 4k vocabulary, ~0.1 ms for 152k, no copy, no hop.
+//
+// How it reaches the context: the JS object node-llama-cpp keeps for a context (`LlamaContext._ctx`)
+// wraps its C++ `AddonContext`; we unwrap it (Node-API wraps are shared by all addons of a process)
+// and read its `ctx` member, compiled against node-llama-cpp's own header for that class so the
+// layout is the library's. `probe` checks the layout against facts the JS side knows (context size,
+// batch size, sequences) before anything is dereferenced, and the llama.cpp functions are taken
+// from the libllama that node-llama-cpp already loaded (never a second copy). The JS side uses this
+// only for the node-llama-cpp version it was built against and falls back to `sampleToken` when
+// anything here is missing or refuses (src/inference/nativeGreedyReader.ts).
+//
+// Greedy is llama.cpp's greedy sampler exactly: the FIRST index of the largest logit (`>` scan from
+// index 0, as `llama_sampler_greedy_apply`); the probability is 1 / Σ exp(logit - max) summed in
+// token order in float: node-llama-cpp's `totalLogitWeight`, returned as is so that the JS side
+// computes the same double 1 / weight as it does from the library's value.
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "AddonContext.h"
+#include "napi.h"
+
+namespace {
+
+struct LlamaApi {
+    decltype(&llama_get_logits_ith) get_logits_ith = nullptr;
+    decltype(&llama_get_model) get_model = nullptr;
+    decltype(&llama_model_get_vocab) model_get_vocab = nullptr;
+    decltype(&llama_vocab_n_tokens) vocab_n_tokens = nullptr;
+    decltype(&llama_n_ctx) n_ctx = nullptr;
+    // Backend sampling (llama.cpp samples on the device and keeps only candidates): not used by
+    // node-llama-cpp 3.22.1; if a context ever has it, the logits row is not what the library samples.
+    decltype(&llama_get_sampled_logits_ith) get_sampled_logits_ith = nullptr;
+    decltype(&llama_get_sampled_probs_ith) get_sampled_probs_ith = nullptr;
+    std::string library;
+    std::string error;
+    bool loaded = false;
+};
+
+int collectLlamaLibraries(struct dl_phdr_info* info, size_t, void* data) {
+    auto* found = static_cast<std::vector<std::string>*>(data);
+    if (info->dlpi_name == nullptr) return 0;
+    const char* slash = std::strrchr(info->dlpi_name, '/');
+    const char* base = slash ? slash + 1 : info->dlpi_name;
+    // libllama.so, libllama.v0.5.0.so — not libllama-common.so.
+    if (std::strncmp(base, "libllama.", 9) == 0 || std::strcmp(base, "libllama.so") == 0) found->emplace_back(info->dlpi_name);
+    return 0;
+}
+
+template <typename F>
+bool bind(void* handle, const char* name, F& target, bool required, std::string& error) {
+    target = reinterpret_cast<F>(dlsym(handle, name));
+    if (target == nullptr && required) {
+        error = std::string("libllama has no ") + name;
+        return false;
+    }
+    return true;
+}
+
+LlamaApi& api() {
+    static LlamaApi instance;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::vector<std::string> libraries;
+        dl_iterate_phdr(collectLlamaLibraries, &libraries);
+        if (libraries.size() != 1) {
+            instance.error = libraries.empty() ? "node-llama-cpp's libllama is not loaded in this process"
+                                               : "more than one libllama is loaded in this process";
+            return;
+        }
+        // RTLD_NOLOAD: the copy node-llama-cpp loaded, or nothing.
+        void* handle = dlopen(libraries[0].c_str(), RTLD_LAZY | RTLD_NOLOAD);
+        if (handle == nullptr) {
+            instance.error = std::string("cannot reach the loaded libllama: ") + dlerror();
+            return;
+        }
+        std::string& e = instance.error;
+        if (bind(handle, "llama_get_logits_ith", instance.get_logits_ith, true, e) && bind(handle, "llama_get_model", instance.get_model, true, e) &&
+            bind(handle, "llama_model_get_vocab", instance.model_get_vocab, true, e) && bind(handle, "llama_vocab_n_tokens", instance.vocab_n_tokens, true, e) &&
+            bind(handle, "llama_n_ctx", instance.n_ctx, true, e) && bind(handle, "llama_get_sampled_logits_ith", instance.get_sampled_logits_ith, false, e) &&
+            bind(handle, "llama_get_sampled_probs_ith", instance.get_sampled_probs_ith, false, e)) {
+            instance.library = libraries[0];
+            instance.loaded = true;
+        }
+    });
+    return instance;
+}
+
+AddonContext* unwrapContext(Napi::Env env, Napi::Value value) {
+    if (!value.IsObject()) throw Napi::TypeError::New(env, "expected node-llama-cpp's native context object");
+    void* wrapped = nullptr;
+    if (napi_unwrap(env, value, &wrapped) != napi_ok || wrapped == nullptr) {
+        throw Napi::TypeError::New(env, "the object is not a wrapped native context");
+    }
+    return static_cast<AddonContext*>(wrapped);
+}
+
+llama_context* liveContext(Napi::Env env, AddonContext* addon) {
+    if (addon->disposed || !addon->contextLoaded || addon->ctx == nullptr) throw Napi::Error::New(env, "the context is disposed or not loaded");
+    return addon->ctx;
+}
+
+// probe(context, contextSize, batchSize, sequences) → { vocabularySize, library }
+// Checks, before dereferencing anything the object points to, that the C++ object has the layout of
+// the header this was built against: its copy of the context parameters must hold the sizes the JS
+// side gave llama.cpp. Then asks llama.cpp itself for the context size through the pointer.
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 4) throw Napi::TypeError::New(env, "probe(context, contextSize, batchSize, sequences)");
+    AddonContext* addon = unwrapContext(env, info[0]);
+    const uint32_t contextSize = info[1].As<Napi::Number>().Uint32Value();
+    const uint32_t batchSize = info[2].As<Napi::Number>().Uint32Value();
+    const uint32_t sequences = info[3].As<Napi::Number>().Uint32Value();
+    const llama_context_params& params = addon->context_params;
+    if (params.n_ctx != contextSize || params.n_batch != batchSize || params.n_seq_max != sequences) {
+        throw Napi::Error::New(env, "the native context's layout differs from the header this reader was built against (context sizes do not match)");
+    }
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    llama_context* ctx = liveContext(env, addon);
+    if (llama.n_ctx(ctx) < contextSize) throw Napi::Error::New(env, "llama.cpp reports a smaller context than the one made");
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("vocabularySize", llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx))));
+    result.Set("library", llama.library);
+    return result;
+}
+
+// readGreedy(context, batchIndexes: Int32Array, count, expected: Int32Array, expectedCount,
+//            withWeights, outTokens: Int32Array, outWeights: Float32Array) → positions read
+// Position j (0-based) is batch output batchIndexes[j]. Reading stops after the first j whose token
+// is not expected[j] or with j ≥ expectedCount: a verify step needs nothing after its first
+// rejection. expectedCount -1 reads all `count` positions. outWeights[j] = Σ exp(logit - max).
+Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 8) throw Napi::TypeError::New(env, "readGreedy(context, batchIndexes, count, expected, expectedCount, withWeights, outTokens, outWeights)");
+    AddonContext* addon = unwrapContext(env, info[0]);
+    auto batchIndexes = info[1].As<Napi::Int32Array>();
+    const int32_t count = info[2].As<Napi::Number>().Int32Value();
+    auto expected = info[3].As<Napi::Int32Array>();
+    const int32_t expectedCount = info[4].As<Napi::Number>().Int32Value();
+    const bool withWeights = info[5].As<Napi::Boolean>().Value();
+    auto outTokens = info[6].As<Napi::Int32Array>();
+    auto outWeights = info[7].As<Napi::Float32Array>();
+    if (count < 0 || static_cast<size_t>(count) > batchIndexes.ElementLength() || static_cast<size_t>(count) > outTokens.ElementLength() ||
+        static_cast<size_t>(count) > outWeights.ElementLength() || (expectedCount > 0 && static_cast<size_t>(expectedCount) > expected.ElementLength())) {
+        throw Napi::RangeError::New(env, "readGreedy: arrays shorter than the counts");
+    }
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    llama_context* ctx = liveContext(env, addon);
+    // node-llama-cpp's sampleToken copies logits under this lock; hold it so a stray read of another
+    // sequence of the same context cannot interleave with ours.
+    std::lock_guard<std::mutex> lock(addon->sharedSamplerData.mutex);
+    const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
+    int32_t read = 0;
+    for (int32_t j = 0; j < count; j++) {
+        const int32_t batchIndex = batchIndexes[j];
+        if ((llama.get_sampled_logits_ith && llama.get_sampled_logits_ith(ctx, batchIndex) != nullptr) ||
+            (llama.get_sampled_probs_ith && llama.get_sampled_probs_ith(ctx, batchIndex) != nullptr)) {
+            throw Napi::Error::New(env, "the context samples on its backend: its logits are not what the library samples from");
+        }
+        const float* logits = llama.get_logits_ith(ctx, batchIndex);
+        if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
+        int32_t selected = 0;
+        float best = logits[0];
+        for (int32_t t = 1; t < vocabularySize; t++) {
+            if (logits[t] > best) {
+                best = logits[t];
+                selected = t;
+            }
+        }
+        outTokens[j] = selected;
+        if (withWeights) {
+            float sum = 0.0f;
+            for (int32_t t = 0; t < vocabularySize; t++) sum += expf(logits[t] - best);
+            outWeights[j] = sum;
+        }
+        read = j + 1;
+        if (expectedCount >= 0 && (j >= expectedCount || expected[j] != selected)) break;
+    }
+    return Napi::Number::New(env, read);
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+    exports.Set("probe", Napi::Function::New(env, Probe));
+    exports.Set("readGreedy", Napi::Function::New(env, ReadGreedy));
+    exports.Set("llamaCppRelease", Napi::String::New(env, DRAFTLINE_LLAMA_CPP_RELEASE));
+    exports.Set("nodeLlamaCppVersion", Napi::String::New(env, DRAFTLINE_NODE_LLAMA_CPP_VERSION));
+    return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(draftline_native, Init)
