@@ -1,12 +1,15 @@
 // Times the native calls of a node-llama-cpp context by wrapping its binding object (the library's
-// methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token.
+// methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token;
+// Draftline's native greedy reader (one call for all positions of a step) counts as reading too.
 import type { InferenceSession } from '../src/inference/inferenceSession';
+import { loadNativeGreedyReader } from '../src/inference/nativeGreedyReader';
 import { median } from './stats';
 
 /** Native time spent in the context's binding, by call. */
 export interface NativeClock {
   decodeMs: number;
   decodes: number;
+  /** Reading greedy tokens: sampleToken calls (one a position), or native reader calls (one a step). */
   sampleMs: number;
   samples: number;
   /** Forward passes by batch size (tokens in the batch): total ms and count. */
@@ -36,7 +39,7 @@ export function clockNative(session: InferenceSession): NativeClock {
         add(performance.now() - t);
       }
     };
-  context._ctx = new Proxy(native, {
+  const proxy = new Proxy(native, {
     get(target, prop) {
       const value = target[prop as string];
       if (typeof value !== 'function') return value;
@@ -57,6 +60,22 @@ export function clockNative(session: InferenceSession): NativeClock {
       return bound;
     },
   });
+  context._ctx = proxy;
+  // The native reader unwraps the context object itself: give it the real one behind the proxy.
+  const loaded = loadNativeGreedyReader();
+  if ('reader' in loaded) {
+    const read = loaded.reader.readGreedy;
+    loaded.reader.readGreedy = (ctx, ...rest) => {
+      if (ctx !== proxy) return read(ctx, ...rest);
+      const t = performance.now();
+      try {
+        return read(native, ...rest);
+      } finally {
+        clock.sampleMs += performance.now() - t;
+        clock.samples++;
+      }
+    };
+  }
   return clock;
 }
 

@@ -1,9 +1,10 @@
 // npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N]
 // Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
 // greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
-// controlledEvaluate, `direct` = our batch + reused native sampler), side by side in one run.
+// controlledEvaluate, `direct` = our batch + reused native sampler, `native` = our batch + Draftline's
+// native greedy reader), side by side in one run.
 // The native calls are timed by wrapping the context's binding object: decodeBatch is the forward
-// pass V(b); sampleToken is reading one position's greedy token.
+// pass V(b); sampleToken (or one native reader call a step) is reading the greedy tokens.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
@@ -56,7 +57,7 @@ interface StepRow {
  * drafted token: the library's `confidence` option (a sort of the whole vocabulary) vs the direct
  * path's 1 / totalLogitWeight (one pass), and without any confidence.
  */
-async function confidenceCost(session: InferenceSession, depth: number): Promise<{ libraryConfidence: number; directConfidence: number; noConfidence: number }> {
+async function confidenceCost(session: InferenceSession, depth: number): Promise<{ libraryConfidence: number; directConfidence: number; nativeConfidence: number | null; noConfidence: number }> {
   const ev = session.target.evaluator as LlamaSequenceEvaluator;
   const seq = (ev as unknown as { sequence: { controlledEvaluate(input: unknown[]): Promise<unknown> } }).sequence;
   await session.resetCaches();
@@ -72,6 +73,7 @@ async function confidenceCost(session: InferenceSession, depth: number): Promise
     }
     return median(times.slice(3))!;
   };
+  const native = ev.nativeUnavailable ? null : (ev.usePath('native'), await time(() => ev.append([300], 1, true)));
   ev.usePath('direct');
   const noConfidence = await time(() => ev.append([300], 1));
   const directConfidence = await time(() => ev.append([300], 1, true));
@@ -81,7 +83,7 @@ async function confidenceCost(session: InferenceSession, depth: number): Promise
     (ev as unknown as { cached: number[] }).cached.push(300);
   });
   await session.resetCaches();
-  return { libraryConfidence, directConfidence, noConfidence };
+  return { libraryConfidence, directConfidence, nativeConfidence: native, noConfidence };
 }
 
 async function profileTarget(
@@ -103,9 +105,10 @@ async function profileTarget(
   const v = await measureForwardPass(session, clock, [1, K + 1], depth);
   const rows: StepRow[] = [];
   let totalDiffering = 0;
-  // library: controlledEvaluate (before); direct: our batch + one reused sampler, outputs read in
-  // order up to the first rejection (the default).
-  const paths: EvaluatorPath[] = ['library', 'direct'];
+  // library: controlledEvaluate; direct: our batch + one reused sampler, outputs read in order up to
+  // the first rejection; native: the same with all reads in one native call (the default when built).
+  const paths: EvaluatorPath[] = evaluator.nativeUnavailable ? ['library', 'direct'] : ['library', 'direct', 'native'];
+  if (evaluator.nativeUnavailable) process.stderr.write(`native reader unavailable: ${evaluator.nativeUnavailable}\n`);
   // Oracle at a = 1: every proposal right (k+1 tokens a step); a = 0: every proposal wrong.
   const kinds = [
     { kind: 'plain', a: -1, batch: 1 },
@@ -193,7 +196,7 @@ async function main() {
       `Raw forward pass (decodeBatch alone, median, after ${depth} cached tokens as in the tasks): V(1) = ${fmt(v[1], 3)} ms, V(${K + 1}) = ${fmt(v[K + 1], 3)} ms (${fmt(v[K + 1] / v[1], 2)}x).`,
       '',
     );
-    md.push('| step | path | ms / step | forward pass | sampling | rest of verify | erase | propose | loop bookkeeping | overhead (step - forward pass) | overhead / V(1) | step / V(b) |');
+    md.push('| step | path | ms / step | forward pass | reading | rest of verify | erase | propose | loop bookkeeping | overhead (step - forward pass) | overhead / V(1) | step / V(b) |');
     md.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) {
       const overhead = r.total - r.nativeDecode;
@@ -203,14 +206,14 @@ async function main() {
     }
     md.push(
       '',
-      `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, no confidence ${fmt(confidence.noConfidence, 3)}.`,
+      `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, native reader ${confidence.nativeConfidence === null ? 'n/a' : fmt(confidence.nativeConfidence, 3)}, no confidence (direct) ${fmt(confidence.noConfidence, 3)}.`,
     );
     md.push('', `Runs whose output differs from plain decoding (near-ties under batch drift): ${differing} of ${runs}.`);
     confidences[name] = confidence;
     md.push('');
   }
   md.push(
-    `Columns, per step in ms: forward pass = the native decodeBatch calls; sampling = the native sampleToken calls (one per output read); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    `Columns, per step in ms: forward pass = the native decodeBatch calls; reading = the native sampleToken calls (one per output read) or native reader calls (one per step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
   );
   saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences });
 }

@@ -66,12 +66,12 @@ export function buildNative({ quiet = false } = {}) {
   const headers = llamaHeaders(library, release);
   mkdirSync(dirname(nativeAddonPath), { recursive: true });
   const partial = `${nativeAddonPath}.partial`;
-  // -O2 without -ffast-math: the probability sum must add in the library's order.
+  // -O3 without -ffast-math: the probability sum must add in the library's order.
   execFileSync(
     process.env.CXX || 'g++',
     [
       '-std=c++17',
-      '-O2',
+      '-O3',
       '-fPIC',
       '-shared',
       '-fvisibility=hidden',

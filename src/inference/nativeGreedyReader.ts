@@ -16,7 +16,7 @@ export interface NativeGreedyReader {
    * greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
    * or `expected[j]` ≠ its token (expectedCount -1: read all `count`). Returns how many it read.
    */
-  readGreedy(
+  readGreedy: (
     nativeContext: object,
     batchIndexes: Int32Array,
     count: number,
@@ -25,7 +25,9 @@ export interface NativeGreedyReader {
     withWeights: boolean,
     outTokens: Int32Array,
     outWeights: Float32Array,
-  ): number;
+  ) => number;
+  /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
+  argmax(logits: Float32Array): number;
   /** The llama.cpp release and node-llama-cpp version whose headers it was compiled against. */
   readonly llamaCppRelease: string;
   readonly nodeLlamaCppVersion: string;

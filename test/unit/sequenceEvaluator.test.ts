@@ -144,6 +144,29 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
       );
     });
 
+  it("the native reader's argmax picks what llama.cpp's greedy sampler picks: the first of equal logits, never a NaN after index 0", () => {
+    const loaded = loadNativeGreedyReader();
+    assert.ok('reader' in loaded, 'error' in loaded ? loaded.error : '');
+    // llama_sampler_greedy_apply, as written in llama.cpp.
+    const greedy = (l: Float32Array) => {
+      let selected = 0;
+      for (let i = 1; i < l.length; i++) if (l[i] > l[selected]) selected = i;
+      return selected;
+    };
+    const rand = mulberry32(3);
+    for (let round = 0; round < 300; round++) {
+      const n = 1 + Math.floor(rand() * 40) + (round % 7 === 0 ? 4000 : 0);
+      // Few distinct values, so ties are everywhere; some -0 / +0 and NaN.
+      const l = Float32Array.from({ length: n }, () => {
+        const r = rand();
+        return r < 0.05 ? Number.NaN : r < 0.1 ? -0 : r < 0.15 ? 0 : Math.floor(rand() * 5) - 2;
+      });
+      assert.equal(loaded.reader.argmax(l), greedy(l), `round ${round}: ${Array.from(l.slice(0, 40))}`);
+    }
+    assert.equal(loaded.reader.argmax(Float32Array.of(Number.NaN, 5, 7)), 0);
+    assert.equal(loaded.reader.argmax(Float32Array.of(1, 3, 2, 3)), 1);
+  });
+
   it('the native reader refuses a context whose layout it cannot confirm, and bad arguments, without crashing', async () => {
     const loaded = loadNativeGreedyReader();
     assert.ok('reader' in loaded, 'error' in loaded ? loaded.error : '');
