@@ -2,7 +2,7 @@
 // methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token;
 // Draftline's native greedy reader (one call for all positions of a step) counts as reading too.
 import type { InferenceSession } from '../src/inference/inferenceSession';
-import { loadNativeGreedyReader } from '../src/inference/nativeGreedyReader';
+import { loadNativeAddon } from '../src/inference/nativeAddon';
 import { median } from './stats';
 
 /** Native time spent in the context's binding, by call. */
@@ -62,10 +62,10 @@ export function clockNative(session: InferenceSession): NativeClock {
   });
   context._ctx = proxy;
   // The native reader unwraps the context object itself: give it the real one behind the proxy.
-  const loaded = loadNativeGreedyReader();
-  if ('reader' in loaded) {
-    const read = loaded.reader.readGreedy;
-    loaded.reader.readGreedy = (ctx, ...rest) => {
+  const loaded = loadNativeAddon();
+  if ('addon' in loaded) {
+    const read = loaded.addon.readGreedy;
+    loaded.addon.readGreedy = (ctx, ...rest) => {
       if (ctx !== proxy) return read(ctx, ...rest);
       const t = performance.now();
       try {

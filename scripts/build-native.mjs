@@ -1,4 +1,4 @@
-// Builds dist/draftline-native.node (src/native/greedyReader.cpp): the greedy reader that gives the
+// Builds dist/draftline-native.node (src/native/draftlineNative.cpp): the greedy reader that gives the
 // decode loop several positions' tokens in one synchronous call (see that file for why).
 //
 // It is compiled against the very headers node-llama-cpp's prebuilt binary was built from: the
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const nativeAddonPath = join(repo, 'dist', 'draftline-native.node');
-const source = join(repo, 'src', 'native', 'greedyReader.cpp');
+const source = join(repo, 'src', 'native', 'draftlineNative.cpp');
 
 function inputs() {
   const library = join(repo, 'node_modules', 'node-llama-cpp');

@@ -15,6 +15,7 @@ import { WINDOW_STEP, WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
@@ -46,6 +47,28 @@ interface LoadedModel {
   model: LlamaModel;
   context: LlamaContext;
   evaluator: LlamaSequenceEvaluator;
+  /** The context's persistent CPU threadpool (2+ threads), or why it has none. */
+  threadpool: AttachedThreadpool | { error: string };
+}
+
+/**
+ * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
+ * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
+ * slower than a 1-thread one here (src/inference/nativeAddon.ts).
+ */
+async function createContext(
+  model: LlamaModel,
+  options: { contextSize: number; threads: number; batchSize: number },
+): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
+  const context = await model.createContext({ ...options, sequences: 1 });
+  return { context, threadpool: attachThreadpool(context, options.threads) };
+}
+
+/** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
+async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
+  if (!c) return;
+  await c.context.dispose();
+  if ('release' in c.threadpool) c.threadpool.release();
 }
 
 /**
@@ -123,7 +146,8 @@ export class InferenceSession {
     try {
       target = await loadModel(llama, targetInfo, gpuLayersFor('target', settings, contextSize), contextSize, threads);
     } catch (error) {
-      await draft?.context.dispose().catch(() => undefined);
+      await draft?.evaluator.dispose().catch(() => undefined);
+      await disposeContext(draft).catch(() => undefined);
       await draft?.model.dispose().catch(() => undefined);
       throw error;
     }
@@ -152,10 +176,11 @@ export class InferenceSession {
       // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
       runtime: await describeRuntimeChoice(settings, llama),
       tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
+      threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : `llama.cpp's per-graph threads (${target.threadpool.error})`,
     };
     log(
       'info',
-      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}`,
+      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}`,
     );
     return new InferenceSession(llama, target, draft, info, template, speculation);
   }
@@ -228,7 +253,7 @@ export class InferenceSession {
   }
 
   /** A second context of the target for self-speculation on a KV window (made on first use). */
-  private windowContext: { context: LlamaContext; evaluator: LlamaSequenceEvaluator; size: number } | null = null;
+  private windowContext: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string }; evaluator: LlamaSequenceEvaluator; size: number } | null = null;
 
   /**
    * A draft for one completion: the target itself on a window of about `window` tokens of the prompt
@@ -237,9 +262,10 @@ export class InferenceSession {
   async windowDraft(request: CompletionRequest, window: number): Promise<WindowDraftProposer> {
     const size = window + WINDOW_STEP + MAX_WINDOW_GENERATION;
     if (!this.windowContext || this.windowContext.size < size) {
-      await this.windowContext?.context.dispose();
-      const context = await this.target.model.createContext({ contextSize: size, sequences: 1, threads: this.target.context.currentThreads, batchSize: Math.min(size, 512) });
-      this.windowContext = { context, evaluator: new LlamaSequenceEvaluator(context.getSequence(), this.target.model), size };
+      await this.windowContext?.evaluator.dispose();
+      await disposeContext(this.windowContext);
+      const { context, threadpool } = await createContext(this.target.model, { contextSize: size, threads: this.target.context.currentThreads, batchSize: Math.min(size, 512) });
+      this.windowContext = { context, threadpool, evaluator: new LlamaSequenceEvaluator(context.getSequence(), this.target.model), size };
     }
     return new WindowDraftProposer(this.windowContext.evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
   }
@@ -334,11 +360,11 @@ export class InferenceSession {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
     await this.running;
     await this.windowContext?.evaluator.dispose();
-    await this.windowContext?.context.dispose();
+    await disposeContext(this.windowContext);
     await this.draft?.evaluator.dispose();
     await this.target.evaluator.dispose();
-    await this.draft?.context.dispose();
-    await this.target.context.dispose();
+    await disposeContext(this.draft);
+    await disposeContext(this.target);
     await this.draft?.model.dispose();
     await this.target.model.dispose();
   }
@@ -360,8 +386,8 @@ export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSetti
 
 async function loadModel(llama: Llama, info: ModelFileInfo, gpuLayers: GpuLayersOption, contextSize: number, threads: number): Promise<LoadedModel> {
   const model = await llama.loadModel({ modelPath: info.path, gpuLayers });
-  const context = await model.createContext({ contextSize, sequences: 1, threads, batchSize: Math.min(contextSize, 512) });
-  return { info, model, context, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
+  const { context, threadpool } = await createContext(model, { contextSize, threads, batchSize: Math.min(contextSize, 512) });
+  return { info, model, context, threadpool, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
 }
 
 /** Longest completion a request may ask for. */

@@ -1,12 +1,12 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
-import { loadNativeGreedyReader, type NativeGreedyReader } from './nativeGreedyReader';
+import { type NativeAddon, nativeAddonFor } from './nativeAddon';
 import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvaluator';
 
 /**
  * How the greedy token after each output position is read:
  * - `native`: node-llama-cpp's batch decoder, then Draftline's native greedy reader
- *   (src/native/greedyReader.cpp) reads every needed position in one synchronous call — one native
+ *   (src/native/draftlineNative.cpp) reads every needed position in one synchronous call — one native
  *   round trip a step (the decode) instead of one more per position;
  * - `direct`: the same decoder and one native greedy sampler created once per evaluator, one
  *   `sampleToken` round trip per position read (bench/PROFILE.md: the library's `controlledEvaluate`
@@ -74,23 +74,6 @@ function directInternals(sequence: LlamaContextSequence, model: LlamaModel | und
   return ok ? { seq: seq as SequenceInternals, model: m as ModelInternals } : null;
 }
 
-/** The native reader for this sequence's context, or why not (its build, llama.cpp release, or layout does not match). */
-function attachNativeReader(internals: { seq: SequenceInternals; model: ModelInternals }, sequence: LlamaContextSequence): { reader: NativeGreedyReader } | { error: string } {
-  const loaded = loadNativeGreedyReader();
-  if ('error' in loaded) return loaded;
-  const release = internals.model._llama.llamaCppRelease?.release;
-  if (loaded.reader.llamaCppRelease !== release) {
-    return { error: `${loaded.file} was built for llama.cpp ${loaded.reader.llamaCppRelease}, node-llama-cpp runs ${release ?? 'an unknown release'}` };
-  }
-  const { context } = sequence;
-  try {
-    loaded.reader.probe(internals.seq._context._ctx as object, context.contextSize, context.batchSize, context.totalSequences);
-    return { reader: loaded.reader };
-  } catch (error) {
-    return { error: error instanceof Error ? error.message : String(error) };
-  }
-}
-
 /**
  * GreedyEvaluator on one long-lived node-llama-cpp context sequence. Argmax is llama.cpp's own greedy
  * sampler, the same code path for a batch of 1 and a batch of k, on either path.
@@ -103,7 +86,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private currentPath: EvaluatorPath;
   private readonly internals: { seq: SequenceInternals; model: ModelInternals } | null;
   private sampler: NativeSampler | undefined;
-  private readonly nativeReader: NativeGreedyReader | undefined;
+  private readonly nativeReader: NativeAddon | undefined;
   /** Why the native reader is not used, when it is not (logged by the session, shown by the profile). */
   readonly nativeUnavailable: string | undefined;
   // Reused across steps: the native reader's arguments and results (no per-step allocation).
@@ -120,8 +103,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   ) {
     this.internals = forcePath === 'library' ? null : directInternals(sequence, model);
     if (forcePath && forcePath !== 'library' && !this.internals) throw new Error(`the ${forcePath} evaluation path needs node-llama-cpp internals this version lacks`);
-    const native = this.internals ? attachNativeReader(this.internals, sequence) : { error: 'node-llama-cpp internals missing' };
-    this.nativeReader = 'reader' in native ? native.reader : undefined;
+    const native = this.internals ? nativeAddonFor(sequence.context) : { error: 'node-llama-cpp internals missing' };
+    this.nativeReader = 'addon' in native ? native.addon : undefined;
     this.nativeUnavailable = 'error' in native ? native.error : undefined;
     if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     this.currentPath = forcePath ?? (this.nativeReader ? 'native' : this.internals ? 'direct' : 'library');

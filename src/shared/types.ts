@@ -178,6 +178,8 @@ export interface LoadedModelsInfo {
   runtime?: RuntimeChoice;
   /** How the target's greedy tokens are read (src/inference/llamaSequenceEvaluator.ts), and why not natively when not. */
   tokenReader?: string;
+  /** Whether the target's context computes on a persistent threadpool (2+ threads), or why not. */
+  threadpool?: string;
   /** Set when this load found the models already loaded in the shared worker: how many other windows use them (0: kept after the last window using them closed). */
   sharedWith?: number;
 }

@@ -1,5 +1,5 @@
 // The ways LlamaSequenceEvaluator reads greedy tokens (src/inference/llamaSequenceEvaluator.ts): the
-// native path (Draftline's greedy reader, src/native/greedyReader.cpp: all positions in one call) and
+// native path (Draftline's greedy reader, src/native/draftlineNative.cpp: all positions in one call) and
 // the direct path (one reused native sampler), both reading outputs in order and only up to the first
 // rejection, must give exactly what the library's public controlledEvaluate gives.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { loadNativeGreedyReader } from '../../src/inference/nativeGreedyReader';
+import { attachThreadpool, loadNativeAddon } from '../../src/inference/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { mulberry32 } from '../support/ggufWriter';
 
@@ -145,8 +145,8 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
     });
 
   it("the native reader's argmax picks what llama.cpp's greedy sampler picks: the first of equal logits, never a NaN after index 0", () => {
-    const loaded = loadNativeGreedyReader();
-    assert.ok('reader' in loaded, 'error' in loaded ? loaded.error : '');
+    const loaded = loadNativeAddon();
+    assert.ok('addon' in loaded, 'error' in loaded ? loaded.error : '');
     // llama_sampler_greedy_apply, as written in llama.cpp.
     const greedy = (l: Float32Array) => {
       let selected = 0;
@@ -161,16 +161,16 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
         const r = rand();
         return r < 0.05 ? Number.NaN : r < 0.1 ? -0 : r < 0.15 ? 0 : Math.floor(rand() * 5) - 2;
       });
-      assert.equal(loaded.reader.argmax(l), greedy(l), `round ${round}: ${Array.from(l.slice(0, 40))}`);
+      assert.equal(loaded.addon.argmax(l), greedy(l), `round ${round}: ${Array.from(l.slice(0, 40))}`);
     }
-    assert.equal(loaded.reader.argmax(Float32Array.of(Number.NaN, 5, 7)), 0);
-    assert.equal(loaded.reader.argmax(Float32Array.of(1, 3, 2, 3)), 1);
+    assert.equal(loaded.addon.argmax(Float32Array.of(Number.NaN, 5, 7)), 0);
+    assert.equal(loaded.addon.argmax(Float32Array.of(1, 3, 2, 3)), 1);
   });
 
   it('the native reader refuses a context whose layout it cannot confirm, and bad arguments, without crashing', async () => {
-    const loaded = loadNativeGreedyReader();
-    assert.ok('reader' in loaded, 'error' in loaded ? loaded.error : '');
-    const { reader } = loaded;
+    const loaded = loadNativeAddon();
+    assert.ok('addon' in loaded, 'error' in loaded ? loaded.error : '');
+    const reader = loaded.addon;
     const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1, batchSize: 64 });
     contexts.push(context);
     const native = (context as unknown as { _ctx: object })._ctx;
@@ -189,5 +189,36 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
     await evaluator.dispose();
     await context.dispose();
     assert.throws(() => reader.readGreedy(native, Int32Array.of(0), 1, four, -1, false, four, new Float32Array(4)), /disposed/);
+  });
+
+  it("a persistent threadpool gives the same greedy tokens as llama.cpp's per-graph threads, and is released once, after its context", async () => {
+    const plainContext = await model.createContext({ contextSize: 512, sequences: 1, threads: 2 });
+    const pooledContext = await model.createContext({ contextSize: 512, sequences: 1, threads: 2 });
+    contexts.push(plainContext);
+    const pool = attachThreadpool(pooledContext, 2);
+    assert.ok('release' in pool, 'error' in pool ? pool.error : '');
+    // One thread has no workers to keep; a second pool on the same context is refused.
+    assert.ok('error' in attachThreadpool(plainContext, 1));
+    assert.ok('error' in attachThreadpool(pooledContext, 2));
+    const a = new LlamaSequenceEvaluator(plainContext.getSequence(), model);
+    const b = new LlamaSequenceEvaluator(pooledContext.getSequence(), model);
+    evaluators.push(a);
+    const greedy = async (ev: LlamaSequenceEvaluator) => {
+      const out = [(await ev.append(prompt, 1))[0].token];
+      for (let i = 0; i < 40; i++) out.push((await ev.append([out.at(-1)!], 1))[0].token);
+      // And a batch with an output at every position.
+      const batch = (await ev.append(out.slice(0, 6), 6)).map((n) => n.token);
+      return [...out, ...batch];
+    };
+    assert.deepEqual(await greedy(b), await greedy(a));
+    // Not while the context lives: llama.cpp's CPU backend still points at the pool.
+    assert.throws(() => pool.release(), /dispose the context before/);
+    await b.dispose();
+    await pooledContext.dispose();
+    pool.release();
+    pool.release();
+    const loaded = loadNativeAddon();
+    assert.ok('addon' in loaded);
+    assert.equal(loaded.addon.releaseThreadpool((pooledContext as unknown as { _ctx: object })._ctx), false);
   });
 });

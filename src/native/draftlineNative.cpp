@@ -16,7 +16,7 @@
 // batch size, sequences) before anything is dereferenced, and the llama.cpp functions are taken
 // from the libllama that node-llama-cpp already loaded (never a second copy). The JS side uses this
 // only for the node-llama-cpp version it was built against and falls back to `sampleToken` when
-// anything here is missing or refuses (src/inference/nativeGreedyReader.ts).
+// anything here is missing or refuses (src/inference/nativeAddon.ts).
 //
 // Greedy is llama.cpp's greedy sampler exactly: the FIRST index of the largest logit (`>` scan from
 // index 0, as `llama_sampler_greedy_apply`); the probability is 1 / Σ exp(logit - max) summed in
@@ -30,7 +30,11 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
 
 #include "AddonContext.h"
 #include "napi.h"
@@ -47,6 +51,12 @@ struct LlamaApi {
     // node-llama-cpp 3.22.1; if a context ever has it, the logits row is not what the library samples.
     decltype(&llama_get_sampled_logits_ith) get_sampled_logits_ith = nullptr;
     decltype(&llama_get_sampled_probs_ith) get_sampled_probs_ith = nullptr;
+    // A persistent CPU threadpool (see AttachThreadpool): llama.cpp's own, reached through libllama's dependencies.
+    decltype(&llama_attach_threadpool) attach_threadpool = nullptr;
+    decltype(&ggml_threadpool_params_default) threadpool_params_default = nullptr;
+    decltype(&ggml_backend_dev_by_type) backend_dev_by_type = nullptr;
+    decltype(&ggml_backend_dev_backend_reg) backend_dev_backend_reg = nullptr;
+    decltype(&ggml_backend_reg_get_proc_address) backend_reg_get_proc_address = nullptr;
     std::string library;
     std::string error;
     bool loaded = false;
@@ -93,7 +103,12 @@ LlamaApi& api() {
         if (bind(handle, "llama_get_logits_ith", instance.get_logits_ith, true, e) && bind(handle, "llama_get_model", instance.get_model, true, e) &&
             bind(handle, "llama_model_get_vocab", instance.model_get_vocab, true, e) && bind(handle, "llama_vocab_n_tokens", instance.vocab_n_tokens, true, e) &&
             bind(handle, "llama_n_ctx", instance.n_ctx, true, e) && bind(handle, "llama_get_sampled_logits_ith", instance.get_sampled_logits_ith, false, e) &&
-            bind(handle, "llama_get_sampled_probs_ith", instance.get_sampled_probs_ith, false, e)) {
+            bind(handle, "llama_get_sampled_probs_ith", instance.get_sampled_probs_ith, false, e) &&
+            // dlsym on libllama's handle also searches the libraries it depends on (libggml, libggml-base).
+            bind(handle, "llama_attach_threadpool", instance.attach_threadpool, false, e) && bind(handle, "ggml_threadpool_params_default", instance.threadpool_params_default, false, e) &&
+            bind(handle, "ggml_backend_dev_by_type", instance.backend_dev_by_type, false, e) &&
+            bind(handle, "ggml_backend_dev_backend_reg", instance.backend_dev_backend_reg, false, e) &&
+            bind(handle, "ggml_backend_reg_get_proc_address", instance.backend_reg_get_proc_address, false, e)) {
             instance.library = libraries[0];
             instance.loaded = true;
         }
@@ -212,6 +227,70 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     return Napi::Number::New(env, read);
 }
 
+// Persistent CPU threadpools, one per context that asked. Without one, llama.cpp (built without
+// OpenMP, as node-llama-cpp's prebuilt binaries are) creates and joins its worker threads for every
+// graph it computes: with 2+ threads that is every decode step.
+std::mutex poolsMutex;
+std::unordered_map<AddonContext*, ggml_threadpool*> pools;
+
+struct ThreadpoolApi {
+    decltype(&ggml_threadpool_new) create = nullptr;
+    decltype(&ggml_threadpool_free) free = nullptr;
+};
+
+ThreadpoolApi threadpoolApi(Napi::Env env) {
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    if (!llama.attach_threadpool || !llama.threadpool_params_default || !llama.backend_dev_by_type || !llama.backend_dev_backend_reg ||
+        !llama.backend_reg_get_proc_address) {
+        throw Napi::Error::New(env, "this llama.cpp has no threadpool API");
+    }
+    ggml_backend_dev_t cpu = llama.backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (cpu == nullptr) throw Napi::Error::New(env, "no CPU backend is loaded");
+    ggml_backend_reg_t reg = llama.backend_dev_backend_reg(cpu);
+    ThreadpoolApi t;
+    t.create = reinterpret_cast<decltype(&ggml_threadpool_new)>(llama.backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
+    t.free = reinterpret_cast<decltype(&ggml_threadpool_free)>(llama.backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
+    if (!t.create || !t.free) throw Napi::Error::New(env, "the CPU backend has no threadpool functions");
+    return t;
+}
+
+// attachThreadpool(context, threads, poll) → true. Call before the context's first decode and never
+// while one runs; releaseThreadpool once the context is disposed.
+Napi::Value AttachThreadpool(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    AddonContext* addon = unwrapContext(env, info[0]);
+    const int32_t threads = info[1].As<Napi::Number>().Int32Value();
+    const uint32_t poll = info[2].As<Napi::Number>().Uint32Value();
+    if (threads < 1 || threads > GGML_MAX_N_THREADS) throw Napi::RangeError::New(env, "threads out of range");
+    llama_context* ctx = liveContext(env, addon);
+    ThreadpoolApi t = threadpoolApi(env);
+    std::lock_guard<std::mutex> lock(poolsMutex);
+    if (pools.count(addon)) throw Napi::Error::New(env, "the context already has a threadpool");
+    ggml_threadpool_params params = api().threadpool_params_default(threads);
+    params.poll = poll;
+    ggml_threadpool* pool = t.create(&params);
+    if (pool == nullptr) throw Napi::Error::New(env, "llama.cpp could not create a threadpool");
+    api().attach_threadpool(ctx, pool, pool);
+    pools[addon] = pool;
+    return Napi::Boolean::New(env, true);
+}
+
+// releaseThreadpool(context) → whether it had one. Only once the context is disposed: llama.cpp's
+// CPU backend keeps a pointer to the last threadpool it computed with and pauses it when it switches
+// to another (or none), so a pool freed under a live context would be touched after its free.
+Napi::Value ReleaseThreadpool(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    AddonContext* addon = unwrapContext(env, info[0]);
+    std::lock_guard<std::mutex> lock(poolsMutex);
+    auto it = pools.find(addon);
+    if (it == pools.end()) return Napi::Boolean::New(env, false);
+    if (!addon->disposed && addon->contextLoaded && addon->ctx != nullptr) throw Napi::Error::New(env, "dispose the context before releasing its threadpool");
+    threadpoolApi(env).free(it->second);
+    pools.erase(it);
+    return Napi::Boolean::New(env, true);
+}
+
 // argmax(logits: Float32Array) → firstArgmax of it: for tests of the tie and NaN rules without a model.
 Napi::Value Argmax(const Napi::CallbackInfo& info) {
     auto logits = info[0].As<Napi::Float32Array>();
@@ -220,6 +299,8 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
     exports.Set("argmax", Napi::Function::New(env, Argmax));
+    exports.Set("attachThreadpool", Napi::Function::New(env, AttachThreadpool));
+    exports.Set("releaseThreadpool", Napi::Function::New(env, ReleaseThreadpool));
     exports.Set("probe", Napi::Function::New(env, Probe));
     exports.Set("readGreedy", Napi::Function::New(env, ReadGreedy));
     exports.Set("llamaCppRelease", Napi::String::New(env, DRAFTLINE_LLAMA_CPP_RELEASE));

@@ -1,0 +1,140 @@
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * Draftline's native addon (src/native/draftlineNative.cpp, built by scripts/build-native.mjs into
+ * dist/draftline-native.node), two things node-llama-cpp 3.22.1 has no API for:
+ * - the greedy tokens of several output positions of a decoded batch in one synchronous call, where
+ *   the library's `sampleToken` takes one asynchronous native round trip per position;
+ * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
+ *   OpenMP) creates and joins its worker threads for every graph it computes.
+ * Optional: without it tokens are read through `sampleToken` and llama.cpp threads as before.
+ */
+export interface NativeAddon {
+  /** Checks the context's native layout and returns its vocabulary size; throws with the reason when unusable. */
+  probe(nativeContext: object, contextSize: number, batchSize: number, sequences: number): { vocabularySize: number; library: string };
+  /**
+   * Reads positions in order, position j from batch output `batchIndexes[j]`, into `outTokens`
+   * (and, when asked, Σ exp(logit − max) — node-llama-cpp's `totalLogitWeight`, 1 / which is the
+   * greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
+   * or `expected[j]` ≠ its token (expectedCount -1: read all `count`). Returns how many it read.
+   */
+  readGreedy: (
+    nativeContext: object,
+    batchIndexes: Int32Array,
+    count: number,
+    expected: Int32Array,
+    expectedCount: number,
+    withWeights: boolean,
+    outTokens: Int32Array,
+    outWeights: Float32Array,
+  ) => number;
+  /** Gives the context a persistent CPU threadpool of `threads` (llama.cpp's `poll` level: 0 = workers sleep between graphs). Before its first decode. */
+  attachThreadpool(nativeContext: object, threads: number, poll: number): boolean;
+  /**
+   * Frees the context's threadpool (false when it had none). Only after the context is disposed (it
+   * throws before): llama.cpp's CPU backend touches its last threadpool when it switches away from it.
+   */
+  releaseThreadpool(nativeContext: object): boolean;
+  /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
+  argmax(logits: Float32Array): number;
+  /** The llama.cpp release and node-llama-cpp version whose headers it was compiled against. */
+  readonly llamaCppRelease: string;
+  readonly nodeLlamaCppVersion: string;
+}
+
+const ADDON_FILE = 'draftline-native.node';
+
+let loaded: { addon: NativeAddon; file: string } | { error: string } | undefined;
+
+/** Where the addon may be: next to the bundled worker (dist/), or dist/ when running from source (tests, bench). */
+function candidates(): string[] {
+  const fromEnv = process.env.DRAFTLINE_NATIVE_ADDON;
+  if (fromEnv) return [fromEnv];
+  return [path.join(__dirname, ADDON_FILE), path.resolve(__dirname, '..', '..', 'dist', ADDON_FILE)];
+}
+
+/** Loads the addon once per process. `DRAFTLINE_NATIVE_ADDON=off` disables it (the sampleToken path is used). */
+export function loadNativeAddon(): { addon: NativeAddon; file: string } | { error: string } {
+  if (loaded) return loaded;
+  if (process.env.DRAFTLINE_NATIVE_ADDON === 'off') {
+    loaded = { error: 'disabled by DRAFTLINE_NATIVE_ADDON=off' };
+    return loaded;
+  }
+  const file = candidates().find((f) => existsSync(f));
+  if (!file) {
+    loaded = { error: `${ADDON_FILE} was not built (${process.platform === 'linux' ? 'npm run build needs g++' : 'Linux only'})` };
+    return loaded;
+  }
+  try {
+    const module = { exports: {} as NativeAddon };
+    process.dlopen(module, file);
+    loaded = { addon: module.exports, file };
+  } catch (error) {
+    loaded = { error: `${file} did not load: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  return loaded;
+}
+
+/** The sizes the addon's probe checks the native layout against (node-llama-cpp's LlamaContext has them). */
+interface ContextShape {
+  contextSize: number;
+  batchSize: number;
+  totalSequences: number;
+}
+
+/**
+ * The addon, when it may touch this context: built for the llama.cpp release node-llama-cpp runs, and
+ * the context's native object laid out as the header it was compiled against says (the probe reads
+ * only the object's own fields before dereferencing anything).
+ */
+export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nativeContext: object } | { error: string } {
+  const loaded = loadNativeAddon();
+  if ('error' in loaded) return loaded;
+  const internals = context as unknown as { _ctx?: object; _llama?: { llamaCppRelease?: { release: string } } };
+  if (!internals._ctx) return { error: 'node-llama-cpp internals missing' };
+  const release = internals._llama?.llamaCppRelease?.release;
+  if (loaded.addon.llamaCppRelease !== release) {
+    return { error: `${loaded.file} was built for llama.cpp ${loaded.addon.llamaCppRelease}, node-llama-cpp runs ${release ?? 'an unknown release'}` };
+  }
+  try {
+    loaded.addon.probe(internals._ctx, context.contextSize, context.batchSize, context.totalSequences);
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+  return { addon: loaded.addon, nativeContext: internals._ctx };
+}
+
+/** A context's persistent threadpool, to release once the context is disposed. */
+export interface AttachedThreadpool {
+  release(): void;
+}
+
+/**
+ * Gives a node-llama-cpp context a persistent CPU threadpool when it computes with 2+ threads. Measured
+ * on this 2-core VM at 2 threads, a decode step of the tiny target took 8.6-12.5 ms with llama.cpp's
+ * per-graph threads and 0.9-1.9 ms with a threadpool (v3 target: 5-14 ms → 1.7-3.8 ms), faster than
+ * at 1 thread. Workers sleep between graphs (poll 0) unless DRAFTLINE_THREADPOOL_POLL says otherwise:
+ * a spinning worker of one context would take a core from the other (target and draft alternate).
+ */
+export function attachThreadpool(context: ContextShape, threads: number): AttachedThreadpool | { error: string } {
+  if (threads < 2) return { error: 'one thread: no workers to keep' };
+  if (process.env.DRAFTLINE_THREADPOOL === 'off') return { error: 'disabled by DRAFTLINE_THREADPOOL=off' };
+  const usable = nativeAddonFor(context);
+  if ('error' in usable) return usable;
+  const { addon, nativeContext } = usable;
+  const poll = Number(process.env.DRAFTLINE_THREADPOOL_POLL ?? 0);
+  try {
+    addon.attachThreadpool(nativeContext, threads, Number.isFinite(poll) && poll >= 0 ? poll : 0);
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+  let attached = true;
+  return {
+    release: () => {
+      if (!attached) return;
+      addon.releaseThreadpool(nativeContext);
+      attached = false;
+    },
+  };
+}
