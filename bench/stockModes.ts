@@ -4,6 +4,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaToken } from '../src/infe
 import type { CompletionRequest, Token } from '../src/shared/types';
 import type { InferenceSession } from '../src/inference/inferenceSession';
 import { loadLibrary } from '../src/inference/llamaRuntime';
+import { type AttachedThreadpool, attachThreadpool } from '../src/inference/nativeAddon';
 
 export type StockMode = 'stock-draft' | 'stock-lookup';
 
@@ -23,6 +24,7 @@ export class StockRunner {
     private readonly session: InferenceSession,
     private readonly contexts: LlamaContext[],
     private readonly sequences: Partial<Record<StockMode, LlamaContextSequence>>,
+    private readonly pools: AttachedThreadpool[],
   ) {}
 
   static async create(session: InferenceSession, threads: number, maxProposal: number, minConfidence: number): Promise<StockRunner> {
@@ -42,7 +44,9 @@ export class StockRunner {
         tokenPredictor: new lib.DraftSequenceTokenPredictor(draftContext.getSequence(), { minTokens: 0, maxTokens: maxProposal, minConfidence }),
       });
     }
-    return new StockRunner(session, contexts, sequences);
+    // The same persistent threadpools as ours (2+ threads), so that the comparison is of the decoders.
+    const pools = contexts.map((c) => attachThreadpool(c, threads)).filter((p): p is AttachedThreadpool => 'release' in p);
+    return new StockRunner(session, contexts, sequences, pools);
   }
 
   has(mode: StockMode): boolean {
@@ -88,5 +92,6 @@ export class StockRunner {
 
   async dispose(): Promise<void> {
     for (const c of this.contexts) await c.dispose();
+    for (const p of this.pools) p.release();
   }
 }
