@@ -45,7 +45,12 @@ export class StockRunner {
       });
     }
     // The same persistent threadpools as ours (2+ threads), so that the comparison is of the decoders.
-    const pools = contexts.map((c) => attachThreadpool(c, threads)).filter((p): p is AttachedThreadpool => 'release' in p);
+    const pools: AttachedThreadpool[] = [];
+    for (const c of contexts) {
+      const pool = attachThreadpool(c, threads);
+      if ('release' in pool) pools.push(pool);
+      else if (threads > 1) process.stderr.write(`stock modes: no threadpool (${pool.error})\n`);
+    }
     return new StockRunner(session, contexts, sequences, pools);
   }
 

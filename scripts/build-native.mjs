@@ -11,7 +11,8 @@
 // as before (slower, same tokens) and this prints why. DRAFTLINE_REQUIRE_NATIVE=1 (the test suite)
 // makes a failed build an error instead.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,37 +61,44 @@ export function buildNative({ quiet = false } = {}) {
     return false;
   }
   const { library, version, release, addonHeaders, addonApi, nodeHeaders } = inputs();
-  const stamp = `${version} ${release} ${statSync(source).mtimeMs}`;
-  const stampFile = `${nativeAddonPath}.stamp`;
-  if (existsSync(nativeAddonPath) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return true;
+  const compiler = process.env.CXX || 'g++';
   const headers = llamaHeaders(library, release);
   mkdirSync(dirname(nativeAddonPath), { recursive: true });
   const partial = `${nativeAddonPath}.partial`;
   // -O3 without -ffast-math: the probability sum must add in the library's order.
-  execFileSync(
-    process.env.CXX || 'g++',
-    [
-      '-std=c++17',
-      '-O3',
-      '-fPIC',
-      '-shared',
-      '-fvisibility=hidden',
-      '-DNAPI_VERSION=7',
-      '-DNAPI_CPP_EXCEPTIONS',
-      `-DDRAFTLINE_LLAMA_CPP_RELEASE="${release}"`,
-      `-DDRAFTLINE_NODE_LLAMA_CPP_VERSION="${version}"`,
-      `-I${addonHeaders}`,
-      `-I${join(headers, 'include')}`,
-      `-I${join(headers, 'ggml', 'include')}`,
-      `-I${addonApi}`,
-      `-I${nodeHeaders}`,
-      source,
-      '-o',
-      partial,
-      '-ldl',
-    ],
-    { stdio: quiet ? 'pipe' : 'inherit' },
-  );
+  const args = [
+    '-std=c++17',
+    '-O3',
+    '-fPIC',
+    '-shared',
+    '-fvisibility=hidden',
+    // Loads on any glibc Linux the prebuilt node-llama-cpp binaries load on, whatever libstdc++ it has.
+    '-static-libstdc++',
+    '-DNAPI_VERSION=7',
+    '-DNAPI_CPP_EXCEPTIONS',
+    `-DDRAFTLINE_LLAMA_CPP_RELEASE="${release}"`,
+    `-DDRAFTLINE_NODE_LLAMA_CPP_VERSION="${version}"`,
+    `-I${addonHeaders}`,
+    `-I${join(headers, 'include')}`,
+    `-I${join(headers, 'ggml', 'include')}`,
+    `-I${addonApi}`,
+    `-I${nodeHeaders}`,
+    source,
+    '-o',
+    partial,
+    '-ldl',
+  ];
+  // Rebuilt when the source, the flags (versions, header paths), or the compiler change.
+  const stamp = createHash('sha256')
+    .update(readFileSync(source))
+    .update(JSON.stringify([compiler, args]))
+    .digest('hex');
+  const stampFile = `${nativeAddonPath}.stamp`;
+  if (existsSync(nativeAddonPath) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return true;
+  // A failed build must not leave an older addon behind to be loaded.
+  rmSync(nativeAddonPath, { force: true });
+  rmSync(stampFile, { force: true });
+  execFileSync(compiler, args, { stdio: quiet ? 'pipe' : 'inherit' });
   renameSync(partial, nativeAddonPath);
   writeFileSync(stampFile, stamp);
   log(`built ${nativeAddonPath} for node-llama-cpp ${version} (llama.cpp ${release})`);

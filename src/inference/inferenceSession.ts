@@ -359,14 +359,25 @@ export class InferenceSession {
   async dispose(): Promise<void> {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
     await this.running;
-    await this.windowContext?.evaluator.dispose();
-    await disposeContext(this.windowContext);
-    await this.draft?.evaluator.dispose();
-    await this.target.evaluator.dispose();
-    await disposeContext(this.draft);
-    await disposeContext(this.target);
-    await this.draft?.model.dispose();
-    await this.target.model.dispose();
+    // Every step is tried: one that fails must not leave the rest loaded (in the shared worker they
+    // would stay until it exits). The first failure is reported once all were tried.
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<void> | undefined) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    await attempt(() => this.windowContext?.evaluator.dispose());
+    await attempt(() => disposeContext(this.windowContext));
+    await attempt(() => this.draft?.evaluator.dispose());
+    await attempt(() => this.target.evaluator.dispose());
+    await attempt(() => disposeContext(this.draft));
+    await attempt(() => disposeContext(this.target));
+    await attempt(() => this.draft?.model.dispose());
+    await attempt(() => this.target.model.dispose());
+    if (failures.length) throw failures[0];
   }
 }
 

@@ -166,6 +166,10 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   ): Promise<EvaluatedNext[]> {
     const { seq } = internals;
     const count = input.length - firstOutput;
+    // Outputs are read after the whole call: they must all come from its last batch.
+    if (count > 1 && input.length > this.sequence.context.batchSize) {
+      throw new Error(`${input.length} tokens with ${count} outputs exceed one batch of ${this.sequence.context.batchSize}`);
+    }
     this.reserve(count);
     const batchIndexes = this.batchIndexes;
     batchIndexes.fill(-1, 0, count);

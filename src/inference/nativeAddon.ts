@@ -11,8 +11,8 @@ import * as path from 'node:path';
  * Optional: without it tokens are read through `sampleToken` and llama.cpp threads as before.
  */
 export interface NativeAddon {
-  /** Checks the context's native layout and returns its vocabulary size; throws with the reason when unusable. */
-  probe(nativeContext: object, contextSize: number, batchSize: number, sequences: number): { vocabularySize: number; library: string };
+  /** Checks the context's native layout (the KV cells, batch size and sequences node-llama-cpp gave llama.cpp) and returns its vocabulary size; throws with the reason when unusable. */
+  probe(nativeContext: object, contextCells: number, batchSize: number, sequences: number): { vocabularySize: number; library: string };
   /**
    * Reads positions in order, position j from batch output `batchIndexes[j]`, into `outTokens`
    * (and, when asked, Σ exp(logit − max) — node-llama-cpp's `totalLogitWeight`, 1 / which is the
@@ -38,12 +38,18 @@ export interface NativeAddon {
   releaseThreadpool(nativeContext: object): boolean;
   /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
   argmax(logits: Float32Array): number;
+  /** The calling contract of the build (ADDON_API_VERSION). */
+  readonly apiVersion: number;
   /** The llama.cpp release and node-llama-cpp version whose headers it was compiled against. */
   readonly llamaCppRelease: string;
   readonly nodeLlamaCppVersion: string;
 }
 
 const ADDON_FILE = 'draftline-native.node';
+/** What this code expects of the addon's functions; a build exporting another is not used. */
+const ADDON_API_VERSION = 2;
+/** node-llama-cpp pads a context's KV cells up to a multiple of this (its `contextSizePad`). */
+const CONTEXT_CELLS_PAD = 256;
 
 let loaded: { addon: NativeAddon; file: string } | { error: string } | undefined;
 
@@ -69,7 +75,10 @@ export function loadNativeAddon(): { addon: NativeAddon; file: string } | { erro
   try {
     const module = { exports: {} as NativeAddon };
     process.dlopen(module, file);
-    loaded = { addon: module.exports, file };
+    loaded =
+      module.exports.apiVersion === ADDON_API_VERSION
+        ? { addon: module.exports, file }
+        : { error: `${file} is a build of another version (API ${module.exports.apiVersion ?? 'unknown'}, expected ${ADDON_API_VERSION}): run npm run build` };
   } catch (error) {
     loaded = { error: `${file} did not load: ${error instanceof Error ? error.message : String(error)}` };
   }
@@ -97,8 +106,10 @@ export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nat
   if (loaded.addon.llamaCppRelease !== release) {
     return { error: `${loaded.file} was built for llama.cpp ${loaded.addon.llamaCppRelease}, node-llama-cpp runs ${release ?? 'an unknown release'}` };
   }
+  // As node-llama-cpp asks llama.cpp for them: each sequence its own contextSize cells, padded up.
+  const cells = Math.ceil((context.contextSize * context.totalSequences) / CONTEXT_CELLS_PAD) * CONTEXT_CELLS_PAD;
   try {
-    loaded.addon.probe(internals._ctx, context.contextSize, context.batchSize, context.totalSequences);
+    loaded.addon.probe(internals._ctx, cells, context.batchSize, context.totalSequences);
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) };
   }

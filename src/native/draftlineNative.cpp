@@ -148,14 +148,15 @@ AddonContext* unwrapContext(Napi::Env env, Napi::Value value) {
 }
 
 llama_context* liveContext(Napi::Env env, AddonContext* addon) {
-    if (addon->disposed || !addon->contextLoaded || addon->ctx == nullptr) throw Napi::Error::New(env, "the context is disposed or not loaded");
+    if (addon->disposed || addon->memoryDisposed || !addon->contextLoaded || addon->ctx == nullptr) throw Napi::Error::New(env, "the context is disposed or not loaded");
     return addon->ctx;
 }
 
-// probe(context, contextSize, batchSize, sequences) → { vocabularySize, library }
+// probe(context, contextCells, batchSize, sequences) → { vocabularySize, library }
 // Checks, before dereferencing anything the object points to, that the C++ object has the layout of
 // the header this was built against: its copy of the context parameters must hold the sizes the JS
-// side gave llama.cpp. Then asks llama.cpp itself for the context size through the pointer.
+// side gave llama.cpp (node-llama-cpp asks for contextSize × sequences cells, padded up to 256, and
+// one more batch slot for sliding-window models). Then asks llama.cpp itself through the pointer.
 Napi::Value Probe(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4) throw Napi::TypeError::New(env, "probe(context, contextSize, batchSize, sequences)");
@@ -164,11 +165,12 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
     const uint32_t batchSize = info[2].As<Napi::Number>().Uint32Value();
     const uint32_t sequences = info[3].As<Napi::Number>().Uint32Value();
     const llama_context_params& params = addon->context_params;
-    if (params.n_ctx != contextSize || params.n_batch != batchSize || params.n_seq_max != sequences) {
+    if (params.n_ctx != contextSize || (params.n_batch != batchSize && params.n_batch != batchSize + 1) || params.n_seq_max != sequences) {
         throw Napi::Error::New(env, "the native context's layout differs from the header this reader was built against (context sizes do not match)");
     }
     LlamaApi& llama = api();
     if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
     if (llama.n_ctx(ctx) < contextSize) throw Napi::Error::New(env, "llama.cpp reports a smaller context than the one made");
     Napi::Object result = Napi::Object::New(env);
@@ -199,6 +201,9 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     }
     LlamaApi& llama = api();
     if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    // node-llama-cpp's dispose clears `ctx` under this lock before it frees the llama context: held,
+    // the context cannot be freed under the read.
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
     // node-llama-cpp's sampleToken copies logits under this lock; hold it so a stray read of another
     // sequence of the same context cannot interleave with ours.
@@ -263,9 +268,10 @@ Napi::Value AttachThreadpool(const Napi::CallbackInfo& info) {
     const int32_t threads = info[1].As<Napi::Number>().Int32Value();
     const uint32_t poll = info[2].As<Napi::Number>().Uint32Value();
     if (threads < 1 || threads > GGML_MAX_N_THREADS) throw Napi::RangeError::New(env, "threads out of range");
-    llama_context* ctx = liveContext(env, addon);
     ThreadpoolApi t = threadpoolApi(env);
     std::lock_guard<std::mutex> lock(poolsMutex);
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+    llama_context* ctx = liveContext(env, addon);
     if (pools.count(addon)) throw Napi::Error::New(env, "the context already has a threadpool");
     ggml_threadpool_params params = api().threadpool_params_default(threads);
     params.poll = poll;
@@ -285,7 +291,10 @@ Napi::Value ReleaseThreadpool(const Napi::CallbackInfo& info) {
     std::lock_guard<std::mutex> lock(poolsMutex);
     auto it = pools.find(addon);
     if (it == pools.end()) return Napi::Boolean::New(env, false);
-    if (!addon->disposed && addon->contextLoaded && addon->ctx != nullptr) throw Napi::Error::New(env, "dispose the context before releasing its threadpool");
+    {
+        std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+        if (!addon->memoryDisposed && addon->ctx != nullptr) throw Napi::Error::New(env, "dispose the context before releasing its threadpool");
+    }
     threadpoolApi(env).free(it->second);
     pools.erase(it);
     return Napi::Boolean::New(env, true);
@@ -298,6 +307,8 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+    // The calling contract of this file: nativeAddon.ts refuses a build with another (a stale dist/ file).
+    exports.Set("apiVersion", Napi::Number::New(env, 2));
     exports.Set("argmax", Napi::Function::New(env, Argmax));
     exports.Set("attachThreadpool", Napi::Function::New(env, AttachThreadpool));
     exports.Set("releaseThreadpool", Napi::Function::New(env, ReleaseThreadpool));

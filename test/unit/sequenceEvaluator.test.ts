@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { attachThreadpool, loadNativeAddon } from '../../src/inference/nativeAddon';
+import { attachThreadpool, loadNativeAddon, nativeAddonFor } from '../../src/inference/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { mulberry32 } from '../support/ggufWriter';
 
@@ -135,6 +135,19 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
       assert.equal(got[1].token, greedy[2]);
       // The whole batch is still in the cache (the caller erases the rejected tail).
       assert.equal(direct.tokens.length, prompt.length + 4);
+      // Every guess right: all positions are read, the last one the token after the proposal.
+      await direct.truncate(prompt.length);
+      const allRight = await direct.append([first.token, greedy[1], greedy[2]], 3, false, [greedy[1], greedy[2]]);
+      assert.deepEqual(
+        allRight.map((n) => n.token),
+        greedy.slice(1, 4),
+      );
+      // An empty proposal: the one position after the pending token.
+      await direct.truncate(prompt.length);
+      assert.deepEqual(
+        (await direct.append([first.token], 1, false, [])).map((n) => n.token),
+        [greedy[1]],
+      );
       // Without an expected proposal every position is read.
       await direct.truncate(prompt.length);
       const all = await direct.append([first.token, 11, 12, 13], 4);
@@ -176,6 +189,12 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
     const native = (context as unknown as { _ctx: object })._ctx;
     // The sizes the JS side gave llama.cpp must be found where the header says they are.
     assert.ok(reader.probe(native, 256, 64, 1).vocabularySize > 0);
+    // Several sequences, an unpadded size: node-llama-cpp asks for contextSize × sequences cells, padded up to 256.
+    const shared = await model.createContext({ contextSize: 300, sequences: 2, threads: 1, batchSize: 64 });
+    contexts.push(shared);
+    const usable = nativeAddonFor(shared);
+    assert.ok('addon' in usable, 'error' in usable ? usable.error : '');
+    assert.ok(reader.probe((shared as unknown as { _ctx: object })._ctx, 768, 64, 2).vocabularySize > 0);
     assert.throws(() => reader.probe(native, 512, 64, 1), /layout differs/);
     assert.throws(() => reader.probe(native, 256, 64, 2), /layout differs/);
     assert.throws(() => reader.probe({}, 256, 64, 1), /not a wrapped native context/);
@@ -195,6 +214,8 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
     const plainContext = await model.createContext({ contextSize: 512, sequences: 1, threads: 2 });
     const pooledContext = await model.createContext({ contextSize: 512, sequences: 1, threads: 2 });
     contexts.push(plainContext);
+    // Two threads really (node-llama-cpp caps threads at the cores): else the pool has no workers to test.
+    assert.equal(pooledContext.currentThreads, 2, 'this test needs 2 cores');
     const pool = attachThreadpool(pooledContext, 2);
     assert.ok('release' in pool, 'error' in pool ? pool.error : '');
     // One thread has no workers to keep; a second pool on the same context is refused.
