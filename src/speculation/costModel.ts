@@ -3,8 +3,20 @@
  * batch of 8 costs ~3.5x one; on a GPU far less. Until a size is measured, a CPU-like prior is used.
  */
 export class CostModel {
-  private readonly perBatch = new Map<number, number>();
+  /** A step of one token (plain decoding), smoothed. */
+  private one: number | undefined;
+  /**
+   * Larger steps as a multiple of the one-token step measured just before them. The machine's speed
+   * drifts (other processes, the VM's neighbours: 0.8-1.5 ms a token on the same tiny model within a
+   * minute here), and sizes are measured at different times: comparing their raw ms compared moments,
+   * not batch sizes, and made the policy flip to proposals that did not pay (bench/PROFILE.md).
+   */
+  private readonly ratioToOne = new Map<number, number>();
+  /** Sizes measured before any one-token step, in ms. */
+  private readonly rawMs = new Map<number, number>();
   private draftPerToken: number | undefined;
+  /** The current estimates by measured size and those sizes sorted, rebuilt after each record (the policy asks several times a step). */
+  private estimates: { perBatch: Map<number, number>; sizes: number[] } | undefined;
 
   constructor(
     private readonly priorSlope = 0.35,
@@ -13,8 +25,24 @@ export class CostModel {
 
   recordTarget(batch: number, ms: number): void {
     if (!(ms >= 0) || batch < 1) return;
-    const old = this.perBatch.get(batch);
-    this.perBatch.set(batch, old === undefined ? ms : old + this.smoothing * (ms - old));
+    const ema = (old: number | undefined, value: number) => (old === undefined ? value : old + this.smoothing * (value - old));
+    this.estimates = undefined;
+    if (batch === 1) this.one = ema(this.one, ms);
+    else if (this.one !== undefined && this.one > 0) this.ratioToOne.set(batch, ema(this.ratioToOne.get(batch), ms / this.one));
+    else this.rawMs.set(batch, ema(this.rawMs.get(batch), ms));
+  }
+
+  /** Measured sizes and their current cost estimates, ms. */
+  private current(): { perBatch: Map<number, number>; sizes: number[] } {
+    if (!this.estimates) {
+      const perBatch = new Map<number, number>(this.rawMs);
+      if (this.one !== undefined) {
+        perBatch.set(1, this.one);
+        for (const [b, r] of this.ratioToOne) perBatch.set(b, r * this.one);
+      }
+      this.estimates = { perBatch, sizes: [...perBatch.keys()].sort((a, b) => a - b) };
+    }
+    return this.estimates;
   }
 
   recordDraft(tokens: number, ms: number): void {
@@ -25,23 +53,23 @@ export class CostModel {
 
   /** Estimated ms of one target evaluation of `batch` tokens. */
   verifyCost(batch: number): number {
-    const known = this.perBatch.get(batch);
+    const { perBatch, sizes } = this.current();
+    const known = perBatch.get(batch);
     if (known !== undefined) return known;
-    const sizes = [...this.perBatch.keys()].sort((a, b) => a - b);
-    const one = this.perBatch.get(1) ?? this.interpolateOne(sizes) ?? 1;
+    const one = perBatch.get(1) ?? this.interpolateOne(perBatch, sizes) ?? 1;
     const below = sizes.filter((s) => s < batch).at(-1);
     const above = sizes.find((s) => s > batch);
     if (below !== undefined && above !== undefined) {
-      const a = this.perBatch.get(below)!;
-      const b = this.perBatch.get(above)!;
+      const a = perBatch.get(below)!;
+      const b = perBatch.get(above)!;
       return a + ((b - a) * (batch - below)) / (above - below);
     }
     // Beyond the measured sizes: grow from the nearest measurement at the slope measured between the
     // two largest sizes (a small model on a CPU is compute-bound: nearly linear), else at the prior's.
     const anchor = below ?? above;
-    const anchorCost = anchor === undefined ? one : this.perBatch.get(anchor)!;
+    const anchorCost = anchor === undefined ? one : perBatch.get(anchor)!;
     const base = anchor ?? 1;
-    const slope = below !== undefined && sizes.length >= 2 ? this.measuredSlope(sizes) : one * this.priorSlope;
+    const slope = below !== undefined && sizes.length >= 2 ? measuredSlope(perBatch, sizes) : one * this.priorSlope;
     return Math.max(anchorCost + slope * (batch - base), one * 0.5);
   }
 
@@ -51,18 +79,18 @@ export class CostModel {
   }
 
   snapshot(): { verifyMs: Record<number, number>; draftMsPerToken: number | null } {
-    return { verifyMs: Object.fromEntries(this.perBatch), draftMsPerToken: this.draftPerToken ?? null };
+    return { verifyMs: Object.fromEntries(this.current().perBatch), draftMsPerToken: this.draftPerToken ?? null };
   }
 
-  /** ms per extra token between the two largest measured batch sizes (never negative). */
-  private measuredSlope(sizes: number[]): number {
-    const [a, b] = sizes.slice(-2);
-    return Math.max(0, (this.perBatch.get(b)! - this.perBatch.get(a)!) / (b - a));
-  }
-
-  private interpolateOne(sizes: number[]): number | undefined {
+  private interpolateOne(perBatch: Map<number, number>, sizes: number[]): number | undefined {
     if (sizes.length === 0) return undefined;
     const s = sizes[0];
-    return this.perBatch.get(s)! / (1 + this.priorSlope * (s - 1));
+    return perBatch.get(s)! / (1 + this.priorSlope * (s - 1));
   }
+}
+
+/** ms per extra token between the two largest measured batch sizes (never negative). */
+function measuredSlope(perBatch: Map<number, number>, sizes: number[]): number {
+  const [a, b] = sizes.slice(-2);
+  return Math.max(0, (perBatch.get(b)! - perBatch.get(a)!) / (b - a));
 }

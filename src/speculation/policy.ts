@@ -46,6 +46,12 @@ export type StepPlan = { source: ProposalSource; maxLen: number } | null;
  * does not win it back (a try of the draft costs a catch-up of its cache), reset once it pays. */
 export const EXPLORE_FIRST_INTERVAL = 16;
 export const EXPLORE_MAX_INTERVAL = 512;
+/**
+ * Speculative steps in a row after which one plain step is taken: the cost model weighs larger steps
+ * against a one-token step measured just before them, so that step must stay fresh (~1% of the gain
+ * at high acceptance).
+ */
+export const PLAIN_REFRESH_INTERVAL = 32;
 
 /**
  * Picks per step: a long n-gram match first, the draft otherwise, nothing when the measured
@@ -57,6 +63,7 @@ export class SpeculationPolicy {
     draft: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
     lookahead: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
   };
+  private speculativeInARow = 0;
 
   constructor(
     private readonly settings: SpeculationSettings,
@@ -82,6 +89,19 @@ export class SpeculationPolicy {
   }
 
   plan(options: { ngramAvailable: number; ngramMatchLength: number; draftAvailable: boolean; remaining: number; lookaheadAvailable?: number }): StepPlan {
+    const plan = this.choose(options);
+    if (!this.settings.adaptive || !plan) {
+      this.speculativeInARow = 0;
+      return plan;
+    }
+    if (++this.speculativeInARow > PLAIN_REFRESH_INTERVAL) {
+      this.speculativeInARow = 0;
+      return null;
+    }
+    return plan;
+  }
+
+  private choose(options: { ngramAvailable: number; ngramMatchLength: number; draftAvailable: boolean; remaining: number; lookaheadAvailable?: number }): StepPlan {
     const limit = Math.min(this.settings.maxProposal, Math.max(0, options.remaining - 1));
     if (limit <= 0) return null;
     const longMatch = options.ngramAvailable > 0 && options.ngramMatchLength >= this.settings.ngramMinMatch;

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import type { SpeculationSettings } from '../../src/shared/types';
 import { CostModel } from '../../src/speculation/costModel';
 import { policyReport } from '../../src/engine/statsReport';
-import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
+import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, PLAIN_REFRESH_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
 
 const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true, lookahead: false };
 
@@ -59,6 +59,19 @@ describe('cost model', () => {
     cost.recordTarget(2, NaN);
     cost.recordTarget(0, 5);
     assert.equal(cost.verifyCost(2), 15);
+  });
+});
+
+describe('cost model under a machine whose speed drifts', () => {
+  it('keeps a larger step as a multiple of the one-token step measured before it, so stale sizes follow the machine', () => {
+    const cost = new CostModel(0.35, 1);
+    cost.recordTarget(1, 10);
+    cost.recordTarget(2, 18);
+    // The machine gets twice as slow; only one-token steps are measured since.
+    cost.recordTarget(1, 20);
+    assert.equal(cost.verifyCost(2), 36);
+    // Measured raw, the stale 18 ms would have made a 2-token step look cheaper than a 1-token one.
+    assert.ok(cost.verifyCost(2) > cost.verifyCost(1));
   });
 });
 
@@ -133,6 +146,28 @@ describe('plan per step', () => {
     for (let b = 1; b <= 17; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 10);
     assert.equal(policy.plan(draftOnly)?.source, 'draft');
     assert.equal(policy.exploreInterval('draft'), EXPLORE_FIRST_INTERVAL);
+  });
+});
+
+describe('plain refresh', () => {
+  it('adaptive: one plain step after every PLAIN_REFRESH_INTERVAL speculative ones, to keep the one-token cost fresh', () => {
+    const policy = new SpeculationPolicy(
+      SETTINGS,
+      measured((b) => 10 + b),
+      acceptance(0.9),
+    );
+    const plans = Array.from({ length: 2 * (PLAIN_REFRESH_INTERVAL + 1) }, () => policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }));
+    assert.deepEqual(
+      plans.map((p, i) => (p === null ? i : -1)).filter((i) => i >= 0),
+      [PLAIN_REFRESH_INTERVAL, 2 * PLAIN_REFRESH_INTERVAL + 1],
+    );
+    // Not adaptive: every step as configured.
+    const fixed = new SpeculationPolicy(
+      { ...SETTINGS, adaptive: false },
+      measured((b) => 10 + b),
+      acceptance(0.9),
+    );
+    for (let i = 0; i < 2 * PLAIN_REFRESH_INTERVAL; i++) assert.notEqual(fixed.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }), null);
   });
 });
 
