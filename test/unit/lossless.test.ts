@@ -194,6 +194,26 @@ for (const pair of pairs) {
   });
 }
 
+/**
+ * Runs every speculative mode next to plain decoding on each case; asserts that each divergence sits
+ * where the target's top two logits are within the drift's tie tolerance. Returns how many diverged.
+ */
+async function divergencesAllAtTies(session: InferenceSession, cases: ReturnType<typeof promptCases>, drift: number): Promise<number> {
+  let divergences = 0;
+  for (const c of cases) {
+    const plain = await session.complete(request(c, 'plain'));
+    for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
+      const spec = await session.complete(request(c, mode));
+      const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
+      if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
+      divergences++;
+      const margin = await marginAtDivergence(session, session.promptFor(request(c, mode)), plain.tokens, spec.tokens);
+      assert.ok(margin < tieTolerance(drift), `${mode} on ${c.name} diverged at token ${at < 0 ? 'end' : at} with a logit margin of ${margin} (drift ${drift})`);
+    }
+  }
+  return divergences;
+}
+
 // Where llama.cpp's CPU kernels are NOT batch-invariant (F32 weights, some widths), batched and
 // single-token logits differ by ~1e-4..1e-3. Then a speculative run may differ from plain decoding,
 // but only where the target's top two candidates are that close: a numerical tie, never a decoder bug.
@@ -207,18 +227,7 @@ describe('lossless up to numerical ties on a model whose kernels are not batch-i
   it('every divergence from plain decoding sits on a near-tie of the top two logits', async () => {
     const drift = await batchDrift(session);
     assert.ok(drift > 0 && drift < 0.01, `drift ${drift}`);
-    let divergences = 0;
-    for (const c of promptCases(40, 505)) {
-      const plain = await session.complete(request(c, 'plain'));
-      for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
-        const spec = await session.complete(request(c, mode));
-        const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
-        if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
-        divergences++;
-        const margin = await marginAtDivergence(session, session.promptFor(request(c, mode)), plain.tokens, spec.tokens);
-        assert.ok(margin < tieTolerance(drift), `${mode} on ${c.name} diverged at token ${at < 0 ? 'end' : at} with a logit margin of ${margin} (drift ${drift})`);
-      }
-    }
+    const divergences = await divergencesAllAtTies(session, promptCases(40, 505), drift);
     process.stdout.write(`# F32 model: ${divergences} of 120 runs diverged, all at near-ties\n`);
   });
 });
@@ -235,18 +244,7 @@ describe('lossless at 2 threads, target and draft on persistent threadpools', ()
   it('every speculative mode equals plain decoding, or differs only at a near-tie', async () => {
     assert.match(session.info.threadpool ?? '', /^persistent, 2 threads/);
     const drift = await batchDrift(session);
-    let divergences = 0;
-    for (const c of promptCases(20, 2)) {
-      const plain = await session.complete(request(c, 'plain'));
-      for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
-        const spec = await session.complete(request(c, mode));
-        const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
-        if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
-        divergences++;
-        const margin = await marginAtDivergence(session, session.promptFor(request(c, mode)), plain.tokens, spec.tokens);
-        assert.ok(margin < tieTolerance(drift), `${mode} on ${c.name} diverged at token ${at < 0 ? 'end' : at} with a logit margin of ${margin} (drift ${drift})`);
-      }
-    }
+    const divergences = await divergencesAllAtTies(session, promptCases(20, 2), drift);
     process.stdout.write(`# 2 threads: drift ${drift}, ${divergences} of 60 runs diverged, all at near-ties\n`);
   });
 });
