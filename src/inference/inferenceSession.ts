@@ -176,7 +176,7 @@ export class InferenceSession {
       // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
       runtime: await describeRuntimeChoice(settings, llama),
       tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
-      threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : `llama.cpp's per-graph threads (${target.threadpool.error})`,
+      threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
     };
     log(
       'info',
