@@ -1,7 +1,7 @@
 // Bundles the extension host entry and the inference worker as CommonJS.
 // node-llama-cpp stays external: it is ESM-only with native binaries and is loaded with import().
 import * as esbuild from 'esbuild';
-import { buildNative } from './scripts/build-native.mjs';
+import { buildNativeOrExplain } from './scripts/build-native.mjs';
 
 const watch = process.argv.includes('--watch');
 const common = {
@@ -19,13 +19,9 @@ const builds = [
   // The extension-host test suite (npm run test:desktop); not part of the .vsix.
   { ...common, entryPoints: ['test/desktop/suite.ts'], outfile: 'dist/desktop-suite.js' },
 ];
-// The native greedy reader (optional: without it tokens are read through node-llama-cpp, slower).
-try {
-  buildNative();
-} catch (error) {
-  console.error(`[native] not built: ${error instanceof Error ? error.message : error}`);
-  if (process.env.DRAFTLINE_REQUIRE_NATIVE === '1') process.exit(1);
-}
+// The native addon (optional: without it tokens are read through node-llama-cpp and llama.cpp makes
+// its threads per graph, slower).
+buildNativeOrExplain();
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();
 } else {

@@ -1,5 +1,6 @@
 // Builds dist/draftline-native.node (src/native/draftlineNative.cpp): the greedy reader that gives the
-// decode loop several positions' tokens in one synchronous call (see that file for why).
+// decode loop several positions' tokens in one synchronous call, and persistent CPU threadpools (see
+// that file for why).
 //
 // It is compiled against the very headers node-llama-cpp's prebuilt binary was built from: the
 // library's own addon headers (node_modules/node-llama-cpp/llama/addon) for the C++ context's
@@ -105,11 +106,15 @@ export function buildNative({ quiet = false } = {}) {
   return true;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** buildNative for esbuild.mjs and the command line: a failure is explained, and fatal only with DRAFTLINE_REQUIRE_NATIVE=1. */
+export function buildNativeOrExplain() {
   try {
-    buildNative();
+    return buildNative();
   } catch (error) {
     console.error(`[native] not built: ${error instanceof Error ? error.message : error}`);
-    process.exit(process.env.DRAFTLINE_REQUIRE_NATIVE === '1' ? 1 : 0);
+    if (process.env.DRAFTLINE_REQUIRE_NATIVE === '1') process.exit(1);
+    return false;
   }
 }
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) buildNativeOrExplain();

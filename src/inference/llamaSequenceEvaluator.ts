@@ -55,7 +55,7 @@ interface SequenceInternals {
 }
 interface ModelInternals {
   _model: unknown;
-  _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler }; llamaCppRelease?: { release: string } };
+  _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler } };
 }
 
 /** The library's default evaluation priority (only one sequence per context here: it never competes). */

@@ -1,6 +1,8 @@
-// Draftline's one native function: the greedy token (and, when asked, its probability) of several
-// output positions of a node-llama-cpp context, read in ONE synchronous call after the batch was
-// decoded, in order and only up to the first position that disagrees with the proposal.
+// Draftline's native addon, two things node-llama-cpp 3.22.1 has no API for:
+// - the greedy token (and, when asked, its probability) of several output positions of a
+//   node-llama-cpp context, read in ONE synchronous call after the batch was decoded, in order and
+//   only up to the first position that disagrees with the proposal (readGreedy);
+// - a persistent CPU threadpool per context (attachThreadpool / releaseThreadpool, below).
 //
 // Why: node-llama-cpp 3.22.1 gives a position's token only through `sampleToken`, one asynchronous
 // native call per position (a hop through libuv's thread pool, ~0.1 ms here) that also copies the
