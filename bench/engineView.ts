@@ -29,6 +29,7 @@ export interface BenchSessionOptions {
   threads: number;
   maxTokens: number;
   gpu: ModelSettings['gpu'];
+  flashAttention?: ModelSettings['flashAttention'];
   log: (level: string, message: string) => void;
 }
 
@@ -38,7 +39,7 @@ export interface BenchSessionOptions {
  */
 export async function benchSession(pair: { target: string; draft: string }, opts: BenchSessionOptions): Promise<{ session: InferenceSession; engine: CompletionEngine }> {
   const session = await InferenceSession.load(
-    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048 },
+    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048, flashAttention: opts.flashAttention },
     DEFAULT_SPECULATION,
     opts.log,
   );

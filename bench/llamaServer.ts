@@ -42,9 +42,15 @@ export class LlamaServer {
     return fs.existsSync(LLAMA_SERVER);
   }
 
-  static async start(target: string, draft: string | null, opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string }): Promise<LlamaServer> {
+  static async start(
+    target: string,
+    draft: string | null,
+    opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string; flashAttention?: boolean | 'auto' },
+  ): Promise<LlamaServer> {
     const port = await freePort();
     const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
+    // The anchor runs the same computation as ours: the target's flash-attention setting as chosen at load.
+    if (opts.flashAttention !== undefined) args.push('-fa', opts.flashAttention === 'auto' ? 'auto' : opts.flashAttention ? 'on' : 'off');
     if (draft)
       args.push(
         '--spec-type',

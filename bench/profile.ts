@@ -29,6 +29,7 @@ const opt = (name: string, fallback: string) => {
 const targetNames = opt('targets', 'tiny,v3,qwen-vocab').split(',').filter(Boolean);
 const threads = Number(opt('threads', '1'));
 const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
+const flashAttention = (opt('flash-attention', 'auto') ?? 'auto') as NonNullable<ModelSettings['flashAttention']>;
 const taskCount = Number(opt('tasks', '6'));
 const K = 5;
 const MAX_TOKENS = 48;
@@ -91,7 +92,7 @@ async function profileTarget(
 ): Promise<{ rows: StepRow[]; v: Record<number, number>; depth: number; confidence: Awaited<ReturnType<typeof confidenceCost>>; backend: string; note: string; differing: number; runs: number }> {
   const target = await benchTarget(name);
   const session = await InferenceSession.load(
-    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 },
+    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention },
     { ...DEFAULT_SPECULATION, maxProposal: K },
     () => undefined,
   );

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -50,6 +50,9 @@ const taskCount = Number(opt('tasks', String(quick ? DEFAULT_TASKS.quick : DEFAU
 const threads = Number(opt('threads', '1'));
 const maxTokens = Number(opt('max-tokens', '48'));
 const gpu = (opt('gpu', 'auto') ?? 'auto') as ModelSettings['gpu'];
+// auto = Draftline's default (measured per CPU model at load); on/off force it (before/after runs).
+const flashAttention = (opt('flash-attention', 'auto') ?? 'auto') as NonNullable<ModelSettings['flashAttention']>;
+if (!['auto', 'on', 'off'].includes(flashAttention)) throw new Error(`--flash-attention ${flashAttention}: expected auto, on or off`);
 const acceptanceMemory = opt('acceptance-memory', 'session') === 'request' ? 'request' : 'session';
 const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);
@@ -124,7 +127,7 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048 }, DEFAULT_SPECULATION, log);
+  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
   const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
@@ -132,7 +135,13 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   if (!LlamaServer.available()) {
     process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min)\n`);
   } else {
-    const opts = { threads, contextSize: session.info.contextSize, maxProposal: DEFAULT_SPECULATION.maxProposal, minConfidence: DEFAULT_SPECULATION.draftMinConfidence };
+    const opts = {
+      threads,
+      contextSize: session.info.contextSize,
+      maxProposal: DEFAULT_SPECULATION.maxProposal,
+      minConfidence: DEFAULT_SPECULATION.draftMinConfidence,
+      flashAttention: session.target.attention.flashAttention,
+    };
     servers['llama-server'] = await LlamaServer.start(pair.target, null, opts);
     modes.push('llama-server');
     if (session.draft) {
@@ -332,7 +341,11 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   const sizeMB = fs.statSync(file).size / 1e6;
   const k = 5;
   const accuracies = [0, 0.3, 0.5, 0.7, 0.9];
-  const session = await InferenceSession.load({ targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024 }, { ...DEFAULT_SPECULATION, maxProposal: k }, log);
+  const session = await InferenceSession.load(
+    { targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention },
+    { ...DEFAULT_SPECULATION, maxProposal: k },
+    log,
+  );
   const clock = clockNative(session);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400 });
   const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length, targetName));
@@ -392,6 +405,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
     }
   }
   const backend = session.info.backend;
+  const attention = session.info.flashAttention?.target ?? '-';
   const evaluatorPath = (session.target.evaluator as LlamaSequenceEvaluator).path;
   // The forward pass as the runs met it (same depth, same interleaving of sizes as decoding), the
   // fairest V(b) for "possible"; the separate measurement is reported beside it.
@@ -434,6 +448,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
     target: targetName,
     model: { path: path.relative(ROOT, file), sizeMB, note: target.note },
     backend,
+    flashAttention: attention,
     evaluatorPath,
     depth,
     verifyCostMs: verify,
@@ -618,9 +633,10 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const legend =
     'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
   const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend}, context ${r.info.contextSize})`;
+  const attentionLine = `Flash attention (chosen at load, the same for the stock modes and llama-server): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${tieLine}\n${timeLine}\n`);
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
   fs.writeFileSync(
     path.join(bench.outDir, chart),
     barChart(
@@ -689,7 +705,7 @@ async function acceptanceSection(bench: Bench, targetName: string): Promise<void
   const inRun = Object.entries(r.inRunVerifyMs)
     .map(([b, v]) => `V(${b}) = ${v === null ? '-' : v.toFixed(2)}`)
     .join(', ');
-  const verifyLine = `Backend: ${r.backend} (${r.evaluatorPath} evaluation path), ${threads} thread${threads === 1 ? '' : 's'}. Raw forward pass (native decode alone), ms: in the runs themselves ${inRun} (what "possible" uses); measured apart at the prompts' depth (${r.depth} tokens) by batch size: ${Object.entries(
+  const verifyLine = `Backend: ${r.backend} (${r.evaluatorPath} evaluation path), ${threads} thread${threads === 1 ? '' : 's'}, flash attention ${r.flashAttention}. Raw forward pass (native decode alone), ms: in the runs themselves ${inRun} (what "possible" uses); measured apart at the prompts' depth (${r.depth} tokens) by batch size: ${Object.entries(
     r.verifyCostMs,
   )
     .map(([b, v]) => `${b}: ${v.toFixed(2)}`)
@@ -736,7 +752,7 @@ async function ngramBoundSection(bench: Bench): Promise<void> {
 async function keystrokeSection(bench: Bench): Promise<void> {
   const pair = mainPair(bench);
   const tasks = bench.tasks.slice(0, keystrokeTaskCount(bench.tasks.length));
-  const r = await regimeKeystroke(tasks, pair, { threads, maxTokens, gpu, log });
+  const r = await regimeKeystroke(tasks, pair, { threads, maxTokens, gpu, flashAttention, log });
   bench.results.keystroke = { pair: pair.name, models: r.info, rows: r.rows, runs: r.runs };
   const row = (layout: string, kase: string) => r.rows.find((x) => x.layout === layout && x.case === kase)!;
   const ratio = (kase: string, f: (x: LayoutRow) => number | null) => {
@@ -767,7 +783,7 @@ const EXTRA_CONTEXT_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 3 
 async function extraContextSection(bench: Bench, pair: ModelPair): Promise<void> {
   const tasks = bench.tasks.slice(0, extraContextTaskCount(bench.tasks.length));
   const files = sourceFiles(ensureCorpus());
-  const r = await regimeExtraContext(tasks, files, fileTextOf, pair, { threads, maxTokens, gpu, log });
+  const r = await regimeExtraContext(tasks, files, fileTextOf, pair, { threads, maxTokens, gpu, flashAttention, log });
   ((bench.results.extraContext ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, rows: r.rows, filesPerTask: r.filesPerTask, runs: r.runs };
   const table = [
     '| case | extra context | median ms | TTFT ms | prompt tokens | prompt tok evaluated | first line exact | similarity | no ghost text |',
@@ -789,7 +805,7 @@ const LOOKAHEAD_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 4 };
 
 async function lookaheadSection(bench: Bench, pair: ModelPair): Promise<void> {
   const tasks = bench.tasks.slice(0, lookaheadTaskCount(bench.tasks.length));
-  const r = await regimeLookahead(tasks, pair, { threads, maxTokens, gpu, log });
+  const r = await regimeLookahead(tasks, pair, { threads, maxTokens, gpu, flashAttention, log });
   ((bench.results.lookahead ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, rows: r.rows };
   const speed = (x: { tokens: number; decodeMs: number }) => (x.decodeMs > 0 ? (x.tokens * 1000) / x.decodeMs : null);
   const find = (mode: string, generation: string) => r.rows.find((x) => x.mode === mode && x.generation === generation);
@@ -815,7 +831,7 @@ const windowDraftTaskCount = (tasks: number) => Math.min(tasks, quick ? 8 : 40);
 async function windowDraftSection(bench: Bench): Promise<void> {
   const pair = mainPair(bench);
   const tasks = bench.tasks.slice(0, windowDraftTaskCount(bench.tasks.length));
-  const r = await regimeWindowDraft(tasks, pair, { threads, maxTokens, gpu, log });
+  const r = await regimeWindowDraft(tasks, pair, { threads, maxTokens, gpu, flashAttention, log });
   bench.results.windowDraft = { models: r.info, rows: r.rows, promptTokensMedian: r.promptTokensMedian };
   const speed = (x: { tokens: number; decodeMs: number }) => (x.decodeMs > 0 ? (x.tokens * 1000) / x.decodeMs : null);
   const plain = r.rows.find((x) => x.source === 'plain');

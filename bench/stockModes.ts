@@ -30,7 +30,14 @@ export class StockRunner {
   static async create(session: InferenceSession, threads: number, maxProposal: number, minConfidence: number): Promise<StockRunner> {
     const lib = await loadLibrary();
     const contextSize = session.target.context.contextSize;
-    const targetContext = await session.target.model.createContext({ contextSize, sequences: 2, threads, batchSize: Math.min(512, contextSize) });
+    // The same flash-attention setting as ours (measured per model at load), so the comparison is of the decoders.
+    const targetContext = await session.target.model.createContext({
+      contextSize,
+      sequences: 2,
+      threads,
+      batchSize: Math.min(512, contextSize),
+      flashAttention: session.target.attention.flashAttention,
+    });
     const contexts = [targetContext];
     const sequences: Partial<Record<StockMode, LlamaContextSequence>> = {
       'stock-lookup': targetContext.getSequence({
@@ -38,7 +45,7 @@ export class StockRunner {
       }),
     };
     if (session.draft) {
-      const draftContext = await session.draft.model.createContext({ contextSize, sequences: 1, threads });
+      const draftContext = await session.draft.model.createContext({ contextSize, sequences: 1, threads, flashAttention: session.draft.attention.flashAttention });
       contexts.push(draftContext);
       sequences['stock-draft'] = targetContext.getSequence({
         tokenPredictor: new lib.DraftSequenceTokenPredictor(draftContext.getSequence(), { minTokens: 0, maxTokens: maxProposal, minConfidence }),

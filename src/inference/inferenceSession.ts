@@ -16,6 +16,7 @@ import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
+import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
@@ -49,6 +50,8 @@ interface LoadedModel {
   evaluator: LlamaSequenceEvaluator;
   /** The context's persistent CPU threadpool (2+ threads), or why it has none. */
   threadpool: AttachedThreadpool | { error: string };
+  /** Flash attention as the context was created with it, and why (inference/flashAttention.ts). */
+  attention: FlashAttentionChoice;
 }
 
 /**
@@ -58,7 +61,7 @@ interface LoadedModel {
  */
 async function createContext(
   model: LlamaModel,
-  options: { contextSize: number; threads: number; batchSize: number },
+  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean | 'auto' },
 ): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
   const context = await model.createContext({ ...options, sequences: 1 });
   return { context, threadpool: attachThreadpool(context, options.threads) };
@@ -130,12 +133,23 @@ export class InferenceSession {
     const llama = await runtime;
     const runtimeReady = performance.now();
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
+    const memo = settings.attentionMemoFile ? new AttentionMemo(settings.attentionMemoFile) : undefined;
+    const placement = (role: ModelRole): ModelPlacement => ({
+      role,
+      gpuLayers: gpuLayersFor(role, settings, contextSize),
+      contextSize,
+      threads,
+      flashAttention: settings.flashAttention ?? 'auto',
+      memo,
+      verifySize: speculation.maxProposal + 1,
+      runtime: (llama as unknown as { llamaCppRelease?: { release?: string } }).llamaCppRelease?.release ?? 'unknown',
+    });
     // The draft first: it is small, and only worth running if it is as fast as it can be (all on
     // the GPU when there is one); the target then takes the GPU memory that is left.
     let draft: LoadedModel | null = null;
     if (draftInfo) {
       try {
-        draft = await loadModel(llama, draftInfo, gpuLayersFor('draft', settings, contextSize), contextSize, threads);
+        draft = await loadModel(llama, draftInfo, placement('draft'));
       } catch (error) {
         draftProblem = `Draft model failed to load: ${(error as Error).message}`;
         log('warn', draftProblem);
@@ -144,7 +158,7 @@ export class InferenceSession {
     const draftLoaded = performance.now();
     let target: LoadedModel;
     try {
-      target = await loadModel(llama, targetInfo, gpuLayersFor('target', settings, contextSize), contextSize, threads);
+      target = await loadModel(llama, targetInfo, placement('target'));
     } catch (error) {
       await draft?.evaluator.dispose().catch(() => undefined);
       await disposeContext(draft).catch(() => undefined);
@@ -177,10 +191,11 @@ export class InferenceSession {
       runtime: await describeRuntimeChoice(settings, llama),
       tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
       threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
+      flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
     };
     log(
       'info',
-      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}`,
+      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
     );
     return new InferenceSession(llama, target, draft, info, template, speculation);
   }
@@ -264,7 +279,12 @@ export class InferenceSession {
     if (!this.windowContext || this.windowContext.size < size) {
       await this.windowContext?.evaluator.dispose();
       await disposeContext(this.windowContext);
-      const { context, threadpool } = await createContext(this.target.model, { contextSize: size, threads: this.target.context.currentThreads, batchSize: Math.min(size, 512) });
+      const { context, threadpool } = await createContext(this.target.model, {
+        contextSize: size,
+        threads: this.target.context.currentThreads,
+        batchSize: Math.min(size, 512),
+        flashAttention: this.target.attention.flashAttention,
+      });
       this.windowContext = { context, threadpool, evaluator: new LlamaSequenceEvaluator(context.getSequence(), this.target.model), size };
     }
     return new WindowDraftProposer(this.windowContext.evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
@@ -395,10 +415,84 @@ export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSetti
   return settings.gpuLayers;
 }
 
-async function loadModel(llama: Llama, info: ModelFileInfo, gpuLayers: GpuLayersOption, contextSize: number, threads: number): Promise<LoadedModel> {
-  const model = await llama.loadModel({ modelPath: info.path, gpuLayers });
-  const { context, threadpool } = await createContext(model, { contextSize, threads, batchSize: Math.min(contextSize, 512) });
-  return { info, model, context, threadpool, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
+/** How a model's context is set up beyond its file: thread count, flash attention and where choices are remembered. */
+interface ModelPlacement {
+  role: ModelRole;
+  gpuLayers: GpuLayersOption;
+  contextSize: number;
+  threads: number;
+  flashAttention: FlashAttentionSetting;
+  memo: AttentionMemo | undefined;
+  /** Verify batch size the target's measurement times (maxProposal + 1). */
+  verifySize: number;
+  runtime: string;
+}
+
+async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
+  const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers });
+  const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };
+  try {
+    const attention = await chooseFlashAttention({
+      setting: placement.flashAttention,
+      gpuLayers: model.gpuLayers,
+      role: placement.role,
+      memo: placement.memo,
+      memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, runtime: placement.runtime },
+      measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, attentionWorkload(placement.role, placement.contextSize, placement.verifySize)),
+    });
+    const { context, threadpool } = await createContext(model, { ...options, flashAttention: attention.flashAttention });
+    return { info, model, context, threadpool, attention, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
+  } catch (error) {
+    await model.dispose().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Times a completion's work for one model and flash-attention setting on a context of its own:
+ * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
+ * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them.
+ */
+async function timeCompletionWork(
+  model: LlamaModel,
+  info: ModelFileInfo,
+  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
+  work: ReturnType<typeof attentionWorkload>,
+): Promise<number> {
+  const created = await createContext(model, options);
+  const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
+  try {
+    const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
+    const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
+    // Warm-up: the first evaluation after a load pages in the weights and plans the graph; whichever
+    // setting runs first must not pay for it.
+    await evaluator.append(tokens(1, 0), 1);
+    await evaluator.truncate(0);
+    let t = performance.now();
+    for (let at = 0; at < work.depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, work.depth - at), at), 0);
+    const promptMsPerToken = (performance.now() - t) / work.depth;
+    const timed = async (count: number, keep: boolean) => {
+      const base = evaluator.tokens.length;
+      t = performance.now();
+      await evaluator.append(tokens(count, base), count);
+      const ms = performance.now() - t;
+      if (!keep) await evaluator.truncate(base);
+      return ms;
+    };
+    const steps: number[] = [];
+    for (let i = 0; i < 6; i++) steps.push(await timed(1, true));
+    const verifies: number[] = [];
+    if (work.verifyBatches > 0) for (let i = 0; i < 3; i++) verifies.push(await timed(work.verifySize, false));
+    return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
+  } finally {
+    await evaluator.dispose().catch(() => undefined);
+    await disposeContext(created).catch(() => undefined);
+  }
+}
+
+function middle(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 /** Longest completion a request may ask for. */

@@ -15,6 +15,10 @@ export interface ModelSettings {
   gpuLayers: number | 'auto';
   threads: number;
   contextSize: number;
+  /** Flash attention: 'auto' measures each CPU model at load and keeps the faster (default). */
+  flashAttention?: 'auto' | 'on' | 'off';
+  /** JSON file where measured flash-attention choices are remembered (VS Code's global storage). */
+  attentionMemoFile?: string;
 }
 
 export interface SpeculationSettings {
@@ -180,6 +184,8 @@ export interface LoadedModelsInfo {
   tokenReader?: string;
   /** Whether the target's context computes on a persistent threadpool (2+ threads), or why not. */
   threadpool?: string;
+  /** Flash attention of each model's context and why (measured, remembered, a setting, the GPU). */
+  flashAttention?: { target: string; draft: string | null };
   /** Set when this load found the models already loaded in the shared worker: how many other windows use them (0: kept after the last window using them closed). */
   sharedWith?: number;
 }

@@ -18,7 +18,7 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
 /** Settings that take a reload of the models, or another backend. */
-const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
+const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'flashAttention', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -124,7 +124,11 @@ export class DraftlineController implements vscode.Disposable {
         // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
         settings: async (worker) => ({
-          models: await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker),
+          models: {
+            ...(await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker)),
+            // Measured flash-attention choices outlive the window: the measurement runs once per model.
+            attentionMemoFile: path.join(this.context.globalStorageUri.fsPath, 'flash-attention.json'),
+          },
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
       },

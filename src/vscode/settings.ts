@@ -53,6 +53,7 @@ export function readModelSettings(extensionPath: string, report?: SettingProblem
     gpuLayers: config.numberOrKeyword('gpuLayers', ['auto'] as const),
     threads: config.threads('threads', os.availableParallelism()),
     contextSize: config.number('contextSize'),
+    flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
   };
 }
 

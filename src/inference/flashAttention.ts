@@ -1,0 +1,180 @@
+// Flash attention per model, chosen by measurement for models that run on the CPU.
+//
+// llama.cpp's CPU flash-attention kernel walks the KV cache one position at a time for every query
+// row. For small attention heads (the embedded models' 48-dimension heads) that per-position work
+// outweighs the dot products: on the AMD EPYC VM, at 800 cached tokens, a v3 draft token cost 2.9 ms
+// with it and 1.0 ms without, and a 6-token verify batch of the tiny target 8.7x more. The v3 target
+// (64-dimension heads) was 10-30% faster with it, prompt evaluation faster for all of them.
+// node-llama-cpp's default ("auto", which llama.cpp turns on for the CPU) is therefore right for one
+// model and ~3x wrong for another, so a model on the CPU is timed both ways at load on the work a
+// completion gives it, and the faster setting kept. The choice is remembered per model file,
+// machine and settings, so the measurement runs once. On a GPU llama.cpp's own choice stands.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export type FlashAttentionSetting = 'auto' | 'on' | 'off';
+export type ModelRole = 'target' | 'draft';
+
+/** What one completion asks of a model, in the units measured at load. */
+export interface AttentionWorkload {
+  /** Cached tokens the measurement runs at (attention cost grows with it). */
+  depth: number;
+  /** Prompt tokens re-evaluated per completion (the edited region after a keystroke). */
+  promptTokens: number;
+  /** One-token steps per completion (plain decoding; drafting). */
+  steps: number;
+  /** Verify batches per completion and their size (the target only). */
+  verifyBatches: number;
+  verifySize: number;
+}
+
+/** Measured costs of one setting: prompt evaluation per token, a one-token step, a verify batch. */
+export interface AttentionTiming {
+  promptMsPerToken: number;
+  stepMs: number;
+  verifyMs: number;
+}
+
+/**
+ * The workload a completion gives a model: the target re-evaluates the edited prompt region and
+ * decodes in one-token steps and verify batches (the mix regime 1 shows at moderate acceptance);
+ * the draft catches up on the same prompt and proposes one token at a time. Measured at half the
+ * context (at most 384 tokens, to keep the measurement short), where a real prompt sits.
+ */
+export function attentionWorkload(role: ModelRole, contextSize: number, verifySize: number): AttentionWorkload {
+  const depth = Math.max(16, Math.min(384, Math.floor(contextSize / 2)));
+  return role === 'target' ? { depth, promptTokens: 64, steps: 24, verifyBatches: 4, verifySize } : { depth, promptTokens: 64, steps: 32, verifyBatches: 0, verifySize };
+}
+
+/** Milliseconds of a completion's work for this model under one setting. */
+export function workloadMs(work: AttentionWorkload, timing: AttentionTiming): number {
+  return work.promptTokens * timing.promptMsPerToken + work.steps * timing.stepMs + work.verifyBatches * timing.verifyMs;
+}
+
+/** The resolved choice: what the context is created with, and why (shown in the load log). */
+export interface FlashAttentionChoice {
+  /** Passed to node-llama-cpp's createContext: 'auto' leaves it to llama.cpp. */
+  flashAttention: boolean | 'auto';
+  reason: string;
+  /** Completion-workload ms with it on and off, when measured (or remembered). */
+  measured?: { onMs: number; offMs: number };
+}
+
+/**
+ * Keeps flash attention on unless off is faster by more than `margin` (5%): a near tie keeps
+ * llama.cpp's default, so two loads of the same model do not flip on noise.
+ */
+export function pickFlashAttention(onMs: number, offMs: number, margin = 0.05): boolean {
+  if (!Number.isFinite(onMs)) return false;
+  if (!Number.isFinite(offMs)) return true;
+  return !(offMs < onMs * (1 - margin));
+}
+
+export function describeChoice(choice: FlashAttentionChoice): string {
+  const state = choice.flashAttention === 'auto' ? "llama.cpp's choice" : choice.flashAttention ? 'on' : 'off';
+  return `${state} (${choice.reason})`;
+}
+
+/** Where and how the choice for one model is remembered. */
+export interface AttentionMemoKey {
+  modelPath: string;
+  role: ModelRole;
+  threads: number;
+  contextSize: number;
+  /** node-llama-cpp version and llama.cpp release: a new kernel may change the answer. */
+  runtime: string;
+}
+
+/**
+ * Remembered choices in one small JSON file (VS Code's global storage for the extension). Keys carry
+ * the model file's size and modification time, the CPU, the thread count, the context size and
+ * the runtime, so a changed file, machine or setting measures again. A missing, unreadable or
+ * corrupt file only means measuring again; writes go to a temporary file renamed over the old one.
+ */
+export class AttentionMemo {
+  constructor(private readonly file: string) {}
+
+  static keyFor(key: AttentionMemoKey): string | null {
+    let stat: fs.Stats;
+    try {
+      stat = fs.statSync(key.modelPath);
+    } catch {
+      return null;
+    }
+    const cpu = os.cpus()[0]?.model?.trim() ?? 'cpu';
+    return [path.resolve(key.modelPath), stat.size, Math.round(stat.mtimeMs), key.role, cpu, key.threads, key.contextSize, key.runtime].join('|');
+  }
+
+  private read(): Record<string, { onMs: number; offMs: number }> {
+    try {
+      const parsed = JSON.parse(fs.readFileSync(this.file, 'utf8')) as unknown;
+      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, { onMs: number; offMs: number }>) : {};
+    } catch {
+      return {};
+    }
+  }
+
+  get(key: string): { onMs: number; offMs: number } | null {
+    const entry = this.read()[key];
+    return entry && Number.isFinite(entry.onMs) && Number.isFinite(entry.offMs) && entry.onMs > 0 && entry.offMs > 0 ? { onMs: entry.onMs, offMs: entry.offMs } : null;
+  }
+
+  /** Stores one measurement; returns an error message instead of throwing (the choice still holds). */
+  set(key: string, value: { onMs: number; offMs: number }): string | null {
+    try {
+      const all = this.read();
+      all[key] = value;
+      // Bounded: the oldest entries go first once there are more than 64 (models come and go).
+      const keys = Object.keys(all);
+      for (const old of keys.slice(0, Math.max(0, keys.length - 64))) delete all[old];
+      fs.mkdirSync(path.dirname(this.file), { recursive: true });
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, JSON.stringify(all, null, 1));
+      fs.renameSync(tmp, this.file);
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+}
+
+/** How a model is placed and configured, as far as the choice depends on it. */
+export interface AttentionChoiceInput {
+  setting: FlashAttentionSetting;
+  /** Layers on a GPU: with any, llama.cpp's choice stands (its GPU kernels do not have the CPU's problem). */
+  gpuLayers: number;
+  role: ModelRole;
+  memo?: AttentionMemo;
+  memoKey?: AttentionMemoKey;
+  /** Times the model's workload with flash attention on or off (creates and disposes a context). */
+  measure: (flashAttention: boolean) => Promise<number>;
+}
+
+/** Resolves the setting for one model: the user's explicit choice, llama.cpp's on a GPU, else measured. */
+export async function chooseFlashAttention(input: AttentionChoiceInput): Promise<FlashAttentionChoice> {
+  if (input.setting === 'on') return { flashAttention: true, reason: 'draftline.flashAttention' };
+  if (input.setting === 'off') return { flashAttention: false, reason: 'draftline.flashAttention' };
+  if (input.gpuLayers > 0) return { flashAttention: 'auto', reason: 'on the GPU' };
+  const key = input.memo && input.memoKey ? AttentionMemo.keyFor(input.memoKey) : null;
+  const remembered = key ? input.memo!.get(key) : null;
+  if (remembered) {
+    return { flashAttention: pickFlashAttention(remembered.onMs, remembered.offMs), reason: `remembered: ${fmt(remembered.onMs)} ms with, ${fmt(remembered.offMs)} ms without`, measured: remembered };
+  }
+  // Measured one after the other, each on its own context: the losing context is disposed before
+  // the real one is created, so memory never holds two KV caches of a large model.
+  const onMs = await input.measure(true).catch(() => Number.POSITIVE_INFINITY);
+  const offMs = await input.measure(false).catch(() => Number.POSITIVE_INFINITY);
+  if (!Number.isFinite(onMs) && !Number.isFinite(offMs)) return { flashAttention: 'auto', reason: 'measurement failed' };
+  const measured = { onMs, offMs };
+  let reason = `measured: ${fmt(onMs)} ms with, ${fmt(offMs)} ms without, a completion's work`;
+  if (key && Number.isFinite(onMs) && Number.isFinite(offMs)) {
+    const problem = input.memo!.set(key, measured);
+    if (problem) reason += `; not remembered: ${problem}`;
+  }
+  return { flashAttention: pickFlashAttention(onMs, offMs), reason, measured };
+}
+
+function fmt(ms: number): string {
+  return Number.isFinite(ms) ? ms.toFixed(ms < 10 ? 1 : 0) : '-';
+}

@@ -1,0 +1,206 @@
+// Flash attention per model (src/inference/flashAttention.ts): the user's setting wins, a GPU keeps
+// llama.cpp's choice, a CPU model is measured both ways once and the faster kept, and the memo file
+// never breaks a load. The last block loads the embedded pair for real.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { AttentionMemo, type AttentionMemoKey, attentionWorkload, chooseFlashAttention, pickFlashAttention, workloadMs } from '../../src/inference/flashAttention';
+import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
+import { embeddedPairPaths } from '../../src/models/embedded';
+
+const ROOT = path.resolve(__dirname, '../..');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-fa-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A measure function that records its calls and answers from a table. */
+function fakeMeasure(ms: { on: number | Error; off: number | Error }) {
+  const calls: boolean[] = [];
+  const measure = async (flashAttention: boolean) => {
+    calls.push(flashAttention);
+    const v = flashAttention ? ms.on : ms.off;
+    if (v instanceof Error) throw v;
+    return v;
+  };
+  return { calls, measure };
+}
+
+function modelFile(name: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, 'GGUF stand-in');
+  return file;
+}
+
+const key = (modelPath: string, extra: Partial<AttentionMemoKey> = {}): AttentionMemoKey => ({ modelPath, role: 'draft', threads: 1, contextSize: 1024, runtime: 'test', ...extra });
+
+describe('flash attention: the decision', () => {
+  it('keeps it on unless off is faster by more than the margin', () => {
+    assert.equal(pickFlashAttention(100, 50), false);
+    assert.equal(pickFlashAttention(100, 94), false);
+    assert.equal(pickFlashAttention(100, 96), true, 'a 4% difference is noise: llama.cpp default kept');
+    assert.equal(pickFlashAttention(50, 100), true);
+    assert.equal(pickFlashAttention(Number.POSITIVE_INFINITY, 100), false, 'on failed to measure');
+    assert.equal(pickFlashAttention(100, Number.POSITIVE_INFINITY), true, 'off failed to measure');
+  });
+
+  it('weighs a completion: prompt tokens, one-token steps and (target) verify batches', () => {
+    const target = attentionWorkload('target', 1024, 6);
+    const draft = attentionWorkload('draft', 1024, 6);
+    assert.equal(target.depth, 384, 'half the context, at most 384');
+    assert.equal(attentionWorkload('target', 256, 6).depth, 128);
+    assert.ok(target.verifyBatches > 0 && target.verifySize === 6);
+    assert.equal(draft.verifyBatches, 0, 'the draft never verifies');
+    const timing = { promptMsPerToken: 0.5, stepMs: 2, verifyMs: 5 };
+    assert.equal(workloadMs(target, timing), 64 * 0.5 + 24 * 2 + 4 * 5);
+    assert.equal(workloadMs(draft, timing), 64 * 0.5 + 32 * 2);
+  });
+
+  it('an explicit setting is used as is, nothing measured', async () => {
+    for (const setting of ['on', 'off'] as const) {
+      const { calls, measure } = fakeMeasure({ on: 1, off: 1 });
+      const choice = await chooseFlashAttention({ setting, gpuLayers: 0, role: 'target', measure });
+      assert.equal(choice.flashAttention, setting === 'on');
+      assert.match(choice.reason, /draftline\.flashAttention/);
+      assert.deepEqual(calls, []);
+    }
+  });
+
+  it("a model with layers on a GPU keeps llama.cpp's choice, nothing measured", async () => {
+    const { calls, measure } = fakeMeasure({ on: 1, off: 100 });
+    const choice = await chooseFlashAttention({ setting: 'auto', gpuLayers: 12, role: 'target', measure });
+    assert.equal(choice.flashAttention, 'auto');
+    assert.deepEqual(calls, []);
+  });
+
+  it('a CPU model is measured both ways and the faster kept', async () => {
+    for (const [on, off, expected] of [
+      [65, 34, false],
+      [206, 245, true],
+    ] as const) {
+      const { calls, measure } = fakeMeasure({ on, off });
+      const choice = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'target', measure });
+      assert.equal(choice.flashAttention, expected, `${on} vs ${off}`);
+      assert.deepEqual(calls, [true, false]);
+      assert.deepEqual(choice.measured, { onMs: on, offMs: off });
+    }
+  });
+
+  it('a setting that fails to measure loses; both failing leaves it to llama.cpp', async () => {
+    const one = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', measure: fakeMeasure({ on: new Error('no FA kernel'), off: 40 }).measure });
+    assert.equal(one.flashAttention, false);
+    const both = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', measure: fakeMeasure({ on: new Error('x'), off: new Error('y') }).measure });
+    assert.equal(both.flashAttention, 'auto');
+    assert.match(both.reason, /failed/);
+  });
+});
+
+describe('flash attention: the memo file', () => {
+  it('remembers a measurement: the next load of the same file measures nothing', async () => {
+    const memo = new AttentionMemo(path.join(dir, 'memo', 'fa.json'));
+    const model = modelFile('a.gguf');
+    const first = fakeMeasure({ on: 30, off: 10 });
+    const a = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model), measure: first.measure });
+    assert.equal(a.flashAttention, false);
+    assert.equal(first.calls.length, 2);
+    const second = fakeMeasure({ on: 1, off: 1000 });
+    const b = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model), measure: second.measure });
+    assert.equal(b.flashAttention, false, 'the remembered answer, not the new fake one');
+    assert.match(b.reason, /remembered/);
+    assert.deepEqual(second.calls, []);
+  });
+
+  it('another thread count, context size, role or a changed file measures again', async () => {
+    const memo = new AttentionMemo(path.join(dir, 'memo2.json'));
+    const model = modelFile('b.gguf');
+    await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model), measure: fakeMeasure({ on: 30, off: 10 }).measure });
+    for (const change of [{ threads: 2 }, { contextSize: 2048 }, { role: 'target' as const }, { runtime: 'other llama.cpp' }]) {
+      const m = fakeMeasure({ on: 10, off: 30 });
+      const c = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model, change), measure: m.measure });
+      assert.equal(m.calls.length, 2, JSON.stringify(change));
+      assert.equal(c.flashAttention, true);
+    }
+    fs.writeFileSync(model, 'a different, longer GGUF stand-in');
+    const m = fakeMeasure({ on: 10, off: 30 });
+    await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model), measure: m.measure });
+    assert.equal(m.calls.length, 2, 'the file changed');
+  });
+
+  it('a corrupt memo file means measuring again, and is replaced by a good one', async () => {
+    const file = path.join(dir, 'corrupt.json');
+    const model = modelFile('c.gguf');
+    for (const junk of ['{not json', '[1,2,3]', '{"x": {"onMs": "fast"}}', '']) {
+      fs.writeFileSync(file, junk);
+      const memo = new AttentionMemo(file);
+      const m = fakeMeasure({ on: 30, off: 10 });
+      const c = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(model), measure: m.measure });
+      assert.equal(c.flashAttention, false);
+      assert.equal(m.calls.length, 2, JSON.stringify(junk));
+      fs.rmSync(file);
+    }
+  });
+
+  it('a memo that cannot be written still gives the measured choice, and says so', async () => {
+    const blocker = modelFile('not-a-dir');
+    const memo = new AttentionMemo(path.join(blocker, 'fa.json'));
+    const c = await chooseFlashAttention({ setting: 'auto', gpuLayers: 0, role: 'draft', memo, memoKey: key(modelFile('d.gguf')), measure: fakeMeasure({ on: 30, off: 10 }).measure });
+    assert.equal(c.flashAttention, false);
+    assert.match(c.reason, /not remembered/);
+  });
+
+  it('keeps at most 64 entries, dropping the oldest', () => {
+    const memo = new AttentionMemo(path.join(dir, 'bounded.json'));
+    for (let i = 0; i < 70; i++) assert.equal(memo.set(`k${i}`, { onMs: 1, offMs: 2 }), null);
+    assert.equal(memo.get('k0'), null);
+    assert.deepEqual(memo.get('k69'), { onMs: 1, offMs: 2 });
+    assert.equal(Object.keys(JSON.parse(fs.readFileSync(path.join(dir, 'bounded.json'), 'utf8'))).length, 64);
+  });
+});
+
+describe('flash attention: the embedded pair, loaded', () => {
+  const pair = embeddedPairPaths(ROOT, 'tiny');
+  const memoFile = path.join(dir, 'session-memo.json');
+  const load = (flashAttention: 'auto' | 'on' | 'off') =>
+    InferenceSession.load(
+      { targetModel: pair.target, draftModel: pair.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 256, flashAttention, attentionMemoFile: memoFile },
+      DEFAULT_SPECULATION,
+      () => undefined,
+    );
+
+  it('measures both models at the first load, remembers them at the second, and creates the contexts that way', async () => {
+    const first = await load('auto');
+    try {
+      assert.match(first.info.flashAttention!.target, /measured: [\d.]+ ms with, [\d.]+ ms without/);
+      assert.match(first.info.flashAttention!.draft!, /measured/);
+      assert.equal(first.target.context.flashAttention, first.target.attention.flashAttention);
+      assert.equal(first.draft!.context.flashAttention, first.draft!.attention.flashAttention);
+      assert.equal(typeof first.target.attention.flashAttention, 'boolean');
+      // The measurement's contexts are gone: the session still completes.
+      const r = await first.complete({ prefix: 'function add(a, b) {\n  return ', suffix: '\n}\n', maxTokens: 8, mode: 'hybrid' });
+      assert.ok(r.tokens.length > 0);
+    } finally {
+      await first.dispose();
+    }
+    assert.equal(Object.keys(JSON.parse(fs.readFileSync(memoFile, 'utf8'))).length, 2, 'target and draft remembered');
+    const second = await load('auto');
+    try {
+      assert.match(second.info.flashAttention!.target, /remembered/);
+      assert.equal(second.target.attention.flashAttention, first.target.attention.flashAttention);
+    } finally {
+      await second.dispose();
+    }
+  });
+
+  it('the setting forces both contexts', async () => {
+    for (const setting of ['on', 'off'] as const) {
+      const session = await load(setting);
+      try {
+        assert.equal(session.target.context.flashAttention, setting === 'on');
+        assert.equal(session.draft!.context.flashAttention, setting === 'on');
+        assert.match(session.info.flashAttention!.target, /draftline\.flashAttention/);
+      } finally {
+        await session.dispose();
+      }
+    }
+  });
+});
