@@ -1,4 +1,4 @@
-// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N]
+// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off]
 // Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
 // greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
 // controlledEvaluate, `direct` = our batch + reused native sampler, `native` = our batch + Draftline's
@@ -30,6 +30,7 @@ const targetNames = opt('targets', 'tiny,v3,qwen-vocab').split(',').filter(Boole
 const threads = Number(opt('threads', '1'));
 const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
 const flashAttention = (opt('flash-attention', 'auto') ?? 'auto') as NonNullable<ModelSettings['flashAttention']>;
+if (!['auto', 'on', 'off'].includes(flashAttention)) throw new Error(`--flash-attention ${flashAttention}: expected auto, on or off`);
 const taskCount = Number(opt('tasks', '6'));
 const K = 5;
 const MAX_TOKENS = 48;

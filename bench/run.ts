@@ -633,7 +633,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const legend =
     'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
   const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend}, context ${r.info.contextSize})`;
-  const attentionLine = `Flash attention (chosen at load, the same for the stock modes and llama-server): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
+  const attentionLine = `Flash attention (chosen at load; the stock modes use the same per model, llama-server the target's, which its -fa applies to its draft too): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);

@@ -8,7 +8,9 @@
 // node-llama-cpp's default ("auto", which llama.cpp turns on for the CPU) is therefore right for one
 // model and ~3x wrong for another, so a model on the CPU is timed both ways at load on the work a
 // completion gives it, and the faster setting kept. The choice is remembered per model file,
-// machine and settings, so the measurement runs once. On a GPU llama.cpp's own choice stands.
+// machine and settings, so the measurement runs once. On a GPU llama.cpp's own choice stands. The
+// prompt part of the measurement is sized to a time budget, so a large model on the CPU is timed
+// at a shallower depth rather than for tens of seconds.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -82,7 +84,9 @@ export interface AttentionMemoKey {
   role: ModelRole;
   threads: number;
   contextSize: number;
-  /** node-llama-cpp version and llama.cpp release: a new kernel may change the answer. */
+  /** The target's verify batch size (maxProposal + 1): part of the timed workload. */
+  verifySize: number;
+  /** The backend and llama.cpp release the model runs on: another kernel may give another answer. */
   runtime: string;
 }
 
@@ -103,7 +107,7 @@ export class AttentionMemo {
       return null;
     }
     const cpu = os.cpus()[0]?.model?.trim() ?? 'cpu';
-    return [path.resolve(key.modelPath), stat.size, Math.round(stat.mtimeMs), key.role, cpu, key.threads, key.contextSize, key.runtime].join('|');
+    return [path.resolve(key.modelPath), stat.size, Math.round(stat.mtimeMs), key.role, cpu, key.threads, key.contextSize, key.verifySize, key.runtime].join('|');
   }
 
   private read(): Record<string, { onMs: number; offMs: number }> {
@@ -122,6 +126,9 @@ export class AttentionMemo {
 
   /** Stores one measurement; returns an error message instead of throwing (the choice still holds). */
   set(key: string, value: { onMs: number; offMs: number }): string | null {
+    // Two processes (windows without the shared worker) may write at once: each writes its own
+    // temporary file and renames it over the memo; the loser's entry is measured again next time.
+    const tmp = `${this.file}.${process.pid}.tmp`;
     try {
       const all = this.read();
       all[key] = value;
@@ -129,11 +136,15 @@ export class AttentionMemo {
       const keys = Object.keys(all);
       for (const old of keys.slice(0, Math.max(0, keys.length - 64))) delete all[old];
       fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      const tmp = `${this.file}.${process.pid}.tmp`;
       fs.writeFileSync(tmp, JSON.stringify(all, null, 1));
       fs.renameSync(tmp, this.file);
       return null;
     } catch (error) {
+      try {
+        fs.rmSync(tmp, { force: true });
+      } catch {
+        // Nothing was written there (the folder itself is unusable).
+      }
       return (error as Error).message;
     }
   }
@@ -144,6 +155,8 @@ export interface AttentionChoiceInput {
   setting: FlashAttentionSetting;
   /** Layers on a GPU: with any, llama.cpp's choice stands (its GPU kernels do not have the CPU's problem). */
   gpuLayers: number;
+  /** node-llama-cpp's model.flashAttentionSupported: false for architectures llama.cpp cannot run it on. */
+  supported: boolean;
   role: ModelRole;
   memo?: AttentionMemo;
   memoKey?: AttentionMemoKey;
@@ -153,21 +166,35 @@ export interface AttentionChoiceInput {
 
 /** Resolves the setting for one model: the user's explicit choice, llama.cpp's on a GPU, else measured. */
 export async function chooseFlashAttention(input: AttentionChoiceInput): Promise<FlashAttentionChoice> {
-  if (input.setting === 'on') return { flashAttention: true, reason: 'draftline.flashAttention' };
   if (input.setting === 'off') return { flashAttention: false, reason: 'draftline.flashAttention' };
+  if (!input.supported) return { flashAttention: false, reason: 'not supported by this model' };
+  if (input.setting === 'on') return { flashAttention: true, reason: 'draftline.flashAttention' };
   if (input.gpuLayers > 0) return { flashAttention: 'auto', reason: 'on the GPU' };
   const key = input.memo && input.memoKey ? AttentionMemo.keyFor(input.memoKey) : null;
   const remembered = key ? input.memo!.get(key) : null;
   if (remembered) {
     return { flashAttention: pickFlashAttention(remembered.onMs, remembered.offMs), reason: `remembered: ${fmt(remembered.onMs)} ms with, ${fmt(remembered.offMs)} ms without`, measured: remembered };
   }
-  // Measured one after the other, each on its own context: the losing context is disposed before
-  // the real one is created, so memory never holds two KV caches of a large model.
-  const onMs = await input.measure(true).catch(() => Number.POSITIVE_INFINITY);
-  const offMs = await input.measure(false).catch(() => Number.POSITIVE_INFINITY);
-  if (!Number.isFinite(onMs) && !Number.isFinite(offMs)) return { flashAttention: 'auto', reason: 'measurement failed' };
+  // Measured one after the other, each on its own context that is disposed before the next is
+  // created, so memory never holds two KV caches of a large model. A clear difference (over 25%)
+  // is taken at once; a closer one is measured again in the opposite order and each setting's best
+  // time kept, so the machine's drift during the first pair (a window starting up) cannot decide it.
+  const problems: string[] = [];
+  const time = (flashAttention: boolean) =>
+    input.measure(flashAttention).catch((error: unknown) => {
+      problems.push(`${flashAttention ? 'with' : 'without'}: ${error instanceof Error ? error.message : String(error)}`);
+      return Number.POSITIVE_INFINITY;
+    });
+  let onMs = await time(true);
+  let offMs = await time(false);
+  if (Number.isFinite(onMs) && Number.isFinite(offMs) && Math.max(onMs, offMs) < 1.25 * Math.min(onMs, offMs)) {
+    offMs = Math.min(offMs, await time(false));
+    onMs = Math.min(onMs, await time(true));
+  }
+  if (!Number.isFinite(onMs) && !Number.isFinite(offMs)) return { flashAttention: 'auto', reason: `measurement failed (${problems.join('; ')})` };
   const measured = { onMs, offMs };
   let reason = `measured: ${fmt(onMs)} ms with, ${fmt(offMs)} ms without, a completion's work`;
+  if (problems.length > 0) reason += ` (${problems.join('; ')})`;
   if (key && Number.isFinite(onMs) && Number.isFinite(offMs)) {
     const problem = input.memo!.set(key, measured);
     if (problem) reason += `; not remembered: ${problem}`;

@@ -142,7 +142,7 @@ export class InferenceSession {
       flashAttention: settings.flashAttention ?? 'auto',
       memo,
       verifySize: speculation.maxProposal + 1,
-      runtime: (llama as unknown as { llamaCppRelease?: { release?: string } }).llamaCppRelease?.release ?? 'unknown',
+      runtime: `${llama.gpu === false ? 'cpu' : llama.gpu} ${(llama as unknown as { llamaCppRelease?: { release?: string } }).llamaCppRelease?.release ?? 'unknown'}`,
     });
     // The draft first: it is small, and only worth running if it is as fast as it can be (all on
     // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -435,9 +435,10 @@ async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlac
     const attention = await chooseFlashAttention({
       setting: placement.flashAttention,
       gpuLayers: model.gpuLayers,
+      supported: model.flashAttentionSupported,
       role: placement.role,
       memo: placement.memo,
-      memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, runtime: placement.runtime },
+      memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, verifySize: placement.verifySize, runtime: placement.runtime },
       measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, attentionWorkload(placement.role, placement.contextSize, placement.verifySize)),
     });
     const { context, threadpool } = await createContext(model, { ...options, flashAttention: attention.flashAttention });
@@ -448,10 +449,15 @@ async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlac
   }
 }
 
+/** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
+const PROMPT_BUDGET_MS = 250;
+
 /**
  * Times a completion's work for one model and flash-attention setting on a context of its own:
  * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
- * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them.
+ * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
+ * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~32
+ * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
  */
 async function timeCompletionWork(
   model: LlamaModel,
@@ -459,33 +465,46 @@ async function timeCompletionWork(
   options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
   work: ReturnType<typeof attentionWorkload>,
 ): Promise<number> {
+  const STEPS = 6;
+  const VERIFIES = work.verifyBatches > 0 ? 3 : 0;
+  const WARM_UP = 16;
   const created = await createContext(model, options);
-  const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
   try {
-    const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
-    const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
-    // Warm-up: the first evaluation after a load pages in the weights and plans the graph; whichever
-    // setting runs first must not pay for it.
-    await evaluator.append(tokens(1, 0), 1);
-    await evaluator.truncate(0);
-    let t = performance.now();
-    for (let at = 0; at < work.depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, work.depth - at), at), 0);
-    const promptMsPerToken = (performance.now() - t) / work.depth;
-    const timed = async (count: number, keep: boolean) => {
-      const base = evaluator.tokens.length;
+    const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
+    try {
+      const room = evaluator.capacity - STEPS - (VERIFIES > 0 ? work.verifySize : 0);
+      if (room < WARM_UP) throw new Error(`a ${evaluator.capacity}-token context leaves no room to measure`);
+      const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
+      const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
+      // Warm-up, also the estimate of a prompt token's cost: the first evaluation after a load pages
+      // in the weights and plans the graph, and whichever setting runs first must not pay for it.
+      let t = performance.now();
+      await evaluator.append(tokens(WARM_UP, 0), 1);
+      const estimate = (performance.now() - t) / WARM_UP;
+      await evaluator.truncate(0);
+      const depth = Math.max(WARM_UP, Math.min(work.depth, room, Math.floor(PROMPT_BUDGET_MS / Math.max(estimate, 1e-3))));
       t = performance.now();
-      await evaluator.append(tokens(count, base), count);
-      const ms = performance.now() - t;
-      if (!keep) await evaluator.truncate(base);
-      return ms;
-    };
-    const steps: number[] = [];
-    for (let i = 0; i < 6; i++) steps.push(await timed(1, true));
-    const verifies: number[] = [];
-    if (work.verifyBatches > 0) for (let i = 0; i < 3; i++) verifies.push(await timed(work.verifySize, false));
-    return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
+      for (let at = 0; at < depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, depth - at), at), 0);
+      const promptMsPerToken = (performance.now() - t) / depth;
+      const timed = async (count: number, keep: boolean) => {
+        const base = evaluator.tokens.length;
+        t = performance.now();
+        await evaluator.append(tokens(count, base), count);
+        const ms = performance.now() - t;
+        if (!keep) await evaluator.truncate(base);
+        return ms;
+      };
+      const steps: number[] = [];
+      for (let i = 0; i < STEPS; i++) steps.push(await timed(1, true));
+      const verifies: number[] = [];
+      for (let i = 0; i < VERIFIES; i++) verifies.push(await timed(work.verifySize, false));
+      return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
+    } finally {
+      await evaluator.dispose().catch(() => undefined);
+    }
   } finally {
-    await evaluator.dispose().catch(() => undefined);
+    // A context whose dispose fails keeps its threadpool (freeing a pool a live context may still
+    // use could deadlock llama.cpp); disposeContext releases it only after a clean dispose.
     await disposeContext(created).catch(() => undefined);
   }
 }

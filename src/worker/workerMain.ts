@@ -82,7 +82,10 @@ function modelsKey(models: ModelSettings): string {
       return null;
     }
   };
-  return JSON.stringify([models, stamp(models.targetModel), stamp(models.draftModel)]);
+  // Where a window remembers flash-attention measurements (its VS Code profile's storage) does not
+  // change the models: windows of different profiles still share one loaded copy.
+  const { attentionMemoFile: _memo, ...loaded } = models;
+  return JSON.stringify([loaded, stamp(models.targetModel), stamp(models.draftModel)]);
 }
 
 /**

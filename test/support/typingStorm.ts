@@ -17,6 +17,8 @@ export interface StormOptions {
   /** Other open documents mirrored into the worker's n-gram index before the storm. */
   openDocuments?: Record<string, string>;
   maxTokens?: number;
+  /** Stop each completion at the end of the cursor's block (default true, as the editor asks). */
+  stopAtBlockEnd?: boolean;
   /** Called once a second with the elapsed time (the kill loop of `npm run soak` hooks in here). */
   onTick?(elapsedMs: number): void | Promise<void>;
   /** Called for each completion that ran to its end, with the time it arrived (performance.now()). */
@@ -124,7 +126,15 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
       previous.abortedAt = performance.now();
       previous.controller.abort();
     }
-    ask({ prefix: typed.slice(-MAX_PREFIX_CHARS), suffix: '\n', documentKey: DOCUMENT_KEY, languageId: 'typescript', maxTokens: options.maxTokens ?? 48, mode: 'hybrid', stopAtBlockEnd: true });
+    ask({
+      prefix: typed.slice(-MAX_PREFIX_CHARS),
+      suffix: '\n',
+      documentKey: DOCUMENT_KEY,
+      languageId: 'typescript',
+      maxTokens: options.maxTokens ?? 48,
+      mode: 'hybrid',
+      stopAtBlockEnd: options.stopAtBlockEnd ?? true,
+    });
     await new Promise((resolve) => setTimeout(resolve, options.keyIntervalMs));
     const now = performance.now();
     if (now >= nextTick) {

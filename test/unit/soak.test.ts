@@ -49,6 +49,11 @@ describe('soak: typing storm on the tiny pair', { skip: fs.existsSync(WORKER) ? 
       durationMs: STORM_MS,
       keyIntervalMs: 50,
       warmupMs: 5000,
+      // Completions long enough to outlast a keystroke: since flash attention is chosen per model,
+      // the tiny pair finishes a 48-token, block-bounded completion within the 50 ms between keys,
+      // and a storm of those would cancel nothing.
+      maxTokens: 128,
+      stopAtBlockEnd: false,
       openDocuments: { 'file:///storm/a.ts': source('src/worker/workerClient.ts'), 'file:///storm/b.ts': source('src/ngram/ngramIndex.ts') },
     });
     console.log(describeStorm(figures, STORM_MS));
