@@ -450,13 +450,13 @@ async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlac
 }
 
 /** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
-const PROMPT_BUDGET_MS = 250;
+const PROMPT_BUDGET_MS = 500;
 
 /**
  * Times a completion's work for one model and flash-attention setting on a context of its own:
  * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
  * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
- * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~32
+ * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
  * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
  */
 async function timeCompletionWork(
@@ -465,8 +465,9 @@ async function timeCompletionWork(
   options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
   work: ReturnType<typeof attentionWorkload>,
 ): Promise<number> {
-  const STEPS = 6;
-  const VERIFIES = work.verifyBatches > 0 ? 3 : 0;
+  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
+  const STEPS = 10;
+  const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
   const WARM_UP = 16;
   const created = await createContext(model, options);
   try {
