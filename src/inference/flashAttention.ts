@@ -8,9 +8,9 @@
 // node-llama-cpp's default ("auto", which llama.cpp turns on for the CPU) is therefore right for one
 // model and ~3x wrong for another, so a model on the CPU is timed both ways at load on the work a
 // completion gives it, and the faster setting kept. The choice is remembered per model file,
-// machine and settings once two rounds agree, so the measurement runs once. On a GPU llama.cpp's own choice stands. The
-// prompt part of the measurement is sized to a time budget, so a large model on the CPU is timed
-// at a shallower depth rather than for tens of seconds.
+// machine and settings once two rounds of measurement agree, so it normally runs once. On a GPU
+// llama.cpp's own choice stands. The prompt part of the measurement is sized to a time budget, so a
+// large model on the CPU is timed at a shallower depth rather than for tens of seconds.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
