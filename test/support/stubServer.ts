@@ -255,6 +255,13 @@ export class StubServer {
       }
       res.write(reply.events[i++]);
       record.eventsSent = i;
+      // The last event and the end of the answer go out together, as a real server's do: a client
+      // that closes once it has read the final event must not win a race against the next timer
+      // and look as if it had left early (seen under load in the full suite).
+      if (i >= reply.events.length && (reply.dropAfter ?? Number.POSITIVE_INFINITY) > i && (reply.stallAfter ?? Number.POSITIVE_INFINITY) > i) {
+        res.end();
+        return;
+      }
       const timer = setTimeout(() => {
         this.timers.delete(timer);
         next();
