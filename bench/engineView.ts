@@ -25,6 +25,13 @@ export function shownText(raw: string, request: CompletionRequest, doc: EngineDo
   return postprocess(raw, ctx, defaultFilters(maxLines));
 }
 
+/** The benches' --flash-attention value: auto (Draftline's default, measured per CPU model at load), on or off. */
+export function flashAttentionOption(value: string | undefined): NonNullable<ModelSettings['flashAttention']> {
+  const v = value ?? 'auto';
+  if (v !== 'auto' && v !== 'on' && v !== 'off') throw new Error(`--flash-attention ${v}: expected auto, on or off`);
+  return v;
+}
+
 export interface BenchSessionOptions {
   threads: number;
   maxTokens: number;

@@ -14,7 +14,7 @@ import { AcceptanceTracker, SpeculationPolicy } from '../src/speculation/policy'
 import { syncPromptAndPredictNext } from '../src/speculation/greedyEvaluator';
 import { emptyStepProfile, type StepProfile } from '../src/speculation/speculativeDecoder';
 import { ensureCorpus, sampleTasks, sourceFiles } from './corpus';
-import { engineDocument } from './engineView';
+import { engineDocument, flashAttentionOption } from './engineView';
 import { OracleProposer } from './oracleProposer';
 import { fmt, median } from './stats';
 import { benchTarget } from './targets';
@@ -29,8 +29,7 @@ const opt = (name: string, fallback: string) => {
 const targetNames = opt('targets', 'tiny,v3,qwen-vocab').split(',').filter(Boolean);
 const threads = Number(opt('threads', '1'));
 const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
-const flashAttention = (opt('flash-attention', 'auto') ?? 'auto') as NonNullable<ModelSettings['flashAttention']>;
-if (!['auto', 'on', 'off'].includes(flashAttention)) throw new Error(`--flash-attention ${flashAttention}: expected auto, on or off`);
+const flashAttention = flashAttentionOption(opt('flash-attention', 'auto'));
 const taskCount = Number(opt('tasks', '6'));
 const K = 5;
 const MAX_TOKENS = 48;

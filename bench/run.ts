@@ -14,7 +14,7 @@ import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
 import { batchDrift, judgeDivergence, tieTolerance, type DivergenceVerdict } from '../test/support/batchDrift';
 import { barChart, lineChart } from './chart';
-import { engineDocument, shownText } from './engineView';
+import { engineDocument, flashAttentionOption, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
@@ -51,8 +51,7 @@ const threads = Number(opt('threads', '1'));
 const maxTokens = Number(opt('max-tokens', '48'));
 const gpu = (opt('gpu', 'auto') ?? 'auto') as ModelSettings['gpu'];
 // auto = Draftline's default (measured per CPU model at load); on/off force it (before/after runs).
-const flashAttention = (opt('flash-attention', 'auto') ?? 'auto') as NonNullable<ModelSettings['flashAttention']>;
-if (!['auto', 'on', 'off'].includes(flashAttention)) throw new Error(`--flash-attention ${flashAttention}: expected auto, on or off`);
+const flashAttention = flashAttentionOption(opt('flash-attention', 'auto'));
 const acceptanceMemory = opt('acceptance-memory', 'session') === 'request' ? 'request' : 'session';
 const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);

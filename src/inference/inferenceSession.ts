@@ -133,6 +133,7 @@ export class InferenceSession {
     const llama = await runtime;
     const runtimeReady = performance.now();
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
+    const backend = llama.gpu === false ? 'cpu' : llama.gpu;
     const memo = settings.attentionMemoFile ? new AttentionMemo(settings.attentionMemoFile) : undefined;
     const placement = (role: ModelRole): ModelPlacement => ({
       role,
@@ -142,7 +143,7 @@ export class InferenceSession {
       flashAttention: settings.flashAttention ?? 'auto',
       memo,
       verifySize: speculation.maxProposal + 1,
-      runtime: `${llama.gpu === false ? 'cpu' : llama.gpu} ${(llama as unknown as { llamaCppRelease?: { release?: string } }).llamaCppRelease?.release ?? 'unknown'}`,
+      runtime: `${backend} ${llama.llamaCppRelease.release}`,
     });
     // The draft first: it is small, and only worth running if it is as fast as it can be (all on
     // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -172,7 +173,7 @@ export class InferenceSession {
       target: describe(targetInfo),
       draft: draft ? describe(draft.info) : null,
       draftProblem,
-      backend: llama.gpu === false ? 'cpu' : llama.gpu,
+      backend,
       gpuLayers: { target: target.model.gpuLayers, draft: draft?.model.gpuLayers ?? 0 },
       contextSize: target.context.contextSize,
       threads,
@@ -431,6 +432,7 @@ interface ModelPlacement {
 async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
   const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers });
   const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };
+  const work = attentionWorkload(placement.role, placement.contextSize, placement.verifySize);
   try {
     const attention = await chooseFlashAttention({
       setting: placement.flashAttention,
@@ -439,7 +441,7 @@ async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlac
       role: placement.role,
       memo: placement.memo,
       memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, verifySize: placement.verifySize, runtime: placement.runtime },
-      measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, attentionWorkload(placement.role, placement.contextSize, placement.verifySize)),
+      measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, work),
     });
     const { context, threadpool } = await createContext(model, { ...options, flashAttention: attention.flashAttention });
     return { info, model, context, threadpool, attention, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
