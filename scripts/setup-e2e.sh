@@ -34,6 +34,7 @@ APT_PACKAGES=(
   libkrb5-dev libsecret-1-dev libx11-dev libxkbfile-dev   # headers for code-server's native modules
   build-essential python3 pkg-config make g++             # node-gyp toolchain
   tar gzip ca-certificates
+  mesa-vulkan-drivers libvulkan1   # llvmpipe, a software Vulkan device: test/unit/vulkan.test.ts runs the GPU path on it
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -18,6 +18,8 @@ fi
 bash scripts/setup-e2e.sh
 # The native greedy reader must build here (Linux, g++): its tests compare it with node-llama-cpp's sampler.
 export DRAFTLINE_REQUIRE_NATIVE=1
+# The GPU path runs on llvmpipe (mesa-vulkan-drivers, installed by setup-e2e.sh): test/unit/vulkan.test.ts.
+export DRAFTLINE_REQUIRE_VULKAN=1
 npx tsc -p tsconfig.json
 npm run --silent lint
 node esbuild.mjs

@@ -12,25 +12,34 @@ export interface TooltipState {
   models: LoadedModelsInfo | null;
   /** A server backend (then `models` is null): where it is and what it said of itself. */
   server?: BackendInfo | null;
-  /** The host's own words for the backend (GPU name and layers); the worker's runtime choice wins for a CPU fallback. */
-  backendText?: string;
   summary: StatusSummary | null;
 }
 
-const GPU_NAMES: Record<string, string> = { cuda: 'CUDA', vulkan: 'Vulkan', metal: 'Metal' };
-const gpuName = (gpu: string) => GPU_NAMES[gpu] ?? gpu;
+const GPU_NAMES: Record<string, string> = { cuda: 'CUDA', vulkan: 'Vulkan', metal: 'Metal', auto: 'The GPU backend' };
+export const gpuName = (gpu: string) => GPU_NAMES[gpu] ?? gpu;
 const orList = (gpus: string[]) => gpus.map(gpuName).join(' or ');
 
-/** Where inference runs and, when that is the CPU, why. */
-export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers' | 'runtime'>, backendText?: string): string {
+/** Device names of GPUs that are software rasterizers: ggml runs on them (tests do), but the CPU does the work. */
+const SOFTWARE_GPU = /llvmpipe|lavapipe|swiftshader|softpipe/i;
+
+/**
+ * Where inference runs and, when that is the CPU, why: the one description the status bar, Show
+ * Stats and the worker's load log share, so they cannot disagree (a Vulkan binary that sees no
+ * device is the CPU everywhere, not "Vulkan" in the log and "CPU" in the tooltip).
+ */
+export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers' | 'runtime' | 'gpuFallback'>): string {
   const r = models.runtime;
+  if (models.gpuFallback) return `CPU (${models.gpuFallback})`;
   // A GPU binary that loaded but sees no device (e.g. Vulkan with only a software rasterizer): the CPU does the work.
   if (r && models.backend !== 'cpu' && r.gpuDevices.length === 0) return `CPU (no GPU found: ${gpuName(models.backend)} sees no GPU device)`;
-  if (models.backend !== 'cpu' || !r) {
-    if (backendText) return backendText;
-    if (models.backend === 'cpu') return 'CPU';
-    return `${gpuName(models.backend)}, ${models.gpuLayers.target} + ${models.gpuLayers.draft} layers on the GPU`;
+  if (models.backend !== 'cpu') {
+    const devices = r?.gpuDevices ?? [];
+    const on = devices.length > 0 ? ` on ${devices.join(', ')}` : '';
+    if (models.gpuLayers.target === 0 && models.gpuLayers.draft === 0) return `${gpuName(models.backend)}${on}, but no layer fits in GPU memory: running on the CPU`;
+    const software = devices.some((d) => SOFTWARE_GPU.test(d)) ? ' (a software GPU: the CPU does its work)' : '';
+    return `${gpuName(models.backend)}${on}${software}, ${models.gpuLayers.target} + ${models.gpuLayers.draft} layers on the GPU`;
   }
+  if (!r) return 'CPU';
   if (r.requestedGpu === 'cpu') return 'CPU (as set in draftline.gpu)';
   if (r.gpuBinaries.length === 0) return 'CPU (a CPU-only package: it has no GPU backend)';
   const usable = r.gpuBinaries.filter((g) => r.gpuDetected.includes(g));
@@ -70,7 +79,7 @@ export function statusTooltip(state: TooltipState): string {
   if (server) lines.push(`Server: ${state.server!.kind} at ${server.endpoint} (${server.server})`, `Model: ${state.server!.model}`);
   if (m) {
     lines.push(`Target: ${m.target.name}`, `Draft: ${m.draft?.name ?? 'none'}`);
-    lines.push(`Backend: ${backendExplanation(m, state.backendText)}`);
+    lines.push(`Backend: ${backendExplanation(m)}`);
     lines.push(`Threads: ${threadsExplanation(m.threads, m.runtime)}`);
   }
   if (m || server || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);

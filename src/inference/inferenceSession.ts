@@ -2,6 +2,7 @@ import type { Llama, LlamaContext, LlamaModel, LlamaToken } from './llamaTypes';
 import * as os from 'node:os';
 import type { CompletionRequest, GenerationStats, LocalCompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
 import { describeLoadTimings } from '../engine/loadTimings';
+import { backendExplanation, gpuName } from '../engine/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
@@ -104,7 +105,24 @@ export class InferenceSession {
     });
   }
 
+  /**
+   * Loads the pair on the backend asked for. When a GPU backend fails to start or to take a model
+   * (a broken driver, too little memory), the pair is loaded on the CPU instead and the reason kept
+   * in `info.gpuFallback` for the status bar: completions keep working, and the user is told why
+   * they are slower. File problems (missing, corrupt, vocabulary) are not GPU failures: they throw.
+   */
   static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
+    if (settings.gpu === 'cpu') return InferenceSession.loadOn(settings, speculation, log);
+    try {
+      return await InferenceSession.loadOn(settings, speculation, log);
+    } catch (error) {
+      if (!(error instanceof GpuFailure)) throw error;
+      log('warn', `${error.message}; loading the models on the CPU instead`);
+      return InferenceSession.loadOn({ ...settings, gpu: 'cpu', gpuLayers: 0, gpuFallback: error.message }, speculation, log);
+    }
+  }
+
+  private static async loadOn(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
     const started = performance.now();
     const threads = resolveThreads(settings.threads, os.availableParallelism());
     // The binding (library import, binary test in a child process) is the slowest part of a cold
@@ -130,7 +148,10 @@ export class InferenceSession {
       if (draftProblem) log('warn', draftProblem);
     }
     const inspected = performance.now();
-    const llama = await runtime;
+    const onGpu = settings.gpu !== 'cpu';
+    const llama = await runtime.catch((error: Error) => {
+      throw onGpu ? new GpuFailure(`${gpuName(settings.gpu)} did not start (${error.message})`) : error;
+    });
     const runtimeReady = performance.now();
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
     const backend = llama.gpu === false ? 'cpu' : llama.gpu;
@@ -164,6 +185,7 @@ export class InferenceSession {
       await draft?.evaluator.dispose().catch(() => undefined);
       await disposeContext(draft).catch(() => undefined);
       await draft?.model.dispose().catch(() => undefined);
+      if (backend !== 'cpu') throw new GpuFailure(`${gpuName(backend)} failed to load ${basename(settings.targetModel)}: ${(error as Error).message}`);
       throw error;
     }
     const done = performance.now();
@@ -190,13 +212,14 @@ export class InferenceSession {
       },
       // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
       runtime: await describeRuntimeChoice(settings, llama),
+      ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
       tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
       threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
       flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
     };
     log(
       'info',
-      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${info.backend}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
+      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
     );
     return new InferenceSession(llama, target, draft, info, template, speculation);
   }
@@ -401,6 +424,9 @@ export class InferenceSession {
     if (failures.length) throw failures[0];
   }
 }
+
+/** A GPU backend that did not start or could not take the target: the session loads on the CPU instead. */
+class GpuFailure extends Error {}
 
 export type GpuLayersOption = number | { fitContext: { contextSize: number } };
 

@@ -19,6 +19,11 @@ export interface ModelSettings {
   flashAttention?: 'auto' | 'on' | 'off';
   /** JSON file where measured flash-attention choices are remembered (VS Code's global storage). */
   attentionMemoFile?: string;
+  /**
+   * Set with gpu 'cpu' when the models come back on the CPU because the GPU failed (the worker ended
+   * while they ran there): why, for the status bar and Show Stats.
+   */
+  gpuFallback?: string;
 }
 
 export interface SpeculationSettings {
@@ -180,6 +185,8 @@ export interface LoadedModelsInfo {
   loadTimings?: LoadTimings;
   /** How the worker chose the backend and the threads, so the status bar can say why (e.g. a CPU fallback). */
   runtime?: RuntimeChoice;
+  /** Why the models run on the CPU although a GPU backend was asked for or chosen: the GPU failed (at load or mid-run). */
+  gpuFallback?: string;
   /** How the target's greedy tokens are read (src/inference/llamaSequenceEvaluator.ts), and why not natively when not. */
   tokenReader?: string;
   /** Whether the target's context computes on a persistent threadpool (2+ threads), or why not. */

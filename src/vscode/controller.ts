@@ -9,7 +9,6 @@ import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
-import { describeGpuBackend } from '../models/gpuDescription';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { DraftlineInlineProvider } from './inlineProvider';
@@ -201,11 +200,11 @@ export class DraftlineController implements vscode.Disposable {
       this.engine.settings = readEngineSettings(local ? local.draft !== null : false, this.reportSettingProblem);
       this.engine.cache.clear();
       if (local) this.documentSync.resendAll();
-      const gpu = local && models ? describeGpuBackend(models.gpu, local).text : undefined;
-      this.statusBar.setModels(info, this.modeLabel, gpu);
+      this.statusBar.setModels(info, this.modeLabel);
       this.checkActiveDocument();
       this.statusBar.setState(this.restingState());
       if (local?.draftProblem) void vscode.window.showWarningMessage(`Draftline: ${local.draftProblem}`);
+      if (local?.gpuFallback) void vscode.window.showWarningMessage(`Draftline runs on the CPU: ${local.gpuFallback}.`);
       if (local?.promptFormat === 'prefix-only') {
         void vscode.window.showWarningMessage(`Draftline: ${local.target.name} has no fill-in-the-middle tokens; completions see only the text before the cursor.`);
       }

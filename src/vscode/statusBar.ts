@@ -12,7 +12,6 @@ export class StatusBar implements vscode.Disposable {
   private summary: StatusSummary | null = null;
   private backendInfo: BackendInfo | null = null;
   private mode = '';
-  private backend = '';
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Right, 100);
@@ -33,10 +32,9 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  setModels(info: BackendInfo | null, mode: string, backend?: string): void {
+  setModels(info: BackendInfo | null, mode: string): void {
     this.backendInfo = info;
     this.mode = mode;
-    if (backend !== undefined) this.backend = backend;
     this.render();
   }
 
@@ -54,7 +52,7 @@ export class StatusBar implements vscode.Disposable {
     const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
     this.item.text = `${icon} ${label}`;
     const tip = new vscode.MarkdownString(undefined, true);
-    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, backendText: this.backend || undefined, summary: this.summary }));
+    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, summary: this.summary }));
     this.item.tooltip = tip;
     this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

@@ -45,7 +45,6 @@ const summary = (over: Partial<StatusSummary> = {}): StatusSummary => ({
 describe('backendExplanation', () => {
   const table: [string, Partial<LoadedModelsInfo>, string | undefined, string][] = [
     ['Vulkan package, no GPU on this machine', {}, undefined, 'CPU (no GPU found; this package can use Vulkan)'],
-    ['the same, whatever the host said', {}, 'CPU — no GPU backend usable with the installed binaries', 'CPU (no GPU found; this package can use Vulkan)'],
     ['CUDA and Vulkan binaries, no GPU', { runtime: runtime({ gpuBinaries: ['cuda', 'vulkan'] }) }, undefined, 'CPU (no GPU found; this package can use CUDA or Vulkan)'],
     ['a CPU-only package', { runtime: runtime({ gpuBinaries: [] }) }, undefined, 'CPU (a CPU-only package: it has no GPU backend)'],
     ['CPU as set', { runtime: runtime({ requestedGpu: 'cpu' }) }, undefined, 'CPU (as set in draftline.gpu)'],
@@ -58,21 +57,39 @@ describe('backendExplanation', () => {
     [
       'Vulkan loaded but sees no device (measured: Mesa lavapipe only)',
       { backend: 'vulkan', runtime: runtime({ gpuDetected: ['vulkan'] }) },
-      'Vulkan, but no layer fits in GPU memory: running on the CPU',
+      undefined,
       'CPU (no GPU found: Vulkan sees no GPU device)',
     ],
     ['CUDA found, package has Vulkan only', { runtime: runtime({ gpuDetected: ['cuda'] }) }, undefined, 'CPU (this machine has CUDA but no Vulkan driver, and this package can use Vulkan only)'],
     [
-      'on the GPU: the host text',
+      'on the GPU: its device named',
       { backend: 'vulkan', gpuLayers: { target: 33, draft: 25 }, runtime: runtime({ gpuDetected: ['vulkan'], gpuDevices: ['AMD Radeon'] }) },
-      'Vulkan, 33 + 25 layers on the GPU',
-      'Vulkan, 33 + 25 layers on the GPU',
+      undefined,
+      'Vulkan on AMD Radeon, 33 + 25 layers on the GPU',
     ],
-    ['on the GPU, no host text', { backend: 'cuda', gpuLayers: { target: 29, draft: 25 }, runtime: undefined }, undefined, 'CUDA, 29 + 25 layers on the GPU'],
-    ['an older worker (no runtime field)', { runtime: undefined }, 'CPU — no GPU backend usable with the installed binaries', 'CPU — no GPU backend usable with the installed binaries'],
+    [
+      'a software GPU (Mesa llvmpipe, what CI tests Vulkan on): said to be the CPU at work',
+      { backend: 'vulkan', gpuLayers: { target: 5, draft: 3 }, runtime: runtime({ gpuDetected: ['vulkan'], gpuDevices: ['llvmpipe (LLVM 15.0.6, 256 bits)'] }) },
+      undefined,
+      'Vulkan on llvmpipe (LLVM 15.0.6, 256 bits) (a software GPU: the CPU does its work), 5 + 3 layers on the GPU',
+    ],
+    [
+      'a GPU with too little memory for any layer',
+      { backend: 'cuda', gpuLayers: { target: 0, draft: 0 }, runtime: runtime({ gpuDetected: ['cuda'], gpuDevices: ['NVIDIA T400'] }) },
+      undefined,
+      'CUDA on NVIDIA T400, but no layer fits in GPU memory: running on the CPU',
+    ],
+    [
+      'the GPU failed and the models came back on the CPU',
+      { gpuFallback: 'Vulkan failed: vk::DeviceLostError', runtime: runtime({ requestedGpu: 'cpu' }) },
+      undefined,
+      'CPU (Vulkan failed: vk::DeviceLostError)',
+    ],
+    ['on the GPU, an older worker (no runtime field)', { backend: 'cuda', gpuLayers: { target: 29, draft: 25 }, runtime: undefined }, undefined, 'CUDA, 29 + 25 layers on the GPU'],
+    ['an older worker (no runtime field)', { runtime: undefined }, undefined, 'CPU'],
   ];
-  for (const [name, over, hostText, expected] of table) {
-    it(name, () => assert.equal(backendExplanation(models(over), hostText), expected));
+  for (const [name, over, , expected] of table) {
+    it(name, () => assert.equal(backendExplanation(models(over)), expected));
   }
 });
 
@@ -110,7 +127,6 @@ describe('statusTooltip', () => {
       status: { kind: 'ready' },
       mode: 'plain',
       models: models(),
-      backendText: 'CPU — no GPU backend usable with the installed binaries',
       summary: summary({ mode: 'plain', tokensPerEvaluation: 1 }),
     });
     assert.equal(
