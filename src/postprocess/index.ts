@@ -2,6 +2,7 @@ import type { CompletionContext } from './context';
 import { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 import { limitScopeByIndentation } from './limitScopeByIndentation';
 import { removeRepetitiveLines } from './removeRepetitiveLines';
+import { stopAtRedeclaration } from './stopAtRedeclaration';
 import { trimSuffixOverlap } from './trimSuffixOverlap';
 import { trimTrailingWhitespace } from './trimTrailingWhitespace';
 
@@ -12,7 +13,7 @@ export type PostprocessFilter = (completion: string, ctx: CompletionContext) => 
  * before the suffix overlap decides whether the document already has it, whitespace goes last.
  */
 export function defaultFilters(maxLines: number = DEFAULT_MAX_LINES): readonly PostprocessFilter[] {
-  return [removeRepetitiveLines, limitScopeByIndentation, trimSuffixOverlap, limitLines(maxLines), trimTrailingWhitespace];
+  return [removeRepetitiveLines, stopAtRedeclaration, limitScopeByIndentation, trimSuffixOverlap, limitLines(maxLines), trimTrailingWhitespace];
 }
 
 export const DEFAULT_FILTERS = defaultFilters();
@@ -31,5 +32,6 @@ export * from './context';
 export { blockEndOffset, limitScopeByIndentation, type BlockEndOptions } from './limitScopeByIndentation';
 export { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 export { removeRepetitiveLines } from './removeRepetitiveLines';
+export { stopAtRedeclaration } from './stopAtRedeclaration';
 export { trimSuffixOverlap } from './trimSuffixOverlap';
 export { trimTrailingWhitespace } from './trimTrailingWhitespace';

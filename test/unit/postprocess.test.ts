@@ -72,6 +72,6 @@ describe('postprocess', () => {
       (text) => (calls.push(name), result ?? text);
     assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]), '');
     assert.deepEqual(calls, ['first', 'empties']);
-    assert.equal(DEFAULT_FILTERS.length, 5);
+    assert.equal(DEFAULT_FILTERS.length, 6);
   });
 });
