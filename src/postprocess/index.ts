@@ -3,6 +3,7 @@ import { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 import { limitScopeByIndentation } from './limitScopeByIndentation';
 import { removeRepetitiveLines } from './removeRepetitiveLines';
 import { stopAtRedeclaration } from './stopAtRedeclaration';
+import { trimSpaceAtJoins } from './trimSpaceAtJoins';
 import { trimSuffixOverlap } from './trimSuffixOverlap';
 import { trimTrailingWhitespace } from './trimTrailingWhitespace';
 
@@ -10,10 +11,11 @@ export type PostprocessFilter = (completion: string, ctx: CompletionContext) => 
 
 /**
  * Order matters: loops go first (they confuse the scope rules), the block's closing line is kept
- * before the suffix overlap decides whether the document already has it, whitespace goes last.
+ * before the suffix overlap decides whether the document already has it, whitespace goes last
+ * (the spaces where the completion meets the document after the rest, once its ends are final).
  */
 export function defaultFilters(maxLines: number = DEFAULT_MAX_LINES): readonly PostprocessFilter[] {
-  return [removeRepetitiveLines, stopAtRedeclaration, limitScopeByIndentation, trimSuffixOverlap, limitLines(maxLines), trimTrailingWhitespace];
+  return [removeRepetitiveLines, stopAtRedeclaration, limitScopeByIndentation, trimSuffixOverlap, limitLines(maxLines), trimTrailingWhitespace, trimSpaceAtJoins];
 }
 
 export const DEFAULT_FILTERS = defaultFilters();
@@ -33,5 +35,6 @@ export { blockEndOffset, limitScopeByIndentation, type BlockEndOptions } from '.
 export { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 export { removeRepetitiveLines } from './removeRepetitiveLines';
 export { stopAtRedeclaration } from './stopAtRedeclaration';
+export { trimSpaceAtJoins } from './trimSpaceAtJoins';
 export { trimSuffixOverlap } from './trimSuffixOverlap';
 export { trimTrailingWhitespace } from './trimTrailingWhitespace';

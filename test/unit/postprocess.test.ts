@@ -58,6 +58,49 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'isReady(config)) {\n  start();\n}',
     expected: 'isReady(config)',
   },
+  // Issue #31: classes of defects a user sees, through the whole pipeline.
+  {
+    name: '#31.1 the closing brace of the if the completion writes survives the function brace below',
+    ctx: at('function check(x) {\n  if (x) {║\n}\n'),
+    completion: '\n    report(x);\n  }\n  done();\n}',
+    expected: '\n    report(x);\n  }',
+  },
+  {
+    name: '#31.1 the cursor on the line that closes the block: its brace is shown',
+    ctx: at('function check(x) {\n  if (x) {\n    report(x);\n  ║\n}\n'),
+    completion: '}',
+    expected: '}',
+  },
+  {
+    name: '#31.2 one line counting through names is cut after its first line',
+    ctx: at('function setup() {\n  ║\n}\n'),
+    completion: 'const b = 1;\n  const c = 1;\n  const d = 1;\n  const e = 1;\n  const f = 1;\n  const g',
+    expected: 'const b = 1;',
+  },
+  {
+    name: '#27.2 redeclaring the name of the cursor line ends the completion',
+    ctx: at('function sum(values) {\n  const total = ║\n}\n'),
+    completion: 'values[0];\n  const total = values[0];\n  const total = values[1];\n  const total = values[2];',
+    expected: 'values[0];',
+  },
+  {
+    name: '#27.2 a statement looping on one line',
+    ctx: at('for (let i = 0; i < list.length; i++) {\n  ║\n}\n'),
+    completion: 'var sum = list[i]; var sum = list[i]; var sum = list[i]; var sum = list[i]; var sum',
+    expected: 'var sum = list[i];',
+  },
+  {
+    name: '#31.3 no double space after "= "',
+    ctx: at('const total = ║\n'),
+    completion: ' sum(values);\n',
+    expected: 'sum(values);',
+  },
+  {
+    name: '#31.3 no double space before " baz"',
+    ctx: at('call(foo, ║ baz);\n'),
+    completion: 'bar, ',
+    expected: 'bar,',
+  },
 ];
 
 describe('postprocess', () => {
@@ -72,6 +115,6 @@ describe('postprocess', () => {
       (text) => (calls.push(name), result ?? text);
     assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]), '');
     assert.deepEqual(calls, ['first', 'empties']);
-    assert.equal(DEFAULT_FILTERS.length, 6);
+    assert.equal(DEFAULT_FILTERS.length, 7);
   });
 });
