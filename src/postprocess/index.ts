@@ -2,6 +2,7 @@ import type { CompletionContext } from './context';
 import { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 import { limitScopeByIndentation } from './limitScopeByIndentation';
 import { removeRepetitiveLines } from './removeRepetitiveLines';
+import { replaceSameLineSuffix, type ShownCompletion } from './replaceSameLineSuffix';
 import { stopAtRedeclaration } from './stopAtRedeclaration';
 import { trimSpaceAtJoins } from './trimSpaceAtJoins';
 import { trimSuffixOverlap } from './trimSuffixOverlap';
@@ -20,20 +21,24 @@ export function defaultFilters(maxLines: number = DEFAULT_MAX_LINES): readonly P
 
 export const DEFAULT_FILTERS = defaultFilters();
 
-/** Turns a raw completion into the text shown as ghost text ("" means show nothing). */
-export function postprocess(completion: string, ctx: CompletionContext, filters: readonly PostprocessFilter[] = DEFAULT_FILTERS): string {
+/**
+ * Turns a raw completion into the ghost text shown ("" means show nothing): the filters, then how
+ * much of the rest of the cursor's line the text replaces (replaceSameLineSuffix).
+ */
+export function postprocess(completion: string, ctx: CompletionContext, filters: readonly PostprocessFilter[] = DEFAULT_FILTERS): ShownCompletion {
   let text = completion;
   for (const filter of filters) {
     if (text === '') break;
     text = filter(text, ctx);
   }
-  return text;
+  return replaceSameLineSuffix(text, ctx);
 }
 
 export * from './context';
 export { blockEndOffset, limitScopeByIndentation, type BlockEndOptions } from './limitScopeByIndentation';
 export { DEFAULT_MAX_LINES, limitLines } from './limitLines';
 export { removeRepetitiveLines } from './removeRepetitiveLines';
+export { replaceSameLineSuffix, type ShownCompletion } from './replaceSameLineSuffix';
 export { stopAtRedeclaration } from './stopAtRedeclaration';
 export { trimSpaceAtJoins } from './trimSpaceAtJoins';
 export { trimSuffixOverlap } from './trimSuffixOverlap';

@@ -9,7 +9,8 @@ function at(document: string, languageId = 'typescript'): CompletionContext {
   return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4, insertSpaces: true };
 }
 
-const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+/** `replace`: characters of the cursor line's suffix the text replaces (0 when left out). */
+const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string; replace?: number }[] = [
   {
     name: 'block between auto-closed braces: body shown, the existing brace moves below it',
     ctx: at('function findMax(arr: number[]) {║}\n'),
@@ -101,11 +102,30 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'bar, ',
     expected: 'bar,',
   },
+  {
+    name: '#31.4 a callback between auto-closed "})": the completion replaces them instead of repeating them',
+    ctx: at('useEffect(() => {║});\n'),
+    completion: '\n  start();\n}, []);\n\nexport default App;',
+    expected: '\n  start();\n}, []);',
+    replace: 3,
+  },
+  {
+    name: '#31.4 "min);" before "))" would read "min);))": cut before its closer',
+    ctx: at('const x = foo(bar(║));\n'),
+    completion: 'min);',
+    expected: 'min',
+  },
+  {
+    name: '#31.4 a string whose completion forgot its quote would read "text);")": cut before the closer',
+    ctx: at('log("║");\n'),
+    completion: 'text);',
+    expected: 'text',
+  },
 ];
 
 describe('postprocess', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(postprocess(completion, ctx), expected));
+  for (const { name, ctx, completion, expected, replace } of GOLDEN) {
+    it(name, () => assert.deepEqual(postprocess(completion, ctx), { text: expected, replaceSuffixChars: replace ?? 0 }));
   }
 
   it('runs the filters in order and stops once nothing is left', () => {
@@ -113,7 +133,7 @@ describe('postprocess', () => {
     const record =
       (name: string, result?: string): PostprocessFilter =>
       (text) => (calls.push(name), result ?? text);
-    assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]), '');
+    assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]).text, '');
     assert.deepEqual(calls, ['first', 'empties']);
     assert.equal(DEFAULT_FILTERS.length, 7);
   });
