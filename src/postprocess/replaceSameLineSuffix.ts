@@ -83,6 +83,13 @@ function runCompletion(text: string, open: { closers: string[]; quote: string | 
 
 const stripped = (text: string) => text.replace(/\s+/g, '');
 
+/** Whether the characters of `part` appear in `text` in order. */
+function isSubsequence(part: string, text: string): boolean {
+  let i = 0;
+  for (const char of text) if (i < part.length && char === part[i]) i++;
+  return i === part.length;
+}
+
 /** How many characters of `text` hold its first `count` non-whitespace characters. */
 function spanOfChars(text: string, count: number): number {
   let seen = 0;
@@ -135,9 +142,13 @@ export function replaceSameLineSuffix(completion: string, ctx: CompletionContext
   const tail = stripped(completion.slice(written[paired - 1]!.offset + 1));
   const after = rest.slice(covered);
   const afterChars = stripped(after);
-  if (afterChars === '') return { text: completion, replaceSuffixChars: rest.length };
-  if (tail === '') return { text: completion, replaceSuffixChars: covered };
-  if (afterChars.startsWith(tail)) return { text: completion, replaceSuffixChars: covered + spanOfChars(after, tail.length) };
-  if (tail.startsWith(afterChars)) return { text: completion, replaceSuffixChars: rest.length };
-  return cutBefore(written[0]!.offset);
+  let replaced: number;
+  if (afterChars === '' || tail === '') replaced = covered;
+  else if (afterChars.startsWith(tail)) replaced = covered + spanOfChars(after, tail.length);
+  else if (tail.startsWith(afterChars)) replaced = covered + spanOfChars(after, afterChars.length);
+  else return cutBefore(written[0]!.offset);
+  // VS Code draws a replacement as ghost text only when the replaced characters are all in the
+  // text, in order (spaces between the line's closers may not be): else shorter, never broken.
+  if (!isSubsequence(rest.slice(0, replaced), completion)) return cutBefore(written[0]!.offset);
+  return { text: completion, replaceSuffixChars: replaced };
 }

@@ -2,7 +2,9 @@
 // it writes itself, or is cut short; the line is never shown broken. And the cache keeps the range.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { CompletionCache } from '../../src/engine/completionCache';
+import { postprocess } from '../../src/postprocess';
 import type { CompletionContext } from '../../src/postprocess/context';
 import { replaceSameLineSuffix } from '../../src/postprocess/replaceSameLineSuffix';
 
@@ -75,5 +77,27 @@ describe('CompletionCache and the replaced characters', () => {
     cache.put('console.log(', ');', { text: "'done');", replaceSuffixChars: 2 });
     assert.deepEqual(cache.get("console.log('do", ');'), { text: "ne');", replaceSuffixChars: 2 });
     assert.equal(cache.get('console.log(', ')'), undefined);
+  });
+});
+
+/** Whether the characters of `part` appear in `text` in order (VS Code then draws the replacement as inserted text). */
+function isSubsequence(part: string, text: string): boolean {
+  let i = 0;
+  for (const char of text) if (i < part.length && char === part[i]) i++;
+  return i === part.length;
+}
+
+describe('postprocess on arbitrary code-like text', () => {
+  const code = fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\n', '  ', '(', ')', '[', ']', '{', '}', '"', "'", ';', ',', '=', '0', '1'), maxLength: 40 });
+  it('replaces only characters of the rest of the line that the text writes, in order', () => {
+    fc.assert(
+      fc.property(code, code, code, (prefix, suffix, completion) => {
+        const shown = postprocess(completion, { prefix, suffix, languageId: 'typescript', tabSize: 4 });
+        const restOfLine = suffix.split('\n', 1)[0]!;
+        assert.ok(shown.replaceSuffixChars >= 0 && shown.replaceSuffixChars <= restOfLine.length);
+        assert.ok(isSubsequence(restOfLine.slice(0, shown.replaceSuffixChars), shown.text), JSON.stringify(shown));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
