@@ -2,10 +2,11 @@ import { currentLinePrefix, DEFAULT_TAB_SIZE, indentationWidth, isBlank, type Co
 
 /**
  * A declaration at the start of a statement (a line's start or after `;`): `const x`, `let x`,
- * `var x`, `function x`, `class x`, Python's `def x`, optionally exported or async. Declarations
- * inside parentheses (`for (let i = 0; ...)`) are left out: two loops may each declare their `i`.
+ * `var x`, `class x`, optionally exported. Declarations inside parentheses (`for (let i = 0; ...)`)
+ * are left out: two loops may each declare their `i`. Functions are left out too: TypeScript's
+ * overload signatures and Python's `@overload` / property setters declare one name several times.
  */
-const DECLARATION = /(^|;)(\s*)(?:export\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|def)\s+([\p{L}_$][\p{L}\p{N}_$]*)/gu;
+const DECLARATION = /(^|;)(\s*)(?:export\s+)?(?:const|let|var|class)\s+([\p{L}_$][\p{L}\p{N}_$]*)/gu;
 
 /**
  * A completion that declares a name it has already declared in the same block is looping (`const

@@ -24,10 +24,22 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     expected: 'var sum = list[i];',
   },
   {
-    name: 'a function defined twice at the same level',
-    ctx: at('║', 'python'),
-    completion: 'def area(r):\n    return 3.14 * r * r\n\ndef area(r):\n    return 3.14 * r * r',
-    expected: 'def area(r):\n    return 3.14 * r * r',
+    name: 'a class declared twice at the same level',
+    ctx: at('║'),
+    completion: 'class Point {\n  x = 0;\n}\nclass Point {\n  x = 0;\n}',
+    expected: 'class Point {\n  x = 0;\n}',
+  },
+  {
+    name: 'overload signatures declare one function several times',
+    ctx: at('║'),
+    completion: 'function parse(x: string): Node;\nfunction parse(x: Buffer): Node;\nfunction parse(x: string | Buffer): Node {',
+    expected: 'function parse(x: string): Node;\nfunction parse(x: Buffer): Node;\nfunction parse(x: string | Buffer): Node {',
+  },
+  {
+    name: 'a python property and its setter',
+    ctx: at('class Box:\n    ║', 'python'),
+    completion: '@property\n    def size(self):\n        return self._size\n\n    @size.setter\n    def size(self, value):\n        self._size = value',
+    expected: '@property\n    def size(self):\n        return self._size\n\n    @size.setter\n    def size(self, value):\n        self._size = value',
   },
   {
     name: 'let declared again after other statements of the block',
