@@ -83,8 +83,8 @@ function closesOwnOpenBlock(text: string, closerOffset: number, ctx: CompletionC
   const tabSize = ctx.tabSize ?? DEFAULT_TAB_SIZE;
   const before = ctx.prefix + text.slice(0, closerOffset);
   const lineStart = before.lastIndexOf('\n') + 1;
-  const closerLine = before.slice(lineStart) + text.slice(closerOffset, text.indexOf('\n', closerOffset) < 0 ? undefined : text.indexOf('\n', closerOffset));
-  const indent = indentationWidth(closerLine, tabSize);
+  // Only whitespace precedes the closer on its line (a tail at a line start): that is its indentation.
+  const indent = indentationWidth(before.slice(lineStart), tabSize);
   const below = isBlank(currentLineSuffix(ctx)) ? firstNonBlankLineBelowCursor(ctx) : currentLinePrefix(ctx) + currentLineSuffix(ctx);
   if (below === undefined || indentationWidth(below, tabSize) === indent) return false;
   const open = openBlockIndents(before.slice(0, lineStart).split('\n'), tabSize);
@@ -99,8 +99,8 @@ function closesOwnOpenBlock(text: string, closerOffset: number, ctx: CompletionC
  * dropped, compared without whitespace: one the rest of the cursor's line starts with (`)` before
  * `);`), or, from a line start, one the suffix starts with (the completion's last lines equal the
  * suffix's first lines), unless that tail is a closing line for a block still open at its own
- * indentation while the suffix's closer sits at another one (closesOwnOpenBlock). Failing that, a tail on the last line that goes on past the rest of the
- * line (`a);` before `)` keeps `a`).
+ * indentation while the suffix's closer sits at another one (closesOwnOpenBlock). Failing that, a
+ * tail on the last line that goes on past the rest of the line (`a);` before `)` keeps `a`).
  */
 export function trimSuffixOverlap(completion: string, ctx: CompletionContext): string {
   const restOfLine = currentLineSuffix(ctx);
