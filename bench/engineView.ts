@@ -19,10 +19,14 @@ export function engineDocument(task: BenchTask): EngineDocument {
   };
 }
 
-/** The ghost text a raw completion becomes: the same post-processing as CompletionEngine.complete. */
+/**
+ * The ghost text a raw completion becomes: the same post-processing as CompletionEngine.complete.
+ * Its replaced characters of the cursor's line are not scored: the tasks hide the rest of that line,
+ * so the completion never replaces any (replaceSuffixChars is 0).
+ */
 export function shownText(raw: string, request: CompletionRequest, doc: EngineDocument, maxLines: number): string {
   const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
-  return postprocess(raw, ctx, defaultFilters(maxLines));
+  return postprocess(raw, ctx, defaultFilters(maxLines)).text;
 }
 
 /** The benches' --flash-attention value: auto (Draftline's default, measured per CPU model at load), on or off. */

@@ -1,7 +1,11 @@
+import type { ShownCompletion } from '../postprocess';
+
 interface Entry {
   prefix: string;
   suffix: string;
   completion: string;
+  /** Characters of the cursor line's suffix the completion replaces: the suffix is the same on a hit, so this is too. */
+  replaceSuffixChars: number;
 }
 
 /**
@@ -18,14 +22,14 @@ export class CompletionCache {
     return this.entries.length;
   }
 
-  put(prefix: string, suffix: string, completion: string): void {
-    if (!completion) return;
+  put(prefix: string, suffix: string, shown: ShownCompletion): void {
+    if (!shown.text) return;
     this.entries = this.entries.filter((e) => !(e.prefix === prefix && e.suffix === suffix));
-    this.entries.push({ prefix, suffix, completion });
+    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars });
     if (this.entries.length > this.capacity) this.entries.shift();
   }
 
-  get(prefix: string, suffix: string): string | undefined {
+  get(prefix: string, suffix: string): ShownCompletion | undefined {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
       if (e.suffix !== suffix || !prefix.startsWith(e.prefix)) continue;
@@ -34,7 +38,7 @@ export class CompletionCache {
         // Most recent use last, so it survives eviction.
         this.entries.splice(i, 1);
         this.entries.push(e);
-        return e.completion.slice(typed.length);
+        return { text: e.completion.slice(typed.length), replaceSuffixChars: e.replaceSuffixChars };
       }
     }
     return undefined;

@@ -39,6 +39,8 @@ export { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 
 export interface EngineCompletion {
   text: string;
+  /** Characters after the cursor, on its line, that `text` replaces (auto-closed brackets it writes itself). */
+  replaceSuffixChars: number;
   fromCache: boolean;
   result: CompletionResult | null;
   latencyMs: number;
@@ -130,8 +132,8 @@ export class CompletionEngine {
     const cached = this.cache.get(request.prefix, request.suffix);
     if (cached !== undefined) {
       const latencyMs = this.now() - started;
-      this.stats.record({ at: Date.now(), latencyMs, fromCache: true, chars: cached.length, stats: null });
-      return { text: cached, fromCache: true, result: null, latencyMs };
+      this.stats.record({ at: Date.now(), latencyMs, fromCache: true, chars: cached.text.length, stats: null });
+      return { ...cached, fromCache: true, result: null, latencyMs };
     }
     await beforeModel?.();
     if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
@@ -140,10 +142,10 @@ export class CompletionEngine {
     if (signal?.aborted || result.stats.stopReason === 'abort') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     // The user's maxLines, not the filters' default: the stop rule already cut there.
     const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
-    const text = postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
+    const shown = postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
     const latencyMs = this.now() - started;
-    this.cache.put(request.prefix, request.suffix, text);
-    this.stats.record({ at: Date.now(), latencyMs, fromCache: false, chars: text.length, stats: result.stats });
-    return { text, fromCache: false, result, latencyMs };
+    this.cache.put(request.prefix, request.suffix, shown);
+    this.stats.record({ at: Date.now(), latencyMs, fromCache: false, chars: shown.text.length, stats: result.stats });
+    return { ...shown, fromCache: false, result, latencyMs };
   }
 }

@@ -1,5 +1,5 @@
-import { currentLinePrefix, currentLineSuffix, isBlank, type CompletionContext } from './context';
-import { isCloser, isOpener, isWordChar, opensBlock } from './syntax';
+import { currentLinePrefix, currentLineSuffix, DEFAULT_TAB_SIZE, firstNonBlankLineBelowCursor, indentationWidth, isBlank, type CompletionContext } from './context';
+import { isCloser, isOpener, isWordChar, opensBlock, startsWithCloser } from './syntax';
 
 /** What an editor typically leaves after the cursor by itself: auto-closed pairs, `;`, `,`. */
 const AUTO_CLOSED = /^[\s)\]}'"`;,]*$/;
@@ -52,13 +52,55 @@ function tailStarts(text: string): number[] {
 }
 
 /**
+ * Indentations of the blocks still open after `lines`, innermost last, judged by indentation: a
+ * line that opens a block pushes its indentation, a closing line pops the block at its indentation
+ * (and any deeper one), any other line pops the blocks at or deeper than its indentation (their
+ * body has ended without a closer, as in Python).
+ */
+function openBlockIndents(lines: readonly string[], tabSize: number): number[] {
+  const open: number[] = [];
+  for (const line of lines) {
+    if (isBlank(line)) continue;
+    const indent = indentationWidth(line, tabSize);
+    if (startsWithCloser(line)) {
+      while (open.length && open[open.length - 1]! > indent) open.pop();
+      if (open.length && open[open.length - 1] === indent) open.pop();
+    } else {
+      while (open.length && open[open.length - 1]! >= indent) open.pop();
+    }
+    if (opensBlock(line)) open.push(indent);
+  }
+  return open;
+}
+
+/**
+ * Whether a closing line of the completion at `closerOffset` closes a block that is still open and
+ * that the document below does not close: the block opened at the closer's indentation (by the
+ * prefix, the cursor's line or the completion) and the suffix's first line is a closer at another
+ * indentation (it closes an outer block). Then it is needed even though its text equals the suffix's.
+ */
+function closesOwnOpenBlock(text: string, closerOffset: number, ctx: CompletionContext): boolean {
+  const tabSize = ctx.tabSize ?? DEFAULT_TAB_SIZE;
+  const before = ctx.prefix + text.slice(0, closerOffset);
+  const lineStart = before.lastIndexOf('\n') + 1;
+  // Only whitespace precedes the closer on its line (a tail at a line start): that is its indentation.
+  const indent = indentationWidth(before.slice(lineStart), tabSize);
+  const below = isBlank(currentLineSuffix(ctx)) ? firstNonBlankLineBelowCursor(ctx) : currentLinePrefix(ctx) + currentLineSuffix(ctx);
+  if (below === undefined || indentationWidth(below, tabSize) === indent) return false;
+  const open = openBlockIndents(before.slice(0, lineStart).split('\n'), tabSize);
+  while (open.length && open[open.length - 1]! > indent) open.pop();
+  return open[open.length - 1] === indent;
+}
+
+/**
  * Never repeat what already follows the cursor. When the cursor's line goes on after the cursor,
  * the completion is kept to one line, unless it opens a block and only auto-closed characters
  * follow (`{|}`, `(|)`). Then the earliest tail of the completion the document already has is
  * dropped, compared without whitespace: one the rest of the cursor's line starts with (`)` before
  * `);`), or, from a line start, one the suffix starts with (the completion's last lines equal the
- * suffix's first lines). Failing that, a tail on the last line that goes on past the rest of the
- * line (`a);` before `)` keeps `a`).
+ * suffix's first lines), unless that tail is a closing line for a block still open at its own
+ * indentation while the suffix's closer sits at another one (closesOwnOpenBlock). Failing that, a
+ * tail on the last line that goes on past the rest of the line (`a);` before `)` keeps `a`).
  */
 export function trimSuffixOverlap(completion: string, ctx: CompletionContext): string {
   const restOfLine = currentLineSuffix(ctx);
@@ -80,8 +122,10 @@ export function trimSuffixOverlap(completion: string, ctx: CompletionContext): s
   for (const p of starts) {
     const tail = tailOf(p);
     const atLineStart = isBlank(text.slice(text.lastIndexOf('\n', p - 1) + 1, p));
-    if ((lineTarget !== '' && isPrefixOf(tail, lineTarget)) || (atLineStart && suffixTarget !== '' && isPrefixOf(tail, suffixTarget))) {
-      return text.slice(0, p);
+    if (lineTarget !== '' && isPrefixOf(tail, lineTarget)) return text.slice(0, p);
+    if (atLineStart && suffixTarget !== '' && isPrefixOf(tail, suffixTarget)) {
+      // Equal text is not enough for a closer: `  }` closing the `if` it opened is not the `}` below that closes the function.
+      if (!(isCloser(text[p]) && closesOwnOpenBlock(text, p, ctx))) return text.slice(0, p);
     }
   }
   if (lineTarget !== '') {

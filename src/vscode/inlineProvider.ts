@@ -83,7 +83,9 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       this.hooks.onSkipped(null);
       if (token.isCancellationRequested || !result.text) return undefined;
       this.hooks.onCompleted();
-      const item = new vscode.InlineCompletionItem(result.text, new vscode.Range(position, position), {
+      // The text also replaces what it covers of the rest of the line (auto-closed brackets it writes itself).
+      const replaced = new vscode.Range(position, position.translate(0, result.replaceSuffixChars));
+      const item = new vscode.InlineCompletionItem(result.text, replaced, {
         title: 'Draftline: completion accepted',
         command: 'draftline.accepted',
         arguments: [document.uri.toString(), result.text],

@@ -9,7 +9,8 @@ function at(document: string, languageId = 'typescript'): CompletionContext {
   return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4, insertSpaces: true };
 }
 
-const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+/** `replace`: characters of the cursor line's suffix the text replaces (0 when left out). */
+const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string; replace?: number }[] = [
   {
     name: 'block between auto-closed braces: body shown, the existing brace moves below it',
     ctx: at('function findMax(arr: number[]) {║}\n'),
@@ -58,11 +59,73 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'isReady(config)) {\n  start();\n}',
     expected: 'isReady(config)',
   },
+  // Issue #31: classes of defects a user sees, through the whole pipeline.
+  {
+    name: '#31.1 the closing brace of the if the completion writes survives the function brace below',
+    ctx: at('function check(x) {\n  if (x) {║\n}\n'),
+    completion: '\n    report(x);\n  }\n  done();\n}',
+    expected: '\n    report(x);\n  }',
+  },
+  {
+    name: '#31.1 the cursor on the line that closes the block: its brace is shown',
+    ctx: at('function check(x) {\n  if (x) {\n    report(x);\n  ║\n}\n'),
+    completion: '}',
+    expected: '}',
+  },
+  {
+    name: '#31.2 one line counting through names is cut after its first line',
+    ctx: at('function setup() {\n  ║\n}\n'),
+    completion: 'const b = 1;\n  const c = 1;\n  const d = 1;\n  const e = 1;\n  const f = 1;\n  const g',
+    expected: 'const b = 1;',
+  },
+  {
+    name: '#27.2 redeclaring the name of the cursor line ends the completion',
+    ctx: at('function sum(values) {\n  const total = ║\n}\n'),
+    completion: 'values[0];\n  const total = values[0];\n  const total = values[1];\n  const total = values[2];',
+    expected: 'values[0];',
+  },
+  {
+    name: '#27.2 a statement looping on one line',
+    ctx: at('for (let i = 0; i < list.length; i++) {\n  ║\n}\n'),
+    completion: 'var sum = list[i]; var sum = list[i]; var sum = list[i]; var sum = list[i]; var sum',
+    expected: 'var sum = list[i];',
+  },
+  {
+    name: '#31.3 no double space after "= "',
+    ctx: at('const total = ║\n'),
+    completion: ' sum(values);\n',
+    expected: 'sum(values);',
+  },
+  {
+    name: '#31.3 no double space before " baz"',
+    ctx: at('call(foo, ║ baz);\n'),
+    completion: 'bar, ',
+    expected: 'bar,',
+  },
+  {
+    name: '#31.4 a callback between auto-closed "})": the completion replaces them instead of repeating them',
+    ctx: at('useEffect(() => {║});\n'),
+    completion: '\n  start();\n}, []);\n\nexport default App;',
+    expected: '\n  start();\n}, []);',
+    replace: 3,
+  },
+  {
+    name: '#31.4 "min);" before "))" would read "min);))": cut before its closer',
+    ctx: at('const x = foo(bar(║));\n'),
+    completion: 'min);',
+    expected: 'min',
+  },
+  {
+    name: '#31.4 a string whose completion forgot its quote would read "text);")": cut before the closer',
+    ctx: at('log("║");\n'),
+    completion: 'text);',
+    expected: 'text',
+  },
 ];
 
 describe('postprocess', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(postprocess(completion, ctx), expected));
+  for (const { name, ctx, completion, expected, replace } of GOLDEN) {
+    it(name, () => assert.deepEqual(postprocess(completion, ctx), { text: expected, replaceSuffixChars: replace ?? 0 }));
   }
 
   it('runs the filters in order and stops once nothing is left', () => {
@@ -70,8 +133,8 @@ describe('postprocess', () => {
     const record =
       (name: string, result?: string): PostprocessFilter =>
       (text) => (calls.push(name), result ?? text);
-    assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]), '');
+    assert.equal(postprocess('abc', at('║'), [record('first'), record('empties', ''), record('never')]).text, '');
     assert.deepEqual(calls, ['first', 'empties']);
-    assert.equal(DEFAULT_FILTERS.length, 5);
+    assert.equal(DEFAULT_FILTERS.length, 7);
   });
 });

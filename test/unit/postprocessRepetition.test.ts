@@ -103,6 +103,98 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'const a = load();\n  const b = load();\n  return merge(a, b);',
     expected: 'const a = load();\n  const b = load();\n  return merge(a, b);',
   },
+  // Issue #31, class 2 (and #27 item 2): loops that change one token as they go, long units, digits.
+  {
+    name: 'one name counting b, c, d, e: cut after the first line of the run',
+    ctx: inFunction,
+    completion: 'const b = 1;\n  const c = 1;\n  const d = 1;\n  const e = 1;\n  const f',
+    expected: 'const b = 1;',
+  },
+  {
+    name: 'an index counting up from the cursor line',
+    ctx: at('function sum(values) {\n  let total = 0;\n  total += ║\n}\n'),
+    completion: 'values[0];\n  total += values[1];\n  total += values[2];\n  total += values[3];',
+    expected: 'values[0];',
+  },
+  {
+    name: 'a numbered string counting up, the last line cut short',
+    ctx: inFunction,
+    completion: 'register("step1");\n  register("step2");\n  register("step3");\n  register("st',
+    expected: 'register("step1");',
+  },
+  {
+    name: 'a block of two lines repeating with its index counting',
+    ctx: at('def load(rows):\n    ║', 'python'),
+    completion: 'row = rows[0]\n    print(row)\n    row = rows[1]\n    print(row)\n    row = rows[2]\n    print(row)\n    row = rows[3]',
+    expected: 'row = rows[0]\n    print(row)',
+  },
+  {
+    name: 'a statement repeated on one line keeps its first occurrence',
+    ctx: at('function total(list) {\n  for (let i = 0; i < list.length; i++) {\n    ║\n  }\n}\n'),
+    completion: 'var sum = list[i]; var sum = list[i]; var sum = list[i]; var sum = list[i]; var',
+    expected: 'var sum = list[i];',
+  },
+  {
+    name: 'a unit longer than four characters seen three times at the end of the line',
+    ctx: at('const last = ║'),
+    completion: 'node.next.next.next.next',
+    expected: 'node.next',
+  },
+  {
+    name: 'a run of 40+ identical digits is cut where it starts',
+    ctx: at('const ratio = ║'),
+    completion: `0.${'3'.repeat(45)}`,
+    expected: '0.',
+  },
+  // ...and what must survive: distinct names, two changing tokens, runs that end.
+  {
+    name: 'enum members are distinct names, not a counting loop',
+    ctx: at('enum Color {\n  ║'),
+    completion: 'Red,\n  Green,\n  Blue,\n  Yellow,\n  Purple,',
+    expected: 'Red,\n  Green,\n  Blue,\n  Yellow,\n  Purple,',
+  },
+  {
+    name: 'object fields with their own values change two tokens a line',
+    ctx: at('const weights = {\n  ║'),
+    completion: 'a: 1,\n  b: 2,\n  c: 3,\n  d: 4,\n  e: 5,',
+    expected: 'a: 1,\n  b: 2,\n  c: 3,\n  d: 4,\n  e: 5,',
+  },
+  {
+    name: 'switch cases with their own labels and bodies',
+    ctx: at('function apply(op, a, b) {\n  switch (op) {\n    ║'),
+    completion: "case 'add':\n      return a + b;\n    case 'sub':\n      return a - b;\n    case 'mul':\n      return a * b;\n    case 'div':",
+    expected: "case 'add':\n      return a + b;\n    case 'sub':\n      return a - b;\n    case 'mul':\n      return a * b;\n    case 'div':",
+  },
+  {
+    name: 'a list of imports from different modules',
+    ctx: at('║'),
+    completion: "import { a } from './a';\nimport { b } from './b';\nimport { c } from './c';\nimport './polyfills';\nimport './styles.css';\nimport './theme.css';",
+    expected: "import { a } from './a';\nimport { b } from './b';\nimport { c } from './c';\nimport './polyfills';\nimport './styles.css';\nimport './theme.css';",
+  },
+  {
+    name: 'rows of a matrix change more than one number',
+    ctx: at('const identity = [\n  ║'),
+    completion: '[1, 0, 0, 0],\n  [0, 1, 0, 0],\n  [0, 0, 1, 0],\n  [0, 0, 0, 1],',
+    expected: '[1, 0, 0, 0],\n  [0, 1, 0, 0],\n  [0, 0, 1, 0],\n  [0, 0, 0, 1],',
+  },
+  {
+    name: 'x, y, z fields that the completion closes are not a loop',
+    ctx: at('const origin = {\n  ║'),
+    completion: 'x: 0,\n  y: 0,\n  z: 0,\n};',
+    expected: 'x: 0,\n  y: 0,\n  z: 0,\n};',
+  },
+  {
+    name: 'a counting run the completion goes on from is kept',
+    ctx: inFunction,
+    completion: 'const b = 1;\n  const c = 1;\n  const d = 1;\n  return b + c + d;',
+    expected: 'const b = 1;\n  const c = 1;\n  const d = 1;\n  return b + c + d;',
+  },
+  {
+    name: 'a 32-digit constant is data',
+    ctx: at('const mask = ║'),
+    completion: `0x${'0'.repeat(32)}`,
+    expected: `0x${'0'.repeat(32)}`,
+  },
 ];
 
 describe('removeRepetitiveLines', () => {

@@ -96,6 +96,62 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'compute(a)\nconst y = 2;',
     expected: 'compute(a)',
   },
+  // Issue #31, class 1: a closing line equal to the suffix's is kept when it closes a block the
+  // completion or the cursor's line opened and the suffix's closer sits at another indentation.
+  {
+    name: "the if's closing brace is kept though the function's brace below has the same text",
+    ctx: at('function check(x) {\n  if (x) {║\n}\n'),
+    completion: '\n    report(x);\n  }',
+    expected: '\n    report(x);\n  }',
+  },
+  {
+    name: 'cursor on the line that closes the block: the brace survives',
+    ctx: at('function check(x) {\n  if (x) {\n    report(x);\n  ║\n}\n'),
+    completion: '}',
+    expected: '}',
+  },
+  {
+    name: 'tab indentation: the loop brace on the cursor line survives',
+    ctx: at('function sum(rows) {\n\tlet total = 0;\n\tfor (const row of rows) {\n\t\ttotal += row;\n\t║\n}\n'),
+    completion: '}',
+    expected: '}',
+  },
+  {
+    name: 'the else branch opened on the cursor line keeps its closing brace',
+    ctx: at('function pick(a) {\n  if (a) {\n    left();\n  } else {║\n}\n'),
+    completion: '\n    right();\n  }',
+    expected: '\n    right();\n  }',
+  },
+  {
+    name: 'the loop brace, then the function brace the document already has',
+    ctx: at('function sum(rows) {\n  let total = 0;\n  for (const row of rows) {\n    total += row;\n  ║\n}\n'),
+    completion: '}\n  return total;\n}',
+    expected: '}\n  return total;\n',
+  },
+  {
+    name: 'two closers, the document has only the outer one: the inner is kept, the outer goes',
+    ctx: at('function f(a) {\n  while (a) {║\n}\n'),
+    completion: '\n    a = next(a);\n  }\n}',
+    expected: '\n    a = next(a);\n  }\n',
+  },
+  {
+    name: 'a closing line at the indentation of the suffix closer is still a duplicate',
+    ctx: at('function f(a) {\n  while (a) {║\n  }\n}\n'),
+    completion: '\n    a = next(a);\n  }',
+    expected: '\n    a = next(a);\n  ',
+  },
+  {
+    name: 'a closing line with no block open at its indentation is the duplicate of the one below',
+    ctx: at('function f() {\n  work();\n  ║\n}\n'),
+    completion: '}',
+    expected: '',
+  },
+  {
+    name: 'python-like dedent: a block closed by a statement at its indentation is not open any more',
+    ctx: at('function f() {\n  if (x) {\n    a();\n  }\n  b();\n  ║\n}\n'),
+    completion: '}',
+    expected: '',
+  },
 ];
 
 describe('trimSuffixOverlap', () => {

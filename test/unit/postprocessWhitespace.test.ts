@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { currentLinePrefix, currentLineSuffix, firstNonBlankLineBelowCursor, indentationWidth, type CompletionContext } from '../../src/postprocess/context';
 import { DEFAULT_MAX_LINES, limitLines } from '../../src/postprocess/limitLines';
+import { trimSpaceAtJoins } from '../../src/postprocess/trimSpaceAtJoins';
 import { trimTrailingWhitespace } from '../../src/postprocess/trimTrailingWhitespace';
 
 /** A context from a document with the cursor marked by ║. */
@@ -27,6 +28,27 @@ describe('trimTrailingWhitespace', () => {
   ];
   for (const { name, ctx, completion, expected } of GOLDEN) {
     it(name, () => assert.equal(trimTrailingWhitespace(completion, ctx), expected));
+  }
+});
+
+describe('trimSpaceAtJoins', () => {
+  const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+    { name: 'a space before the cursor: the leading space goes', ctx: at('const total = ║\n'), completion: ' sum(values);', expected: 'sum(values);' },
+    { name: 'a tab before the cursor: leading spaces and tabs go', ctx: at('return\t║'), completion: '\t value;', expected: 'value;' },
+    { name: 'a space after the cursor: the trailing space goes', ctx: at('call(foo,║ baz);'), completion: ' bar,  ', expected: ' bar,' },
+    { name: 'spaces on both sides', ctx: at('const pair = [a, ║ b];'), completion: ' mid, ', expected: 'mid,' },
+    { name: 'no space before the cursor: the leading space stays', ctx: at('return║'), completion: ' value;', expected: ' value;' },
+    { name: 'code right after the cursor: the separating space stays', ctx: at('return ║value;'), completion: 'await ', expected: 'await ' },
+    { name: 'indentation before the cursor is not a space to join', ctx: at('  ║\n'), completion: '  nested();', expected: '  nested();' },
+    {
+      name: 'a last line of indentation before the rest of the line stays',
+      ctx: at('  function f() {║ }'),
+      completion: '\n    return 1;\n  ',
+      expected: '\n    return 1;\n  ',
+    },
+  ];
+  for (const { name, ctx, completion, expected } of GOLDEN) {
+    it(name, () => assert.equal(trimSpaceAtJoins(completion, ctx), expected));
   }
 });
 
