@@ -2,6 +2,7 @@
 // to read its streamed answer. Everything else (timeouts, cancellation, outages, stop rules, stats)
 // is serverBackend.ts's, the same for all.
 import type { BackendKind, CompletionRequest, RemoteServerInfo, StopReason } from '../shared/types';
+import { anchoredSplit } from '../prompt/fimPrompt';
 import { renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
 import type { HttpResponse } from './http';
 
@@ -94,12 +95,17 @@ export function stopStrings(request: CompletionRequest): string[] {
 
 /**
  * The request as one text prompt in a model family's FIM template (for servers that take no
- * suffix), extra context included, with the stop strings that template needs on top of the request's.
+ * suffix), extra context included, with the stop strings that template needs on top of the
+ * request's. Prefix-suffix-middle templates are line-anchored as on the local path
+ * (prompt/fimPrompt.ts): the middle starts at the cursor's line group, so the server evaluates the
+ * prompt the local path would, and typing within the group only appends to it (the server's prompt
+ * cache keeps the rest). The caller has already taken the prefix's trailing blank off (serverBackend.ts).
  */
 export function templatePrompt(request: CompletionRequest, family: TemplateFamily): { prompt: string; stop: string[] } {
   const spec = templateSpec(family);
   const extra = request.extraContext;
-  const prompt = renderTextPrompt(spec, { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
+  const { head, middle } = spec.order === 'psm' ? anchoredSplit(request.prefix) : { head: request.prefix, middle: '' };
+  const prompt = renderTextPrompt(spec, { prefix: head, middle, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
   return { prompt, stop: [...stopStrings(request), ...spec.stop] };
 }
 

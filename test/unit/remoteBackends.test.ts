@@ -16,10 +16,19 @@ import type { ServerKind } from '../../src/remote/serverApi';
 import type { ServerBackend, ServerBackendDeps } from '../../src/remote/serverBackend';
 import { createServerBackend, serverApiKeyName } from '../../src/remote/servers';
 import type { BackendSettings, CompletionRequest } from '../../src/shared/types';
+import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
+import { requestStops, StopRules } from '../../src/stopping/stopRules';
 import { drop, fixture, fixtureJson, hang, json, jsonFixture, type RecordedRequest, replay, type Reply, type Route, stream, StubServer } from '../support/stubServer';
 
 const PREFIX = 'export function add(a: number, b: number): number {\n  return ';
 const SUFFIX = ';\n}\n';
+/** PREFIX as every API sends it: its trailing space stays out of the prompt, as on the local path (splitTrailingBlank). */
+const SENT_PREFIX = 'export function add(a: number, b: number): number {\n  return';
+/**
+ * The Qwen2.5-Coder template as text, line-anchored as the local path lays it out: the middle starts
+ * at the newline that opens the cursor's group of lines (here the window's first newline).
+ */
+const QWEN_ANCHORED = '<|fim_prefix|>export function add(a: number, b: number): number {<|fim_suffix|>;\n}\n<|fim_middle|>\n  return';
 const EXTRA = { files: [{ path: 'src/math.ts', text: 'export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);\n' }], path: 'src/add.ts', repoName: 'demo', maxTokens: 256 };
 
 function request(overrides: Partial<CompletionRequest> = {}): CompletionRequest {
@@ -227,7 +236,7 @@ describe('llama-server backend', () => {
     const [call] = infillCalls(stub);
     assert.ok(call);
     const body = call.json;
-    assert.equal(body.input_prefix, PREFIX);
+    assert.equal(body.input_prefix, SENT_PREFIX);
     assert.equal(body.input_suffix, SUFFIX);
     assert.equal(body.temperature, 0);
     assert.equal(body.top_k, 1);
@@ -365,7 +374,7 @@ describe('llama-server backend', () => {
   });
 
   it('400 exceed_context_size_error: asked again with the window cut to fit (prefix end and suffix start kept, no extra context)', async () => {
-    const longPrefix = `${'// filler line of the file before the function\n'.repeat(40)}${PREFIX}`;
+    const longPrefix = `${'// filler line of the file before the function\n'.repeat(40)}${SENT_PREFIX}`;
     const stub = await startStub(llamaRoutes([jsonFixture(400, `${LLAMA}/error-400-exceed-context.json`), replay(`${LLAMA}/infill-stream.sse`)]));
     const { backend } = makeBackend('llama-server', stub.url, { settings: { sendExtraContext: true } });
     await backend.load();
@@ -401,12 +410,82 @@ describe('llama-server backend', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// The prefix's trailing blank (serverBackend.ts): out of every API's prompt, off the ghost text's start
+
+describe("the prefix's trailing spaces and tabs, for every API", () => {
+  /** The cursor on an empty indented line (issue #30: `nst m = value;` from llama-server's OpenAI endpoint). */
+  const BLANK_PREFIX = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n \t ';
+  const BLANK_SUFFIX = '\n}\n';
+  const typed = (overrides: Partial<CompletionRequest> = {}) => request({ prefix: BLANK_PREFIX, suffix: BLANK_SUFFIX, ...overrides });
+  /** The model writes the indentation the prompt left out, then the line. */
+  const WRITTEN = [' \t ', 'const', ' m = value;'];
+  const llamaStream = () =>
+    stream(
+      sse([
+        ...WRITTEN.map((content, i) => ({ index: 0, content, stop: false, tokens_predicted: i + 1 })),
+        { index: 0, content: '', stop: true, stop_type: 'eos', tokens_predicted: 3, timings: { predicted_n: 3 } },
+      ]),
+      'sse',
+    );
+  const openAiStream = () => stream(sse([...WRITTEN.map((text) => ({ choices: [{ text, finish_reason: null }] })), { choices: [{ text: '', finish_reason: 'stop' }] }], true), 'sse');
+  const ollamaStream = () => stream([...WRITTEN.map((response) => ({ response, done: false })), { response: '', done: true, done_reason: 'stop' }].map((o) => JSON.stringify(o)).join('\n'), 'ndjson');
+  const withoutBlank = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n';
+
+  const cases: { name: string; kind: ServerKind; routes: () => Record<string, Route>; sent: (stub: StubServer) => string }[] = [
+    { name: 'llama-server /infill', kind: 'llama-server', routes: () => llamaRoutes(llamaStream()), sent: (stub) => infillCalls(stub)[0]!.json.input_prefix },
+    { name: 'OpenAI-compatible, FIM template as text (vLLM)', kind: 'openai-compatible', routes: () => vllmRoutes(openAiStream()), sent: (stub) => stub.to('/v1/completions')[0]!.json.prompt },
+    { name: 'OpenAI-compatible, `suffix` field', kind: 'openai-compatible', routes: () => vllmRoutes(openAiStream(), GENERIC_MODELS), sent: (stub) => stub.to('/v1/completions')[0]!.json.prompt },
+    { name: 'Ollama, `suffix` through its template', kind: 'ollama', routes: () => ollamaRoutes({ 'POST /api/generate': ollamaStream() }), sent: (stub) => stub.to('/api/generate')[0]!.json.prompt },
+    {
+      name: 'Ollama, raw template text',
+      kind: 'ollama',
+      routes: () => ollamaRoutes({ 'POST /api/show': json(200, SHOW_NO_INSERT), 'POST /api/generate': ollamaStream() }),
+      sent: (stub) => stub.to('/api/generate')[0]!.json.prompt,
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: the prompt ends before the blank, and the ghost text starts after the blank the model wrote`, async () => {
+      const stub = await startStub(c.routes());
+      const { backend } = makeBackend(c.kind, stub.url);
+      await backend.load();
+      const result = await backend.complete(typed());
+      assert.equal(result.text, 'const m = value;');
+      const prompt = c.sent(stub);
+      assert.doesNotMatch(prompt, /[ \t]$/, 'no trailing blank at the end of the prompt');
+      // The text before the cursor, less its blank, is all there (the template's tokens around it).
+      assert.ok(prompt.endsWith('\n') || prompt.includes('<|fim_middle|>'), prompt);
+      assert.ok(prompt.replace(/<\|[a-z_]+\|>/g, '').includes(withoutBlank.slice(withoutBlank.indexOf('{') + 1)) || prompt.endsWith(withoutBlank), prompt);
+    });
+  }
+
+  it('a completion that does not start with the blank is kept whole (the blank is typed already; nothing to take off)', async () => {
+    const stub = await startStub(vllmRoutes(stream(sse([{ choices: [{ text: 'if (value > max) {', finish_reason: 'stop' }] }], true), 'sse'), GENERIC_MODELS));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    await backend.load();
+    assert.equal((await backend.complete(typed())).text, 'if (value > max) {');
+  });
+
+  it('the stop rules read the completion as the local path does: from the prompt without the blank (a block end found the same)', async () => {
+    const written = ' \t return value;\n}\n\nexport const x = 1;';
+    const stub = await startStub(vllmRoutes(stream(sse([{ choices: [{ text: written, finish_reason: 'stop' }] }], true), 'sse'), GENERIC_MODELS));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    await backend.load();
+    const req = typed({ stopAtBlockEnd: true });
+    const result = await backend.complete(req);
+    // InferenceSession.stopRulesFor: the rules see the text after the prompt's prefix, which ends before the blank.
+    const local = new StopRules({ detokenize: () => written, isEndToken: () => false, maxTokens: 100, ...requestStops(req, splitTrailingBlank(req.prefix).prefix) });
+    local.push(0);
+    assert.ok(local.finalText.startsWith(' \t '));
+    assert.equal(result.text, local.finalText.slice(3));
+    assert.ok(!result.text.includes('export const x'), result.text);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // vLLM and other OpenAI-compatible servers
 
 const VLLM = 'vllm';
 const VLLM_MODEL = 'Qwen/Qwen2.5-Coder-1.5B';
-/** The Qwen2.5-Coder FIM template as text, as the reconstructed request has it. */
-const QWEN_PROMPT = fixtureJson<{ prompt: string }>(`${VLLM}/v1-completions-stream.request.json`).prompt;
 
 function vllmRoutes(completions: Route = replay(`${VLLM}/v1-completions-stream.sse`), models: Reply = jsonFixture(200, `${VLLM}/v1-models.json`)): Record<string, Route> {
   return { 'GET /v1/models': models, 'POST /v1/completions': completions };
@@ -468,7 +547,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
 
     const [call] = stub.to('/v1/completions');
     const body = call!.json;
-    assert.equal(body.prompt, QWEN_PROMPT);
+    assert.equal(body.prompt, QWEN_ANCHORED);
     assert.equal('suffix' in body, false);
     assert.equal(body.model, VLLM_MODEL);
     assert.equal(body.temperature, 0);
@@ -508,7 +587,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
     assert.match(info.remote?.promptFormat ?? '', /suffix/);
     await backend.complete(request());
     const body = stub.to('/v1/completions')[0]!.json;
-    assert.equal(body.prompt, PREFIX);
+    assert.equal(body.prompt, SENT_PREFIX);
     assert.equal(body.suffix, SUFFIX);
     assert.equal(body.model, 'qwen2.5-coder-1.5b-base');
     assert.equal(body.stop, undefined);
@@ -523,7 +602,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
     const [first, second] = stub.to('/v1/completions');
     assert.equal(first!.json.suffix, SUFFIX);
     assert.equal('suffix' in second!.json, false);
-    assert.equal(second!.json.prompt, QWEN_PROMPT);
+    assert.equal(second!.json.prompt, QWEN_ANCHORED);
     assert.ok(rec.logs.some((l) => /suffix is not currently supported: asking again/.test(l)));
 
     await backend.complete(request());
@@ -627,7 +706,7 @@ describe('Ollama backend', () => {
     assert.ok(Math.abs(result.stats.serverTokensPerSecond! - 4e9 / 36_472_000) < 1e-9, `${result.stats.serverTokensPerSecond}`);
     const body = stub.to('/api/generate')[0]!.json;
     assert.equal(body.model, OLLAMA_MODEL);
-    assert.equal(body.prompt, PREFIX);
+    assert.equal(body.prompt, SENT_PREFIX);
     assert.equal(body.suffix, SUFFIX);
     assert.equal(body.raw, undefined);
     assert.equal(body.stream, true);
@@ -668,7 +747,7 @@ describe('Ollama backend', () => {
     const body = stub.to('/api/generate')[0]!.json;
     assert.equal(body.raw, true);
     assert.equal('suffix' in body, false);
-    assert.equal(body.prompt, fixtureJson<{ prompt: string }>(`${OLLAMA}/generate-raw-stream.request.json`).prompt);
+    assert.equal(body.prompt, QWEN_ANCHORED);
     assert.ok(body.options.stop.includes('<|fim_prefix|>'));
   });
 
@@ -1052,7 +1131,7 @@ describe('CompletionEngine over a ServerBackend', () => {
     assert.equal(completion.text, 'a + b');
     assert.equal(completion.fromCache, false);
     const sent = infillCalls(stub)[0]!.json;
-    assert.equal(sent.input_prefix, PREFIX);
+    assert.equal(sent.input_prefix, SENT_PREFIX);
     assert.equal(sent.input_suffix, SUFFIX);
 
     const summary = engine.stats.summary();
