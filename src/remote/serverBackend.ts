@@ -58,7 +58,7 @@ export class ServerBackend implements InferenceBackend {
         this.description = description;
         this.settingsResolved = settings;
         this.events.log('info', `${this.kind} at ${settings.endpoint.origin}: ${description.server}, model ${description.model}; ${description.promptFormat}`);
-        const { model, templateFamily: _family, ...remote } = description;
+        const { model, template: _template, ...remote } = description;
         return { kind: this.kind, model, remote };
       } catch (error) {
         const e = asServerError(error);
@@ -159,19 +159,30 @@ export class ServerBackend implements InferenceBackend {
   }
 
   /** One request to the server: its key, its CA and the timeout applied. */
-  private async send(settings: ServerSettings, method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
-    return httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, signal, timeoutMs: this.settings.timeoutMs });
+  private async send(settings: ServerSettings, method: 'GET' | 'POST', path: string | URL, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
+    return httpRequest(typeof path === 'string' ? joinUrl(settings.endpoint, path) : path, {
+      method,
+      body,
+      headers: await this.headers(settings.endpoint),
+      ca: this.ca,
+      signal,
+      timeoutMs: this.settings.timeoutMs,
+    });
   }
 
   private http(settings: ServerSettings): ServerHttp {
-    const call = async (method: 'GET' | 'POST', path: string, body: unknown, what: string) => {
+    const call = async (method: 'GET' | 'POST', path: string | URL, body: unknown, what: string) => {
       const response = await this.send(settings, method, path, body);
       const text = await readText(response, undefined, this.settings.timeoutMs);
       if (response.status >= 300) throw this.httpError(response.status, text, what);
       try {
         return JSON.parse(text) as unknown;
       } catch {
-        throw new ServerError(`${what}: the answer of ${settings.endpoint.origin}${path} is not JSON (${snippet(text)}): is this a ${this.kind} server?`, 'malformed', response.status);
+        throw new ServerError(
+          `${what}: the answer of ${typeof path === 'string' ? `${settings.endpoint.origin}${path}` : path.href} is not JSON (${snippet(text)}): is this a ${this.kind} server?`,
+          'malformed',
+          response.status,
+        );
       }
     };
     return { get: (path, what) => call('GET', path, undefined, what), post: (path, body, what) => call('POST', path, body, what) };
