@@ -1,11 +1,12 @@
 // llama.cpp's llama-server. Completions go to /completion as the template the model's vocabulary
 // calls for (llamaServerModel.ts), in text the server tokenizes with its special tokens: the same
-// prompt the local path evaluates, line-anchored (prompt/fimPrompt.ts). Not /infill: in this version
-// it appends its `prompt` field to the prefix (server-common.cpp format_prompt_infill), so its middle
-// always starts empty at the cursor (the standard layout), from which the embedded v3 pair (trained on
-// random character splits) starts in the middle of a word (`ndencies: {...` at an empty line; the local
-// path in the standard layout writes the same). /infill stays for a server whose vocabulary
-// cannot be read (no /tokenize). The server reuses the prompt's KV cache (`cache_prompt`) and,
+// prompt the local path evaluates, line-anchored (prompt/fimPrompt.ts), so the same ghost text
+// (llamaServerContract.test.ts). Not /infill: in this version it appends its `prompt` field to the
+// prefix (server-common.cpp format_prompt_infill), so its middle always starts empty at the cursor
+// (the standard layout: the line-anchored one cannot be sent through it), from which the embedded
+// v3 pair (trained on random character splits) starts inside a word (`ndencies: ...` at each
+// cursor the contract test tries; the local path in the standard layout writes the same). /infill
+// stays for a server whose vocabulary cannot be read (no /tokenize). The server reuses the prompt's KV cache (`cache_prompt`) and,
 // started with a draft model (-md), speculates on its side: its timings say how many drafted tokens
 // it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
 import * as path from 'node:path';
