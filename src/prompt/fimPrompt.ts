@@ -163,6 +163,26 @@ export function anchorOf(prefix: string, lines: number): number {
   return at;
 }
 
+/**
+ * A cursor line group longer than this many characters is not anchored in a text prompt (about
+ * MAX_MIDDLE_TOKENS tokens of code: a text prompt is tokenized by the server, so characters stand in
+ * for the tokens buildPrompt counts).
+ */
+export const MAX_MIDDLE_CHARS = 4 * MAX_MIDDLE_TOKENS;
+
+/**
+ * The line-anchored split (see PromptLayout) for a prompt sent as text: `head` before the prefix
+ * token, `middle` after the middle token. The same split as buildPrompt's, so a server that
+ * tokenizes the text with the model's special tokens (llama.cpp, vLLM, Ollama's raw mode: each piece
+ * between two special tokens is tokenized on its own, as buildPrompt tokenizes them) evaluates the
+ * same tokens as the local path, and its prompt cache keeps all but the typed end.
+ */
+export function anchoredSplit(prefix: string, anchorLines = ANCHOR_LINE_GROUP): { head: string; middle: string } {
+  const anchor = anchorOf(prefix, anchorLines);
+  if (prefix.length - anchor > MAX_MIDDLE_CHARS) return { head: prefix, middle: '' };
+  return { head: prefix.slice(0, anchor), middle: prefix.slice(anchor) };
+}
+
 /** Keeps at most `max` tokens from the end, cutting in PREFIX_TRIM_STEP steps. */
 function trimStart(tokens: Token[], max: number): Token[] {
   if (max <= 0) return [];

@@ -181,6 +181,11 @@ export interface TextPromptParts {
   path?: string;
   /** Other files, placed first. */
   files?: readonly ContextChunk[];
+  /**
+   * Text of the middle already written (psm only): the end of the text before the cursor when the
+   * prompt is line-anchored (prompt/fimPrompt.ts), after the middle token; `prefix` is then the rest.
+   */
+  middle?: string;
 }
 
 /**
@@ -212,7 +217,7 @@ export function renderTextPrompt(spec: TemplateSpec, parts: TextPromptParts): st
       return `${head}${suf}${parts.suffix}${pre}${parts.prefix}`;
     case 'psm':
       if (!pre || !suf || !mid) throw new Error(`the ${spec.label} template needs its token texts to render text`);
-      return `${head}${pre}${s.afterPrefixToken}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}`;
+      return `${head}${pre}${s.afterPrefixToken}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}${parts.middle ?? ''}`;
   }
 }
 

@@ -1,11 +1,19 @@
-// llama.cpp's llama-server: /infill builds the model's own fill-in-the-middle prompt (extra context
-// as `input_extra`, repo-level for models that have the tokens), reuses the prompt's KV cache
-// (`cache_prompt`) and, started with a draft model (-md), speculates on its side: its timings say
-// how many drafted tokens it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
+// llama.cpp's llama-server. Completions go to /completion as the template the model's vocabulary
+// calls for (llamaServerModel.ts), in text the server tokenizes with its special tokens: the same
+// prompt the local path evaluates, line-anchored (prompt/fimPrompt.ts), so the same ghost text
+// (llamaServerContract.test.ts). Not /infill: in this version it appends its `prompt` field to the
+// prefix (server-common.cpp format_prompt_infill), so its middle always starts empty at the cursor
+// (the standard layout: the line-anchored one cannot be sent through it), from which the embedded
+// v3 pair (trained on random character splits) starts inside a word (`ndencies: ...` at each
+// cursor the contract test tries; the local path in the standard layout writes the same). /infill
+// stays for a server whose vocabulary cannot be read (no /tokenize). The server reuses the prompt's KV cache (`cache_prompt`) and,
+// started with a draft model (-md), speculates on its side: its timings say how many drafted tokens
+// it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
 import * as path from 'node:path';
 import type { CompletionRequest, StopReason } from '../shared/types';
 import { ServerError } from './http';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings } from './serverApi';
+import { llamaServerTemplate } from './llamaServerModel';
+import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
 
 interface Props {
   model_path?: string;
@@ -39,20 +47,27 @@ export const llamaServerApi: ServerApi = {
     // Whether it drafts with a second model (-md); /slots may be turned off (--no-slots).
     const slots = (await http.get('/slots', 'slots').catch(() => null)) as { speculative?: boolean }[] | null;
     const speculative = Array.isArray(slots) && slots.some((s) => s?.speculative === true);
-    // A model without fill-in-the-middle tokens gets 501 from /infill: say so now, not at every keystroke.
-    await http.post('/infill', { input_prefix: '', input_suffix: '', n_predict: 0, cache_prompt: false }, 'fill-in-the-middle check');
+    // The template from the model's vocabulary (its /infill check says whether it has FIM tokens at all).
+    const template = await llamaServerTemplate(http, (route) => route);
+    if (!template) {
+      // The vocabulary could not be read: /infill then, if the model has the tokens for it (501: say so now, not at every keystroke).
+      await http.post('/infill', { input_prefix: '', input_suffix: '', n_predict: 0, cache_prompt: false }, 'fill-in-the-middle check');
+    }
     return {
       model: path.basename(modelPath),
       endpoint: settings.endpoint.href,
       server: `llama-server${props.build_info ? ` ${props.build_info}` : ''}`,
       contextSize: props.default_generation_settings?.n_ctx,
       speculation: speculative ? 'a draft model on the server (-md): its acceptance shows per completion' : null,
-      promptFormat: `/infill (the model's fill-in-the-middle template${settings.sendExtraContext ? ', extra context as input_extra' : ''})`,
+      promptFormat: template
+        ? templatePromptFormat(template, '/completion')
+        : `/infill (the model's fill-in-the-middle template, the middle starting at the cursor; its vocabulary could not be read through /tokenize${settings.sendExtraContext ? '; extra context as input_extra' : ''})`,
+      ...(template ? { template } : {}),
     };
   },
 
   completion(request, description): CompletionCall {
-    return { path: '/infill', body: infillBody(request, description.contextSize) };
+    return completionCall(request, description);
   },
 
   readEvent(data): StreamEvent | null {
@@ -95,17 +110,33 @@ export const llamaServerApi: ServerApi = {
       suffix: request.suffix.slice(0, Math.floor(request.suffix.length * keep)),
       extraContext: undefined,
     };
-    return { path: '/infill', body: infillBody(shrunk, description.contextSize), request: shrunk };
+    return { ...completionCall(shrunk, description), request: shrunk };
   },
 };
 
+function completionCall(request: CompletionRequest, description: ServerDescription): CompletionCall {
+  if (!description.template) return { path: '/infill', body: infillBody(request, description.contextSize) };
+  const { prompt } = templatePrompt(request, description.template.spec);
+  // The server adds the BOS token itself when the model wants one, as the local path does. The
+  // template's stop texts are not sent: llama-server writes no text for control tokens (its
+  // end-of-generation ones end the completion), so they could never match, and a stop word the text
+  // might be starting ("<") holds the stream back until it cannot.
+  return { path: '/completion', body: { prompt, ...generation(request, description.contextSize, stopStrings(request)) } };
+}
+
 function infillBody(request: CompletionRequest, contextSize: number | undefined) {
   const extra = request.extraContext?.files ?? [];
-  const stops = stopStrings(request);
   return {
     input_prefix: request.prefix,
     input_suffix: request.suffix,
     ...(extra.length ? { input_extra: extra.map((f) => ({ filename: f.path, text: f.text })) } : {}),
+    ...generation(request, contextSize, stopStrings(request)),
+  };
+}
+
+/** The fields of a greedy, cached, streamed generation (/completion and /infill take the same). */
+function generation(request: CompletionRequest, contextSize: number | undefined, stops: string[]) {
+  return {
     // Never more than the context leaves (a server started with a small -c refuses the request).
     n_predict: contextSize ? Math.min(request.maxTokens, Math.max(1, contextSize >> 1)) : request.maxTokens,
     // Greedy, as local decoding: the server's defaults sample at temperature 0.8.

@@ -2,9 +2,19 @@
 // (models whose template takes a suffix say so with the "insert" capability in /api/show); others
 // get the family's FIM template as text with `raw`. Answers stream as one JSON object a line.
 import type { CompletionRequest, StopReason } from '../shared/types';
-import { guessTemplateFamily, type TemplateFamily } from '../prompt/templates';
 import { ServerError } from './http';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
+import {
+  type CompletionCall,
+  errorMessageOf,
+  guessedTemplate,
+  type ServerApi,
+  type ServerDescription,
+  type StreamEvent,
+  stopStrings,
+  type TemplateChoice,
+  templatePrompt,
+  templatePromptFormat,
+} from './serverApi';
 
 interface Show {
   capabilities?: string[];
@@ -41,29 +51,29 @@ export const ollamaApi: ServerApi = {
     const show = (await http.post('/api/show', { model }, `model "${model}"`)) as Show;
     const insert = show.capabilities?.includes('insert') ?? false;
     const contextKey = Object.keys(show.model_info ?? {}).find((k) => k.endsWith('.context_length'));
-    const family = insert ? undefined : guessTemplateFamily(model);
+    const template = insert ? undefined : guessedTemplate(model, NO_INSERT);
     return {
       model,
       endpoint: settings.endpoint.href,
       server: `Ollama${version ? ` ${version}` : ''}`,
       contextSize: contextKey ? Number(show.model_info![contextKey]) : undefined,
       speculation: null,
-      promptFormat: family ? rawPromptFormat(family) : "`suffix` through the model's own template",
-      ...(family ? { templateFamily: family } : {}),
+      promptFormat: template ? templatePromptFormat(template, '/api/generate (raw)') : "`suffix` through the model's own template",
+      ...(template ? { template } : {}),
     };
   },
 
   completion(request, description): CompletionCall {
-    return { path: '/api/generate', body: generateBody(request, description.model, description.templateFamily) };
+    return { path: '/api/generate', body: generateBody(request, description.model, description.template) };
   },
 
   retryWithout(response, request, description): CompletionCall | null {
     // "<model> does not support insert" (400): its template takes no suffix after all.
-    if (description.templateFamily || response.status !== 400 || !/insert/i.test(errorMessageOf(response.body) ?? '')) return null;
-    const family = guessTemplateFamily(description.model);
-    description.templateFamily = family;
-    description.promptFormat = rawPromptFormat(family);
-    return { path: '/api/generate', body: generateBody(request, description.model, family) };
+    if (description.template || response.status !== 400 || !/insert/i.test(errorMessageOf(response.body) ?? '')) return null;
+    const template = guessedTemplate(description.model, NO_INSERT);
+    description.template = template;
+    description.promptFormat = templatePromptFormat(template, '/api/generate (raw)');
+    return { path: '/api/generate', body: generateBody(request, description.model, template) };
   },
 
   readEvent(data): StreamEvent | null {
@@ -86,14 +96,14 @@ export const ollamaApi: ServerApi = {
   },
 };
 
-/** The model's Ollama template takes no suffix. */
-const rawPromptFormat = (family: TemplateFamily) => templatePromptFormat(family, "raw; the model's Ollama template takes no suffix");
+/** Why an Ollama model's template is guessed. */
+const NO_INSERT = "the model's Ollama template takes no suffix, and Ollama does not report the vocabulary";
 
-function generateBody(request: CompletionRequest, model: string, family: TemplateFamily | undefined) {
-  const { prompt, stop } = family ? templatePrompt(request, family) : { prompt: request.prefix, stop: stopStrings(request) };
+function generateBody(request: CompletionRequest, model: string, template: TemplateChoice | undefined) {
+  const { prompt, stop } = template ? templatePrompt(request, template.spec) : { prompt: request.prefix, stop: stopStrings(request) };
   const options = { temperature: 0, top_k: 1, num_predict: request.maxTokens, ...(stop.length ? { stop } : {}) };
   // Keep the model loaded between keystrokes (Ollama unloads idle models after 5 minutes).
   const common = { model, stream: true, keep_alive: '30m', prompt, options };
   // Ollama's template has no place for other files: with `suffix`, a server gets only the window.
-  return family ? { ...common, raw: true } : { ...common, suffix: request.suffix };
+  return template ? { ...common, raw: true } : { ...common, suffix: request.suffix };
 }

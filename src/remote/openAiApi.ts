@@ -1,11 +1,25 @@
 // OpenAI-compatible /v1/completions (vLLM, llama-server's OpenAI endpoint, LM Studio, hosted APIs).
 // The `suffix` field is the API's fill-in-the-middle, but vLLM refuses it (400) and llama-server
-// ignores it silently (test/fixtures/remote/): for those, and after any refusal, the prompt is the
-// model family's FIM template as plain text (prompt/templates.ts), which the server tokenizes.
+// ignores it silently (test/fixtures/remote/): for those, and after any refusal, the prompt is a FIM
+// template as plain text (prompt/templates.ts), which the server tokenizes. Which template: the one
+// the model's vocabulary calls for where the server says (llama-server, llamaServerModel.ts), else
+// the family guessed from the model's name.
 import type { CompletionRequest, StopReason } from '../shared/types';
-import { guessTemplateFamily, type TemplateFamily } from '../prompt/templates';
 import { ServerError } from './http';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
+import { llamaServerTemplate } from './llamaServerModel';
+import {
+  type CompletionCall,
+  errorMessageOf,
+  guessedTemplate,
+  type ServerApi,
+  type ServerDescription,
+  type ServerHttp,
+  type StreamEvent,
+  stopStrings,
+  type TemplateChoice,
+  templatePrompt,
+  templatePromptFormat,
+} from './serverApi';
 
 interface ModelList {
   data?: { id?: string; owned_by?: string; max_model_len?: number; meta?: { n_ctx?: number } }[];
@@ -26,6 +40,13 @@ function v1(endpoint: URL, route: string): string {
   return endpoint.pathname.replace(/\/+$/, '').endsWith('/v1') ? route : `/v1${route}`;
 }
 
+/** A route of the server itself, beside its /v1 (llama-server serves /props, /infill and /tokenize at its root). */
+function beside(endpoint: URL, route: string): URL {
+  const url = new URL(endpoint.href);
+  url.pathname = `${url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '')}${route}`;
+  return url;
+}
+
 export const openAiApi: ServerApi = {
   kind: 'openai-compatible',
   defaultEndpoint: 'http://127.0.0.1:8000',
@@ -39,22 +60,23 @@ export const openAiApi: ServerApi = {
     if (!model) throw new ServerError(`the server has no model "${settings.model}"; it serves ${models.map((m) => `"${m.id}"`).join(', ')}: check draftline.server.model`, 'modelNotFound');
     const owner = model.owned_by ?? '';
     const server = owner === 'vllm' ? 'vLLM' : owner === 'llamacpp' ? "llama-server's OpenAI endpoint" : 'an OpenAI-compatible server';
-    // vLLM refuses `suffix`, llama-server ignores it: the template as text for both.
-    const family = owner === 'vllm' || owner === 'llamacpp' ? guessTemplateFamily(model.id!) : undefined;
+    // vLLM refuses `suffix`, llama-server ignores it: the template as text for both. llama-server
+    // says which one its model's vocabulary calls for (its id is a file path, which names no family).
+    const told = owner === 'llamacpp' ? await llamaServerTold(http, settings.endpoint) : null;
+    const template = told ?? (owner === 'vllm' || owner === 'llamacpp' ? guessedTemplate(model.id!, NO_VOCABULARY[owner]) : undefined);
     return {
       model: model.id!,
       endpoint: settings.endpoint.href,
       server,
       contextSize: model.max_model_len ?? model.meta?.n_ctx,
       speculation: null,
-      promptFormat: family ? textPromptFormat(family) : 'the `suffix` field (fill-in-the-middle by the server)',
-      ...(family ? { templateFamily: family } : {}),
+      promptFormat: template ? templatePromptFormat(template, v1(settings.endpoint, '/completions')) : 'the `suffix` field (fill-in-the-middle by the server)',
+      ...(template ? { template } : {}),
     };
   },
 
   completion(request, description, settings): CompletionCall {
-    const family = description.templateFamily;
-    return { path: v1(settings.endpoint, '/completions'), body: completionBody(request, description.model, family) };
+    return { path: v1(settings.endpoint, '/completions'), body: completionBody(request, description.model, description.template) };
   },
 
   readEvent(data): StreamEvent | null {
@@ -79,25 +101,43 @@ export const openAiApi: ServerApi = {
 
   retryWithout(response, request, description, settings): CompletionCall | null {
     const said = errorMessageOf(response.body) ?? response.body;
-    const family = description.templateFamily;
-    if (family || response.status !== 400 || !/suffix/i.test(said)) return null;
+    if (description.template || response.status !== 400 || !/suffix/i.test(said)) return null;
     // This server refuses `suffix`: from now on the model's template as text.
-    const guessed = guessTemplateFamily(description.model);
-    description.templateFamily = guessed;
-    description.promptFormat = textPromptFormat(guessed);
-    return { path: v1(settings.endpoint, '/completions'), body: completionBody(request, description.model, guessed) };
+    const template = guessedTemplate(description.model, 'the server refused `suffix` and does not report its vocabulary');
+    description.template = template;
+    description.promptFormat = templatePromptFormat(template, v1(settings.endpoint, '/completions'));
+    return { path: v1(settings.endpoint, '/completions'), body: completionBody(request, description.model, template) };
   },
 };
 
-/** The server refuses or ignores `suffix`. */
-const textPromptFormat = (family: TemplateFamily) => templatePromptFormat(family, 'the server does not take `suffix`');
+/**
+ * The template llama-server says its model's vocabulary calls for (llamaServerModel.ts), when its
+ * own routes answer beside /v1: GET /props first (a proxy that forwards only /v1, or another server
+ * that calls itself llamacpp, answers 404: then the guess, without more requests).
+ */
+async function llamaServerTold(http: ServerHttp, endpoint: URL): Promise<TemplateChoice | null> {
+  try {
+    const props = (await http.get(beside(endpoint, '/props'), 'server properties')) as { build_info?: unknown };
+    if (typeof props?.build_info !== 'string') return null;
+  } catch (error) {
+    if (!(error instanceof ServerError) || error.transient) throw error;
+    return null;
+  }
+  return llamaServerTemplate(http, (route) => beside(endpoint, route));
+}
 
-function completionBody(request: CompletionRequest, model: string, family: TemplateFamily | undefined) {
-  const { prompt, stop } = family ? templatePrompt(request, family) : { prompt: request.prefix, stop: stopStrings(request) };
+/** Why a server's template is guessed: it takes no `suffix`, and says nothing of its model's vocabulary. */
+const NO_VOCABULARY = {
+  vllm: 'vLLM refuses `suffix` and does not report the vocabulary',
+  llamacpp: "llama-server ignores `suffix`, and its /props, /infill and /tokenize did not say what the model's vocabulary has",
+} as const;
+
+function completionBody(request: CompletionRequest, model: string, template: TemplateChoice | undefined) {
+  const { prompt, stop } = template ? templatePrompt(request, template.spec) : { prompt: request.prefix, stop: stopStrings(request) };
   return {
     model,
     prompt,
-    ...(family ? {} : { suffix: request.suffix }),
+    ...(template ? {} : { suffix: request.suffix }),
     max_tokens: request.maxTokens,
     temperature: 0,
     stream: true,

@@ -2,7 +2,8 @@
 // to read its streamed answer. Everything else (timeouts, cancellation, outages, stop rules, stats)
 // is serverBackend.ts's, the same for all.
 import type { BackendKind, CompletionRequest, RemoteServerInfo, StopReason } from '../shared/types';
-import { renderTextPrompt, templateSpec, type TemplateFamily } from '../prompt/templates';
+import { anchoredSplit } from '../prompt/fimPrompt';
+import { guessTemplateFamily, renderTextPrompt, type TemplateSpec, templateSpec } from '../prompt/templates';
 import type { HttpResponse } from './http';
 
 export type ServerKind = Exclude<BackendKind, 'local'>;
@@ -17,15 +18,23 @@ export interface ServerSettings {
 
 /** The HTTP calls an API makes, with the endpoint, the key, the CA and the timeout applied. */
 export interface ServerHttp {
-  get(path: string, what: string): Promise<unknown>;
-  post(path: string, body: unknown, what: string): Promise<unknown>;
+  /** `path` is joined to the endpoint; a URL is taken as it is (llama-server's own routes next to its /v1). */
+  get(path: string | URL, what: string): Promise<unknown>;
+  post(path: string | URL, body: unknown, what: string): Promise<unknown>;
+}
+
+/** The prompt template a server's text prompts use, and why it was chosen (Show Stats says both). */
+export interface TemplateChoice {
+  spec: TemplateSpec;
+  /** E.g. "chosen from the model's vocabulary, as llama-server reports it". */
+  why: string;
 }
 
 export interface ServerDescription extends RemoteServerInfo {
   /** The model completions will be asked of. */
   model: string;
-  /** Set when the prompt goes as the family's FIM template in text (a server without its own FIM). */
-  templateFamily?: TemplateFamily;
+  /** Set when the prompt goes as a FIM template in text (a server without its own FIM, or whose FIM layout is not the local one). */
+  template?: TemplateChoice;
 }
 
 /** The server's own figures, from the end of its answer (any may be missing). */
@@ -93,17 +102,33 @@ export function stopStrings(request: CompletionRequest): string[] {
 }
 
 /**
- * The request as one text prompt in a model family's FIM template (for servers that take no
- * suffix), extra context included, with the stop strings that template needs on top of the request's.
+ * The request as one text prompt in a FIM template (for servers that tokenize the template's special
+ * tokens themselves), extra context included, with the stop strings that template needs on top of
+ * the request's. Prefix-suffix-middle templates are line-anchored as on the local path
+ * (prompt/fimPrompt.ts): the middle starts at the cursor's line group, so the server evaluates the
+ * prompt the local path would, and typing within the group only appends to it (the server's prompt
+ * cache keeps the rest). The caller has already taken the prefix's trailing blank off (serverBackend.ts).
  */
-export function templatePrompt(request: CompletionRequest, family: TemplateFamily): { prompt: string; stop: string[] } {
-  const spec = templateSpec(family);
+export function templatePrompt(request: CompletionRequest, spec: TemplateSpec): { prompt: string; stop: string[] } {
   const extra = request.extraContext;
-  const prompt = renderTextPrompt(spec, { prefix: request.prefix, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
+  const { head, middle } = spec.order === 'psm' ? anchoredSplit(request.prefix) : { head: request.prefix, middle: '' };
+  const prompt = renderTextPrompt(spec, { prefix: head, middle, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
   return { prompt, stop: [...stopStrings(request), ...spec.stop] };
 }
 
-/** What Show Stats says of a template-as-text prompt, and why the server gets one. */
-export function templatePromptFormat(family: TemplateFamily, why: string): string {
-  return `the ${templateSpec(family).label} fill-in-the-middle template as text (${why})`;
+/** The template guessed from a model's name, when the server says nothing better. */
+export function guessedTemplate(model: string, why: string): TemplateChoice {
+  const family = guessTemplateFamily(model);
+  const guess = family === 'prefix-only' ? `the model's name "${model}" names no known family` : `guessed from the model's name "${model}"`;
+  return { spec: templateSpec(family), why: `${guess}; ${why}` };
+}
+
+/**
+ * What Show Stats says of a template-as-text prompt: the template's label as the local path shows it
+ * (Target: name (size, label)), how it is laid out, and why it was chosen.
+ */
+export function templatePromptFormat(template: TemplateChoice, route: string): string {
+  const { spec, why } = template;
+  const layout = spec.order === 'psm' ? ', line-anchored as on the local path' : '';
+  return `the ${spec.label} template as text to ${route}${layout} (${why})`;
 }

@@ -5,6 +5,7 @@
 import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
+import { splitTrailingBlank } from '../prompt/fimPrompt';
 import type { BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
@@ -57,7 +58,7 @@ export class ServerBackend implements InferenceBackend {
         this.description = description;
         this.settingsResolved = settings;
         this.events.log('info', `${this.kind} at ${settings.endpoint.origin}: ${description.server}, model ${description.model}; ${description.promptFormat}`);
-        const { model, templateFamily: _family, ...remote } = description;
+        const { model, template: _template, ...remote } = description;
         return { kind: this.kind, model, remote };
       } catch (error) {
         const e = asServerError(error);
@@ -81,8 +82,12 @@ export class ServerBackend implements InferenceBackend {
     const settings = this.settingsResolved;
     if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
     if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
-    // Only the window around the cursor leaves the machine unless the user opted in to more.
-    const sent: CompletionRequest = settings.sendExtraContext ? request : { ...request, extraContext: undefined };
+    // The prefix's trailing spaces and tabs stay out of the prompt, for every API, as on the local
+    // path (prompt/fimPrompt.ts splitTrailingBlank: a prompt that ends in a lone whitespace token
+    // derails the model: `  ` after a line gave `nst m = value;`); the ghost text loses them again
+    // below. Only the window around the cursor leaves the machine unless the user opted in to more.
+    const { prefix, blank } = splitTrailingBlank(request.prefix);
+    const sent: CompletionRequest = { ...request, prefix, ...(settings.sendExtraContext ? {} : { extraContext: undefined }) };
     const started = this.now();
     try {
       let call = this.api.completion(sent, description, settings);
@@ -96,7 +101,10 @@ export class ServerBackend implements InferenceBackend {
         call = retry;
         response = await this.post(settings, call, signal, true);
       }
-      return await this.readCompletion(response, sent, started, signal);
+      const result = await this.readCompletion(response, sent, started, signal);
+      // The model wrote the blank the user had typed: the ghost text starts after it.
+      if (blank && result.text.startsWith(blank)) result.text = result.text.slice(blank.length);
+      return result;
     } catch (error) {
       const e = asServerError(error);
       if (e.code === 'cancelled' || signal?.aborted) return cancelled(this.now() - started);
@@ -151,19 +159,30 @@ export class ServerBackend implements InferenceBackend {
   }
 
   /** One request to the server: its key, its CA and the timeout applied. */
-  private async send(settings: ServerSettings, method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
-    return httpRequest(joinUrl(settings.endpoint, path), { method, body, headers: await this.headers(settings.endpoint), ca: this.ca, signal, timeoutMs: this.settings.timeoutMs });
+  private async send(settings: ServerSettings, method: 'GET' | 'POST', path: string | URL, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
+    return httpRequest(typeof path === 'string' ? joinUrl(settings.endpoint, path) : path, {
+      method,
+      body,
+      headers: await this.headers(settings.endpoint),
+      ca: this.ca,
+      signal,
+      timeoutMs: this.settings.timeoutMs,
+    });
   }
 
   private http(settings: ServerSettings): ServerHttp {
-    const call = async (method: 'GET' | 'POST', path: string, body: unknown, what: string) => {
+    const call = async (method: 'GET' | 'POST', path: string | URL, body: unknown, what: string) => {
       const response = await this.send(settings, method, path, body);
       const text = await readText(response, undefined, this.settings.timeoutMs);
       if (response.status >= 300) throw this.httpError(response.status, text, what);
       try {
         return JSON.parse(text) as unknown;
       } catch {
-        throw new ServerError(`${what}: the answer of ${settings.endpoint.origin}${path} is not JSON (${snippet(text)}): is this a ${this.kind} server?`, 'malformed', response.status);
+        throw new ServerError(
+          `${what}: the answer of ${typeof path === 'string' ? `${settings.endpoint.origin}${path}` : path.href} is not JSON (${snippet(text)}): is this a ${this.kind} server?`,
+          'malformed',
+          response.status,
+        );
       }
     };
     return { get: (path, what) => call('GET', path, undefined, what), post: (path, body, what) => call('POST', path, body, what) };

@@ -54,7 +54,7 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
 
 const BACKENDS: (vscode.QuickPickItem & { backend: BackendKind })[] = [
   { backend: 'local', label: 'Local', description: 'models on this machine, speculative decoding by Draftline' },
-  { backend: 'llama-server', label: 'llama-server', description: "llama.cpp's server: /infill, its own draft model with -md" },
+  { backend: 'llama-server', label: 'llama-server', description: "llama.cpp's server: the model's FIM template read from it, its own draft model with -md" },
   { backend: 'openai-compatible', label: 'OpenAI-compatible', description: 'vLLM, LM Studio, hosted APIs: /v1/completions' },
   { backend: 'ollama', label: 'Ollama', description: '/api/generate with suffix' },
 ];

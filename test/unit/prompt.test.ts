@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, PREFIX_TRIM_STEP, splitTrailingBlank, type PromptVocabulary } from '../../src/prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, anchoredSplit, anchorOf, buildPrompt, MAX_MIDDLE_CHARS, PREFIX_TRIM_STEP, splitTrailingBlank, type PromptVocabulary } from '../../src/prompt/fimPrompt';
 import { documentWindow, WINDOW_START_STEP } from '../../src/prompt/documentWindow';
 
 // One token per character keeps the arithmetic visible.
@@ -50,6 +50,16 @@ describe('line-anchored FIM prompt layout', () => {
     assert.equal(sym(p.tokens), `<1><10>${prefix.slice(0, anchorOf(prefix, ANCHOR_LINE_GROUP))}<11>)\n}<12>${prefix.slice(anchorOf(prefix, ANCHOR_LINE_GROUP))}`);
     assert.equal(anchorOf(prefix, ANCHOR_LINE_GROUP), prefix.split('\n').slice(0, 9).join('\n').length);
     assert.equal(p.tokens.at(-1), 1000 + 't'.charCodeAt(0), 'the prompt ends at the cursor');
+  });
+
+  it('a text prompt (remote servers) is split where buildPrompt splits it; a group longer than MAX_MIDDLE_CHARS is not anchored', () => {
+    for (const prefix of [`${lines(10)}\n  ret`, 'no newline yet', `${lines(3)}\n`, `${lines(17)}\n\tx`]) {
+      const { head, middle } = anchoredSplit(prefix);
+      const p = buildPrompt(chars(true), prefix, ';', 400);
+      assert.equal(sym(p.tokens), `<1><10>${head}<11>;<12>${middle}`, JSON.stringify(prefix));
+    }
+    const long = `${lines(2)}\n${'x'.repeat(MAX_MIDDLE_CHARS + 1)}`;
+    assert.deepEqual(anchoredSplit(long), { head: long, middle: '' });
   });
 
   it('typing within the group only appends to the prompt: characters, a newline, a paste', () => {

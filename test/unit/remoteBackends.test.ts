@@ -16,10 +16,19 @@ import type { ServerKind } from '../../src/remote/serverApi';
 import type { ServerBackend, ServerBackendDeps } from '../../src/remote/serverBackend';
 import { createServerBackend, serverApiKeyName } from '../../src/remote/servers';
 import type { BackendSettings, CompletionRequest } from '../../src/shared/types';
+import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
+import { requestStops, StopRules } from '../../src/stopping/stopRules';
 import { drop, fixture, fixtureJson, hang, json, jsonFixture, type RecordedRequest, replay, type Reply, type Route, stream, StubServer } from '../support/stubServer';
 
 const PREFIX = 'export function add(a: number, b: number): number {\n  return ';
 const SUFFIX = ';\n}\n';
+/** PREFIX as every API sends it: its trailing space stays out of the prompt, as on the local path (splitTrailingBlank). */
+const SENT_PREFIX = 'export function add(a: number, b: number): number {\n  return';
+/**
+ * The Qwen2.5-Coder template as text, line-anchored as the local path lays it out: the middle starts
+ * at the newline that opens the cursor's group of lines (here the window's first newline).
+ */
+const QWEN_ANCHORED = '<|fim_prefix|>export function add(a: number, b: number): number {<|fim_suffix|>;\n}\n<|fim_middle|>\n  return';
 const EXTRA = { files: [{ path: 'src/math.ts', text: 'export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);\n' }], path: 'src/add.ts', repoName: 'demo', maxTokens: 256 };
 
 function request(overrides: Partial<CompletionRequest> = {}): CompletionRequest {
@@ -193,9 +202,10 @@ describe('llama-server backend', () => {
     assert.equal(info.remote?.speculation, null);
     assert.match(info.remote?.promptFormat ?? '', /^\/infill/);
     assert.doesNotMatch(info.remote?.promptFormat ?? '', /input_extra/);
+    // The /infill check, then /tokenize to read the vocabulary (this stub has none: /infill it is, checked again).
     assert.deepEqual(
       stub.requests.map((r) => `${r.method} ${r.path}`),
-      ['GET /health', 'GET /props', 'GET /slots', 'POST /infill'],
+      ['GET /health', 'GET /props', 'GET /slots', 'POST /infill', 'POST /tokenize', 'POST /infill'],
     );
     const check = stub.to('/infill')[0]!.json;
     assert.equal(check.n_predict, 0);
@@ -227,7 +237,7 @@ describe('llama-server backend', () => {
     const [call] = infillCalls(stub);
     assert.ok(call);
     const body = call.json;
-    assert.equal(body.input_prefix, PREFIX);
+    assert.equal(body.input_prefix, SENT_PREFIX);
     assert.equal(body.input_suffix, SUFFIX);
     assert.equal(body.temperature, 0);
     assert.equal(body.top_k, 1);
@@ -365,7 +375,7 @@ describe('llama-server backend', () => {
   });
 
   it('400 exceed_context_size_error: asked again with the window cut to fit (prefix end and suffix start kept, no extra context)', async () => {
-    const longPrefix = `${'// filler line of the file before the function\n'.repeat(40)}${PREFIX}`;
+    const longPrefix = `${'// filler line of the file before the function\n'.repeat(40)}${SENT_PREFIX}`;
     const stub = await startStub(llamaRoutes([jsonFixture(400, `${LLAMA}/error-400-exceed-context.json`), replay(`${LLAMA}/infill-stream.sse`)]));
     const { backend } = makeBackend('llama-server', stub.url, { settings: { sendExtraContext: true } });
     await backend.load();
@@ -381,13 +391,16 @@ describe('llama-server backend', () => {
     assert.equal(second!.json.input_extra, undefined);
   });
 
-  it("a model without fill-in-the-middle tokens (501 at the load's /infill check): a clear error, not retried", async () => {
-    const stub = await startStub(llamaRoutes(undefined, { 'POST /infill': jsonFixture(501, `${LLAMA}/error-501-infill-no-fim.json`) }));
+  it("a model without fill-in-the-middle tokens (501 at the load's /infill check): the text before the cursor alone to /completion, as the local path does", async () => {
+    const stub = await startStub(llamaRoutes(undefined, { 'POST /infill': jsonFixture(501, `${LLAMA}/error-501-infill-no-fim.json`), 'POST /completion': replay(`${LLAMA}/infill-stream.sse`) }));
     const { backend, sleeps } = makeBackend('llama-server', stub.url);
-    const e = await rejectsWith(backend.load(), 'badRequest', /Infill is not supported by this model/);
-    assert.equal(e.status, 501);
+    const info = await backend.load();
+    assert.match(info.remote?.promptFormat ?? '', /^the prefix only \(no FIM tokens\) template as text to \/completion \(llama-server's \/infill says the model has no fill-in-the-middle tokens\)$/);
     assert.deepEqual(sleeps, []);
-    assert.equal(backend.outage(), null);
+    assert.equal((await backend.complete(request())).text, INFILL_TEXT);
+    const [call] = stub.to('/completion');
+    assert.equal(call!.json.prompt, SENT_PREFIX);
+    assert.equal(stub.to('/infill').length, 1, 'only the check');
   });
 
   it('an error event in the middle of the stream fails the completion (code server), not a short completion', async () => {
@@ -401,12 +414,229 @@ describe('llama-server backend', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// The template llama-server's model calls for (src/remote/llamaServerModel.ts)
+
+/**
+ * llama-server's POST /tokenize (parse_special, with_pieces) over a vocabulary with these special
+ * tokens: each special text is one token, every other character one token of its own.
+ */
+function tokenizeRoute(specials: Record<string, number>): (r: RecordedRequest) => Reply {
+  const texts = Object.keys(specials).sort((a, b) => b.length - a.length);
+  return (r) => {
+    const content = String(r.json?.content ?? '');
+    const tokens: { id: number; piece: string }[] = [];
+    for (let i = 0; i < content.length; ) {
+      const special = r.json?.parse_special === false ? undefined : texts.find((t) => content.startsWith(t, i));
+      if (special) tokens.push({ id: specials[special]!, piece: special });
+      else tokens.push({ id: 100_000 + content.charCodeAt(i), piece: content[i]! });
+      i += special?.length ?? 1;
+    }
+    return json(200, { tokens });
+  };
+}
+
+/** The embedded v3 pair's special tokens: Qwen's FIM texts, no repo-level tokens. */
+const V3_SPECIALS = { '<|endoftext|>': 4092, '<|fim_prefix|>': 4093, '<|fim_middle|>': 4094, '<|fim_suffix|>': 4095 };
+/** What the v3 target's /infill check answers, captured (its `prompt`: BOS, then the FIM tokens of an empty prefix and suffix). */
+const V3_CHECK = fixtureJson<{ prompt: string }>(`${LLAMA}/infill-check-v3.json`);
+/** The v3 target's answer to the special-text /tokenize request, captured: the real BPE pieces of the texts it does not have. */
+const V3_SPECIAL_TEXTS = { request: fixtureJson<{ content: string }>(`${LLAMA}/tokenize-special-texts-v3.request.json`), answer: fixture(`${LLAMA}/tokenize-special-texts-v3.json`) };
+const QWEN_SPECIALS = { '<|endoftext|>': 151643, '<|fim_prefix|>': 151659, '<|fim_middle|>': 151660, '<|fim_suffix|>': 151661, '<|fim_pad|>': 151662, '<|repo_name|>': 151663, '<|file_sep|>': 151664 };
+/** A Qwen2.5-Coder model's: llama-server puts its repo-level header first (no BOS: the model wants none). */
+const QWEN_CHECK = { ...V3_CHECK, prompt: '<|repo_name|>myproject\n<|file_sep|>filename\n<|fim_prefix|><|fim_suffix|><|fim_middle|>' };
+/** The v3 generic template as text, line-anchored, with the trailing blank left out. */
+const V3_ANCHORED = '<|fim_prefix|>export function add(a: number, b: number): number {<|fim_suffix|>;\n}\n<|fim_middle|>\n  return';
+
+/** A llama-server whose vocabulary can be read (/tokenize), its completions from /completion. */
+function vocabularyRoutes(specials: Record<string, number>, check: unknown, completion: Route = replay(`${LLAMA}/infill-stream.sse`), extra: Record<string, Route> = {}): Record<string, Route> {
+  const tokenize = tokenizeRoute(specials);
+  // The v3 model answers the special-text request as the real server did.
+  const v3 = specials === V3_SPECIALS;
+  return llamaRoutes(undefined, {
+    'POST /infill': json(200, check),
+    'POST /tokenize': (r) => (v3 && r.json?.content === V3_SPECIAL_TEXTS.request.content ? json(200, V3_SPECIAL_TEXTS.answer) : tokenize(r)),
+    'POST /completion': completion,
+    ...extra,
+  });
+}
+
+describe("the prompt template llama-server's model calls for", () => {
+  it('llama-server: the FIM tokens /infill shows, no known family (v3): the generic template as text to /completion, line-anchored', async () => {
+    const stub = await startStub(vocabularyRoutes(V3_SPECIALS, V3_CHECK));
+    const { backend } = makeBackend('llama-server', stub.url);
+    const info = await backend.load();
+    assert.equal(
+      info.remote?.promptFormat,
+      "the fill-in-the-middle (the model's FIM tokens) template as text to /completion, line-anchored as on the local path (chosen from the model's vocabulary as llama-server reports it: its FIM tokens in /infill's prompt, the others through /tokenize)",
+    );
+    const result = await backend.complete(request());
+    assert.equal(result.text, INFILL_TEXT);
+    const [call] = stub.to('/completion');
+    // The prompt the local path evaluates (buildPrompt, line-anchored); the server adds the BOS itself.
+    assert.equal(call!.json.prompt, V3_ANCHORED);
+    assert.equal(call!.json.temperature, 0);
+    assert.equal(call!.json.cache_prompt, true);
+    assert.equal(call!.json.stream, true);
+    assert.equal(call!.json.stop, undefined, 'no template stop texts: the server writes no text for control tokens');
+    assert.equal(stub.to('/infill').length, 1, 'only the check');
+    // The /tokenize calls: the check's prompt, then the known families' special texts.
+    const [built, known] = stub.to('/tokenize');
+    assert.equal(built!.json.content, V3_CHECK.prompt);
+    assert.equal(built!.json.parse_special, true);
+    assert.equal(built!.json.with_pieces, true);
+    assert.deepEqual(known!.json, V3_SPECIAL_TEXTS.request, 'the request the real server was asked (tokenize-special-texts-v3.request.json)');
+  });
+
+  it('llama-server: a Qwen2.5-Coder vocabulary (repo tokens too): its repo-level template, extra context with the real path', async () => {
+    const stub = await startStub(vocabularyRoutes(QWEN_SPECIALS, QWEN_CHECK));
+    const { backend } = makeBackend('llama-server', stub.url, { settings: { sendExtraContext: true } });
+    const info = await backend.load();
+    assert.match(info.remote?.promptFormat ?? '', /^the Qwen2\.5-Coder \(repo-level\) template as text to \/completion, line-anchored .*chosen from the model's vocabulary/);
+    await backend.complete(request({ extraContext: EXTRA }));
+    assert.equal(stub.to('/completion')[0]!.json.prompt, `<|repo_name|>demo\n<|file_sep|>src/math.ts\n${EXTRA.files[0]!.text}<|file_sep|>src/add.ts\n${QWEN_ANCHORED}`);
+  });
+
+  it("llama-server: a model's FIM tokens under other ids than the family's texts (chooseTemplate's metadata check): the model's own tokens", async () => {
+    // /infill shows FIM tokens of no known family; the vocabulary also has Qwen's texts, but not as its FIM tokens.
+    const specials = { ...QWEN_SPECIALS, '<fim-prefix>': 9, '<fim-suffix>': 10, '<fim-middle>': 11 };
+    const stub = await startStub(vocabularyRoutes(specials, { ...V3_CHECK, prompt: '<fim-prefix><fim-suffix><fim-middle>' }));
+    const { backend } = makeBackend('llama-server', stub.url);
+    const info = await backend.load();
+    assert.match(info.remote?.promptFormat ?? '', /^the fill-in-the-middle \(the model's FIM tokens\) template/);
+    await backend.complete(request());
+    assert.equal(stub.to('/completion')[0]!.json.prompt, '<fim-prefix>export function add(a: number, b: number): number {<fim-suffix>;\n}\n<fim-middle>\n  return');
+  });
+
+  it("OpenAI endpoint of llama-server: /props answers beside /v1, so the model's vocabulary decides, not its file name", async () => {
+    const stub = await startStub({
+      ...vocabularyRoutes(V3_SPECIALS, V3_CHECK),
+      'GET /v1/models': jsonFixture(200, `${LLAMA}/v1-models.json`),
+      'POST /v1/completions': replay(`${LLAMA}/v1-completions-stream.sse`),
+    });
+    const { backend } = makeBackend('openai-compatible', `${stub.url}/v1`);
+    const info = await backend.load();
+    assert.match(info.remote?.promptFormat ?? '', /^the fill-in-the-middle \(the model's FIM tokens\) template as text to \/completions, line-anchored .*chosen from the model's vocabulary/);
+    // The server's own routes at its root, not under /v1.
+    assert.deepEqual(
+      stub.requests.map((r) => `${r.method} ${r.path}`),
+      ['GET /v1/models', 'GET /props', 'POST /infill', 'POST /tokenize', 'POST /tokenize'],
+    );
+    await backend.complete(request());
+    const body = stub.to('/v1/completions')[0]!.json;
+    assert.equal(body.prompt, V3_ANCHORED);
+    assert.equal('suffix' in body, false);
+  });
+
+  it('OpenAI endpoint of llama-server without /props (a proxy that forwards only /v1): the family guessed from the model id, saying so', async () => {
+    const stub = await startStub(vllmRoutes(replay(`${LLAMA}/v1-completions-stream.sse`), jsonFixture(200, `${LLAMA}/v1-models.json`)));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    const info = await backend.load();
+    assert.equal(
+      info.remote?.promptFormat,
+      `the prefix only (no FIM tokens) template as text to /v1/completions (the model's name "/work/shared/models/tiny-code-target.gguf" names no known family; llama-server ignores \`suffix\`, and its /props, /infill and /tokenize did not say what the model's vocabulary has)`,
+    );
+    assert.deepEqual(
+      stub.requests.map((r) => `${r.method} ${r.path}`),
+      ['GET /v1/models', 'GET /props'],
+    );
+    await backend.complete(request());
+    assert.equal(stub.to('/v1/completions')[0]!.json.prompt, SENT_PREFIX);
+  });
+
+  it('OpenAI endpoint of llama-server: a /props that does not answer yet (503 loading) fails the load to be tried again, not a guess', async () => {
+    const stub = await startStub({
+      'GET /v1/models': jsonFixture(200, `${LLAMA}/v1-models.json`),
+      'GET /props': json(503, { error: { code: 503, message: 'Loading model', type: 'unavailable_error' } }),
+    });
+    const { backend, sleeps } = makeBackend('openai-compatible', stub.url);
+    await rejectsWith(backend.load(), 'busy');
+    assert.equal(sleeps.length, 2, 'tried three times');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The prefix's trailing blank (serverBackend.ts): out of every API's prompt, off the ghost text's start
+
+describe("the prefix's trailing spaces and tabs, for every API", () => {
+  /** The cursor on an empty indented line (issue #30: `nst m = value;` from llama-server's OpenAI endpoint). */
+  const BLANK_PREFIX = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n \t ';
+  const BLANK_SUFFIX = '\n}\n';
+  const typed = (overrides: Partial<CompletionRequest> = {}) => request({ prefix: BLANK_PREFIX, suffix: BLANK_SUFFIX, ...overrides });
+  /** The model writes the indentation the prompt left out, then the line. */
+  const WRITTEN = [' \t ', 'const', ' m = value;'];
+  const llamaStream = () =>
+    stream(
+      sse([
+        ...WRITTEN.map((content, i) => ({ index: 0, content, stop: false, tokens_predicted: i + 1 })),
+        { index: 0, content: '', stop: true, stop_type: 'eos', tokens_predicted: 3, timings: { predicted_n: 3 } },
+      ]),
+      'sse',
+    );
+  const openAiStream = () => stream(sse([...WRITTEN.map((text) => ({ choices: [{ text, finish_reason: null }] })), { choices: [{ text: '', finish_reason: 'stop' }] }], true), 'sse');
+  const ollamaStream = () => stream([...WRITTEN.map((response) => ({ response, done: false })), { response: '', done: true, done_reason: 'stop' }].map((o) => JSON.stringify(o)).join('\n'), 'ndjson');
+  const withoutBlank = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n';
+
+  const cases: { name: string; kind: ServerKind; routes: () => Record<string, Route>; sent: (stub: StubServer) => string }[] = [
+    {
+      name: 'llama-server /completion (the vocabulary read)',
+      kind: 'llama-server',
+      routes: () => vocabularyRoutes(V3_SPECIALS, V3_CHECK, llamaStream()),
+      sent: (stub) => stub.to('/completion')[0]!.json.prompt,
+    },
+    { name: 'llama-server /infill (the vocabulary not read)', kind: 'llama-server', routes: () => llamaRoutes(llamaStream()), sent: (stub) => infillCalls(stub)[0]!.json.input_prefix },
+    { name: 'OpenAI-compatible, FIM template as text (vLLM)', kind: 'openai-compatible', routes: () => vllmRoutes(openAiStream()), sent: (stub) => stub.to('/v1/completions')[0]!.json.prompt },
+    { name: 'OpenAI-compatible, `suffix` field', kind: 'openai-compatible', routes: () => vllmRoutes(openAiStream(), GENERIC_MODELS), sent: (stub) => stub.to('/v1/completions')[0]!.json.prompt },
+    { name: 'Ollama, `suffix` through its template', kind: 'ollama', routes: () => ollamaRoutes({ 'POST /api/generate': ollamaStream() }), sent: (stub) => stub.to('/api/generate')[0]!.json.prompt },
+    {
+      name: 'Ollama, raw template text',
+      kind: 'ollama',
+      routes: () => ollamaRoutes({ 'POST /api/show': json(200, SHOW_NO_INSERT), 'POST /api/generate': ollamaStream() }),
+      sent: (stub) => stub.to('/api/generate')[0]!.json.prompt,
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: the prompt ends before the blank, and the ghost text starts after the blank the model wrote`, async () => {
+      const stub = await startStub(c.routes());
+      const { backend } = makeBackend(c.kind, stub.url);
+      await backend.load();
+      const result = await backend.complete(typed());
+      assert.equal(result.text, 'const m = value;');
+      const prompt = c.sent(stub);
+      assert.doesNotMatch(prompt, /[ \t]$/, 'no trailing blank at the end of the prompt');
+      // The text before the cursor, less its blank, is all there (the template's tokens around it).
+      assert.ok(prompt.endsWith('\n') || prompt.includes('<|fim_middle|>'), prompt);
+      assert.ok(prompt.replace(/<\|[a-z_]+\|>/g, '').includes(withoutBlank.slice(withoutBlank.indexOf('{') + 1)) || prompt.endsWith(withoutBlank), prompt);
+    });
+  }
+
+  it('a completion that does not start with the blank is kept whole (the blank is typed already; nothing to take off)', async () => {
+    const stub = await startStub(vllmRoutes(stream(sse([{ choices: [{ text: 'if (value > max) {', finish_reason: 'stop' }] }], true), 'sse'), GENERIC_MODELS));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    await backend.load();
+    assert.equal((await backend.complete(typed())).text, 'if (value > max) {');
+  });
+
+  it('the stop rules read the completion as the local path does: from the prompt without the blank (a block end found the same)', async () => {
+    const written = ' \t return value;\n}\n\nexport const x = 1;';
+    const stub = await startStub(vllmRoutes(stream(sse([{ choices: [{ text: written, finish_reason: 'stop' }] }], true), 'sse'), GENERIC_MODELS));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    await backend.load();
+    const req = typed({ stopAtBlockEnd: true });
+    const result = await backend.complete(req);
+    // InferenceSession.stopRulesFor: the rules see the text after the prompt's prefix, which ends before the blank.
+    const local = new StopRules({ detokenize: () => written, isEndToken: () => false, maxTokens: 100, ...requestStops(req, splitTrailingBlank(req.prefix).prefix) });
+    local.push(0);
+    assert.ok(local.finalText.startsWith(' \t '));
+    assert.equal(result.text, local.finalText.slice(3));
+    assert.ok(!result.text.includes('export const x'), result.text);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // vLLM and other OpenAI-compatible servers
 
 const VLLM = 'vllm';
 const VLLM_MODEL = 'Qwen/Qwen2.5-Coder-1.5B';
-/** The Qwen2.5-Coder FIM template as text, as the reconstructed request has it. */
-const QWEN_PROMPT = fixtureJson<{ prompt: string }>(`${VLLM}/v1-completions-stream.request.json`).prompt;
 
 function vllmRoutes(completions: Route = replay(`${VLLM}/v1-completions-stream.sse`), models: Reply = jsonFixture(200, `${VLLM}/v1-models.json`)): Record<string, Route> {
   return { 'GET /v1/models': models, 'POST /v1/completions': completions };
@@ -468,7 +698,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
 
     const [call] = stub.to('/v1/completions');
     const body = call!.json;
-    assert.equal(body.prompt, QWEN_PROMPT);
+    assert.equal(body.prompt, QWEN_ANCHORED);
     assert.equal('suffix' in body, false);
     assert.equal(body.model, VLLM_MODEL);
     assert.equal(body.temperature, 0);
@@ -508,7 +738,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
     assert.match(info.remote?.promptFormat ?? '', /suffix/);
     await backend.complete(request());
     const body = stub.to('/v1/completions')[0]!.json;
-    assert.equal(body.prompt, PREFIX);
+    assert.equal(body.prompt, SENT_PREFIX);
     assert.equal(body.suffix, SUFFIX);
     assert.equal(body.model, 'qwen2.5-coder-1.5b-base');
     assert.equal(body.stop, undefined);
@@ -523,7 +753,7 @@ describe('OpenAI-compatible backend (vLLM)', () => {
     const [first, second] = stub.to('/v1/completions');
     assert.equal(first!.json.suffix, SUFFIX);
     assert.equal('suffix' in second!.json, false);
-    assert.equal(second!.json.prompt, QWEN_PROMPT);
+    assert.equal(second!.json.prompt, QWEN_ANCHORED);
     assert.ok(rec.logs.some((l) => /suffix is not currently supported: asking again/.test(l)));
 
     await backend.complete(request());
@@ -627,7 +857,7 @@ describe('Ollama backend', () => {
     assert.ok(Math.abs(result.stats.serverTokensPerSecond! - 4e9 / 36_472_000) < 1e-9, `${result.stats.serverTokensPerSecond}`);
     const body = stub.to('/api/generate')[0]!.json;
     assert.equal(body.model, OLLAMA_MODEL);
-    assert.equal(body.prompt, PREFIX);
+    assert.equal(body.prompt, SENT_PREFIX);
     assert.equal(body.suffix, SUFFIX);
     assert.equal(body.raw, undefined);
     assert.equal(body.stream, true);
@@ -661,14 +891,14 @@ describe('Ollama backend', () => {
     const stub = await startStub(ollamaRoutes({ 'POST /api/show': json(200, SHOW_NO_INSERT), 'POST /api/generate': replay(`${OLLAMA}/generate-raw-stream.ndjson`) }));
     const { backend } = makeBackend('ollama', stub.url, { settings: { model: OLLAMA_MODEL } });
     const info = await backend.load();
-    assert.match(info.remote?.promptFormat ?? '', /template as text \(raw/);
+    assert.match(info.remote?.promptFormat ?? '', /template as text to \/api\/generate \(raw\)/);
     assert.equal(stub.to('/api/tags').length, 0, 'the model was set: no need for the list');
     const result = await backend.complete(request());
     assert.equal(result.text, 'a + b');
     const body = stub.to('/api/generate')[0]!.json;
     assert.equal(body.raw, true);
     assert.equal('suffix' in body, false);
-    assert.equal(body.prompt, fixtureJson<{ prompt: string }>(`${OLLAMA}/generate-raw-stream.request.json`).prompt);
+    assert.equal(body.prompt, QWEN_ANCHORED);
     assert.ok(body.options.stop.includes('<|fim_prefix|>'));
   });
 
@@ -1052,7 +1282,7 @@ describe('CompletionEngine over a ServerBackend', () => {
     assert.equal(completion.text, 'a + b');
     assert.equal(completion.fromCache, false);
     const sent = infillCalls(stub)[0]!.json;
-    assert.equal(sent.input_prefix, PREFIX);
+    assert.equal(sent.input_prefix, SENT_PREFIX);
     assert.equal(sent.input_suffix, SUFFIX);
 
     const summary = engine.stats.summary();
