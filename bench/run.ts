@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
+import { backendExplanation } from '../src/engine/statusText';
 import type { CompletionRequest, DecodeMode, ModelSettings, SpeculationSettings, Token } from '../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
@@ -132,7 +133,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
   const servers: Partial<Record<Mode, LlamaServer>> = {};
   if (!LlamaServer.available()) {
-    process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min)\n`);
+    process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min; in the bench kit, build-cuda.sh)\n`);
   } else {
     const opts = {
       threads,
@@ -403,7 +404,8 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
       }
     }
   }
-  const backend = session.info.backend;
+  // The backend and the device by name ("CUDA on NVIDIA H100 …, 9 + 5 layers on the GPU"), as the status bar says it.
+  const backend = backendExplanation(session.info);
   const attention = session.info.flashAttention?.target ?? '-';
   const evaluatorPath = (session.target.evaluator as LlamaSequenceEvaluator).path;
   // The forward pass as the runs met it (same depth, same interleaving of sizes as decoding), the
@@ -631,7 +633,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const timeLine = `${bench.tasks.length} tasks in ${seconds.toFixed(0)} s (${(seconds / bench.tasks.length).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
   const legend =
     'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
-  const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${r.info.backend}, context ${r.info.contextSize})`;
+  const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)}, context ${r.info.contextSize})`;
   const attentionLine = `Flash attention (chosen at load; the stock modes use the same per model, llama-server the target's, which its -fa applies to its draft too): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');

@@ -40,6 +40,19 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
   // Real shapes (F16, embedded vocabulary; for a GPU run: 3 GB and 13 GB on disk).
   '1.5b': { dModel: 1536, nLayers: 28, nHeads: 12, nKvHeads: 2, ffn: 8960, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-1.5B-shaped, stable' },
   '7b': { dModel: 3584, nLayers: 28, nHeads: 28, nKvHeads: 4, ffn: 18944, contextLength: 4096, residualScale: 0.1, outputScale: 4, note: 'Qwen2.5-7B-shaped, stable' },
+  // What a GPU user runs: the 7B body with Qwen2.5's whole vocabulary (15 GB F16; for a GPU run).
+  '7b-qwen': {
+    dModel: 3584,
+    nLayers: 28,
+    nHeads: 28,
+    nKvHeads: 4,
+    ffn: 18944,
+    contextLength: 4096,
+    residualScale: 0.1,
+    outputScale: 4,
+    extraTokens: fillerTokens(QWEN_VOCAB_SIZE - EMBEDDED_VOCAB_SIZE),
+    note: "Qwen2.5-7B-shaped, stable, Qwen2.5's 151,936-token vocabulary",
+  },
 };
 
 export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES)];

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs Draftline's benchmark from this kit, with no network and no Node installed:
+#   bash run.sh [bench args]            e.g. --gpu cuda --regimes 1,2 --regime2-targets v3,7b-qwen
+#   bash run.sh profile [profile args]  the per-step profile (npm run bench:profile)
+# With --gpu cuda (the default where nvidia-smi sees a GPU) it first compiles ggml's CUDA backend
+# and llama-server for this GPU (build-cuda.sh, once). Results: bench/results/ inside the kit.
+set -euo pipefail
+KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+NODE="$KIT/node/bin/node"
+SCRIPT="$KIT/bench/run.js"
+if [ "${1:-}" = profile ]; then SCRIPT="$KIT/bench/profile.js"; shift; fi
+args=("$@")
+gpu=
+for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[$i]}" = --gpu ] && gpu="${args[$((i + 1))]:-}"; done
+if [ -z "$gpu" ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  gpu=cuda
+  args+=(--gpu cuda)
+fi
+if [ "$gpu" = cuda ]; then
+  bash "$KIT/build-cuda.sh"
+  # The locally built libggml-cuda.so asks for libggml-base.so.0, which node-llama-cpp's folder holds
+  # (build-cuda.sh links the name); for node only: llama-server keeps its own libraries.
+  export LD_LIBRARY_PATH="$KIT/node_modules/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+cd "$KIT"
+echo "[kit] $(cat "$KIT/KIT.json" | tr -d '\n' | tr -s ' ')"
+exec "$NODE" "$SCRIPT" "${args[@]}"

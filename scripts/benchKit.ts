@@ -1,0 +1,177 @@
+// npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan]
+//
+// Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz) that runs `npm run bench`
+// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for
+// an hour. Inside: this Node binary, the benches bundled with esbuild, node-llama-cpp with its
+// prebuilt CPU binary and its CUDA one less libggml-cuda.so (159 MB for every architecture: too big
+// to carry), the llama.cpp source node-llama-cpp was built from, build-cuda.sh (compiles ggml-cuda
+// and llama-server for the local GPU only, ~4 min on 16 cores), the embedded pairs and the bench
+// corpus. `run.sh [bench args]` builds what is missing and runs the bench; results land in the kit's
+// bench/results/. A bench artefact only: nothing here goes into the extension's install or package.
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as esbuild from 'esbuild';
+import { CORPUS_PACKAGES, ensureCorpus } from '../bench/corpus';
+
+const ROOT = path.resolve(__dirname, '..');
+const argv = process.argv.slice(2);
+const opt = (name: string, fallback: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : fallback;
+};
+const OUT = path.resolve(opt('out', path.join(ROOT, '.cache', 'bench-kit')));
+const KIT = path.join(OUT, 'draftline-bench-kit');
+const withVulkan = argv.includes('--with-vulkan');
+const archive = !argv.includes('--no-archive');
+const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
+
+const sh = (cmd: string, args: string[], options: { cwd?: string; input?: Buffer } = {}) => execFileSync(cmd, args, { maxBuffer: 1 << 30, ...options });
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+function sizeOf(p: string): number {
+  const st = fs.lstatSync(p);
+  if (!st.isDirectory()) return st.size;
+  return fs.readdirSync(p).reduce((n, e) => n + sizeOf(path.join(p, e)), 0);
+}
+
+/**
+ * The benches bundled. esbuild gives every module of a bundle the bundle's own __dirname, but the
+ * bench's modules find models, caches and the native addon relative to their own folders: each
+ * module's __dirname is rewritten to its folder under the kit's root (the bundle sits in bench/).
+ */
+async function bundleBenches(): Promise<void> {
+  const ownDirname: esbuild.Plugin = {
+    name: 'own-dirname',
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, async (args) => {
+        const relative = path.relative(ROOT, path.dirname(args.path)).split(path.sep).join('/');
+        const text = await fs.promises.readFile(args.path, 'utf8');
+        return { contents: text.replace(/\b__dirname\b/g, `__kitDir(${JSON.stringify(relative)})`), loader: 'ts' };
+      });
+    },
+  };
+  await esbuild.build({
+    entryPoints: { run: path.join(ROOT, 'bench/run.ts'), profile: path.join(ROOT, 'bench/profile.ts') },
+    outdir: path.join(KIT, 'bench'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    // ESM-only with native binaries: loaded at run time from the kit's node_modules, as in the repo.
+    external: ['node-llama-cpp', 'esbuild'],
+    banner: { js: 'const __kitDir = (dir) => require("node:path").join(__dirname, "..", dir);' },
+    plugins: [ownDirname],
+    logLevel: 'warning',
+  });
+}
+
+/** node-llama-cpp and everything it needs at run time, as npm laid them out (without other platforms' binaries). */
+function copyRuntimePackages(): void {
+  const listed = sh('npm', ['ls', '--all', '--parseable', '--omit=dev'], { cwd: ROOT }).toString().trim().split('\n').slice(1);
+  const wanted = listed.filter((dir) => {
+    const rel = path.relative(path.join(ROOT, 'node_modules'), dir);
+    // Binaries are picked below; typescript is an optional peer of node-llama-cpp the bench never loads.
+    return !rel.startsWith('@node-llama-cpp') && !/(^|\/)typescript$/.test(rel);
+  });
+  for (const dir of wanted) {
+    const rel = path.relative(ROOT, dir);
+    fs.cpSync(dir, path.join(KIT, rel), {
+      recursive: true,
+      // The llama.cpp source bundle (34 MB with its history) travels as a trimmed archive instead.
+      filter: (src) => !src.endsWith(`${path.sep}gitRelease.bundle`) && !src.includes(`${path.sep}node_modules${path.sep}.bin`),
+    });
+  }
+  const scope = path.join(ROOT, 'node_modules', '@node-llama-cpp');
+  const binaries = ['linux-x64', 'linux-x64-cuda', ...(withVulkan ? ['linux-x64-vulkan'] : [])];
+  for (const name of binaries) {
+    if (!fs.existsSync(path.join(scope, name))) throw new Error(`@node-llama-cpp/${name} is not installed (npm install on Linux x64 installs it)`);
+    fs.cpSync(path.join(scope, name), path.join(KIT, 'node_modules', '@node-llama-cpp', name), {
+      recursive: true,
+      // build-cuda.sh compiles it for the local GPU.
+      filter: (src) => path.basename(src) !== 'libggml-cuda.so',
+    });
+  }
+}
+
+/** The llama.cpp source node-llama-cpp's binaries were built from, without history, docs or test models. */
+function llamaSource(): void {
+  const library = path.join(ROOT, 'node_modules', 'node-llama-cpp');
+  const clone = path.join(OUT, 'llama.cpp.clone');
+  fs.rmSync(clone, { recursive: true, force: true });
+  sh('git', ['clone', '--quiet', '--no-checkout', path.join(library, 'llama', 'gitRelease.bundle'), clone]);
+  const entries = sh('git', ['-C', clone, 'ls-tree', '--name-only', 'HEAD']).toString().trim().split('\n');
+  const skip = new Set(['docs', 'examples', 'models', 'tests', 'gguf-py', 'media', 'benches', 'pocs', '.github', '.devops', 'grammars', 'prompts', 'requirements', 'ci', 'conversion', 'skills']);
+  const keep = entries.filter((e) => !skip.has(e));
+  const tar = sh('git', ['-C', clone, 'archive', '--format=tar', '--prefix=llama.cpp/', 'HEAD', ...keep]);
+  fs.writeFileSync(path.join(KIT, 'llama.cpp.tar.xz'), sh('xz', ['-6', '-T2', '-c'], { input: tar }));
+  const info = JSON.parse(fs.readFileSync(path.join(library, 'llama', 'llama.cpp.info.json'), 'utf8'));
+  fs.writeFileSync(path.join(KIT, 'llama.cpp.json'), `${JSON.stringify({ ...info, commit: sh('git', ['-C', clone, 'rev-parse', 'HEAD']).toString().trim() }, null, 2)}\n`);
+  fs.rmSync(clone, { recursive: true, force: true });
+}
+
+function copyNode(): void {
+  const target = path.join(KIT, 'node', 'bin', 'node');
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  // Debian's node carries its debug info (99 MB): stripped it is 82 MB, 21 MB in the archive.
+  try {
+    sh('strip', ['-o', target, process.execPath]);
+  } catch {
+    fs.copyFileSync(process.execPath, target);
+  }
+  fs.chmodSync(target, 0o755);
+}
+
+function writeScripts(commit: string): void {
+  const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'node-llama-cpp', 'package.json'), 'utf8')).version;
+  for (const file of ['run.sh', 'build-cuda.sh', 'README.md']) {
+    const text = fs.readFileSync(path.join(ROOT, 'scripts', 'bench-kit', file), 'utf8');
+    fs.writeFileSync(path.join(KIT, file), text, { mode: file.endsWith('.sh') ? 0o755 : 0o644 });
+  }
+  fs.writeFileSync(
+    path.join(KIT, 'KIT.json'),
+    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  fs.rmSync(KIT, { recursive: true, force: true });
+  fs.mkdirSync(KIT, { recursive: true });
+  let commit = 'unknown';
+  try {
+    commit = sh('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+  } catch {}
+  log(`bundling the benches (commit ${commit})`);
+  await bundleBenches();
+  // The worker (the startup regime runs it) and the native greedy reader, as `npm run build` made them.
+  for (const file of ['worker.js', 'draftline-native.node']) {
+    const built = path.join(ROOT, 'dist', file);
+    if (fs.existsSync(built)) fs.cpSync(built, path.join(KIT, 'dist', file));
+    else log(`no dist/${file} (npm run bench:kit builds it first)`);
+  }
+  log('copying node-llama-cpp and its binaries');
+  copyRuntimePackages();
+  log('the embedded pairs and the corpus');
+  for (const f of fs.readdirSync(path.join(ROOT, 'models'))) fs.cpSync(path.join(ROOT, 'models', f), path.join(KIT, 'models', f));
+  const corpus = path.dirname(ensureCorpus());
+  fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
+  log("llama.cpp's source");
+  llamaSource();
+  copyNode();
+  writeScripts(commit);
+  log(`kit: ${KIT} (${mib(sizeOf(KIT))})`);
+  if (archive) {
+    const file = path.join(OUT, 'draftline-bench-kit.tar.xz');
+    // One xz stream with a 64 MiB dictionary: the CPU variants in the CPU and CUDA packages are the
+    // same files, stored once.
+    sh('tar', ['-C', OUT, '-cf', `${file}.partial`, '--use-compress-program=xz -9 -T1 --lzma2=preset=9,dict=64MiB', 'draftline-bench-kit']);
+    fs.renameSync(`${file}.partial`, file);
+    log(`archive: ${file} (${mib(fs.statSync(file).size)})`);
+  }
+  log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+main().catch((error) => {
+  log(`failed: ${error instanceof Error ? error.message : error}`);
+  process.exit(1);
+});
