@@ -353,7 +353,8 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   // The raw forward pass V(b) (decodeBatch alone), at the depth the decode steps run at: attention
   // over a 700-token prompt costs a small model more than its weights do.
   const depth = Math.round(median(requests.map((r) => session.promptFor(r).length))!);
-  const verify = await measureForwardPass(session, clock, [1, 2, 4, k + 1, 8], depth);
+  // V(1..8): the whole curve of a verify batch's cost (on a GPU it is nearly flat to 6, the bench's reason to exist).
+  const verify = await measureForwardPass(session, clock, [...new Set([1, 2, 3, 4, 5, 6, 7, 8, k + 1])], depth);
   const ties = await tieCheck(session);
   // From here on, the forward passes of the runs themselves (by batch size) are what "possible" uses.
   clock.bySize.clear();

@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
 import { CORPUS_PACKAGES, ensureCorpus } from '../bench/corpus';
+import { type EmbeddedPairName, embeddedPairPaths } from '../src/models/embedded';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
@@ -23,6 +24,9 @@ const opt = (name: string, fallback: string) => {
 const OUT = path.resolve(opt('out', path.join(ROOT, '.cache', 'bench-kit')));
 const KIT = path.join(OUT, 'draftline-bench-kit');
 const withVulkan = argv.includes('--with-vulkan');
+// The tiny pair is this repository's fast test pair; a GPU run measures the v3 pair (and random
+// targets written on the machine). Left out by default: the kit's size is the point.
+const withTiny = argv.includes('--with-tiny');
 const archive = !argv.includes('--no-archive');
 const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
 
@@ -66,6 +70,22 @@ async function bundleBenches(): Promise<void> {
 }
 
 /** node-llama-cpp and everything it needs at run time, as npm laid them out (without other platforms' binaries). */
+/** Files of a later binary package identical to the CPU package's (ggml's CPU variants): relative links instead. */
+function linkIdenticalBinaries(scope: string, names: string[]): void {
+  const base = path.join(scope, names[0], 'bins', names[0]);
+  for (const name of names.slice(1)) {
+    const dir = path.join(scope, name, 'bins', name);
+    for (const file of fs.readdirSync(dir)) {
+      const same = path.join(base, file);
+      const here = path.join(dir, file);
+      if (!fs.existsSync(same) || fs.lstatSync(here).isSymbolicLink()) continue;
+      if (!fs.readFileSync(same).equals(fs.readFileSync(here))) continue;
+      fs.rmSync(here);
+      fs.symlinkSync(path.relative(dir, same), here);
+    }
+  }
+}
+
 function copyRuntimePackages(): void {
   const listed = sh('npm', ['ls', '--all', '--parseable', '--omit=dev'], { cwd: ROOT }).toString().trim().split('\n').slice(1);
   const wanted = listed.filter((dir) => {
@@ -91,6 +111,7 @@ function copyRuntimePackages(): void {
       filter: (src) => path.basename(src) !== 'libggml-cuda.so',
     });
   }
+  linkIdenticalBinaries(path.join(KIT, 'node_modules', '@node-llama-cpp'), binaries);
 }
 
 /** The llama.cpp source node-llama-cpp's binaries were built from, without history, docs or test models. */
@@ -102,7 +123,10 @@ function llamaSource(): void {
   const entries = sh('git', ['-C', clone, 'ls-tree', '--name-only', 'HEAD']).toString().trim().split('\n');
   const skip = new Set(['docs', 'examples', 'models', 'tests', 'gguf-py', 'media', 'benches', 'pocs', '.github', '.devops', 'grammars', 'prompts', 'requirements', 'ci', 'conversion', 'skills']);
   const keep = entries.filter((e) => !skip.has(e));
-  const tar = sh('git', ['-C', clone, 'archive', '--format=tar', '--prefix=llama.cpp/', 'HEAD', ...keep]);
+  // ggml's other backends are only added to the build when switched on: build-cuda.sh builds the CPU
+  // and CUDA ones (HIP and MUSA reuse ggml-cuda's sources from its own folder).
+  const otherBackends = ['cann', 'et', 'hexagon', 'hip', 'metal', 'musa', 'opencl', 'openvino', 'sycl', 'virtgpu', 'vulkan', 'webgpu', 'zdnn', 'zendnn'].map((b) => `:(exclude)ggml/src/ggml-${b}`);
+  const tar = sh('git', ['-C', clone, 'archive', '--format=tar', '--prefix=llama.cpp/', 'HEAD', '--', ...keep, ...otherBackends]);
   fs.writeFileSync(path.join(KIT, 'llama.cpp.tar.xz'), sh('xz', ['-6', '-T2', '-c'], { input: tar }));
   const info = JSON.parse(fs.readFileSync(path.join(library, 'llama', 'llama.cpp.info.json'), 'utf8'));
   fs.writeFileSync(path.join(KIT, 'llama.cpp.json'), `${JSON.stringify({ ...info, commit: sh('git', ['-C', clone, 'rev-parse', 'HEAD']).toString().trim() }, null, 2)}\n`);
@@ -129,7 +153,7 @@ function writeScripts(commit: string): void {
   }
   fs.writeFileSync(
     path.join(KIT, 'KIT.json'),
-    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
+    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
   );
 }
 
@@ -152,7 +176,11 @@ async function main(): Promise<void> {
   log('copying node-llama-cpp and its binaries');
   copyRuntimePackages();
   log('the embedded pairs and the corpus');
-  for (const f of fs.readdirSync(path.join(ROOT, 'models'))) fs.cpSync(path.join(ROOT, 'models', f), path.join(KIT, 'models', f));
+  const pairs: EmbeddedPairName[] = withTiny ? ['v3', 'tiny'] : ['v3'];
+  for (const pair of pairs) {
+    for (const file of Object.values(embeddedPairPaths(ROOT, pair))) fs.cpSync(file, path.join(KIT, 'models', path.basename(file)));
+  }
+  fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
   const corpus = path.dirname(ensureCorpus());
   fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
   log("llama.cpp's source");

@@ -16,6 +16,16 @@ if [ -z "$gpu" ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev
   gpu=cuda
   args+=(--gpu cuda)
 fi
+# A kit made without the tiny pair (the default) runs the v3 pair where the bench would run both.
+if [ ! -f "$KIT/models/tiny-code-target.gguf" ]; then
+  has() { local a; for a in "${args[@]}"; do [ "$a" = "$1" ] && return 0; done; return 1; }
+  if [ "$SCRIPT" = "$KIT/bench/profile.js" ]; then
+    has --targets || args+=(--targets v3,qwen-vocab)
+  else
+    has --pairs || has --target || args+=(--pairs v3)
+    has --regime2-targets || args+=(--regime2-targets v3,qwen-vocab)
+  fi
+fi
 if [ "$gpu" = cuda ]; then
   bash "$KIT/build-cuda.sh"
   # The locally built libggml-cuda.so asks for libggml-base.so.0, which node-llama-cpp's folder holds
