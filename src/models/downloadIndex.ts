@@ -104,20 +104,28 @@ export function recordOfFile(dirPath: string, file: string): DownloadRecord | un
   return matches.sort((a, b) => (b.checkedAt ?? '').localeCompare(a.checkedAt ?? ''))[0];
 }
 
+/** Where a model file's bytes come from: `text` for Show Stats and the log, `short` for the model picker. */
+export interface Provenance {
+  verified: boolean;
+  text: string;
+  short: string;
+}
+
 /**
  * Where a model file's bytes come from, in a few words and without alarm: verified downloads say
  * against what and when; a file picked from disk is simply "not verified".
  */
-export function describeProvenance(dirPath: string, file: string, embeddedFiles: string[] = []): { verified: boolean; text: string } {
-  if (embeddedFiles.some((f) => path.resolve(f) === path.resolve(file))) return { verified: true, text: 'embedded (ships with Draftline)' };
+export function describeProvenance(dirPath: string, file: string, embeddedFiles: string[] = []): Provenance {
+  if (embeddedFiles.some((f) => path.resolve(f) === path.resolve(file))) return { verified: true, text: 'embedded (ships with Draftline)', short: 'embedded' };
   const record = recordOfFile(dirPath, file);
-  if (!record) return { verified: false, text: 'not verified (a local file, not downloaded by Draftline)' };
-  if (!record.sha256) return { verified: false, text: 'not verified (downloaded before Draftline checked hashes)' };
+  if (!record) return { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' };
+  if (!record.sha256) return { verified: false, text: 'not verified (downloaded before Draftline checked hashes)', short: 'not verified' };
   const when = record.checkedAt ? ` on ${record.checkedAt.slice(0, 16).replace('T', ' ')} UTC` : '';
   const digest = `sha256 ${record.sha256.slice(0, 12)}…`;
-  if (record.verifiedBy === 'hub') return { verified: true, text: `verified: ${digest} matched the hub's${when}` };
-  if (record.verifiedBy === 'pin') return { verified: true, text: `verified: ${digest} matched the pinned hash${when}` };
-  return { verified: false, text: `not verified: ${record.note ?? 'no hash to check against'} (${digest} recorded${when})` };
+  const short = `verified${record.checkedAt ? ` ${record.checkedAt.slice(0, 10)}` : ''}`;
+  if (record.verifiedBy === 'hub') return { verified: true, text: `verified: ${digest} matched the hub's${when}`, short };
+  if (record.verifiedBy === 'pin') return { verified: true, text: `verified: ${digest} matched the pinned hash${when}`, short };
+  return { verified: false, text: `not verified: ${record.note ?? 'no hash to check against'} (${digest} recorded${when})`, short: 'not verified' };
 }
 
 /** Download speed over a sliding window of a few seconds, and the ETA it implies. */

@@ -207,8 +207,12 @@ describe('what a download is checked against', () => {
     assert.deepEqual(readDownloadIndex(dir), { 'hf:u/r/old.gguf': { file: path.join(dir, 'old.gguf') } });
     recordDownload(dir, 'hf:u/r/new.gguf', { file: path.join(dir, 'new.gguf'), sha256: 'ab'.repeat(32), size: 3, checkedAt: '2026-11-24T22:10:00.000Z', verifiedBy: 'hub' });
     assert.match(describeProvenance(dir, path.join(dir, 'old.gguf')).text, /^not verified \(downloaded before Draftline checked hashes\)$/);
-    assert.deepEqual(describeProvenance(dir, path.join(dir, 'new.gguf')), { verified: true, text: "verified: sha256 abababababab… matched the hub's on 2026-11-24 22:10 UTC" });
-    assert.deepEqual(describeProvenance(dir, '/elsewhere/mine.gguf'), { verified: false, text: 'not verified (a local file, not downloaded by Draftline)' });
+    assert.deepEqual(describeProvenance(dir, path.join(dir, 'new.gguf')), {
+      verified: true,
+      text: "verified: sha256 abababababab… matched the hub's on 2026-11-24 22:10 UTC",
+      short: 'verified 2026-11-24',
+    });
+    assert.deepEqual(describeProvenance(dir, '/elsewhere/mine.gguf'), { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' });
     assert.equal(describeProvenance(dir, '/ext/models/t.gguf', ['/ext/models/t.gguf']).text, 'embedded (ships with Draftline)');
   });
 });
