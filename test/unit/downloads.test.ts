@@ -13,7 +13,7 @@ import { CATALOG, catalogModelByUri, recommendPair } from '../../src/models/cata
 import { DownloadError, describeProvenance, downloadedPath, isModelUri, readDownloadIndex, recordDownload, SpeedMeter, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';
 import { modelFileUrl, sha256FromEtag, sha256File } from '../../src/inference/modelVerification';
-import { startDownloadServer } from '../support/downloadModels';
+import { startDownloadServer, tamperedCopy } from '../support/downloadModels';
 import { type ServedFile, sha256Of, startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
@@ -219,15 +219,6 @@ describe('what a download is checked against', () => {
 
 /** ipull's chunk (node-llama-cpp's downloader leaves it at the default): the unit a partial file is kept in. */
 const CHUNK = 5 * 1024 * 1024;
-
-/** A copy of `file` with one byte in every 64 KiB changed: the same size, other bytes everywhere. */
-function tamperedCopy(file: string, out: string): string {
-  const bytes = fs.readFileSync(file);
-  // Past the GGUF header and metadata (the first 64 KiB): still a model file, only its tensors differ.
-  for (let i = 65_536 + 1000; i < bytes.length; i += 65_536) bytes[i] ^= 0xff;
-  fs.writeFileSync(out, bytes);
-  return out;
-}
 
 describe("verifying downloads against the hub's sha256", () => {
   const dir = path.join(OUT, 'verify');
