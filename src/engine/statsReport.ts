@@ -7,8 +7,17 @@ const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`)
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
 const ms = (x: number | null) => (x === null ? '-' : `${Math.round(x)} ms`);
 
-/** Show Stats as Markdown: the mode, the models, the last completion and the session totals. */
-export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null): string {
+/** Where the loaded model files come from (src/models/downloadIndex.ts describeProvenance), as Show Stats says it. */
+export interface ModelFilesProvenance {
+  target: string;
+  draft: string | null;
+}
+
+/**
+ * Show Stats as Markdown: the mode, the models (and whether their files were verified), the last
+ * completion and the session totals.
+ */
+export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance): string {
   const lines: string[] = ['# Draftline stats', '', `Mode: ${backend?.remote ? `${backend.kind} server (its own decoding)` : mode}`, ''];
   const models = backend?.local;
   if (backend?.remote) lines.push(...remoteReport(backend, backend.remote), '');
@@ -16,6 +25,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
     lines.push(
       `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptTemplate ?? models.promptFormat})`,
       `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
+      ...(provenance ? [`Target file: ${provenance.target}`, ...(models.draft && provenance.draft ? [`Draft file: ${provenance.draft}`] : [])] : []),
       `Backend: ${backendExplanation(models)}; context ${models.contextSize}`,
       `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
       ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),

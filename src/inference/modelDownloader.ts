@@ -4,13 +4,17 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inspectModelFile } from '../gguf/modelFileCheck';
-import { DownloadError, downloadedPath, recordDownload, SpeedMeter, type DownloadOptions } from '../models/downloadIndex';
+import { catalogModelByUri } from '../models/catalog';
+import { DownloadError, downloadedPath, readDownloadIndex, recordDownload, SpeedMeter, type DownloadOptions, type DownloadRecord } from '../models/downloadIndex';
 import { loadLibrary } from './llamaRuntime';
+import { type AnnouncedDigest, fetchAnnouncedDigest, modelFileUrl, sha256File } from './modelVerification';
 
 /**
  * Downloads several models as ONE operation (a target and its draft) through node-llama-cpp's
  * downloader: hub URIs and https URLs, resumable (a partial file is kept on failure and continued
- * next time; a cancel removes it), each file checked to exist and to be a valid GGUF before use.
+ * next time; a cancel removes it). Each finished file is hashed whole (sha256, streamed) and must
+ * match what the hub announced for it and, for a catalog entry, the hash its first download
+ * recorded; then it must be a valid GGUF. A file that fails is deleted and nothing is recorded.
  */
 export async function downloadModels(uris: string[], options: DownloadOptions): Promise<string[]> {
   fs.mkdirSync(options.dirPath, { recursive: true });
@@ -20,17 +24,37 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
     const endpoints = options.huggingFaceEndpoint ? { huggingFace: options.huggingFaceEndpoint } : undefined;
     const speed = new SpeedMeter();
     let downloader: Awaited<ReturnType<typeof lib.combineModelDownloaders>>;
+    // The hub's hash first (one HEAD a file): a pinned entry whose hub now announces other bytes is
+    // refused before the downloader makes a single request.
+    const announced: (AnnouncedDigest | null)[] = await Promise.all(
+      pending.map((uri) => {
+        const url = modelFileUrl(uri, options.huggingFaceEndpoint);
+        return url ? fetchAnnouncedDigest(url, options.signal).catch(() => null) : null;
+      }),
+    );
+    if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+    const pins = pending.map((uri) => pinOf(options.dirPath, uri));
+    for (const [i, pin] of pins.entries()) {
+      const sha256 = announced[i]?.sha256;
+      if (pin && sha256 && sha256 !== pin.sha256) throw new DownloadError(changedUpstream(pending[i], pin, sha256), 'invalid');
+    }
     try {
-      downloader = await lib.combineModelDownloaders(
-        pending.map((uri) => lib.createModelDownloader({ modelUri: uri, dirPath: options.dirPath, deleteTempFileOnCancel: true, endpoints })),
-        {
-          onProgress: ({ totalSize, downloadedSize }) => options.onProgress?.(speed.sample(downloadedSize, totalSize)),
-        },
-      );
+      const single = await Promise.all(pending.map((uri) => lib.createModelDownloader({ modelUri: uri, dirPath: options.dirPath, deleteTempFileOnCancel: true, endpoints })));
+      downloader = await lib.combineModelDownloaders(single, {
+        onProgress: ({ totalSize, downloadedSize }) => options.onProgress?.(speed.sample(downloadedSize, totalSize)),
+      });
+      // `hf:user/repo:quant`: the file is known once the downloader has read the hub's manifest.
+      for (const [i, known] of announced.entries()) {
+        if (known) continue;
+        const url = resolvedUrlOf(single[i]);
+        announced[i] = url ? await fetchAnnouncedDigest(url, options.signal) : { sha256: null, size: null, commit: null, why: 'the hub resolved this URI through a manifest Draftline cannot read' };
+      }
     } catch (error) {
+      if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
       throw new DownloadError(`Cannot start the download: ${(error as Error).message}`, 'failed');
     }
     if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+    const hubDigests = announced as AnnouncedDigest[];
     // Refuse up front rather than fill the disk and fail near the end of a multi-GB file.
     const needed = downloader.totalSize - downloader.downloadedSize;
     const free = freeBytes(options.dirPath);
@@ -60,17 +84,89 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       for (const f of downloader.entrypointFilePaths) removePartial(f);
       throw new DownloadError('Download cancelled', 'cancelled');
     }
+    const sizes = files.map((f) => fs.statSync(f).size);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const hashSpeed = new SpeedMeter();
+    let hashedBefore = 0;
+    // Each file on its own: a good target is kept (and recorded) when its draft fails.
+    const failures: DownloadError[] = [];
     for (const [i, file] of files.entries()) {
+      let sha256: string;
+      try {
+        // The whole file, whatever part of it an earlier attempt left: a resumed file is verified whole.
+        sha256 = await sha256File(file, {
+          signal: options.signal,
+          onProgress: (n) => options.onProgress?.({ ...hashSpeed.sample(hashedBefore + n, total), downloadedBytes: total, verifiedBytes: hashedBefore + n }),
+        });
+      } catch (error) {
+        // Cancelled mid-hash: as for any cancel, the files not yet recorded go.
+        for (const f of files.slice(i)) removePartial(f);
+        if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+        throw new DownloadError(`Cannot read ${file} to verify it: ${(error as Error).message}`, 'failed');
+      }
+      hashedBefore += sizes[i];
+      const pin = pins[i];
+      const hub = hubDigests[i];
+      const expected = pin
+        ? { sha256: pin.sha256, by: `the hash Draftline pinned when it first downloaded it${pin.checkedAt ? ` (${pin.checkedAt.slice(0, 10)})` : ''} is` }
+        : hub.sha256
+          ? { sha256: hub.sha256, by: 'the hub announced' }
+          : null;
+      if (expected && sha256 !== expected.sha256) {
+        removePartial(file);
+        failures.push(
+          new DownloadError(
+            `${path.basename(file)} (${pending[i]}) is not the file published: its sha256 is ${sha256}, ${expected.by} ${expected.sha256}. The file was deleted and nothing was loaded; downloading again fetches it whole.`,
+            'invalid',
+          ),
+        );
+        continue;
+      }
       try {
         await inspectModelFile(file);
       } catch (error) {
         fs.rmSync(file, { force: true });
-        throw new DownloadError(`${pending[i]} is not a usable model: ${(error as Error).message}`, 'invalid');
+        failures.push(new DownloadError(`${pending[i]} is not a usable model: ${(error as Error).message}`, 'invalid'));
+        continue;
       }
-      recordDownload(options.dirPath, pending[i], file);
+      recordDownload(options.dirPath, pending[i], {
+        file,
+        sha256,
+        size: sizes[i],
+        checkedAt: new Date().toISOString(),
+        verifiedBy: hub.sha256 ? 'hub' : pin ? 'pin' : null,
+        ...(hub.sha256 || pin ? {} : { note: hub.why ?? 'the server announced no sha256' }),
+        ...(hub.commit ? { commit: hub.commit } : {}),
+      });
     }
+    if (failures.length > 0) throw failures.length === 1 ? failures[0] : new DownloadError(failures.map((f) => f.message).join('\n'), 'invalid');
   }
   return uris.map((uri) => downloadedPath(options.dirPath, uri)!);
+}
+
+/**
+ * The pin of a catalog entry: the hash and size its first successful download recorded. The
+ * catalog names a revision as well as a file, so the bytes must not change; if they do (a moved
+ * revision, a mirror serving something else), the new file is reported, not used.
+ */
+function pinOf(dirPath: string, uri: string): (DownloadRecord & { sha256: string }) | undefined {
+  if (!catalogModelByUri(uri, { exact: true })) return undefined;
+  const record = readDownloadIndex(dirPath)[uri.trim()];
+  return record?.sha256 ? (record as DownloadRecord & { sha256: string }) : undefined;
+}
+
+function changedUpstream(uri: string, pin: DownloadRecord & { sha256: string }, announced: string): string {
+  return `${uri} changed upstream: the hub now announces sha256 ${announced}, Draftline pinned ${pin.sha256}${pin.size ? ` (${pin.size} bytes)` : ''} when it first downloaded it${pin.checkedAt ? ` on ${pin.checkedAt.slice(0, 10)}` : ''}. Not downloaded; the pinned file is the one Draftline was tested with.`;
+}
+
+/**
+ * The URL node-llama-cpp resolved an `hf:user/repo:quant` URI to (through the hub's manifest). The
+ * downloader keeps it on an internal field (`_modelUrl` in 3.22.1); if a later version drops it,
+ * such downloads go unverified rather than fail.
+ */
+function resolvedUrlOf(downloader: unknown): string | null {
+  const url = (downloader as { _modelUrl?: unknown })._modelUrl;
+  return typeof url === 'string' && /^https?:\/\//i.test(url) ? url : null;
 }
 
 function freeBytes(dir: string): number | undefined {

@@ -2,28 +2,38 @@
  * Real code models users can download: Qwen2.5-Coder base models (fill-in-the-middle tokens, one
  * shared tokenizer across sizes, so the 0.5B drafts for every larger one), Q8_0 GGUF as published
  * by ggml-org (the files llama.vscode recommends).
+ *
+ * Each entry names the repository commit as well as the file (`hf:user/repo/file.gguf#<commit>`):
+ * the bytes a user gets are the ones Draftline was tried with, not whatever `main` holds today. The
+ * first successful download records the file's sha256 and size in the download index; a later
+ * download of the same entry must give the same bytes (src/inference/modelDownloader.ts).
  */
 export interface CatalogModel {
   id: string;
   name: string;
+  /** The hub URI, revision included: what the settings hold once the model is chosen. */
   uri: string;
+  /** The repository commit the file is taken from. */
+  revision: string;
   sizeBytes: number;
   params: string;
 }
 
-const qwen = (params: string, sizeBytes: number): CatalogModel => ({
+const qwen = (params: string, revision: string, sizeBytes: number): CatalogModel => ({
   id: `qwen2.5-coder-${params.toLowerCase()}-q8_0`,
   name: `Qwen2.5-Coder ${params} (Q8_0)`,
-  uri: `hf:ggml-org/Qwen2.5-Coder-${params}-Q8_0-GGUF/qwen2.5-coder-${params.toLowerCase()}-q8_0.gguf`,
+  uri: `hf:ggml-org/Qwen2.5-Coder-${params}-Q8_0-GGUF/qwen2.5-coder-${params.toLowerCase()}-q8_0.gguf#${revision}`,
+  revision,
   sizeBytes,
   params,
 });
 
+// The commits of ggml-org's repositories that hold these files, and the files' sizes in bytes.
 export const CATALOG = {
-  draft05: qwen('0.5B', 531_000_000),
-  target15: qwen('1.5B', 1_650_000_000),
-  target3: qwen('3B', 3_290_000_000),
-  target7: qwen('7B', 8_100_000_000),
+  draft05: qwen('0.5B', '5788aee90e725673490be18f553d234feaa8303d', 531_068_128),
+  target15: qwen('1.5B', '8be1b8a895a84beea772817caaa71eba6b6e0d07', 1_646_573_056),
+  target3: qwen('3B', '9c1de162ae417c9c3aacde97c729c4128de047d8', 3_285_476_160),
+  target7: qwen('7B', 'bca77e0a8c88fc224882bcc404170c3ef17efacc', 8_098_525_600),
 } as const;
 
 export interface RecommendedPair {
@@ -65,6 +75,8 @@ export function recommendPair(machine: MachineMemory): RecommendedPair {
   return { target: CATALOG.target15, draft, reason: `the smallest pair; ${where} is tight` };
 }
 
-export function catalogModelByUri(uri: string): CatalogModel | undefined {
-  return Object.values(CATALOG).find((m) => m.uri === uri);
+/** The catalog entry a URI names: exactly (pinned), or as settings written before revisions were named hold it. */
+export function catalogModelByUri(uri: string, options: { exact?: boolean } = {}): CatalogModel | undefined {
+  const value = uri.trim();
+  return Object.values(CATALOG).find((m) => m.uri === value || (!options.exact && m.uri.slice(0, m.uri.indexOf('#')) === value));
 }

@@ -12,6 +12,8 @@ export interface DownloadProgress {
   bytesPerSecond: number;
   /** Seconds left at that speed (Infinity while unknown). */
   etaSeconds: number;
+  /** Set once the bytes are in: the sha256 check of the finished files, bytes hashed so far of `totalBytes`. */
+  verifiedBytes?: number;
 }
 
 export interface DownloadOptions {
@@ -45,26 +47,85 @@ export function isModelUri(value: string): boolean {
 
 const INDEX_FILE = 'downloads.json';
 
-/** uri -> file, recorded after a download passed its checks: URIs resolve offline afterwards. */
-export function readDownloadIndex(dirPath: string): Record<string, string> {
+/**
+ * What the index keeps of one finished download: the file, and what its bytes were checked against.
+ * `sha256`/`size` are what this download computed; for a catalog entry they are also its pin (a
+ * later re-download of the same URI must give the same bytes).
+ */
+export interface DownloadRecord {
+  file: string;
+  /** sha256 of the whole file, hex; absent in records written before Draftline hashed downloads. */
+  sha256?: string;
+  size?: number;
+  /** When the hash was computed (ISO 8601). */
+  checkedAt?: string;
+  /** What the hash matched: the hub's announced sha256, the catalog pin, or nothing (`note` says why). */
+  verifiedBy?: 'hub' | 'pin' | null;
+  /** Why the file could not be verified (e.g. the server announced no sha256). */
+  note?: string;
+  /** The repository commit the hub served the file from (X-Repo-Commit), when it says. */
+  commit?: string;
+}
+
+/** uri -> record, written after a download passed its checks: URIs resolve offline afterwards. */
+export function readDownloadIndex(dirPath: string): Record<string, DownloadRecord> {
+  let raw: Record<string, unknown>;
   try {
-    return JSON.parse(fs.readFileSync(path.join(dirPath, INDEX_FILE), 'utf8'));
+    raw = JSON.parse(fs.readFileSync(path.join(dirPath, INDEX_FILE), 'utf8'));
   } catch {
     return {};
   }
+  const index: Record<string, DownloadRecord> = {};
+  for (const [uri, value] of Object.entries(raw ?? {})) {
+    // Before hashes were kept the index mapped a URI straight to its file.
+    if (typeof value === 'string') index[uri] = { file: value };
+    else if (value && typeof (value as DownloadRecord).file === 'string') index[uri] = value as DownloadRecord;
+  }
+  return index;
 }
 
 /** The local file of an already downloaded URI, if it is still there. */
 export function downloadedPath(dirPath: string, uri: string): string | undefined {
-  const file = readDownloadIndex(dirPath)[uri.trim()];
+  const file = readDownloadIndex(dirPath)[uri.trim()]?.file;
   return file && fs.existsSync(file) ? file : undefined;
 }
 
 /** Records a download that passed its checks (called by the downloader only). */
-export function recordDownload(dirPath: string, uri: string, file: string): void {
+export function recordDownload(dirPath: string, uri: string, record: DownloadRecord): void {
   const index = readDownloadIndex(dirPath);
-  index[uri.trim()] = file;
+  index[uri.trim()] = record;
   fs.writeFileSync(path.join(dirPath, INDEX_FILE), JSON.stringify(index, null, 2));
+}
+
+/** The index's record of a local file (the newest, if several URIs name it), for Show Stats and the picker. */
+export function recordOfFile(dirPath: string, file: string): DownloadRecord | undefined {
+  const wanted = path.resolve(file);
+  const matches = Object.values(readDownloadIndex(dirPath)).filter((r) => path.resolve(r.file) === wanted);
+  return matches.sort((a, b) => (b.checkedAt ?? '').localeCompare(a.checkedAt ?? ''))[0];
+}
+
+/** Where a model file's bytes come from: `text` for Show Stats and the log, `short` for the model picker. */
+export interface Provenance {
+  verified: boolean;
+  text: string;
+  short: string;
+}
+
+/**
+ * Where a model file's bytes come from, in a few words and without alarm: verified downloads say
+ * against what and when; a file picked from disk is simply "not verified".
+ */
+export function describeProvenance(dirPath: string, file: string, embeddedFiles: string[] = []): Provenance {
+  if (embeddedFiles.some((f) => path.resolve(f) === path.resolve(file))) return { verified: true, text: 'embedded (ships with Draftline)', short: 'embedded' };
+  const record = recordOfFile(dirPath, file);
+  if (!record) return { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' };
+  if (!record.sha256) return { verified: false, text: 'not verified (downloaded before Draftline checked hashes)', short: 'not verified' };
+  const when = record.checkedAt ? ` on ${record.checkedAt.slice(0, 16).replace('T', ' ')} UTC` : '';
+  const digest = `sha256 ${record.sha256.slice(0, 12)}…`;
+  const short = `verified${record.checkedAt ? ` ${record.checkedAt.slice(0, 10)}` : ''}`;
+  if (record.verifiedBy === 'hub') return { verified: true, text: `verified: ${digest} matched the hub's${when}`, short };
+  if (record.verifiedBy === 'pin') return { verified: true, text: `verified: ${digest} matched the pinned hash${when}`, short };
+  return { verified: false, text: `not verified: ${record.note ?? 'no hash to check against'} (${digest} recorded${when})`, short: 'not verified' };
 }
 
 /** Download speed over a sliding window of a few seconds, and the ETA it implies. */

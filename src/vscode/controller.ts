@@ -4,13 +4,16 @@ import type { InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { statsReport } from '../engine/statsReport';
+import { type ModelFilesProvenance, statsReport } from '../engine/statsReport';
+import { describeProvenance } from '../models/downloadIndex';
+import { embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { DocumentSync } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
+import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider } from './inlineProvider';
 import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
 import { ExtraContextCollector } from './extraContext';
@@ -77,7 +80,7 @@ export class DraftlineController implements vscode.Disposable {
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
         onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info),
+        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.checkActiveDocument()),
@@ -98,6 +101,18 @@ export class DraftlineController implements vscode.Disposable {
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
   get models(): LoadedModelsInfo | null {
     return this.info?.local ?? null;
+  }
+
+  /** Whether the loaded model files were verified (downloads) or not (files from disk), for Show Stats and the log. */
+  private modelFilesProvenance(): ModelFilesProvenance | null {
+    const local = this.info?.local;
+    if (!local) return null;
+    const dir = modelsDir(this.context);
+    const embedded = [...Object.values(embeddedPairPaths(this.context.extensionPath, 'v3')), ...Object.values(embeddedPairPaths(this.context.extensionPath, 'tiny'))];
+    return {
+      target: describeProvenance(dir, local.target.path, embedded).text,
+      draft: local.draft ? describeProvenance(dir, local.draft.path, embedded).text : null,
+    };
   }
 
   /** The mode as the status bar says it: Draftline's decode mode, or the server that decodes its own way. */
@@ -203,6 +218,9 @@ export class DraftlineController implements vscode.Disposable {
       this.statusBar.setModels(info, this.modeLabel);
       this.checkActiveDocument();
       this.statusBar.setState(this.restingState());
+      // In the log only: a model picked from disk is not verified, and that needs no notification.
+      const files = this.modelFilesProvenance();
+      if (files) this.log.info(`model files: target ${files.target}${files.draft ? `; draft ${files.draft}` : ''}`);
       if (local?.draftProblem) void vscode.window.showWarningMessage(`Draftline: ${local.draftProblem}`);
       if (local?.gpuFallback) void vscode.window.showWarningMessage(`Draftline runs on the CPU: ${local.gpuFallback}.`);
       if (local?.promptFormat === 'prefix-only') {

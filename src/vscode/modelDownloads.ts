@@ -38,7 +38,10 @@ export async function downloadWithProgress(context: vscode.ExtensionContext, wor
         const percent = p.totalBytes ? (100 * p.downloadedBytes) / p.totalBytes : 0;
         progress.report({
           increment: Math.max(0, percent - reported),
-          message: `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`,
+          message:
+            p.verifiedBytes === undefined
+              ? `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`
+              : `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`,
         });
         reported = Math.max(reported, percent);
       },

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
 import { CATALOG } from '../models/catalog';
-import { downloadedPath } from '../models/downloadIndex';
+import { describeProvenance, downloadedPath } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
 import { embeddedModels, readModelSettings, SECTION } from './settings';
 
@@ -45,6 +45,8 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
   const items: ModelPick[] = [];
   const add = async (file: string, label: string, value: string) => {
     let description = sizeLabel(file);
+    // Downloads say whether their sha256 was verified; the embedded pair ships with the extension.
+    if (file.startsWith(modelsDir(context))) description += ` — ${describeProvenance(modelsDir(context), file).short}`;
     if (targetInfo) {
       const info = await inspectModelFile(file).catch((e: Error) => e);
       if (info instanceof Error) description += ' — unreadable';
@@ -64,7 +66,7 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
     const have = downloadedPath(modelsDir(context), m.uri);
     items.push({
       label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`,
-      description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ' — downloaded' : ''}`,
+      description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ` — downloaded, ${describeProvenance(modelsDir(context), have).short}` : ''}`,
       detail: m.uri,
       value: m.uri,
     });

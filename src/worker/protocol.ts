@@ -16,8 +16,8 @@ export interface WorkerMethods {
   /**
    * Downloads models (hub URIs, https URLs) into dirPath as one operation and resolves to their local
    * files, in order: node-llama-cpp's downloader runs here, never in the extension host. Sends
-   * `progress` messages for this id while it runs; a `cancel` stops it and removes the partial files.
-   * Fails with the DownloadError code ('cancelled' | 'failed' | 'invalid') as the error code.
+   * `progress` messages for this id while it runs (with `verifiedBytes` while the finished files are
+   * sha256-checked, here too); a `cancel` stops it and removes the partial files. Fails with the DownloadError code ('cancelled' | 'failed' | 'invalid') as the error code.
    */
   download: [{ uris: string[]; dirPath: string; huggingFaceEndpoint?: string }, string[]];
   /** The worker's own view of its health: memory, the n-gram index, and whether generations overlapped. */

@@ -203,7 +203,9 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     let sentAt = -Infinity;
     const onProgress = (progress: DownloadProgress) => {
       const now = performance.now();
-      const finished = progress.totalBytes > 0 && progress.downloadedBytes >= progress.totalBytes;
+      // Once the bytes are in, progress is the sha256 check's (every MiB): throttled like the download's.
+      const done = progress.verifiedBytes ?? progress.downloadedBytes;
+      const finished = progress.totalBytes > 0 && done >= progress.totalBytes;
       if (!finished && now - sentAt < PROGRESS_INTERVAL_MS) return;
       sentAt = now;
       connection.send({ v: PROTOCOL_VERSION, type: 'progress', id, progress });

@@ -29,9 +29,10 @@ import {
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-onboarding');
+/** Where the hub serves a catalog URI: its file at the revision it names (`#<commit>`). */
 const hubPath = (uri: string) => {
-  const [, user, repo, file] = /^hf:([^/]+)\/([^/]+)\/(.+)$/.exec(uri)!;
-  return `/${user}/${repo}/resolve/main/${file}`;
+  const [, user, repo, file, revision = 'main'] = /^hf:([^/]+)\/([^/]+)\/([^#]+)(?:#(.+))?$/.exec(uri)!;
+  return `/${user}/${repo}/resolve/${revision}/${file}`;
 };
 
 async function clickNotificationButton(page: Page, label: RegExp): Promise<void> {

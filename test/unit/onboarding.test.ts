@@ -11,9 +11,10 @@ import { startModelServer } from '../support/modelServer';
 
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'test-output/onboarding');
+/** Where the hub serves a catalog URI: its file at the revision it names (`#<commit>`). */
 const hubPath = (uri: string) => {
-  const [, user, repo, file] = /^hf:([^/]+)\/([^/]+)\/(.+)$/.exec(uri)!;
-  return `/${user}/${repo}/resolve/main/${file}`;
+  const [, user, repo, file, revision = 'main'] = /^hf:([^/]+)\/([^/]+)\/([^#]+)(?:#(.+))?$/.exec(uri)!;
+  return `/${user}/${repo}/resolve/${revision}/${file}`;
 };
 
 describe('first-run model offer', () => {

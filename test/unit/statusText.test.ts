@@ -233,3 +233,20 @@ describe('the worker side: what this install and machine offer (real node-llama-
     assert.match(backendExplanation({ backend: 'cpu', gpuLayers: { target: 0, draft: 0 }, runtime: choice }), /^CPU \(no GPU found; this package can use (CUDA or )?Vulkan\)$/);
   });
 });
+
+describe('Show Stats says whether the model files were verified', () => {
+  it('a verified download and a file from disk, each in a line of its own; nothing when not known', () => {
+    const info: BackendInfo = { kind: 'local', model: 'draftline-code-target', local: models() };
+    const report = statsReport(new StatsCollector(), 'hybrid', info, {
+      target: "verified: sha256 29871c94d157… matched the hub's on 2026-11-24 22:10 UTC",
+      draft: 'not verified (a local file, not downloaded by Draftline)',
+    });
+    assert.match(report, /^Target file: verified: sha256 29871c94d157… matched the hub's on 2026-11-24 22:10 UTC$/m);
+    assert.match(report, /^Draft file: not verified \(a local file, not downloaded by Draftline\)$/m);
+    assert.doesNotMatch(statsReport(new StatsCollector(), 'hybrid', info), /file:/);
+    // No draft loaded: no draft line.
+    const alone = statsReport(new StatsCollector(), 'hybrid', { ...info, local: models({ draft: null }) }, { target: 'embedded (ships with Draftline)', draft: null });
+    assert.match(alone, /^Target file: embedded \(ships with Draftline\)$/m);
+    assert.doesNotMatch(alone, /Draft file:/);
+  });
+});

@@ -7,12 +7,12 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, ModelSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { DownloadError, downloadedPath, type DownloadProgress } from '../../src/models/downloadIndex';
+import { DownloadError, describeProvenance, downloadedPath, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadInWorker } from '../../src/models/downloadInWorker';
 import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
 import { startDownloadServer } from '../support/downloadModels';
-import type { startModelServer } from '../support/modelServer';
+import { sha256Of, type startModelServer } from '../support/modelServer';
 import { ensureTestModel } from '../support/models';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -139,6 +139,7 @@ describe('model downloads in the worker (the extension host never loads node-lla
   let model: string;
   let draft: string;
   let big: string;
+  let tampered: string;
   const size = (file: string) => fs.statSync(file).size;
   /** What is left in a download folder apart from the index: nothing after a cancel or a failure. */
   const leftovers = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f !== 'downloads.json') : []);
@@ -149,7 +150,7 @@ describe('model downloads in the worker (the extension host never loads node-lla
   }
 
   before(async () => {
-    ({ server, model, draft, big } = await startDownloadServer(OUT, (f) => ({ '/m/slow-small.gguf': { file: f.model, rate: 1_000_000 } })));
+    ({ server, model, draft, big, tampered } = await startDownloadServer(OUT, (f) => ({ '/m/slow-small.gguf': { file: f.model, rate: 1_000_000 } })));
     client = new WorkerClient({ workerPath: WORKER, env: { DRAFTLINE_TEST_HOOKS: '1' }, backoff: { initialMs: 50, maxMs: 200, stableAfterMs: 60_000 } });
   });
   after(async () => {
@@ -175,10 +176,28 @@ describe('model downloads in the worker (the extension host never loads node-lla
     assert.equal(server.requests.length, requests, 'no request to the server');
   });
 
-  it('resolves a hub URI against the endpoint the host passes', async () => {
+  it('resolves a hub URI against the endpoint the host passes, and verifies it there (progress of the check reaches the host)', async () => {
     const dir = path.join(OUT, 'hub');
-    const [file] = await downloadInWorker(client, ['hf:tester/tiny-repo/tiny-target.gguf'], { dirPath: dir, huggingFaceEndpoint: `${server.url}/` });
+    const progress: DownloadProgress[] = [];
+    const [file] = await downloadInWorker(client, ['hf:tester/tiny-repo/tiny-target.gguf'], { dirPath: dir, huggingFaceEndpoint: `${server.url}/`, onProgress: (p) => progress.push(p) });
     assert.equal(size(file), size(model));
+    assert.equal(progress.at(-1)?.verifiedBytes, size(model), 'the last progress is the finished sha256 check');
+    // The host reads what the worker recorded: the file's hash, checked against the hub's.
+    const provenance = describeProvenance(dir, file);
+    assert.ok(provenance.verified, provenance.text);
+    assert.match(provenance.text, /matched the hub's/);
+  });
+
+  it("a file whose bytes do not match the hub's hash: the host gets DownloadError invalid naming both hashes, and nothing is kept", async () => {
+    const dir = path.join(OUT, 'tampered');
+    await assert.rejects(downloadInWorker(client, ['hf:tester/tampered-repo/tiny-target.gguf'], { dirPath: dir, huggingFaceEndpoint: `${server.url}/` }), (e: DownloadError) => {
+      assert.ok(e instanceof DownloadError);
+      assert.equal(e.code, 'invalid');
+      assert.ok(e.message.includes(sha256Of(model)) && e.message.includes(sha256Of(tampered)), e.message);
+      return true;
+    });
+    assert.deepEqual(leftovers(dir), []);
+    assert.equal(downloadedPath(dir, 'hf:tester/tampered-repo/tiny-target.gguf'), undefined);
   });
 
   it('cancel mid-download: the worker stops, answers code cancelled, and leaves no partial file', async () => {
