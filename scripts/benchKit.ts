@@ -1,4 +1,4 @@
-// npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan]
+// npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan] [--with-tiny] [--gpu-only]
 //
 // Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz) that runs `npm run bench`
 // unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for
@@ -27,6 +27,8 @@ const withVulkan = argv.includes('--with-vulkan');
 // The tiny pair is this repository's fast test pair; a GPU run measures the v3 pair (and random
 // targets written on the machine). Left out by default: the kit's size is the point.
 const withTiny = argv.includes('--with-tiny');
+// CUDA only, no CPU binary (--gpu cpu then cannot run): ~2 MiB less, for a transport capped at 64 MiB.
+const gpuOnly = argv.includes('--gpu-only');
 const archive = !argv.includes('--no-archive');
 const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
 
@@ -102,7 +104,7 @@ function copyRuntimePackages(): void {
     });
   }
   const scope = path.join(ROOT, 'node_modules', '@node-llama-cpp');
-  const binaries = ['linux-x64', 'linux-x64-cuda', ...(withVulkan ? ['linux-x64-vulkan'] : [])];
+  const binaries = [...(gpuOnly ? [] : ['linux-x64']), 'linux-x64-cuda', ...(withVulkan ? ['linux-x64-vulkan'] : [])];
   for (const name of binaries) {
     if (!fs.existsSync(path.join(scope, name))) throw new Error(`@node-llama-cpp/${name} is not installed (npm install on Linux x64 installs it)`);
     fs.cpSync(path.join(scope, name), path.join(KIT, 'node_modules', '@node-llama-cpp', name), {
@@ -126,7 +128,10 @@ function llamaSource(): void {
   // ggml's other backends are only added to the build when switched on: build-cuda.sh builds the CPU
   // and CUDA ones (HIP and MUSA reuse ggml-cuda's sources from its own folder).
   const otherBackends = ['cann', 'et', 'hexagon', 'hip', 'metal', 'musa', 'opencl', 'openvino', 'sycl', 'virtgpu', 'vulkan', 'webgpu', 'zdnn', 'zendnn'].map((b) => `:(exclude)ggml/src/ggml-${b}`);
-  const tar = sh('git', ['-C', clone, 'archive', '--format=tar', '--prefix=llama.cpp/', 'HEAD', '--', ...keep, ...otherBackends]);
+  // The web UI's sources and test media: llama-server builds without an embedded UI when it has no
+  // assets (build-cuda.sh turns the UI's npm build and download off), and the bench never opens it.
+  const unused = ['tools/ui/src', 'tools/ui/tests', 'tools/ui/static', 'tools/ui/package-lock.json', 'tools/mtmd/test-*'].map((p) => `:(exclude,glob)${p}`);
+  const tar = sh('git', ['-C', clone, 'archive', '--format=tar', '--prefix=llama.cpp/', 'HEAD', '--', ...keep, ...otherBackends, ...unused]);
   fs.writeFileSync(path.join(KIT, 'llama.cpp.tar.xz'), sh('xz', ['-6', '-T2', '-c'], { input: tar }));
   const info = JSON.parse(fs.readFileSync(path.join(library, 'llama', 'llama.cpp.info.json'), 'utf8'));
   fs.writeFileSync(path.join(KIT, 'llama.cpp.json'), `${JSON.stringify({ ...info, commit: sh('git', ['-C', clone, 'rev-parse', 'HEAD']).toString().trim() }, null, 2)}\n`);
@@ -153,7 +158,7 @@ function writeScripts(commit: string): void {
   }
   fs.writeFileSync(
     path.join(KIT, 'KIT.json'),
-    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
+    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], cpu: !gpuOnly, vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
   );
 }
 
@@ -192,7 +197,7 @@ async function main(): Promise<void> {
     const file = path.join(OUT, 'draftline-bench-kit.tar.xz');
     // One xz stream with a 64 MiB dictionary: the CPU variants in the CPU and CUDA packages are the
     // same files, stored once.
-    sh('tar', ['-C', OUT, '-cf', `${file}.partial`, '--use-compress-program=xz -9 -T1 --lzma2=preset=9,dict=64MiB', 'draftline-bench-kit']);
+    sh('tar', ['-C', OUT, '-cf', `${file}.partial`, '--use-compress-program=xz -T1 --lzma2=preset=9e,dict=64MiB', 'draftline-bench-kit']);
     fs.renameSync(`${file}.partial`, file);
     log(`archive: ${file} (${mib(fs.statSync(file).size)})`);
   }

@@ -24,7 +24,7 @@ echo "[build-cuda] ggml-cuda and llama-server for sm_$ARCH with $(nvcc --version
 # GGML_NATIVE must be off with it). The CPU module is built for llama-server's own use.
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
   -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >"$KIT/.build/cmake-$ARCH.log"
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >"$KIT/.build/cmake-$ARCH.log"
 cmake --build "$BUILD" --target ggml-cuda ggml-cpu llama-server -j "$(nproc)"
 cp "$BUILD/bin/libggml-cuda.so" "$BINS/libggml-cuda.so"
 ln -sf libggml-base.so "$BINS/libggml-base.so.0"
