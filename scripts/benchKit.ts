@@ -1,4 +1,4 @@
-// npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan] [--with-tiny] [--gpu-only]
+// npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan] [--with-tiny]
 //
 // Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz) that runs `npm run bench`
 // unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for
@@ -27,8 +27,6 @@ const withVulkan = argv.includes('--with-vulkan');
 // The tiny pair is this repository's fast test pair; a GPU run measures the v3 pair (and random
 // targets written on the machine). Left out by default: the kit's size is the point.
 const withTiny = argv.includes('--with-tiny');
-// CUDA only, no CPU binary (--gpu cpu then cannot run): ~2 MiB less, for a transport capped at 64 MiB.
-const gpuOnly = argv.includes('--gpu-only');
 const archive = !argv.includes('--no-archive');
 const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
 
@@ -104,7 +102,7 @@ function copyRuntimePackages(): void {
     });
   }
   const scope = path.join(ROOT, 'node_modules', '@node-llama-cpp');
-  const binaries = [...(gpuOnly ? [] : ['linux-x64']), 'linux-x64-cuda', ...(withVulkan ? ['linux-x64-vulkan'] : [])];
+  const binaries = ['linux-x64', 'linux-x64-cuda', ...(withVulkan ? ['linux-x64-vulkan'] : [])];
   for (const name of binaries) {
     if (!fs.existsSync(path.join(scope, name))) throw new Error(`@node-llama-cpp/${name} is not installed (npm install on Linux x64 installs it)`);
     fs.cpSync(path.join(scope, name), path.join(KIT, 'node_modules', '@node-llama-cpp', name), {
@@ -158,7 +156,7 @@ function writeScripts(commit: string): void {
   }
   fs.writeFileSync(
     path.join(KIT, 'KIT.json'),
-    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], cpu: !gpuOnly, vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
+    `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
   );
 }
 
