@@ -231,6 +231,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
               documents: stats.reduce((n, s) => n + s.documents, 0),
               chars: stats.reduce((n, s) => n + s.indexedChars, 0),
               pending: stats.reduce((n, s) => n + s.pendingDocuments, 0),
+              tokenizedChars: stats.reduce((n, s) => n + s.tokenizedChars, 0),
             },
       clients: connections.size,
       loadedModels: sessions.length,
