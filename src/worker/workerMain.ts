@@ -436,7 +436,7 @@ async function serveSocket(socketPath: string): Promise<void> {
   let idleTimer: NodeJS.Timeout | null = null;
   const idle = () => {
     if (idleTimer) clearTimeout(idleTimer);
-    idleTimer = connections.size > 0 ? null : setTimeout(shutDown, SHARED_IDLE_MS);
+    idleTimer = connections.size > 0 ? null : setTimeout(() => shutDown(), SHARED_IDLE_MS);
   };
   const server = net.createServer((socket) => {
     const connection = openConnection((message) => {
@@ -461,9 +461,10 @@ async function serveSocket(socketPath: string): Promise<void> {
       idle();
     });
   });
-  const shutDown = () => {
-    // A window that connected just as the timer fired keeps it.
-    if (connections.size > 0) return;
+  const shutDown = (force = false) => {
+    // A window that connected just as the idle timer fired keeps it; a SIGTERM (start.sh's exit, the
+    // user's kill) stops it whoever is connected: they see a crash and start a new one if they live on.
+    if (connections.size > 0 && !force) return;
     server.close();
     // Only what is still this worker's: a successor may have replaced a lock it thought stale. Only
     // the lock's holder listens, so while it is ours, so is the socket.
@@ -485,7 +486,7 @@ async function serveSocket(socketPath: string): Promise<void> {
   // Holding the lock, a socket file there is a dead worker's.
   fs.rmSync(socketPath, { force: true });
   server.listen(socketPath);
-  process.on('SIGTERM', shutDown);
+  process.on('SIGTERM', () => shutDown(true));
 }
 
 if (sharedSocket) {
