@@ -141,6 +141,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
         entry.loading = null;
         // Everyone left while it loaded.
         if (entry.users.size === 0) session.dispose().catch(() => undefined);
+        else warmUp(session);
       },
       () => {
         entry.loading = null;
@@ -154,6 +155,32 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   // Documents that arrived while loading go into the index now.
   for (const n of connection.pendingDocuments.splice(0)) applyNotification(connection, n);
   return joined ? { ...session.info, sharedWith: entry.users.size - 1 } : session.info;
+}
+
+/** DRAFTLINE_WARM_UP=0 leaves it out (the startup benchmark measures the first completion both ways). */
+const WARM_UP = process.env.DRAFTLINE_WARM_UP !== '0';
+let warmUps = 0;
+
+/**
+ * A short completion right after a load (InferenceSession.warmUp), so the user's first one is not
+ * the slow first evaluation. It runs after the load's answer went out (the caller does not await
+ * it) and is in `running` like any generation: a real request aborts it and goes first.
+ */
+function warmUp(session: InferenceSession): void {
+  if (!WARM_UP) return;
+  const controller = new AbortController();
+  const key = `warm-up:${++warmUps}`;
+  running.set(key, controller);
+  // After this turn of the event loop: the load's answer goes out first.
+  setImmediate(() =>
+    session
+      .warmUp(controller.signal)
+      .then(
+        (ms) => log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
+        (error: Error) => log('warn', `warm-up completion failed: ${error.message}`),
+      )
+      .finally(() => running.delete(key)),
+  );
 }
 
 type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number, connection: Connection) => Promise<WorkerMethods[M][1]>;
