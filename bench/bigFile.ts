@@ -5,11 +5,13 @@
 // window (as inlineProvider's engineDocument does). Prints a timeline: open, each keystroke, the
 // ghost text after the last one, and what the worker's index did meanwhile.
 //
-//   node esbuild.mjs && node --import tsx bench/bigFile.ts [--mb 3.15] [--lines 10637] [--threads 2] [--before]
+//   node esbuild.mjs && node --import tsx bench/bigFile.ts [--mb 3.15] [--lines 10637] [--threads N (default: the extension's)] [--before]
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { CompletionEngine, SkippedCompletion, type EngineDocument } from '../src/engine/completionEngine';
 import { mirrorDecision } from '../src/engine/documentMirror';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
+import { resolveThreads } from '../src/inference/llamaRuntime';
 import type { CompletionRequest } from '../src/shared/types';
 import { WorkerClient } from '../src/worker/workerClient';
 import { minifiedJs } from '../test/support/syntheticText';
@@ -38,7 +40,8 @@ function documentOver(text: () => string, offset: () => number): EngineDocument 
 async function main() {
   const mb = arg('mb', 3.15);
   const lines = arg('lines', 10_637);
-  const threads = arg('threads', 2);
+  // The extension's default (0: cores - 1, so 1 on the 2-core machines of the issue).
+  const threads = resolveThreads(arg('threads', 0), os.availableParallelism());
   const debounceMs = 150;
   const keyGapMs = 80;
   let text = minifiedJs(Math.round(mb * 1_000_000), lines);
@@ -72,7 +75,7 @@ async function main() {
     () => text,
     () => cursor,
   );
-  mark(`models loaded; document: ${(text.length / 1e6).toFixed(2)} M chars, ${lines} lines (longest ${Math.max(...text.split('\n').map((l) => l.length))} chars)`);
+  mark(`models loaded (${threads} thread(s)); document: ${(text.length / 1e6).toFixed(2)} M chars, ${lines} lines (longest ${Math.max(...text.split('\n').map((l) => l.length))} chars)`);
 
   // Open: what DocumentSync does with the file.
   // --before: the rule before #27 (every document up to 2 M characters mirrored, minified or not), for the A/B figure.
