@@ -125,6 +125,9 @@ JSON
   # --unsafe-perm: code-server's postinstall.sh refuses to run as root unless $npm_config_unsafe_perm is
   #   set (npm 11 warns "Unknown cli config" but still exports it to the scripts).
   log "npm install code-server@$CS_VERSION (builds native modules; a few minutes)"
+  # npm 11 no longer knows these two options, yet the install scripts still read them from the environment
+  # npm gives them: without them, the install fails as root (unsafe-perm) or offline (build-from-source).
+  log "npm will warn 'Unknown cli config \"--unsafe-perm\"' and 'Unknown env config \"build-from-source\"' (also from code-server's own nested npm install): expected, not a failure"
   (
     cd "$CS_DIR"
     export TMPDIR="$INSTALL_TMP"   # os.tmpdir() for the ripgrep seed above

@@ -50,10 +50,29 @@ CS=.cache/code-server/node_modules/.bin/code-server
 export XDG_DATA_HOME="$RUN/xdg-data" XDG_CONFIG_HOME="$RUN/xdg-config"
 "$CS" --config "$RUN/config.yaml" --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" \
   --install-extension .cache/draftline-linux-x64.vsix --force
+# The inference worker the extension starts is shared by all windows and detached from them (it
+# outlives a window reload for 10 minutes). The demo's lives in its own directory, so that on exit
+# (Ctrl+C included) this script stops it rather than leaving ~300 MB behind.
+export DRAFTLINE_SHARED_WORKER_DIR="$RUN/worker"
+mkdir -p -m 700 "$DRAFTLINE_SHARED_WORKER_DIR"
+CS_PID=
+cleanup() {
+  trap - EXIT INT TERM
+  if [ -n "$CS_PID" ]; then
+    kill -TERM "$CS_PID" 2>/dev/null || true
+    wait "$CS_PID" 2>/dev/null || true
+  fi
+  bash scripts/stop-shared-worker.sh "$DRAFTLINE_SHARED_WORKER_DIR" || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 echo
 echo "Draftline is running in VS Code at:  http://127.0.0.1:$PORT/?folder=$RUN/workspace"
-echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it.)"
+echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it, and the inference worker with it.)"
 echo
-exec "$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \
+# In the background and waited for (not exec'd): the trap above must run when it ends.
+"$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override --ignore-last-opened \
-  --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" "$RUN/workspace"
+  --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" "$RUN/workspace" &
+CS_PID=$!
+wait "$CS_PID"

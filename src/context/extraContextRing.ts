@@ -17,7 +17,16 @@ export interface ExtraContextOptions {
   chunkLines: number;
   /** Above this Jaccard similarity of line sets, a new chunk replaces the old one. */
   similarity: number;
+  /**
+   * A chunk longer than this (characters) is not kept: minified or generated code, whose 64 lines can
+   * be a whole 2 MB file on one line. It would go with every request and be tokenized whole in the
+   * worker, for a third of the prompt at most. Default MAX_CHUNK_CHARS.
+   */
+  maxChunkChars?: number;
 }
+
+/** 64 lines of hand-written code are 2-4 K characters; twice the longest of those. */
+export const MAX_CHUNK_CHARS = 8192;
 
 export const DEFAULT_EXTRA_CONTEXT: ExtraContextOptions = { maxChunks: 16, chunkLines: 64, similarity: 0.9 };
 
@@ -45,6 +54,7 @@ export class ExtraContextRing {
     const half = Math.floor(this.options.chunkLines / 2);
     const start = Math.max(0, Math.min(centerLine - half, all.length - this.options.chunkLines));
     const chunkText = all.slice(start, start + this.options.chunkLines).join('\n');
+    if (chunkText.length > (this.options.maxChunkChars ?? MAX_CHUNK_CHARS)) return false;
     const lines = lineSet(chunkText);
     if (lines.size === 0) return false;
     // The same chunk again (the user looks at the same code): nothing changes, the KV stays valid.

@@ -135,9 +135,11 @@ export class CompletionEngine {
       this.stats.record({ at: Date.now(), latencyMs, fromCache: true, chars: cached.text.length, stats: null });
       return { ...cached, fromCache: true, result: null, latencyMs };
     }
+    const waitStarted = this.now();
     await beforeModel?.();
     if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
     started = this.now(); // latency counts from the model request, not the debounce
+    const waitMs = started - waitStarted;
     const result = await this.backend.complete(request, signal);
     if (signal?.aborted || result.stats.stopReason === 'abort') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     // The user's maxLines, not the filters' default: the stop rule already cut there.
@@ -145,7 +147,7 @@ export class CompletionEngine {
     const shown = postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
     const latencyMs = this.now() - started;
     this.cache.put(request.prefix, request.suffix, shown);
-    this.stats.record({ at: Date.now(), latencyMs, fromCache: false, chars: shown.text.length, stats: result.stats });
+    this.stats.record({ at: Date.now(), latencyMs, waitMs, fromCache: false, chars: shown.text.length, stats: result.stats });
     return { ...shown, fromCache: false, result, latencyMs };
   }
 }

@@ -4,7 +4,8 @@
 // of an empty configuration, so no default is written twice.
 // Only `contributes` (a named import): esbuild then bundles that part of package.json alone.
 import { contributes } from '../../package.json';
-import type { BackendKind, BackendSettings, SpeculationSettings } from '../shared/types';
+import { resolveModelPath } from '../models/modelPath';
+import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { EngineSettings } from './completionEngine';
 import { type SettingDeclaration, SettingsReader, type SettingsSource } from './settingsReader';
 
@@ -46,6 +47,73 @@ export function engineSettingsFrom(config: SettingsReader, draftAvailable: boole
     maxPrefixChars: config.number('maxPrefixChars'),
     maxSuffixChars: config.number('maxSuffixChars'),
   };
+}
+
+export interface ResolvedModelSettings extends ModelSettings {
+  /** True when the embedded demo pair is used because nothing is configured. */
+  targetIsEmbedded: boolean;
+  draftIsEmbedded: boolean;
+}
+
+/** The models to load and how, from user/machine settings (model paths resolved against `home`). */
+export function modelSettingsFrom(config: SettingsReader, embedded: { target: string; draft: string }, home: string, cores: number, report?: (message: string) => void): ResolvedModelSettings {
+  const modelPath = (key: string) => {
+    const resolved = resolveModelPath(`${SECTION}.${key}`, (config.value<string>(key) ?? '').trim(), home);
+    if (resolved.note) report?.(resolved.note);
+    return resolved.path;
+  };
+  const target = modelPath('targetModel');
+  const draft = modelPath('draftModel');
+  return {
+    targetModel: target || embedded.target,
+    // An explicit "none" runs the target alone (n-gram speculation still works).
+    draftModel: draft === 'none' ? '' : draft || (target ? '' : embedded.draft),
+    targetIsEmbedded: !target,
+    draftIsEmbedded: !draft && !target,
+    gpu: config.choice<ModelSettings['gpu']>('gpu'),
+    gpuLayers: config.numberOrKeyword('gpuLayers', ['auto'] as const),
+    threads: config.threads('threads', cores),
+    contextSize: config.number('contextSize'),
+    flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
+  };
+}
+
+/** What a load is made from: where completions come from and, for the local backend, the models. */
+export interface LoadInputs {
+  backend: BackendSettings;
+  models: ResolvedModelSettings | null;
+}
+
+/** Settings a load is made from (the backend, the models and how they run). */
+export const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'flashAttention', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
+
+/**
+ * Whether a settings change takes a reload: only when a load setting was touched (`affects`, VS
+ * Code's ConfigurationChangeEvent.affectsConfiguration) and what the load would be made from now
+ * (`wanted`, lazily: it reads every load setting) differs from what the last one was made from.
+ * VS Code reports a change for every key a saved settings file mentions, even when its value is the
+ * one in effect already, or one Draftline does not read from there (a workspace's threads):
+ * reloading then cost the user ~300 ms without completions for nothing. `loaded` is null before any
+ * load and after a failed one (saving again retries).
+ */
+export function reloadOnChange(affects: (key: string) => boolean, loaded: LoadInputs | null, wanted: () => LoadInputs): boolean {
+  if (!RELOAD_KEYS.some((key) => affects(key))) return false;
+  return loaded === null || !sameJson(loaded, wanted());
+}
+
+/** Equal as JSON whatever the key order (settings objects are plain data). */
+function sameJson(a: unknown, b: unknown): boolean {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
 
 /**

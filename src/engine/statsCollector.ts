@@ -4,6 +4,11 @@ export interface CompletionRecord {
   at: number;
   /** End to end, as the editor waited for it (IPC, prompt, decoding, post-processing). */
   latencyMs: number;
+  /**
+   * Before the model request: the debounce as it really ran (the editor's event loop stretches it when
+   * busy: an extension host held by another extension shows here, not in latencyMs). Absent on a cache hit.
+   */
+  waitMs?: number;
   fromCache: boolean;
   chars: number;
   stats: GenerationStats | null;

@@ -45,6 +45,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       '| figure | value |',
       '|---|---|',
       ...(spec ? [`| mode | ${spec.mode} |`] : []),
+      ...(last.waitMs !== undefined ? [`| wait before the model request (debounce) | ${ms(last.waitMs)} |`] : []),
       `| latency (end to end) | ${ms(last.latencyMs)} |`,
       `| time to first token | ${ms(s.timeToFirstTokenMs)} |`,
       `| prompt tokens (reused from cache) | ${s.promptTokens} (${s.reusedPromptTokens}) |`,

@@ -39,6 +39,9 @@ const LOOKAHEAD_DOCUMENTS = 16;
 /** What a prompt is laid out from. */
 type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
 
+/** A prompt like a user's: a few lines of code, the cursor inside a function body. */
+const WARM_UP_PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values) {\n    total += ';
+
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
@@ -248,6 +251,21 @@ export class InferenceSession {
     const run = this.running.then(() => this.completeNow(request, signal, overrides));
     this.running = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * One short completion through the real path (target and draft, prompt and a few decode steps),
+   * run by the worker right after a load: the first evaluation of a context allocates its compute
+   * buffers and touches the weights, which made the first completion after a load take ~1.2 s where
+   * later ones took ~0.25 s. The worker does not wait for it to answer the load, and a real request
+   * aborts it (it stops at its next step; the work done stays done). Resolves with its duration.
+   */
+  async warmUp(signal?: AbortSignal): Promise<number> {
+    const started = performance.now();
+    // A policy of its own: the cold steps' costs must not teach the session's policy that speculation is dear.
+    const overrides: DecodeOverrides = { policy: new SpeculationPolicy({ ...this.speculation }), lookahead: false };
+    await this.complete({ prefix: WARM_UP_PREFIX, suffix: '\n}\n', maxTokens: 4, mode: this.draft ? 'hybrid' : 'plain', stopAtBlockEnd: false }, signal, overrides);
+    return performance.now() - started;
   }
 
   /** Remembers an accepted completion as n-gram material for later requests. */

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
+import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { type ModelFilesProvenance, statsReport } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
@@ -19,9 +20,6 @@ import { readBackendSettings, readEngineSettings, readExtraContextSettings, read
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
-/** Settings that take a reload of the models, or another backend. */
-const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'flashAttention', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
-
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
@@ -35,6 +33,8 @@ export class DraftlineController implements vscode.Disposable {
   /** The inline completion provider (exposed for the extension-host test suite). */
   readonly provider: DraftlineInlineProvider;
   private loadError: string | null = null;
+  /** What the last load (or the one under way) was made from; null before one, or after one failed. */
+  private loadedInputs: LoadInputs | null = null;
   private loadGeneration = 0;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly documentSync: DocumentSync;
@@ -188,6 +188,7 @@ export class DraftlineController implements vscode.Disposable {
     this.statusBar.setState({ kind: 'loading' });
     // Local models as set (the backend resolves their downloads when it loads them).
     const models = backend.kind === 'local' ? readModelSettings(this.context.extensionPath, this.reportSettingProblem) : null;
+    this.loadedInputs = { backend: wanted, models };
     if (models) {
       this.log.info(`loading models (${reason}): target ${models.targetModel}${models.draftModel ? `, draft ${models.draftModel}` : ''}`);
     } else {
@@ -231,6 +232,8 @@ export class DraftlineController implements vscode.Disposable {
       if (vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     } catch (error) {
       if (generation !== this.loadGeneration || backend !== this.backend) return;
+      // Saving the settings again (unchanged) retries a failed load.
+      this.loadedInputs = null;
       this.info = null;
       const message = (error as Error).message;
       this.loadError = message;
@@ -319,9 +322,22 @@ export class DraftlineController implements vscode.Disposable {
     this.statusBar.setState(this.restingState());
   }
 
+  /** What a load would be made from now (as loadModels reads it). */
+  private wantedLoadInputs(): LoadInputs {
+    const backend = readBackendSettings(this.reportSettingProblem);
+    return { backend, models: backend.kind === 'local' ? readModelSettings(this.context.extensionPath, this.reportSettingProblem) : null };
+  }
+
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
-    if (RELOAD_KEYS.some((k) => e.affectsConfiguration(k))) void this.loadModels('settings changed');
+    if (
+      reloadOnChange(
+        (key) => e.affectsConfiguration(key),
+        this.loadedInputs,
+        () => this.wantedLoadInputs(),
+      )
+    )
+      void this.loadModels('settings changed');
     else this.applyLiveSettings();
   }
 

@@ -1,10 +1,8 @@
 import * as vscode from 'vscode';
 import type { InferenceBackend } from '../backend/backend';
+import { mirrorDecision } from '../engine/documentMirror';
 
 type DocumentSink = Pick<InferenceBackend, 'openDocument' | 'editDocument' | 'closeDocument'>;
-
-/** Largest document mirrored into the n-gram index; bigger ones are skipped (bounded work). */
-const MAX_MIRRORED_CHARS = 2_000_000;
 
 function mirrorable(doc: vscode.TextDocument): boolean {
   return (doc.uri.scheme === 'file' || doc.uri.scheme === 'untitled' || doc.uri.scheme === 'vscode-remote') && !doc.isClosed;
@@ -42,8 +40,10 @@ export class DocumentSync implements vscode.Disposable {
   private open(doc: vscode.TextDocument): void {
     if (!mirrorable(doc)) return;
     const key = doc.uri.toString();
-    const text = doc.getText();
-    if (text.length > MAX_MIRRORED_CHARS || text.includes('\u0000')) return;
+    let text = '';
+    const length = doc.offsetAt(doc.lineAt(doc.lineCount - 1).range.end);
+    // Huge, binary and minified documents are not mirrored: bounded work (engine/documentMirror.ts).
+    if (!mirrorDecision(length, () => (text = doc.getText())).mirror) return;
     this.mirrored.add(key);
     this.sink().openDocument(key, text);
   }

@@ -1,9 +1,11 @@
 import * as vscode from 'vscode';
-import { ExtraContextRing } from '../context/extraContextRing';
+import { ExtraContextRing, MAX_CHUNK_CHARS } from '../context/extraContextRing';
 import type { ExtraContext } from '../shared/types';
 
 /** Lines read around the cursor of a file the user leaves or saves (the ring keeps 64 of them). */
 const READ_RADIUS = 48;
+/** Most read around a cursor (characters): a little more than a ring chunk can hold, for lines cut at the file's ends. */
+const MAX_READ_CHARS = 4 * MAX_CHUNK_CHARS;
 /** Files larger than this (characters) give no chunks: generated or minified code. */
 const MAX_SOURCE_CHARS = 2_000_000;
 
@@ -65,7 +67,10 @@ export class ExtraContextCollector implements vscode.Disposable {
     const last = document.lineCount - 1;
     if (document.offsetAt(document.lineAt(last).range.end) > MAX_SOURCE_CHARS) return;
     const first = Math.max(0, line - READ_RADIUS);
-    const text = document.getText(new vscode.Range(first, 0, Math.min(last, line + READ_RADIUS), Number.MAX_SAFE_INTEGER));
+    const range = document.validateRange(new vscode.Range(first, 0, Math.min(last, line + READ_RADIUS), Number.MAX_SAFE_INTEGER));
+    // Minified code: these lines can be most of the file, and the ring would not keep them anyway.
+    if (document.offsetAt(range.end) - document.offsetAt(range.start) > MAX_READ_CHARS) return;
+    const text = document.getText(range);
     if (text.includes('\0')) return;
     this.ring.add(vscode.workspace.asRelativePath(document.uri, false), text, line - first);
   }

@@ -1,15 +1,14 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
-import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
+import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, modelSettingsFrom, type ResolvedModelSettings, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
 import { SettingsReader } from '../engine/settingsReader';
-import type { ModelSettings, SpeculationSettings } from '../shared/types';
+import type { SpeculationSettings } from '../shared/types';
 import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
-import { resolveModelPath } from '../models/modelPath';
 import type { ExtraContextSettings } from './extraContext';
 
-export { SECTION };
+export { SECTION, type ResolvedModelSettings };
 
 /** Where a settings problem goes (the controller logs it and shows one notification). */
 export type SettingProblemReport = (message: string) => void;
@@ -23,38 +22,12 @@ function settings(report?: SettingProblemReport): SettingsReader {
   return new SettingsReader(SECTION, DECLARATIONS, vscode.workspace.getConfiguration(SECTION), report);
 }
 
-export interface ResolvedModelSettings extends ModelSettings {
-  /** True when the embedded demo pair is used because nothing is configured. */
-  targetIsEmbedded: boolean;
-  draftIsEmbedded: boolean;
-}
-
 export function embeddedModels(extensionPath: string) {
   return embeddedPairPaths(extensionPath);
 }
 
 export function readModelSettings(extensionPath: string, report?: SettingProblemReport): ResolvedModelSettings {
-  const config = settings(report);
-  const embedded = embeddedModels(extensionPath);
-  const modelPath = (key: string) => {
-    const resolved = resolveModelPath(`${SECTION}.${key}`, (config.value<string>(key) ?? '').trim(), os.homedir());
-    if (resolved.note) report?.(resolved.note);
-    return resolved.path;
-  };
-  const target = modelPath('targetModel');
-  const draft = modelPath('draftModel');
-  return {
-    targetModel: target || embedded.target,
-    // An explicit "none" runs the target alone (n-gram speculation still works).
-    draftModel: draft === 'none' ? '' : draft || (target ? '' : embedded.draft),
-    targetIsEmbedded: !target,
-    draftIsEmbedded: !draft && !target,
-    gpu: config.choice<ModelSettings['gpu']>('gpu'),
-    gpuLayers: config.numberOrKeyword('gpuLayers', ['auto'] as const),
-    threads: config.threads('threads', os.availableParallelism()),
-    contextSize: config.number('contextSize'),
-    flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
-  };
+  return modelSettingsFrom(settings(report), embeddedModels(extensionPath), os.homedir(), os.availableParallelism(), report);
 }
 
 export function readSpeculationSettings(report?: SettingProblemReport): SpeculationSettings {

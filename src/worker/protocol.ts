@@ -35,8 +35,11 @@ export interface WorkerDiagnostics {
    * own clock (the client's clock would add its own scheduling delays). Anything above 1 is a bug.
    */
   maxConcurrentGenerations: number;
-  /** The n-gram index (null before a model is loaded): documents searched, their characters, and documents still being indexed. */
-  index: { documents: number; chars: number; pending: number } | null;
+  /**
+   * The n-gram index (null before a model is loaded): documents searched, their characters, documents
+   * still being indexed, and the characters it has tokenized since the load (its CPU cost).
+   */
+  index: { documents: number; chars: number; pending: number; tokenizedChars: number } | null;
   /** Windows connected (1 for a private worker) and the model pairs loaded for them. */
   clients: number;
   loadedModels: number;

@@ -141,6 +141,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
         entry.loading = null;
         // Everyone left while it loaded.
         if (entry.users.size === 0) session.dispose().catch(() => undefined);
+        else warmUp(session);
       },
       () => {
         entry.loading = null;
@@ -154,6 +155,32 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   // Documents that arrived while loading go into the index now.
   for (const n of connection.pendingDocuments.splice(0)) applyNotification(connection, n);
   return joined ? { ...session.info, sharedWith: entry.users.size - 1 } : session.info;
+}
+
+/** DRAFTLINE_WARM_UP=0 leaves it out (the startup benchmark measures the first completion both ways). */
+const WARM_UP = process.env.DRAFTLINE_WARM_UP !== '0';
+let warmUps = 0;
+
+/**
+ * A short completion right after a load (InferenceSession.warmUp), so the user's first one is not
+ * the slow first evaluation. It runs after the load's answer went out (the caller does not await
+ * it) and is in `running` like any generation: a real request aborts it and goes first.
+ */
+function warmUp(session: InferenceSession): void {
+  if (!WARM_UP) return;
+  const controller = new AbortController();
+  const key = `warm-up:${++warmUps}`;
+  running.set(key, controller);
+  // After this turn of the event loop: the load's answer goes out first.
+  setImmediate(() =>
+    session
+      .warmUp(controller.signal)
+      .then(
+        (ms) => log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
+        (error: Error) => log('warn', `warm-up completion failed: ${error.message}`),
+      )
+      .finally(() => running.delete(key)),
+  );
 }
 
 type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number, connection: Connection) => Promise<WorkerMethods[M][1]>;
@@ -233,6 +260,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
               documents: stats.reduce((n, s) => n + s.documents, 0),
               chars: stats.reduce((n, s) => n + s.indexedChars, 0),
               pending: stats.reduce((n, s) => n + s.pendingDocuments, 0),
+              tokenizedChars: stats.reduce((n, s) => n + s.tokenizedChars, 0),
             },
       clients: connections.size,
       loadedModels: sessions.length,
@@ -437,7 +465,7 @@ async function serveSocket(socketPath: string): Promise<void> {
   let idleTimer: NodeJS.Timeout | null = null;
   const idle = () => {
     if (idleTimer) clearTimeout(idleTimer);
-    idleTimer = connections.size > 0 ? null : setTimeout(shutDown, SHARED_IDLE_MS);
+    idleTimer = connections.size > 0 ? null : setTimeout(() => shutDown(), SHARED_IDLE_MS);
   };
   const server = net.createServer((socket) => {
     const connection = openConnection((message) => {
@@ -462,9 +490,10 @@ async function serveSocket(socketPath: string): Promise<void> {
       idle();
     });
   });
-  const shutDown = () => {
-    // A window that connected just as the timer fired keeps it.
-    if (connections.size > 0) return;
+  const shutDown = (force = false) => {
+    // A window that connected just as the idle timer fired keeps it; a SIGTERM (start.sh's exit, the
+    // user's kill) stops it whoever is connected: they see a crash and start a new one if they live on.
+    if (connections.size > 0 && !force) return;
     server.close();
     // Only what is still this worker's: a successor may have replaced a lock it thought stale. Only
     // the lock's holder listens, so while it is ours, so is the socket.
@@ -486,7 +515,7 @@ async function serveSocket(socketPath: string): Promise<void> {
   // Holding the lock, a socket file there is a dead worker's.
   fs.rmSync(socketPath, { force: true });
   server.listen(socketPath);
-  process.on('SIGTERM', shutDown);
+  process.on('SIGTERM', () => shutDown(true));
 }
 
 if (sharedSocket) {

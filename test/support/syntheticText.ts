@@ -21,3 +21,30 @@ export function syntheticSource(seed: string, chars: number): string {
   }
   return `${lines.join('\n')}\n`;
 }
+
+/** Deterministic minified-looking JavaScript: short names, no indentation, long lines. */
+export function minifiedJs(totalChars: number, lines: number): string {
+  let seed = 27;
+  const rand = (n: number) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const names = 'abcdefghijklmnopqrstuvwxyz'.split('');
+  const name = () => names[rand(26)]! + (rand(3) ? '' : names[rand(26)]);
+  const statements = [
+    () => `var ${name()}=${name()}(${name()},${rand(1000)});`,
+    () => `function ${name()}(${name()},${name()}){return ${name()}.${name()}(${name()})+${rand(99)}}`,
+    () => `if(${name()}<${rand(256)}){${name()}[${name()}]=${name()}.length}`,
+    () => `for(var ${name()}=0;${name()}<${name()}.length;${name()}++)${name()}+=${name()}[${name()}];`,
+    () => `${name()}.prototype.${name()}=function(){return this.${name()}||"${name()}${rand(10)}"};`,
+    () => `return ${name()}&&${name()}(${name()}.${name()},{${name()}:${rand(50)},${name()}:!0});`,
+  ];
+  const perLine = Math.floor(totalChars / lines);
+  const out: string[] = [];
+  for (let i = 0; i < lines; i++) {
+    let line = '';
+    while (line.length < perLine) line += statements[rand(statements.length)]!();
+    out.push(line);
+  }
+  return out.join('\n');
+}

@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { ExtraContextRing, jaccard } from '../../src/context/extraContextRing';
+import { ExtraContextRing, jaccard, MAX_CHUNK_CHARS } from '../../src/context/extraContextRing';
 import { DEFAULT_SPECULATION, EXTRA_CONTEXT_KEY, InferenceSession } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
+import { minifiedJs } from '../support/syntheticText';
 
 const file = (n: number, tag = 'a') => Array.from({ length: n }, (_, i) => `const ${tag}${i} = ${i};`).join('\n');
 
@@ -57,6 +58,16 @@ describe('extra context ring', () => {
     const before = ring.chunks;
     ring.add('c.ts', file(10, 'c'));
     assert.deepEqual(ring.chunks.slice(0, 2), before);
+  });
+
+  it('keeps no chunk of minified code (#27: its 64 lines can be a whole file)', () => {
+    const ring = new ExtraContextRing();
+    assert.equal(ring.add('bundle.min.js', minifiedJs(1_900_000, 1)), false);
+    assert.equal(ring.add('app.min.js', minifiedJs(300_000, 1000), 500), false);
+    assert.equal(ring.chunks.length, 0);
+    // Hand-written code of the same line count is kept.
+    assert.equal(ring.add('a.ts', file(1000), 500), true);
+    assert.ok(ring.chunks[0]!.text.length <= MAX_CHUNK_CHARS);
   });
 
   it('removes a file and clears', () => {

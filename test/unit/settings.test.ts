@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
-import { backendSettingsFrom, DEFAULT_ENGINE_SETTINGS, DEFAULT_SPECULATION } from '../../src/engine/declaredSettings';
+import { backendSettingsFrom, DEFAULT_ENGINE_SETTINGS, DEFAULT_SPECULATION, type LoadInputs, modelSettingsFrom, reloadOnChange } from '../../src/engine/declaredSettings';
 import { SettingsReader, type SettingDeclaration, type SettingValues } from '../../src/engine/settingsReader';
 import { resolveThreads } from '../../src/inference/llamaRuntime';
 import { resolveModelPath } from '../../src/models/modelPath';
@@ -186,5 +186,43 @@ describe('the backend and its server', () => {
     assert.equal(DEFAULT_ENGINE_SETTINGS.maxTokens, DECLARATIONS['draftline.maxTokens']!.default);
     assert.deepEqual(DEFAULT_ENGINE_SETTINGS.disabledLanguages, DECLARATIONS['draftline.disabledLanguages']!.default);
     assert.equal(DEFAULT_ENGINE_SETTINGS.maxPrefixChars, DECLARATIONS['draftline.maxPrefixChars']!.default);
+  });
+});
+
+describe('reloading the models on a settings change (#27 item 3)', () => {
+  const EMBEDDED = { target: '/ext/models/draftline-code-target.gguf', draft: '/ext/models/draftline-code-draft.gguf' };
+  /** What the controller compares: the load inputs as read from these settings. */
+  function inputs(values: Record<string, SettingValues>): LoadInputs {
+    const { settings } = reader(values);
+    const backend = backendSettingsFrom(settings);
+    return { backend, models: backend.kind === 'local' ? modelSettingsFrom(settings, EMBEDDED, '/home/u', 2) : null };
+  }
+  const user = { threads: { globalValue: 2 }, contextSize: { globalValue: 4096 } };
+  /** The decision for a save of a settings file that mentions these keys, with these settings now in effect. */
+  const needsReload = (loaded: LoadInputs | null, now: LoadInputs, saved = ['threads', 'contextSize', 'targetModel', 'gpu', 'backend']) =>
+    reloadOnChange(
+      (key) => saved.some((k) => key === `draftline.${k}`),
+      loaded,
+      () => now,
+    );
+
+  it('saving a workspace settings file that changes no effective value does not reload', () => {
+    const loaded = inputs(user);
+    // The same values written into .vscode/settings.json (VS Code reports each key as changed).
+    assert.equal(needsReload(loaded, inputs({ threads: { globalValue: 2, workspaceValue: 2 }, contextSize: { globalValue: 4096, workspaceValue: 4096 } })), false);
+    // A workspace value of a machine-scoped setting is not read: nothing to reload for.
+    assert.equal(needsReload(loaded, inputs({ ...user, threads: { globalValue: 2, workspaceValue: 64 }, targetModel: { workspaceValue: '/tmp/other.gguf' } })), false);
+    // Only settings the engine reads live (maxTokens) changed.
+    assert.equal(needsReload(loaded, inputs({ ...user, maxTokens: { workspaceValue: 64 } }), ['maxTokens']), false);
+    // The default written out explicitly.
+    assert.equal(needsReload(inputs({}), inputs({ gpu: { globalValue: DECLARATIONS['draftline.gpu']!.default } })), false);
+  });
+
+  it('reloads when a setting the load depends on changed, before any load, and after a failed one', () => {
+    const loaded = inputs(user);
+    assert.equal(needsReload(loaded, inputs({ ...user, threads: { globalValue: 1 } })), true);
+    assert.equal(needsReload(loaded, inputs({ ...user, targetModel: { globalValue: '/models/other.gguf' } })), true);
+    assert.equal(needsReload(loaded, inputs({ ...user, backend: { globalValue: 'llama-server' } })), true);
+    assert.equal(needsReload(null, loaded), true);
   });
 });

@@ -1,0 +1,25 @@
+// The README's command list is what the command palette shows: package.json's contributed commands
+// that the palette does not hide (issue #27: the README listed 9, the palette showed 10).
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import manifest from '../../package.json';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+describe('README', () => {
+  it('lists every command the palette shows, and no other', () => {
+    const hidden = new Set(((manifest.contributes.menus as { commandPalette?: { command: string; when?: string }[] }).commandPalette ?? []).filter((m) => m.when === 'false').map((m) => m.command));
+    const palette = manifest.contributes.commands.filter((c) => !hidden.has(c.command)).map((c) => c.title);
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const line = /- Commands \(`Draftline: …`\): ([\s\S]*?)\. Toggles persist/.exec(readme);
+    assert.ok(line, 'the README has its commands line');
+    // "Show Menu (the others in one list; ...)": the name is what comes before a parenthesis that follows a word.
+    const listed = line[1]!
+      .replace(/\s+/g, ' ')
+      .split(/, (?![^(]*\))/)
+      .map((item) => item.replace(/ \((?!local or server)[^)]*\)$/, '').trim());
+    assert.deepEqual([...listed].sort(), [...palette].sort());
+  });
+});
