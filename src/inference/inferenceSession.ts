@@ -115,7 +115,6 @@ export class InferenceSession {
    * they are slower. File problems (missing, corrupt, vocabulary) are not GPU failures: they throw.
    */
   static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
-    if (settings.gpu === 'cpu') return InferenceSession.loadOn(settings, speculation, log);
     try {
       return await InferenceSession.loadOn(settings, speculation, log);
     } catch (error) {
@@ -151,9 +150,8 @@ export class InferenceSession {
       if (draftProblem) log('warn', draftProblem);
     }
     const inspected = performance.now();
-    const onGpu = settings.gpu !== 'cpu';
     const llama = await runtime.catch((error: Error) => {
-      throw onGpu ? new GpuFailure(`${gpuName(settings.gpu)} did not start (${error.message})`) : error;
+      throw settings.gpu !== 'cpu' ? new GpuFailure(`${gpuName(settings.gpu)} did not start (${error.message})`) : error;
     });
     const runtimeReady = performance.now();
     const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));

@@ -7,12 +7,12 @@ import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { type ModelFilesProvenance, statsReport } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
-import { embeddedPairPaths } from '../models/embedded';
+import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
 import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
-import { DocumentSync } from './documentSync';
+import { DocumentSync, documentLength } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider } from './inlineProvider';
@@ -108,7 +108,8 @@ export class DraftlineController implements vscode.Disposable {
     const local = this.info?.local;
     if (!local) return null;
     const dir = modelsDir(this.context);
-    const embedded = [...Object.values(embeddedPairPaths(this.context.extensionPath, 'v3')), ...Object.values(embeddedPairPaths(this.context.extensionPath, 'tiny'))];
+    const pairs = Object.keys(EMBEDDED_PAIRS) as EmbeddedPairName[];
+    const embedded = pairs.flatMap((pair) => Object.values(embeddedPairPaths(this.context.extensionPath, pair)));
     return {
       target: describeProvenance(dir, local.target.path, embedded).text,
       draft: local.draft ? describeProvenance(dir, local.draft.path, embedded).text : null,
@@ -311,7 +312,7 @@ export class DraftlineController implements vscode.Disposable {
       this.setNoCompletionReason(null);
       return;
     }
-    const length = document.offsetAt(document.lineAt(document.lineCount - 1).range.end);
+    const length = documentLength(document);
     this.setNoCompletionReason(this.engine.skipReason({ uri: document.uri.toString(), languageId: document.languageId, length })?.message ?? null);
   }
 

@@ -4,6 +4,11 @@ import { mirrorDecision } from '../engine/documentMirror';
 
 type DocumentSink = Pick<InferenceBackend, 'openDocument' | 'editDocument' | 'closeDocument'>;
 
+/** A document's length in characters, without reading its text (getText() of a huge file is a huge string). */
+export function documentLength(doc: vscode.TextDocument): number {
+  return doc.offsetAt(doc.lineAt(doc.lineCount - 1).range.end);
+}
+
 function mirrorable(doc: vscode.TextDocument): boolean {
   return (doc.uri.scheme === 'file' || doc.uri.scheme === 'untitled' || doc.uri.scheme === 'vscode-remote') && !doc.isClosed;
 }
@@ -41,7 +46,7 @@ export class DocumentSync implements vscode.Disposable {
     if (!mirrorable(doc)) return;
     const key = doc.uri.toString();
     let text = '';
-    const length = doc.offsetAt(doc.lineAt(doc.lineCount - 1).range.end);
+    const length = documentLength(doc);
     // Huge, binary and minified documents are not mirrored: bounded work (engine/documentMirror.ts).
     if (!mirrorDecision(length, () => (text = doc.getText())).mirror) return;
     this.mirrored.add(key);

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { ExtraContextRing, MAX_CHUNK_CHARS } from '../context/extraContextRing';
 import type { ExtraContext } from '../shared/types';
+import { documentLength } from './documentSync';
 
 /** Lines read around the cursor of a file the user leaves or saves (the ring keeps 64 of them). */
 const READ_RADIUS = 48;
@@ -65,7 +66,7 @@ export class ExtraContextCollector implements vscode.Disposable {
     if (!this.settings().enabled || document.isClosed) return;
     if (document.uri.scheme !== 'file' && document.uri.scheme !== 'untitled') return;
     const last = document.lineCount - 1;
-    if (document.offsetAt(document.lineAt(last).range.end) > MAX_SOURCE_CHARS) return;
+    if (documentLength(document) > MAX_SOURCE_CHARS) return;
     const first = Math.max(0, line - READ_RADIUS);
     const range = document.validateRange(new vscode.Range(first, 0, Math.min(last, line + READ_RADIUS), Number.MAX_SAFE_INTEGER));
     // Minified code: these lines can be most of the file, and the ring would not keep them anyway.

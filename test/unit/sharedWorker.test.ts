@@ -15,6 +15,7 @@ import { readFrames, writeFrame } from '../../src/worker/frames';
 import type { WorkerDiagnostics } from '../../src/worker/protocol';
 import { ensurePrivateDirectory, sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
+import { isAlive } from '../support/processes';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -26,14 +27,6 @@ const SPECULATION = { maxProposal: 5, ngramMinMatch: 2, ngramMaxMatch: 8, draftM
 const request = (prefix: string, over: Partial<CompletionRequest> = {}): CompletionRequest => ({ prefix, suffix: '\n}\n', maxTokens: 16, mode: 'hybrid', ...over });
 const PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const until = async (condition: () => boolean, timeoutMs: number, what: string) => {
   const deadline = Date.now() + timeoutMs;
   while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -138,7 +131,7 @@ describe('shared inference worker', { skip }, () => {
     const pids = clients.map((c) => c.pid).filter((p): p is number => p !== undefined);
     for (const c of clients.splice(0)) c.dispose();
     // Each test's worker leaves when idle (400 ms): wait for it, so no test inherits another's.
-    await until(() => pids.every((p) => !alive(p)), 10_000, 'the idle shared worker exits');
+    await until(() => pids.every((p) => !isAlive(p)), 10_000, 'the idle shared worker exits');
   });
   after(() => {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
@@ -295,7 +288,7 @@ describe('shared inference worker', { skip }, () => {
     await a.start();
     const pid = a.pid!;
     a.dispose();
-    await until(() => !alive(pid), 10_000, 'the worker exits');
+    await until(() => !isAlive(pid), 10_000, 'the worker exits');
     assert.equal(fs.existsSync(address.socketPath), false);
   });
 });

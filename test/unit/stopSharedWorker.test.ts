@@ -10,19 +10,12 @@ import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
+import { isAlive } from '../support/processes';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
 // Asynchronous: this process is the worker's parent here and must reap it while the script waits.
 const stopScript = async (dir: string) => (await promisify(execFile)('bash', [path.join(ROOT, 'scripts/stop-shared-worker.sh'), dir], { encoding: 'utf8' })).stdout;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('scripts/stop-shared-worker.sh', { skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`' }, () => {
   it('stops the shared worker that outlives its window, and removes its socket', async () => {
@@ -33,15 +26,15 @@ describe('scripts/stop-shared-worker.sh', { skip: fs.existsSync(WORKER) ? false 
     try {
       await client.start();
       const pid = client.pid;
-      assert.ok(pid && alive(pid));
+      assert.ok(pid && isAlive(pid));
       // The window goes away (code-server stopped): the worker stays, waiting for a reload.
       client.dispose();
       await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.ok(alive(pid), 'the shared worker outlives its last window');
+      assert.ok(isAlive(pid), 'the shared worker outlives its last window');
       const started = Date.now();
       const out = await stopScript(dir);
       assert.match(out, new RegExp(`stopped the shared inference worker \\(pid ${pid}\\)`));
-      assert.equal(alive(pid), false);
+      assert.equal(isAlive(pid), false);
       // It stopped on the SIGTERM (no 5 s wait for the SIGKILL) and cleaned up after itself.
       assert.ok(Date.now() - started < 4000, `took ${Date.now() - started} ms`);
       assert.equal(fs.existsSync(address.socketPath), false);
@@ -61,7 +54,7 @@ describe('scripts/stop-shared-worker.sh', { skip: fs.existsSync(WORKER) ? false 
       const pid = client.pid!;
       const started = Date.now();
       await stopScript(dir);
-      assert.equal(alive(pid), false);
+      assert.equal(isAlive(pid), false);
       assert.ok(Date.now() - started < 4000, `a SIGTERM stops it even with a window connected (an extension host code-server left behind); took ${Date.now() - started} ms`);
       assert.equal(await stopScript(dir), '');
     } finally {
