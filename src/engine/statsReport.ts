@@ -1,4 +1,5 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
+import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, threadsExplanation } from './statusText';
 import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '../shared/types';
@@ -17,7 +18,7 @@ export interface ModelFilesProvenance {
  * Show Stats as Markdown: the mode, the models (and whether their files were verified), the last
  * completion and the session totals.
  */
-export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance): string {
+export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance, timeline?: GhostTextTimeline): string {
   const lines: string[] = ['# Draftline stats', '', `Mode: ${backend?.remote ? `${backend.kind} server (its own decoding)` : mode}`, ''];
   const models = backend?.local;
   if (backend?.remote) lines.push(...remoteReport(backend, backend.remote), '');
@@ -70,6 +71,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       `| extra context | ${s.extraContext ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}` : 'none'} |`,
     );
   }
+  if (timeline) lines.push('', '### The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
   const a = stats.aggregate();
   const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
   lines.push(

@@ -4,6 +4,7 @@ import type { InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
+import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { type ModelFilesProvenance, statsReport } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
@@ -13,6 +14,8 @@ import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult,
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { DocumentSync, documentLength } from './documentSync';
+import { EditArrivals } from './editArrivals';
+import { HugeFileAdvice } from './hugeFileAdvice';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider } from './inlineProvider';
@@ -51,6 +54,10 @@ export class DraftlineController implements vscode.Disposable {
   activationToReadyMs: number | null = null;
   readonly statsUri = vscode.Uri.parse('draftline-stats:Draftline%20Report.md');
   private readonly statsChanged = new vscode.EventEmitter<vscode.Uri>();
+  private readonly editArrivals = new EditArrivals();
+  private readonly hugeFileAdvice: HugeFileAdvice;
+  /** Where the time went for the last ghost text (Show Stats). */
+  private lastTimeline: GhostTextTimeline | undefined;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
@@ -61,6 +68,7 @@ export class DraftlineController implements vscode.Disposable {
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
     this.documentSync = new DocumentSync(() => this.backend);
+    this.hugeFileAdvice = new HugeFileAdvice(context.globalState, (message) => this.log.info(message));
     this.extraContext = new ExtraContextCollector(() => readExtraContextSettings(this.reportSettingProblem));
     const provider = (this.provider = new DraftlineInlineProvider({
       engine: () => (this.info ? this.engine : null),
@@ -70,8 +78,15 @@ export class DraftlineController implements vscode.Disposable {
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
       onSkipped: (skip) => this.setNoCompletionReason(skip?.message ?? null),
       extraContext: (document) => this.extraContext.contextFor(document),
+      lastEditAt: (document) => this.editArrivals.lastEditAt(document),
+      onAnswered: (timeline) => {
+        this.lastTimeline = timeline;
+        const slow = describeSlowGhostText(timeline);
+        if (slow) this.log.info(slow);
+      },
     }));
     this.disposables.push(
+      this.editArrivals,
       this.extraContext,
       this.log,
       this.statusBar,
@@ -80,7 +95,7 @@ export class DraftlineController implements vscode.Disposable {
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
         onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined),
+        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.checkActiveDocument()),
@@ -313,7 +328,11 @@ export class DraftlineController implements vscode.Disposable {
       return;
     }
     const length = documentLength(document);
-    this.setNoCompletionReason(this.engine.skipReason({ uri: document.uri.toString(), languageId: document.languageId, length })?.message ?? null);
+    const skip = this.engine.skipReason({ uri: document.uri.toString(), languageId: document.languageId, length });
+    this.setNoCompletionReason(skip?.message ?? null);
+    if (!skip && this.engine.settings.enabled) {
+      void this.hugeFileAdvice.check(document, this.documentSync.notMirroredReason(document)).catch((e: Error) => this.log.warn(`huge-file advice: ${e.message}`));
+    }
   }
 
   private setNoCompletionReason(reason: string | null): void {

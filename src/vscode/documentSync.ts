@@ -19,6 +19,8 @@ function mirrorable(doc: vscode.TextDocument): boolean {
  */
 export class DocumentSync implements vscode.Disposable {
   private readonly mirrored = new Set<string>();
+  /** Why an open document is not mirrored (huge, binary, minified), by URI. */
+  private readonly notMirrored = new Map<string, string>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly sink: () => DocumentSink) {
@@ -27,6 +29,11 @@ export class DocumentSync implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((d) => this.close(d)),
       vscode.workspace.onDidChangeTextDocument((e) => this.change(e)),
     );
+  }
+
+  /** Why the document is not mirrored (e.g. 'minified (very long lines)'), or undefined when it is (or is not open). */
+  notMirroredReason(doc: vscode.TextDocument): string | undefined {
+    return this.notMirrored.get(doc.uri.toString());
   }
 
   /** Sends every open document again (after a worker restart or model change). */
@@ -48,13 +55,19 @@ export class DocumentSync implements vscode.Disposable {
     let text = '';
     const length = documentLength(doc);
     // Huge, binary and minified documents are not mirrored: bounded work (engine/documentMirror.ts).
-    if (!mirrorDecision(length, () => (text = doc.getText())).mirror) return;
+    const decision = mirrorDecision(length, () => (text = doc.getText()));
+    if (!decision.mirror) {
+      this.notMirrored.set(key, decision.reason);
+      return;
+    }
+    this.notMirrored.delete(key);
     this.mirrored.add(key);
     this.sink().openDocument(key, text);
   }
 
   private close(doc: vscode.TextDocument): void {
     const key = doc.uri.toString();
+    this.notMirrored.delete(key);
     if (this.mirrored.delete(key)) this.sink().closeDocument(key);
   }
 

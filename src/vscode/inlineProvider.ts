@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
+import type { GhostTextTimeline } from '../engine/ghostTextTimeline';
 import type { ExtraContext } from '../shared/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
@@ -34,6 +35,10 @@ export interface ProviderHooks {
   onSkipped(skip: SkippedCompletion | null): void;
   /** Chunks of the user's other code for the prompt (vscode/extraContext.ts). */
   extraContext?(document: vscode.TextDocument): ExtraContext | undefined;
+  /** When the document's last edit reached the extension host (performance.now()), if one was seen (vscode/editArrivals.ts). */
+  lastEditAt?(document: vscode.TextDocument): number | undefined;
+  /** Where the time went for a request answered with ghost text. */
+  onAnswered?(timeline: GhostTextTimeline): void;
 }
 
 function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
@@ -59,6 +64,8 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     context: vscode.InlineCompletionContext,
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | undefined> {
+    const askedAt = performance.now();
+    const editAt = this.hooks.lastEditAt?.(document);
     const engine = this.hooks.engine();
     if (!engine?.settings.enabled) return undefined;
     const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
@@ -83,6 +90,13 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       this.hooks.onSkipped(null);
       if (token.isCancellationRequested || !result.text) return undefined;
       this.hooks.onCompleted();
+      const last = result.fromCache ? undefined : engine.stats.last;
+      this.hooks.onAnswered?.({
+        askedAfterEditMs: editAt === undefined ? null : Math.max(0, askedAt - editAt),
+        answeredInMs: performance.now() - askedAt,
+        ...(last?.waitMs !== undefined ? { waitMs: last.waitMs, modelMs: last.latencyMs } : {}),
+        fromCache: result.fromCache,
+      });
       // The text also replaces what it covers of the rest of the line (auto-closed brackets it writes itself).
       const replaced = new vscode.Range(position, position.translate(0, result.replaceSuffixChars));
       const item = new vscode.InlineCompletionItem(result.text, replaced, {

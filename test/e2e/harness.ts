@@ -942,3 +942,16 @@ export async function saveActiveFile(page: Page, timeoutMs = 10_000): Promise<vo
     { timeoutMs, what: 'the active tab to be saved (not dirty)', describe: () => diag(page) },
   );
 }
+
+/** Clicks the button labelled `label` on a notification toast (waits for it to be shown). */
+export async function clickNotificationButton(page: Page, label: RegExp, timeoutMs = 60_000): Promise<void> {
+  const button = await waitFor(
+    async () => {
+      const buttons = await page.$$('.notifications-toasts .notification-toast .monaco-button');
+      for (const b of buttons) if (label.test((await b.textContent()) ?? '')) return b;
+      return undefined;
+    },
+    { timeoutMs, what: `a notification button ${label}`, describe: async () => `notifications: ${JSON.stringify(await readNotifications(page))}` },
+  );
+  await button.click();
+}

@@ -7,10 +7,10 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
 import { CATALOG } from '../../src/models/catalog';
 import { startModelServer } from '../support/modelServer';
 import {
+  clickNotificationButton,
   closeWorkbench,
   e2eUnavailableReason,
   gotoLineEnd,
@@ -34,18 +34,6 @@ const hubPath = (uri: string) => {
   const [, user, repo, file, revision = 'main'] = /^hf:([^/]+)\/([^/]+)\/([^#]+)(?:#(.+))?$/.exec(uri)!;
   return `/${user}/${repo}/resolve/${revision}/${file}`;
 };
-
-async function clickNotificationButton(page: Page, label: RegExp): Promise<void> {
-  const button = await waitFor(
-    async () => {
-      const buttons = await page.$$('.notifications-toasts .notification-toast .monaco-button');
-      for (const b of buttons) if (label.test((await b.textContent()) ?? '')) return b;
-      return undefined;
-    },
-    { timeoutMs: 60_000, what: `a notification button ${label}` },
-  );
-  await button.click();
-}
 
 describe('first run: download the recommended pair and complete with it', { skip: e2eUnavailableReason() ?? false }, () => {
   let server: CodeServer;

@@ -1,0 +1,51 @@
+// Where the time between an edit and its ghost text goes, as the extension host sees it. In a huge
+// file on a busy machine the editor itself can take tens of seconds before it asks for ghost text
+// (issue #27: a 3 MB minified file, ~50 s, of which Draftline's part was a few seconds); this says
+// which part was whose, in the log and in Show Stats, so a user (and the real-editor test) can tell.
+
+/** One answered request for ghost text, in milliseconds. */
+export interface GhostTextTimeline {
+  /** From the document's last edit reaching the extension host to VS Code asking for ghost text; null when no edit was seen (a cursor move, an explicit request). */
+  askedAfterEditMs: number | null;
+  /** From VS Code asking to Draftline answering: everything that is Draftline's (debounce, model, post-processing). */
+  answeredInMs: number;
+  /** Of answeredInMs: the wait before the model request (the debounce as it really ran), when the model was asked. */
+  waitMs?: number;
+  /** Of answeredInMs: the model request, when the model was asked (absent for a cache hit). */
+  modelMs?: number;
+  fromCache: boolean;
+}
+
+/** A timeline worth a line in the log: the user waited this long, from the edit reaching Draftline to the answer. */
+export const SLOW_GHOST_TEXT_MS = 1000;
+
+export function totalMs(t: GhostTextTimeline): number {
+  return (t.askedAfterEditMs ?? 0) + t.answeredInMs;
+}
+
+const seconds = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+
+/** Draftline's own part, split where it can be. */
+function ours(t: GhostTextTimeline): string {
+  if (t.fromCache) return `Draftline answered from its cache in ${seconds(t.answeredInMs)}`;
+  const parts = [...(t.waitMs !== undefined ? [`${seconds(t.waitMs)} waiting for typing to pause`] : []), ...(t.modelMs !== undefined ? [`${seconds(t.modelMs)} in the model`] : [])];
+  return `Draftline answered in ${seconds(t.answeredInMs)}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+}
+
+/** The log line for a slow ghost text, or null when it was not slow. */
+export function describeSlowGhostText(t: GhostTextTimeline): string | null {
+  const total = totalMs(t);
+  if (total < SLOW_GHOST_TEXT_MS) return null;
+  if (t.askedAfterEditMs === null) return `slow ghost text: ${ours(t)}`;
+  const editorShare = t.askedAfterEditMs / total;
+  const why = editorShare >= 0.5 ? ': most of it before VS Code asked (the editor was busy: in a huge file its own language features and rendering can take this long)' : '';
+  return `slow ghost text: ${seconds(total)} from the edit reaching Draftline to the answer${why} — VS Code asked ${seconds(t.askedAfterEditMs)} after the edit; ${ours(t)}`;
+}
+
+/** Show Stats' rows for the last answered request (Markdown table rows). */
+export function timelineRows(t: GhostTextTimeline): string[] {
+  return [
+    `| VS Code asked, after the edit reached Draftline | ${t.askedAfterEditMs === null ? '- (no edit: a cursor move or an explicit request)' : seconds(t.askedAfterEditMs)} |`,
+    `| Draftline answered, after VS Code asked | ${seconds(t.answeredInMs)}${t.fromCache ? ' (from the cache)' : ''} |`,
+  ];
+}

@@ -1,0 +1,118 @@
+// Issue #27 item 1, in the real editor: a 3.15 MB minified JavaScript file (10,637 lines), typing a
+// statement two thirds into it. A new user saw the first ghost text ~50 s after the last key. Measured
+// here (code-server + chromium on 2 cores): the edits reach the extension host seconds late, VS Code
+// asks for ghost text tens of seconds after them (its JavaScript service starting and its renderer
+// laying out the file keep both cores busy), and the renderer can stay blocked for minutes: VS Code colors
+// ghost text by tokenizing the file up to the cursor first (219 s to the ghost text with it, 22 s
+// without, on a busy machine). Draftline offers to turn that coloring off (vscode/hugeFileAdvice.ts). Draftline's
+// own part is bounded: the provider answers within ANSWER_BOUND_MS of being asked, read from its log
+// line (engine/ghostTextTimeline.ts), and the file is neither mirrored nor indexed (documentMirror.ts).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { minifiedJs } from '../support/syntheticText';
+import {
+  clickNotificationButton,
+  closeWorkbench,
+  e2eUnavailableReason,
+  gotoLineEnd,
+  openFile,
+  openWorkbench,
+  readGhostText,
+  repoRoot,
+  sleep,
+  startCodeServer,
+  typeLikeAPerson,
+  waitFor,
+  type CodeServer,
+  type Workbench,
+} from './harness';
+
+const ROOT = repoRoot();
+const OUT = path.join(ROOT, 'test-output', 'e2e-big-file');
+const FILE = 'bundle.min.js';
+/** Draftline's part (asked → answered: debounce, prompt window, model, post-processing) on a CPU the editor keeps busy; alone it is ~1.5 s (bench/bigFile.ts). */
+const ANSWER_BOUND_MS = 15_000;
+/** How long the test waits for the ghost text: VS Code's part is not bounded by us (seen: 35 s, and a renderer blocked for minutes). */
+const GHOST_DEADLINE_MS = 300_000;
+const skip = e2eUnavailableReason();
+
+/** The Draftline output channel's log file(s) under code-server's user data. */
+function draftlineLogs(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...draftlineLogs(p));
+    else if (entry.name === 'Draftline.log') found.push(p);
+  }
+  return found;
+}
+
+const asMs = (value: string, unit: string) => Number(value) * (unit === 's' ? 1000 : 1);
+
+describe('a huge minified file in a real VS Code', { skip: skip ?? false }, () => {
+  let server: CodeServer;
+  let wb: Workbench;
+  let page: Page;
+  const workspace = path.join(OUT, 'workspace');
+
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    fs.mkdirSync(workspace, { recursive: true });
+    fs.writeFileSync(path.join(workspace, FILE), minifiedJs(3_150_000, 10_637));
+    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
+    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
+    server = await startCodeServer({ workspaceDir: workspace, outDir: path.join(OUT, 'server'), settings: { 'editor.autoClosingBrackets': 'never' }, vsixPaths: [vsix] });
+    wb = await openWorkbench(server, { folder: workspace });
+    page = wb.page;
+  });
+
+  after(async () => {
+    await closeWorkbench(wb);
+    await server?.stop();
+  });
+
+  it(`Draftline offers to turn off ghost-text coloring; ghost text comes, and Draftline answers within ${ANSWER_BOUND_MS / 1000} s of being asked`, async () => {
+    const started = Date.now();
+    await openFile(page, FILE, 180_000);
+    const opened = Date.now() - started;
+    // Coloring on (the default) is what froze the renderer (hugeFileAdvice.ts): the user takes the offer.
+    await clickNotificationButton(page, /Turn Off Ghost-Text Coloring/, 120_000);
+    const userSettings = path.join(server.userDataDir, 'User', 'settings.json');
+    await waitFor(async () => JSON.parse(fs.readFileSync(userSettings, 'utf8'))['editor.inlineSuggest.syntaxHighlightingEnabled'] === false, {
+      timeoutMs: 30_000,
+      what: 'editor.inlineSuggest.syntaxHighlightingEnabled: false in the user settings',
+      describe: async () => fs.readFileSync(userSettings, 'utf8'),
+    });
+    // The end of a line two thirds into the file, where the user types a new statement.
+    await gotoLineEnd(page, 7_020);
+    await typeLikeAPerson(page, 'var sum=list[i];', 80);
+    const lastKey = Date.now();
+    let ghost = '';
+    while (!ghost && Date.now() - lastKey < GHOST_DEADLINE_MS) {
+      ghost = await readGhostText(page);
+      if (!ghost) await sleep(200);
+    }
+    const ghostAfterMs = Date.now() - lastKey;
+    const log = draftlineLogs(server.userDataDir)
+      .map((f) => fs.readFileSync(f, 'utf8'))
+      .join('\n');
+    const slow = log.split('\n').filter((line) => line.includes('slow ghost text:'));
+    console.log(`opened in ${opened} ms; ghost text read ${ghostAfterMs} ms after the last key: ${JSON.stringify(ghost.slice(0, 60))}\n${slow.join('\n')}`);
+    assert.ok(ghost, `ghost text within ${GHOST_DEADLINE_MS / 1000} s of the last key`);
+    assert.match(log, /ready \d+ ms after activation/, 'the models loaded');
+    if (slow.length === 0) {
+      // Under SLOW_GHOST_TEXT_MS from the edit to the answer: nothing to attribute.
+      return;
+    }
+    for (const line of slow) {
+      const answered = /Draftline answered (?:from its cache )?in ([\d.]+) (ms|s)/.exec(line);
+      assert.ok(answered, `the log line gives Draftline's part: ${line}`);
+      const ours = asMs(answered[1]!, answered[2]!);
+      assert.ok(ours <= ANSWER_BOUND_MS, `Draftline answered in ${ours} ms of being asked (bound ${ANSWER_BOUND_MS} ms): ${line}`);
+    }
+  });
+});
