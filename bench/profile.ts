@@ -57,9 +57,14 @@ interface StepRow {
 /**
  * One token evaluated with its greedy token's probability, as the draft proposer asks for every
  * drafted token: the library's `confidence` option (a sort of the whole vocabulary) vs the direct
- * path's 1 / totalLogitWeight (one pass), and without any confidence.
+ * path's 1 / totalLogitWeight (one pass; where the library has no totalLogitWeight, node-llama-cpp
+ * 3.21, the direct path falls back to `confidence` too: `directSource` says which it used), the
+ * native reader, and without any confidence.
  */
-async function confidenceCost(session: InferenceSession, depth: number): Promise<{ libraryConfidence: number; directConfidence: number; nativeConfidence: number | null; noConfidence: number }> {
+async function confidenceCost(
+  session: InferenceSession,
+  depth: number,
+): Promise<{ libraryConfidence: number; directConfidence: number; directSource: string; nativeConfidence: number | null; noConfidence: number }> {
   const ev = session.target.evaluator as LlamaSequenceEvaluator;
   const seq = (ev as unknown as { sequence: { controlledEvaluate(input: unknown[]): Promise<unknown> } }).sequence;
   await session.resetCaches();
@@ -79,13 +84,14 @@ async function confidenceCost(session: InferenceSession, depth: number): Promise
   ev.usePath('direct');
   const noConfidence = await time(() => ev.append([300], 1));
   const directConfidence = await time(() => ev.append([300], 1, true));
+  const directSource = ev.confidenceSource ?? 'unknown';
   // The old way: the library's confidence option (the evaluator's mirror of the cache is kept in step by hand).
   const libraryConfidence = await time(async () => {
     await seq.controlledEvaluate([[300, { generateNext: { token: true, confidence: true, options: { temperature: 0 } } }]]);
     (ev as unknown as { cached: number[] }).cached.push(300);
   });
   await session.resetCaches();
-  return { libraryConfidence, directConfidence, nativeConfidence: native, noConfidence };
+  return { libraryConfidence, directConfidence, directSource, nativeConfidence: native, noConfidence };
 }
 
 async function profileTarget(
@@ -208,7 +214,7 @@ async function main() {
     }
     md.push(
       '',
-      `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct 1 / totalLogitWeight ${fmt(confidence.directConfidence, 3)}, native reader ${confidence.nativeConfidence === null ? 'n/a' : fmt(confidence.nativeConfidence, 3)}, no confidence (direct) ${fmt(confidence.noConfidence, 3)}.`,
+      `One token with its greedy token's probability (what the draft proposer asks per drafted token), ms: library \`confidence\` ${fmt(confidence.libraryConfidence, 3)}, direct (${confidence.directSource === 'confidence' ? "the library's `confidence`: this node-llama-cpp has no totalLogitWeight" : '1 / totalLogitWeight'}) ${fmt(confidence.directConfidence, 3)}, native reader ${confidence.nativeConfidence === null ? 'n/a' : fmt(confidence.nativeConfidence, 3)}, no confidence (direct) ${fmt(confidence.noConfidence, 3)}.`,
     );
     md.push('', `Runs whose output differs from plain decoding (near-ties under batch drift): ${differing} of ${runs}.`);
     confidences[name] = confidence;

@@ -2,17 +2,33 @@
 # Builds llama.cpp's llama-server from the source node-llama-cpp ships (llama/gitRelease.bundle),
 # into bench/cache/llama-server (cached; ~30 min on 2 cores). `npm run bench` uses it when present:
 # speculative decoding with -md and /infill, the way llama.vscode users run it.
+# The cache is keyed by the llama.cpp release node-llama-cpp ships (llama/llama.cpp.info.json `tag`):
+# after a node-llama-cpp version move that changes the release, the old source and build are
+# thrown away and rebuilt, so the bench never compares against a stale llama-server.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=bench/cache/llama-server
 BIN=$DIR/build/bin/llama-server
+LLAMA=node_modules/node-llama-cpp/llama
+RELEASE_STAMP=$DIR/llama.cpp-release
+RELEASE=$(node -e 'const info = require(process.argv[1]); if (!info.tag) process.exit(1); process.stdout.write(info.tag)' "./$LLAMA/llama.cpp.info.json") ||
+  { echo "cannot read the llama.cpp release from $LLAMA/llama.cpp.info.json (is node-llama-cpp installed?)" >&2; exit 1; }
+CACHED_RELEASE=$(cat "$RELEASE_STAMP" 2>/dev/null || true)
+if [ "$CACHED_RELEASE" != "$RELEASE" ]; then
+  if [ -e "$DIR/src" ] || [ -e "$DIR/build" ]; then
+    echo "llama-server cache is from llama.cpp ${CACHED_RELEASE:-(unknown release)}; node-llama-cpp ships $RELEASE: rebuilding"
+  fi
+  rm -rf "$DIR/src" "$DIR/build" "$RELEASE_STAMP"
+fi
 # A binary that cannot run here (e.g. built before the AMX rule below) is rebuilt.
-if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && [ -f "$DIR/build/.runs-here" ]; then echo "llama-server already built: $BIN"; exit 0; fi
+if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && [ -f "$DIR/build/.runs-here" ]; then echo "llama-server already built: $BIN (llama.cpp $RELEASE)"; exit 0; fi
 mkdir -p "$DIR"
 if [ ! -d "$DIR/src/.git" ]; then
   rm -rf "$DIR/src"
-  git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle "$DIR/src"
+  git clone -q "$LLAMA/gitRelease.bundle" "$DIR/src"
 fi
+# Stamped before the (long) build: an interrupted build of this release resumes instead of restarting.
+printf '%s\n' "$RELEASE" >"$RELEASE_STAMP"
 # Built for this CPU, except AMX: where the CPU reports AMX tiles but the VM does not enable them
 # (this VM), -march=native builds an llama-server that dies with SIGILL at the first decode
 # (tilezero in ggml's AMX Q8_0 kernel). There, the same ISA without AMX.
@@ -24,4 +40,4 @@ fi
 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF "${ISA[@]}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
 cmake --build "$DIR/build" --target llama-server -j "$(nproc)"
 touch "$DIR/build/.runs-here"
-echo "built $BIN"
+echo "built $BIN (llama.cpp $RELEASE)"

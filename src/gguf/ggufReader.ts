@@ -116,7 +116,8 @@ export const GgmlType = {
 
 /**
  * [elements per block, bytes per block] by ggml type id. Checked against
- * ggml_blck_size/ggml_type_size of the llama.cpp in node-llama-cpp 3.22.1.
+ * ggml_blck_size/ggml_type_size of the llama.cpp releases in node-llama-cpp 3.21.1 and 3.22.1
+ * (the same type table in both); a release that adds a type needs a row here.
  */
 const GGML_TYPE_LAYOUT: Record<number, readonly [number, number]> = {
   0: [1, 4],

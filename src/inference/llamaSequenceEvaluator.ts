@@ -19,10 +19,29 @@ import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvalua
 export type EvaluatorPath = 'native' | 'direct' | 'library';
 
 /**
- * The few node-llama-cpp 3.22.1 internals the direct path uses. They are checked once when the
- * evaluator is made (`directInternals`); anything missing selects the library path instead.
+ * Where the `confidence` of a drafted token (the greedy token's probability, p(top)) comes from:
+ * - `native reader`: 1 / Σ exp(logit − max), summed by Draftline's native reader in token order;
+ * - `totalLogitWeight`: 1 / the library's `totalLogitWeight` (node-llama-cpp 3.22+), the same sum,
+ *   the same number, one pass over the vocabulary;
+ * - `confidence`: the library's `confidence` (node-llama-cpp 3.21, which has no totalLogitWeight):
+ *   the same probability, exp(0) / Σ exp(logit − max) in float, but the library sorts the whole
+ *   vocabulary before summing (in that order: equal to the others up to float rounding).
+ * Which of the last two a version offers is found on the first read that asks (`confidenceSource`
+ * says), not from its version number.
+ */
+export type ConfidenceSource = 'native reader' | 'totalLogitWeight' | 'confidence';
+
+/**
+ * The few node-llama-cpp internals the direct path uses (the same in 3.21.1 and 3.22.1). They are
+ * checked once when the evaluator is made (`directInternals`); anything missing selects the library
+ * path instead.
  */
 interface NativeContext {
+  /**
+   * 3.21: (index, sampler, probabilities, confidence) → token, or [token, probabilities, confidence]
+   * when a flag is given; 3.22 adds `logits` and `totalLogitWeight` ([3], [4]). An argument a version
+   * does not know is ignored, and its result slot stays empty.
+   */
   sampleToken(
     batchLogitIndex: number,
     sampler: NativeSampler,
@@ -30,7 +49,7 @@ interface NativeContext {
     confidence?: boolean,
     logits?: boolean,
     totalLogitWeight?: boolean,
-  ): Promise<number | [number, unknown, unknown, unknown, number | undefined]>;
+  ): Promise<number | [number, unknown, number | undefined, unknown, number | undefined]>;
 }
 interface NativeSampler {
   applyConfig(config: object): void;
@@ -56,6 +75,27 @@ interface SequenceInternals {
 interface ModelInternals {
   _model: unknown;
   _llama: { _bindings: { AddonSampler: new (model: unknown) => NativeSampler } };
+}
+
+/**
+ * What the library path asks controlledEvaluate for, and what it reads back. `totalLogitWeight` is
+ * node-llama-cpp 3.22+ only (3.21's types lack it and it ignores it), hence typed here, not imported.
+ */
+interface LibraryGenerateNext {
+  token: true;
+  totalLogitWeight?: true;
+  confidence?: true;
+  options: { temperature: number };
+}
+interface LibraryNext {
+  token?: Token | null;
+  confidence?: number;
+  totalLogitWeight?: number;
+}
+
+/** The token of a native sampleToken answer (a bare token, or [token, …] when options were given). */
+function sampledToken(result: Awaited<ReturnType<NativeContext['sampleToken']>>): number {
+  return Array.isArray(result) ? result[0] : result;
 }
 
 /** The library's default evaluation priority (only one sequence per context here: it never competes). */
@@ -86,6 +126,11 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private currentPath: EvaluatorPath;
   private readonly internals: { seq: SequenceInternals; model: ModelInternals } | null;
   private sampler: NativeSampler | undefined;
+  /**
+   * Whether the library reports `totalLogitWeight`, per path (the direct path asks the native
+   * binding, the library path controlledEvaluate): unknown until the first read with a confidence.
+   */
+  private readonly reportsTotalLogitWeight: { direct?: boolean; library?: boolean } = {};
   private readonly nativeReader: NativeAddon | undefined;
   /** Why the native reader is not used, when it is not (logged by the session, shown by the profile). */
   readonly nativeUnavailable: string | undefined;
@@ -119,6 +164,16 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     if (path !== 'library' && !this.internals) throw new Error(`the ${path} evaluation path needs node-llama-cpp internals this version lacks`);
     if (path === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     this.currentPath = path;
+  }
+
+  /**
+   * Where the current path's confidences come from; undefined while unknown (no confidence was read
+   * yet on a path that asks the library).
+   */
+  get confidenceSource(): ConfidenceSource | undefined {
+    if (this.currentPath === 'native') return 'native reader';
+    const reports = this.reportsTotalLogitWeight[this.currentPath];
+    return reports === undefined ? undefined : reports ? 'totalLogitWeight' : 'confidence';
   }
 
   get tokens(): readonly Token[] {
@@ -155,7 +210,9 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
    * needs nothing after its first rejection: at low acceptance most positions are never read).
    * Read by the native reader in one call, or else by one reused native sampler, a call a position.
    * Confidence is 1 / Σ exp(logit - max): the argmax's own probability, computed without the
-   * full-vocabulary sort the library's confidence option does (18 ms per position with a 152k vocabulary).
+   * full-vocabulary sort the library's confidence option does (18 ms per position with a 152k
+   * vocabulary) — by the native reader, or by the library where it offers totalLogitWeight (3.22+);
+   * else (3.21) the direct path asks for the library's confidence, sort and all (ConfidenceSource).
    */
   private async appendDirect(
     internals: { seq: SequenceInternals; model: ModelInternals },
@@ -207,15 +264,40 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     const sampler = this.greedySampler(internals);
     for (let j = 0; j < count; j++) {
       const batchLogitIndex = batchIndexes[j];
-      const result = withConfidence ? await native.sampleToken(batchLogitIndex, sampler, false, false, false, true) : await native.sampleToken(batchLogitIndex, sampler);
-      const token = Array.isArray(result) ? result[0] : result;
+      const next = withConfidence ? await this.sampleWithConfidence(native, batchLogitIndex, sampler) : { token: sampledToken(await native.sampleToken(batchLogitIndex, sampler)) };
+      const token = next.token;
       if (token == null || token < 0) throw new Error(`no next token at input position ${firstOutput + j}`);
-      const weight = Array.isArray(result) ? result[4] : undefined;
-      out.push(withConfidence && weight !== undefined && weight > 0 ? { token, confidence: 1 / weight } : { token });
+      out.push(next.confidence !== undefined ? { token, confidence: next.confidence } : { token });
       // A verify step needs nothing after the first position that disagrees with the proposal.
       if (expected && (j >= expected.length || expected[j] !== token)) break;
     }
     return out;
+  }
+
+  /**
+   * One position's greedy token and its probability through the native sampler: 1 / totalLogitWeight
+   * where the library reports it (no sort), else the library's confidence (sorts the vocabulary). The
+   * first read asks for totalLogitWeight; a version that ignores that argument answers without it, and
+   * the same position is read again for its confidence (the logits stay until the next decode; the
+   * greedy sampler, configured without penalties or grammar, keeps no state between reads): once per
+   * evaluator, and never on a version that has it.
+   */
+  private async sampleWithConfidence(native: NativeContext, batchLogitIndex: number, sampler: NativeSampler): Promise<{ token: number; confidence?: number }> {
+    if (this.reportsTotalLogitWeight.direct !== false) {
+      const result = await native.sampleToken(batchLogitIndex, sampler, false, false, false, true);
+      const token = sampledToken(result);
+      const weight = Array.isArray(result) ? result[4] : undefined;
+      if (weight !== undefined) {
+        this.reportsTotalLogitWeight.direct = true;
+        return weight > 0 ? { token, confidence: 1 / weight } : { token };
+      }
+      // No output at this position (the caller says so), or known to report it: nothing to learn.
+      if (token < 0 || this.reportsTotalLogitWeight.direct) return { token };
+      this.reportsTotalLogitWeight.direct = false;
+    }
+    const result = await native.sampleToken(batchLogitIndex, sampler, false, true);
+    const confidence = Array.isArray(result) ? result[2] : undefined;
+    return confidence !== undefined ? { token: sampledToken(result), confidence } : { token: sampledToken(result) };
   }
 
   /** Grows the reused arrays to hold `count` output positions. */
@@ -229,16 +311,26 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   }
 
   private async appendLibrary(input: readonly Token[], firstOutput: number, withConfidence: boolean): Promise<EvaluatedNext[]> {
-    // totalLogitWeight, not confidence: the same number for a greedy token, without a sort (see appendDirect).
-    const generateNext = { token: true, totalLogitWeight: withConfidence, options: { temperature: 0 } };
+    // totalLogitWeight, not confidence: the same number for a greedy token, without a sort (see
+    // appendDirect). Until it is known whether this version reports it, both are asked for (one sort,
+    // once): a version without it answers with its confidence, one with it with both.
+    const reports = this.reportsTotalLogitWeight.library;
+    const generateNext: LibraryGenerateNext = {
+      token: true,
+      ...(withConfidence && reports !== false ? { totalLogitWeight: true } : {}),
+      ...(withConfidence && reports !== true ? { confidence: true } : {}),
+      options: { temperature: 0 },
+    };
     const items = input.map((token, i) => (i >= firstOutput ? ([token, { generateNext }] as const) : token));
     const results = await this.sequence.controlledEvaluate(items as never);
     const out: EvaluatedNext[] = [];
     for (let i = firstOutput; i < input.length; i++) {
-      const next = results[i]?.next;
+      const next = results[i]?.next as LibraryNext | undefined;
       if (next?.token == null) throw new Error(`no next token at input position ${i}`);
       const weight = next.totalLogitWeight;
-      out.push(withConfidence && weight !== undefined && weight > 0 ? { token: next.token, confidence: 1 / weight } : { token: next.token });
+      if (withConfidence && reports === undefined) this.reportsTotalLogitWeight.library = weight !== undefined;
+      const confidence = weight !== undefined ? (weight > 0 ? 1 / weight : undefined) : next.confidence;
+      out.push(withConfidence && confidence !== undefined ? { token: next.token, confidence } : { token: next.token });
     }
     return out;
   }

@@ -79,7 +79,7 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       // The stray rejections come a little after the download itself failed.
       setTimeout(releaseGuard, 2000).unref?.();
     }
-    // node-llama-cpp 3.22.1 resolves a cancelled download with a path that does not exist.
+    // node-llama-cpp (3.21.1 and 3.22.1 alike) resolves a cancelled download with a path that does not exist.
     if (options.signal?.aborted || files.some((f) => !fs.existsSync(f))) {
       for (const f of downloader.entrypointFilePaths) removePartial(f);
       throw new DownloadError('Download cancelled', 'cancelled');
@@ -161,7 +161,7 @@ function changedUpstream(uri: string, pin: DownloadRecord & { sha256: string }, 
 
 /**
  * The URL node-llama-cpp resolved an `hf:user/repo:quant` URI to (through the hub's manifest). The
- * downloader keeps it on an internal field (`_modelUrl` in 3.22.1); if a later version drops it,
+ * downloader keeps it on an internal field (`_modelUrl` in 3.21.1 and 3.22.1); if a later version drops it,
  * such downloads go unverified rather than fail.
  */
 function resolvedUrlOf(downloader: unknown): string | null {

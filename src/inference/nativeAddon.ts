@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 /**
  * Draftline's native addon (src/native/draftlineNative.cpp, built by scripts/build-native.mjs into
- * dist/draftline-native.node), two things node-llama-cpp 3.22.1 has no API for:
+ * dist/draftline-native.node), two things node-llama-cpp (3.21, 3.22) has no API for:
  * - the greedy tokens of several output positions of a decoded batch in one synchronous call, where
  *   the library's `sampleToken` takes one asynchronous native round trip per position;
  * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
@@ -15,8 +15,8 @@ export interface NativeAddon {
   probe(nativeContext: object, contextCells: number, batchSize: number, sequences: number): { vocabularySize: number; library: string };
   /**
    * Reads positions in order, position j from batch output `batchIndexes[j]`, into `outTokens`
-   * (and, when asked, Σ exp(logit − max) — node-llama-cpp's `totalLogitWeight`, 1 / which is the
-   * greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
+   * (and, when asked, Σ exp(logit − max) — what node-llama-cpp 3.22+ reports as `totalLogitWeight`,
+   * 1 / which is the greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
    * or `expected[j]` ≠ its token (expectedCount -1: read all `count`). Returns how many it read.
    */
   readGreedy: (
@@ -43,6 +43,8 @@ export interface NativeAddon {
   /** The llama.cpp release and node-llama-cpp version whose headers it was compiled against. */
   readonly llamaCppRelease: string;
   readonly nodeLlamaCppVersion: string;
+  /** Whether those headers have the library's sampling lock, which the reader then takes (node-llama-cpp 3.22+; 3.21 has none). */
+  readonly takesSamplingLock: boolean;
 }
 
 const ADDON_FILE = 'draftline-native.node';

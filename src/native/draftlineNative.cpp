@@ -1,12 +1,13 @@
-// Draftline's native addon, two things node-llama-cpp 3.22.1 has no API for:
+// Draftline's native addon, two things node-llama-cpp (3.21 and 3.22 alike) has no API for:
 // - the greedy token (and, when asked, its probability) of several output positions of a
 //   node-llama-cpp context, read in ONE synchronous call after the batch was decoded, in order and
 //   only up to the first position that disagrees with the proposal (readGreedy);
 // - a persistent CPU threadpool per context (attachThreadpool / releaseThreadpool, below).
 //
-// Why: node-llama-cpp 3.22.1 gives a position's token only through `sampleToken`, one asynchronous
+// Why: node-llama-cpp gives a position's token only through `sampleToken`, one asynchronous
 // native call per position (a hop through libuv's thread pool, ~0.1 ms here) that also copies the
-// whole vocabulary's logits into a candidate array under a lock (~0.5 ms with a 152k vocabulary).
+// whole vocabulary's logits into a candidate array (~0.5 ms with a 152k vocabulary; under a lock
+// since 3.22).
 // A plain step paid two round trips (decode, read) and a verify step k + 2 (bench/PROFILE.md).
 // Here the read is an argmax over llama.cpp's own logits row on the calling thread: ~2 µs for a
 // 4k vocabulary, ~0.1 ms for 152k, no copy, no hop.
@@ -17,13 +18,17 @@
 // layout is the library's. `probe` checks the layout against facts the JS side knows (context size,
 // batch size, sequences) before anything is dereferenced, and the llama.cpp functions are taken
 // from the libllama that node-llama-cpp already loaded (never a second copy). The JS side uses this
-// only for the node-llama-cpp version it was built against and falls back to `sampleToken` when
-// anything here is missing or refuses (src/inference/nativeAddon.ts).
+// only for the llama.cpp release it was built against and falls back to `sampleToken` when
+// anything here is missing or refuses (src/inference/nativeAddon.ts). Where the library's headers
+// differ between versions in something this file uses, it is detected at compile time
+// (SamplingLock below), so one source builds against every version's headers.
 //
 // Greedy is llama.cpp's greedy sampler exactly: the FIRST index of the largest logit (`>` scan from
 // index 0, as `llama_sampler_greedy_apply`); the probability is 1 / Σ exp(logit - max) summed in
-// token order in float: node-llama-cpp's `totalLogitWeight`, returned as is so that the JS side
-// computes the same double 1 / weight as it does from the library's value.
+// token order in float: node-llama-cpp's `totalLogitWeight` (3.22+), returned as is so that the JS
+// side computes the same double 1 / weight as it does from the library's value. (3.21 has no
+// totalLogitWeight; its `confidence` is the same probability, computed after sorting the whole
+// vocabulary, in float: equal to 1 / weight up to float rounding.)
 
 #include <dlfcn.h>
 #include <link.h>
@@ -32,7 +37,9 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -50,7 +57,7 @@ struct LlamaApi {
     decltype(&llama_vocab_n_tokens) vocab_n_tokens = nullptr;
     decltype(&llama_n_ctx) n_ctx = nullptr;
     // Backend sampling (llama.cpp samples on the device and keeps only candidates): not used by
-    // node-llama-cpp 3.22.1; if a context ever has it, the logits row is not what the library samples.
+    // node-llama-cpp 3.21 or 3.22; if a context ever has it, the logits row is not what the library samples.
     decltype(&llama_get_sampled_logits_ith) get_sampled_logits_ith = nullptr;
     decltype(&llama_get_sampled_probs_ith) get_sampled_probs_ith = nullptr;
     // A persistent CPU threadpool (see AttachThreadpool): llama.cpp's own, reached through libllama's dependencies.
@@ -140,6 +147,24 @@ int32_t firstArgmax(const float* logits, int32_t n) {
     return 0;
 }
 
+// node-llama-cpp 3.22 copies a position's logits into the sampler's candidates under
+// AddonContext::sharedSamplerData.mutex, and we take it too, so that a stray sampleToken of another
+// sequence of the same context cannot interleave with our read. 3.21's AddonContext has no such lock
+// (its sampleToken reads the logits unlocked): there, nothing to take. Reads of the logits do not
+// conflict with each other; a decode, the only writer, is awaited by the evaluator before it reads,
+// and Draftline gives each context one sequence.
+template <typename Context, typename = void>
+struct SamplingLock {
+    static constexpr bool exists = false;
+    explicit SamplingLock(Context*) {}
+};
+template <typename Context>
+struct SamplingLock<Context, std::void_t<decltype(std::declval<Context&>().sharedSamplerData.mutex)>> {
+    static constexpr bool exists = true;
+    std::lock_guard<std::mutex> lock;
+    explicit SamplingLock(Context* context) : lock(context->sharedSamplerData.mutex) {}
+};
+
 AddonContext* unwrapContext(Napi::Env env, Napi::Value value) {
     if (!value.IsObject()) throw Napi::TypeError::New(env, "expected node-llama-cpp's native context object");
     void* wrapped = nullptr;
@@ -207,9 +232,8 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     // the context cannot be freed under the read.
     std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
-    // node-llama-cpp's sampleToken copies logits under this lock; hold it so a stray read of another
-    // sequence of the same context cannot interleave with ours.
-    std::lock_guard<std::mutex> lock(addon->sharedSamplerData.mutex);
+    // The library's sampling lock, where its version has one (see SamplingLock).
+    SamplingLock<AddonContext> sampling(addon);
     const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
     int32_t read = 0;
     for (int32_t j = 0; j < count; j++) {
@@ -318,6 +342,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     exports.Set("readGreedy", Napi::Function::New(env, ReadGreedy));
     exports.Set("llamaCppRelease", Napi::String::New(env, DRAFTLINE_LLAMA_CPP_RELEASE));
     exports.Set("nodeLlamaCppVersion", Napi::String::New(env, DRAFTLINE_NODE_LLAMA_CPP_VERSION));
+    // Whether the headers it was built against have the library's sampling lock (node-llama-cpp 3.22+).
+    exports.Set("takesSamplingLock", Napi::Boolean::New(env, SamplingLock<AddonContext>::exists));
     return exports;
 }
 

@@ -1,9 +1,42 @@
 import type { InferenceSession } from '../../src/inference/inferenceSession';
 
 // Test-only access to the node-llama-cpp sequence behind the evaluator.
-type Sequence = { controlledEvaluate(input: unknown[]): Promise<Array<{ next: { logits?: Map<number, number> } } | undefined>> };
+type Next = { logits?: Map<number, number>; probabilities?: Map<number, number> };
+type Sequence = { controlledEvaluate(input: unknown[]): Promise<Array<{ next: Next } | undefined>> };
 const sequenceOf = (session: InferenceSession) => (session.target.evaluator as unknown as { sequence: Sequence }).sequence;
-const TOP = { generateNext: { logits: { filter: { tokens: [], includeTop: 8 } } } };
+
+const TOP_COUNT = 8;
+/**
+ * The next token's top candidates come from node-llama-cpp's `logits` option (3.22+); 3.21 has no
+ * such option (it ignores it) but has `probabilities`: log p = logit − log Σ exp(logit), the logits
+ * shifted by one number, so every difference between two candidates (a top-two margin) is the same,
+ * and a drift is measured on what decides the greedy token. Until the first answer says which this
+ * version gives, both are asked for.
+ */
+let libraryGivesLogits: boolean | undefined;
+const topRequest = () => ({
+  generateNext: {
+    ...(libraryGivesLogits !== false ? { logits: { filter: { tokens: [], includeTop: TOP_COUNT } } } : {}),
+    ...(libraryGivesLogits !== true ? { probabilities: true } : {}),
+  },
+});
+
+/** The top candidates of one output, token → logit (or log-probability, see topRequest). */
+function topCandidates(next: Next | undefined): Map<number, number> {
+  if (next?.logits) {
+    libraryGivesLogits = true;
+    return next.logits;
+  }
+  if (!next?.probabilities) throw new Error('node-llama-cpp returned neither logits nor probabilities');
+  libraryGivesLogits = false;
+  const top = new Map<number, number>();
+  // The library orders them most probable first; one whose probability underflowed to 0 says nothing.
+  for (const [token, p] of next.probabilities) {
+    if (top.size === TOP_COUNT || !(p > 0)) break;
+    top.set(token, Math.log(p));
+  }
+  return top;
+}
 
 /**
  * Largest |logit| difference between evaluating 24 tokens one by one and in batches of 2, 3, 4, 6, 8
@@ -24,8 +57,8 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
     for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
     const out: Map<number, number>[] = [];
     for (let i = 0; i < rest.length; i += batch) {
-      const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, TOP]));
-      out.push(...results.map((r) => r!.next.logits!));
+      const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, topRequest()]));
+      out.push(...results.map((r) => topCandidates(r?.next)));
     }
     return out;
   };
@@ -128,8 +161,9 @@ export async function topTwoAfter(session: InferenceSession, history: number[]):
   const ev = session.target.evaluator;
   const seq = sequenceOf(session);
   await (ev as unknown as { reset(): Promise<void> }).reset();
-  const out = await seq.controlledEvaluate(history.map((t, i) => (i === history.length - 1 ? [t, TOP] : t)));
-  const values = [...out.at(-1)!.next.logits!.values()].sort((a, b) => b - a);
+  const out = await seq.controlledEvaluate(history.map((t, i) => (i === history.length - 1 ? [t, topRequest()] : t)));
+  const values = [...topCandidates(out.at(-1)?.next).values()].sort((a, b) => b - a);
   await (ev as unknown as { reset(): Promise<void> }).reset();
-  return [values[0], values[1]];
+  // A runner-up whose probability underflowed (3.21's probabilities) is infinitely far behind.
+  return [values[0], values[1] ?? Number.NEGATIVE_INFINITY];
 }

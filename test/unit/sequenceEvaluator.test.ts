@@ -3,6 +3,7 @@
 // the direct path (one reused native sampler), both reading outputs in order and only up to the first
 // rejection, must give exactly what the library's public controlledEvaluate gives.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
@@ -15,6 +16,16 @@ import { mulberry32 } from '../support/ggufWriter';
 const ROOT = path.resolve(__dirname, '../..');
 
 const FAST_PATHS = ['native', 'direct'] as const;
+
+/**
+ * Whether two evaluators' confidences come from the same sum in the same order (bitwise equal): the
+ * native reader and the library's totalLogitWeight do (token order), and the library's confidence
+ * with itself (sorted order).
+ */
+const sameSum = (a: LlamaSequenceEvaluator, b: LlamaSequenceEvaluator) => {
+  const order = (e: LlamaSequenceEvaluator) => (e.confidenceSource === 'confidence' ? 'sorted' : 'token order');
+  return order(a) === order(b);
+};
 
 describe('LlamaSequenceEvaluator: the native and direct paths equal the library path', () => {
   let model: LlamaModel;
@@ -60,6 +71,23 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
     assert.equal(new LlamaSequenceEvaluator(bare.getSequence()).path, 'library');
   });
 
+  it('finds out what the installed node-llama-cpp offers, as its own source says: totalLogitWeight, and the sampling lock the native reader takes', async () => {
+    const addonSource = path.join(ROOT, 'node_modules', 'node-llama-cpp', 'llama', 'addon');
+    const offersWeight = readFileSync(path.join(addonSource, 'AddonContext.cpp'), 'utf8').includes('returnTotalLogitWeight');
+    const hasSamplingLock = readFileSync(path.join(addonSource, 'AddonContext.h'), 'utf8').includes('sharedSamplerData');
+    const direct = await make('direct');
+    const library = await make('library');
+    const native = await make('native');
+    for (const e of [direct, library, native]) await e.append(prompt, 2, true);
+    const expected = offersWeight ? 'totalLogitWeight' : 'confidence';
+    assert.equal(direct.confidenceSource, expected);
+    assert.equal(library.confidenceSource, expected);
+    assert.equal(native.confidenceSource, 'native reader');
+    const loaded = loadNativeAddon();
+    assert.ok('addon' in loaded, 'error' in loaded ? loaded.error : '');
+    assert.equal(loaded.addon.takesSamplingLock, hasSamplingLock);
+  });
+
   for (const fast of FAST_PATHS)
     it(`${fast}: gives the same greedy tokens and confidences for every output position, batch after batch`, async () => {
       const direct = await make(fast);
@@ -86,8 +114,14 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
         if (withConfidence) {
           a.forEach((n, i) => {
             assert.ok(n.confidence! > 0 && n.confidence! <= 1);
-            // The same Σ exp(logit - max) summed in the same order: the same number, not just close.
-            assert.equal(n.confidence, b[i].confidence, `confidence ${n.confidence} vs ${b[i].confidence}`);
+            if (sameSum(direct, library)) {
+              // The same Σ exp(logit - max) summed in the same order: the same number, not just close.
+              assert.equal(n.confidence, b[i].confidence, `confidence ${n.confidence} vs ${b[i].confidence}`);
+            } else {
+              // node-llama-cpp without totalLogitWeight (3.21): the library's confidence is the same
+              // probability summed after sorting the vocabulary, in float: equal up to float rounding.
+              assert.ok(Math.abs(n.confidence! - b[i].confidence!) <= 1e-5 * b[i].confidence!, `confidence ${n.confidence} vs ${b[i].confidence}`);
+            }
           });
         }
         history.push(...batch);

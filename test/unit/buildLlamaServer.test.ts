@@ -1,0 +1,94 @@
+// scripts/build-llama-server.sh caches its llama-server in bench/cache/llama-server. The cache is keyed
+// by the llama.cpp release node-llama-cpp ships (llama/llama.cpp.info.json `tag`): after a
+// node-llama-cpp move that changes it, the old source and build are thrown away and rebuilt, where the
+// cache once kept the old binary silently. Run on a stand-in repository: a git bundle of a one-file
+// "llama.cpp" and a `cmake` on PATH that records its calls and writes a fake llama-server.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release', () => {
+  let repo: string;
+  let cmakeCalls: string;
+  let bin: string;
+  const cache = () => path.join(repo, 'bench/cache/llama-server');
+
+  const shipRelease = (tag: string) => {
+    const llama = path.join(repo, 'node_modules/node-llama-cpp/llama');
+    fs.mkdirSync(llama, { recursive: true });
+    fs.writeFileSync(path.join(llama, 'llama.cpp.info.json'), JSON.stringify({ tag, llamaCppGithubRepo: 'ggml-org/llama.cpp' }));
+    // The source of that release, as node-llama-cpp ships it: a git bundle.
+    const source = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-llama-src-'));
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'init.defaultBranch=main', ...args], { cwd: source, stdio: 'pipe' });
+    git('init', '-q');
+    fs.writeFileSync(path.join(source, 'RELEASE'), tag);
+    git('add', 'RELEASE');
+    git('commit', '-q', '-m', tag);
+    git('bundle', 'create', '-q', path.join(llama, 'gitRelease.bundle'), 'HEAD', 'main');
+    fs.rmSync(source, { recursive: true, force: true });
+  };
+
+  const build = () => {
+    fs.writeFileSync(cmakeCalls, '');
+    const run = spawnSync('bash', [path.join(repo, 'scripts/build-llama-server.sh')], { cwd: repo, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' });
+    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    return { output: run.stdout, cmakeRan: fs.readFileSync(cmakeCalls, 'utf8').includes('--build') };
+  };
+  /** The release the cached binary was built from (the fake cmake builds the bundle's RELEASE file into it). */
+  const builtRelease = () => execFileSync(path.join(cache(), 'build/bin/llama-server'), ['--version'], { encoding: 'utf8' }).trim();
+
+  before(() => {
+    repo = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-llama-server-'));
+    fs.mkdirSync(path.join(repo, 'scripts'));
+    fs.copyFileSync(path.join(ROOT, 'scripts/build-llama-server.sh'), path.join(repo, 'scripts/build-llama-server.sh'));
+    bin = path.join(repo, '.bin');
+    fs.mkdirSync(bin);
+    cmakeCalls = path.join(repo, 'cmake-calls');
+    // `cmake -S src -B build …` configures; `cmake --build build --target llama-server` makes a binary
+    // that reports the release of the source it was built from.
+    fs.writeFileSync(
+      path.join(bin, 'cmake'),
+      `#!/usr/bin/env bash
+echo "$*" >> ${JSON.stringify(cmakeCalls)}
+if [ "$1" = "-S" ]; then mkdir -p "$4"; cp "$2/RELEASE" "$4/RELEASE"; exit 0; fi
+if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\necho %s\\n' "$(cat "$2/RELEASE")" > "$2/bin/llama-server"; chmod +x "$2/bin/llama-server"; fi
+`,
+      { mode: 0o755 },
+    );
+  });
+
+  after(() => fs.rmSync(repo, { recursive: true, force: true }));
+
+  it('builds once for a release, then reuses the build', () => {
+    shipRelease('v0.4.0');
+    const first = build();
+    assert.ok(first.cmakeRan, first.output);
+    assert.equal(builtRelease(), 'v0.4.0');
+    assert.equal(fs.readFileSync(path.join(cache(), 'llama.cpp-release'), 'utf8').trim(), 'v0.4.0');
+    const again = build();
+    assert.equal(again.cmakeRan, false);
+    assert.match(again.output, /already built: .*\(llama\.cpp v0\.4\.0\)/);
+  });
+
+  it('rebuilds from the new source when node-llama-cpp ships another release', () => {
+    shipRelease('v0.5.0');
+    const moved = build();
+    assert.match(moved.output, /cache is from llama\.cpp v0\.4\.0; node-llama-cpp ships v0\.5\.0: rebuilding/);
+    assert.ok(moved.cmakeRan);
+    assert.equal(builtRelease(), 'v0.5.0');
+    assert.equal(fs.readFileSync(path.join(cache(), 'src/RELEASE'), 'utf8'), 'v0.5.0');
+  });
+
+  it('rebuilds a cache that does not say its release (made before the cache was keyed)', () => {
+    fs.rmSync(path.join(cache(), 'llama.cpp-release'));
+    const unkeyed = build();
+    assert.match(unkeyed.output, /cache is from llama\.cpp \(unknown release\); node-llama-cpp ships v0\.5\.0: rebuilding/);
+    assert.ok(unkeyed.cmakeRan);
+    assert.equal(builtRelease(), 'v0.5.0');
+  });
+});
