@@ -32,6 +32,8 @@ export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'g
   if (models.gpuFallback) return `CPU (${models.gpuFallback})`;
   // A GPU binary that loaded but sees no device (e.g. Vulkan with only a software rasterizer): the CPU does the work.
   if (r && models.backend !== 'cpu' && r.gpuDevices.length === 0) return `CPU (no GPU found: ${gpuName(models.backend)} sees no GPU device)`;
+  // macOS arm64's one binary is Metal: draftline.gpu "cpu" runs it with no layer on the GPU (llamaGpuOption).
+  if (r?.requestedGpu === 'cpu' && models.gpuLayers.target === 0 && models.gpuLayers.draft === 0) return 'CPU (as set in draftline.gpu)';
   if (models.backend !== 'cpu') {
     const devices = r?.gpuDevices ?? [];
     const on = devices.length > 0 ? ` on ${devices.join(', ')}` : '';
