@@ -19,7 +19,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_TARGETS, binariesFor, vsixName } from './platforms.mjs';
+import { ALL_TARGETS, binariesFor, TARGETS, vsixName } from './platforms.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -102,28 +102,14 @@ function binaryPackage(name) {
   return { name, dir: unpacked };
 }
 
+// Not linked into the stage at all (large, or written there): .vscodeignore leaves them out as well.
 const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'scripts', 'src', 'docs', 'README.md', '.vscodeignore']);
-const ignore = [
-  '**/*.ts',
-  '**/*.map',
-  'tsconfig.json',
-  'esbuild.mjs',
-  'biome.json',
-  // The README's screenshots are shown from the repository (vsce makes their links absolute).
-  'media/screenshot-*',
-  '*.vsix',
-  '.gitignore',
-  'models/recipe/**',
-  'models/tiny-*',
-  'dist/desktop-suite.js*',
-  'dist/*.stamp',
-  'dist/*.partial',
-  'node_modules/node-llama-cpp/llama/gitRelease.bundle',
-  'node_modules/node-llama-cpp/llama/xpack/**',
-  'node_modules/node-llama-cpp/templates/**',
-  'node_modules/typescript/**',
-  'node_modules/.bin/**',
-];
+// What a package leaves out: the repository's .vscodeignore (`npx vsce ls` there lists what a package keeps),
+// less its line for the binary packages: the stage holds exactly the target's.
+const BINARY_PACKAGES = 'node_modules/@node-llama-cpp/**';
+const ignore = readFileSync(join(repo, '.vscodeignore'), 'utf8')
+  .split(/\r?\n/)
+  .filter((line) => line.trim() && !line.startsWith('#') && line.trim() !== BINARY_PACKAGES);
 
 /** Production dependencies as npm resolved them here, without any @node-llama-cpp binary package (each target gets exactly its own). */
 function productionDependencies() {
@@ -139,6 +125,15 @@ function productionDependencies() {
   return deps.filter((rel) => !rel.startsWith(join('node_modules', '@node-llama-cpp') + sep));
 }
 
+/** Whether a package's os/cpu fields (npm's: a list, entries negated with "!") let it run on the target. */
+function fitsTarget(dir, os, cpu) {
+  const manifestFile = join(dir, 'package.json');
+  if (!existsSync(manifestFile)) return true;
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+  const allows = (list, value) => !Array.isArray(list) || (!list.includes(`!${value}`) && (list.every((v) => v.startsWith('!')) || list.includes(value)));
+  return allows(manifest.os, os) && allows(manifest.cpu, cpu);
+}
+
 /** Builds one target's .vsix from the staged extension, its dependencies and the binary packages in `sources`. */
 function packageTarget({ target, gpu, packages }, sources, deps, out) {
   const stage = join(repo, '.cache', 'vsix-stage', `${target}-${process.pid}`);
@@ -151,7 +146,10 @@ function packageTarget({ target, gpu, packages }, sources, deps, out) {
     // The README as the Marketplace shows it (a new file, not a link: vsce rewrites its links).
     writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'README.md'), 'utf8'));
     writeFileSync(join(stage, '.vscodeignore'), `${targetIgnore.join('\n')}\n`);
-    for (const rel of deps) link(join(repo, rel), join(stage, rel), new Set(['node_modules', '.bin']));
+    // A dependency built for one OS or CPU (npm's os/cpu fields, e.g. ipull's optional @reflink/reflink-linux-x64-gnu)
+    // goes only into that target's package; the code that loads it does without it elsewhere.
+    const { nodePlatform, nodeArch } = TARGETS[target];
+    for (const rel of deps) if (fitsTarget(join(repo, rel), nodePlatform, nodeArch)) link(join(repo, rel), join(stage, rel), new Set(['node_modules', '.bin']));
     for (const { name, dir } of sources) link(dir, join(stage, 'node_modules', '@node-llama-cpp', name));
     const vsce = join(repo, 'node_modules', '@vscode', 'vsce', 'vsce');
     execFileSync(process.execPath, [vsce, 'package', '--target', target, '--out', out, '--baseContentUrl', `${repositoryWeb}/blob/HEAD/`, '--baseImagesUrl', `${repositoryWeb}/raw/HEAD/`], {
