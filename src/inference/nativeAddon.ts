@@ -71,7 +71,7 @@ export function loadNativeAddon(): { addon: NativeAddon; file: string } | { erro
   if (!file) {
     // Packages for other platforms leave it out (scripts/package.mjs): it is built on, and for, Linux x64.
     const here = `${process.platform}-${process.arch}`;
-    loaded = { error: here === 'linux-x64' ? `${ADDON_FILE} was not built (npm run build needs g++)` : `no native addon for ${here}: it is built for Linux x64 only` };
+    loaded = { error: here === 'linux-x64' ? `${ADDON_FILE} is not in this install (npm run build makes it, with g++)` : `no native addon for ${here}: it is built for Linux x64 only` };
     return loaded;
   }
   try {
