@@ -1,21 +1,25 @@
-// Builds a per-platform .vsix: node-llama-cpp with only that platform's prebuilt binaries (npm
+// Builds per-platform .vsix files: node-llama-cpp with only that platform's prebuilt binaries (npm
 // installs all of them: a naive package is ~400 MB), no llama.cpp source bundle, no dev tooling.
 //
-// Usage: node scripts/package.mjs [--target linux-x64] [--gpu vulkan|cuda|none] [--out file.vsix]
+// Usage: node scripts/package.mjs [--target linux-x64|...|all] [--gpu vulkan|cuda|none] [--out file.vsix | folder for all]
+//   --target  a VS Code target (scripts/platforms.mjs: linux-x64, linux-arm64, win32-x64, win32-arm64,
+//             darwin-arm64, darwin-x64), or all: the six, each with its default GPU binary, built from this
+//             one machine. Default: this machine's.
 //   --gpu  the GPU binary carried next to the CPU one. Default: vulkan on linux-x64 and win32-x64 (NVIDIA,
 //          AMD and Intel GPUs; node-llama-cpp falls back to the CPU binary without a Vulkan driver), none
-//          elsewhere (darwin-arm64's binary is Metal already). cuda is opt-in: its library alone is 159 MB.
-//          none: a CPU-only package.
+//          elsewhere (darwin-arm64's one binary is Metal already; no other target has a GPU binary
+//          published). cuda is opt-in: its library alone is 159 MB. none: a CPU-only package.
 //
-// The package is built in a staging folder (.cache/vsix-stage/, hard links, removed afterwards) holding the
+// A package is built in a staging folder (.cache/vsix-stage/, hard links, removed afterwards) holding the
 // extension, its production dependencies and exactly the binary packages wanted. A binary package that npm
 // did not install here (another OS: npm skips it for its os/cpu fields) is fetched with `npm pack` into
 // .cache/prebuilt/ once. node-llama-cpp only uses a binary package of exactly its own version, found
 // with import('@node-llama-cpp/<name>') from its own folder: node_modules/@node-llama-cpp/<name> in the package.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ALL_TARGETS, binariesFor, TARGETS, vsixName } from './platforms.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -27,30 +31,23 @@ const fail = (message) => {
   console.error(message);
   process.exit(1);
 };
-const target = opt('target', `${process.platform}-${process.arch}`);
+const targetArg = opt('target', `${process.platform}-${process.arch}`);
+const gpuArg = opt('gpu', 'default');
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
-const out = resolve(opt('out', `${pkg.name}-${target}-${pkg.version}.vsix`));
-
-// VS Code target names -> node-llama-cpp binary package names, and the GPU variants published for each.
-const platformOf = {
-  'linux-x64': 'linux-x64',
-  'linux-arm64': 'linux-arm64',
-  'linux-armhf': 'linux-armv7l',
-  'darwin-arm64': 'mac-arm64-metal',
-  'darwin-x64': 'mac-x64',
-  'win32-x64': 'win-x64',
-  'win32-arm64': 'win-arm64',
-};
-const gpuVariants = { 'linux-x64': ['vulkan', 'cuda'], 'win32-x64': ['vulkan', 'cuda'] };
-const base = platformOf[target];
-if (!base) fail(`unknown target ${target}; one of ${Object.keys(platformOf).join(', ')}`);
-const variants = gpuVariants[target] ?? [];
-const gpu = opt('gpu', variants.includes('vulkan') ? 'vulkan' : 'none');
-if (gpu !== 'none' && !variants.includes(gpu)) {
-  fail(`--gpu ${gpu}: node-llama-cpp has no such binary for ${target} (${variants.length ? `one of ${variants.join(', ')} or none` : 'only none'})`);
-}
-const binaries = [base, ...(gpu === 'none' ? [] : [`${base}-${gpu}`])];
 const llamaVersion = JSON.parse(readFileSync(join(repo, 'node_modules', 'node-llama-cpp', 'package.json'), 'utf8')).version;
+const targets = targetArg === 'all' ? ALL_TARGETS : [targetArg];
+if (targetArg === 'all' && gpuArg !== 'default') fail('--gpu is for one --target: --target all builds each target with its default GPU binary');
+const plans = targets.map((target) => ({ target, ...binariesFor(target, gpuArg) }));
+for (const plan of plans) if (plan.error) fail(plan.error);
+// One target: --out is the file. All: --out is the folder the six files go to (default: here).
+const outFor = (target) => (targetArg === 'all' ? join(resolve(opt('out', '.')), vsixName(pkg, target)) : resolve(opt('out', vsixName(pkg, target))));
+
+// Links in the README (docs/, media/) become absolute against the repository, as the Marketplace shows
+// them; vsce guesses that only for GitHub and GitLab URLs.
+const repositoryWeb = String(pkg.repository?.url ?? pkg.repository ?? '')
+  .replace(/^git\+/, '')
+  .replace(/\.git$/, '');
+if (!/^https:\/\//.test(repositoryWeb)) fail(`package.json's repository (${repositoryWeb || 'none'}) must be an https URL: the packaged README's links and images are made absolute against it`);
 
 /** Hard-links a file or a tree (copies where linking fails), leaving out the top-level names in `skip`. */
 function link(from, to, skip = new Set()) {
@@ -105,63 +102,80 @@ function binaryPackage(name) {
   return { name, dir: unpacked };
 }
 
-const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'scripts', 'src', 'README.md', '.vscodeignore']);
-const ignore = [
-  '**/*.ts',
-  '**/*.map',
-  'tsconfig.json',
-  'esbuild.mjs',
-  '*.vsix',
-  '.gitignore',
-  'models/recipe/**',
-  'models/tiny-*',
-  'dist/desktop-suite.js*',
-  'dist/*.stamp',
-  'dist/*.partial',
-  'node_modules/node-llama-cpp/llama/gitRelease.bundle',
-  'node_modules/node-llama-cpp/llama/xpack/**',
-  'node_modules/node-llama-cpp/templates/**',
-  'node_modules/typescript/**',
-  'node_modules/.bin/**',
-];
+// Not linked into the stage at all (large, or written there): .vscodeignore leaves them out as well.
+const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'scripts', 'src', 'docs', 'README.md', '.vscodeignore']);
+// What a package leaves out: the repository's .vscodeignore (`npx vsce ls` there lists what a package keeps),
+// less its line for the binary packages: the stage holds exactly the target's.
+const BINARY_PACKAGES = 'node_modules/@node-llama-cpp/**';
+const ignore = readFileSync(join(repo, '.vscodeignore'), 'utf8')
+  .split(/\r?\n/)
+  .filter((line) => line.trim() && !line.startsWith('#') && line.trim() !== BINARY_PACKAGES);
 
-// The native greedy reader is built for this machine; another target reads tokens through node-llama-cpp.
-if (target !== `${process.platform}-${process.arch}`) ignore.push('dist/*.node');
+/** Production dependencies as npm resolved them here, without any @node-llama-cpp binary package (each target gets exactly its own). */
+function productionDependencies() {
+  const listed = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: repo, encoding: 'utf8', shell: process.platform === 'win32' }).stdout ?? '';
+  // Paths inside node_modules, relative to the repository (node_modules may be a link to another folder's).
+  const modules = realpathSync(join(repo, 'node_modules'));
+  const deps = listed
+    .split(/\r?\n/)
+    .filter((dir) => dir && existsSync(dir) && !relative(modules, realpathSync(dir)).startsWith('..'))
+    .map((dir) => join('node_modules', relative(modules, realpathSync(dir))))
+    .filter((rel) => rel !== 'node_modules');
+  if (!deps.includes(join('node_modules', 'node-llama-cpp'))) throw new Error(`npm ls found no node-llama-cpp in ${repo}: run npm install first`);
+  return deps.filter((rel) => !rel.startsWith(join('node_modules', '@node-llama-cpp') + sep));
+}
 
-const sources = binaries.map(binaryPackage);
-const missing = sources.filter((s) => s.missing);
-if (missing.length) {
-  fail(
-    `Cannot package ${target} (GPU: ${gpu}): node-llama-cpp ${llamaVersion} loads only binary packages of exactly its own version, and ` +
-      `${missing.map((m) => `${m.spec} (${m.missing})`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} neither installed here nor to be fetched with npm pack. ` +
-      `A ${target} package needs a node-llama-cpp version whose ${target} binaries were published.`,
-  );
+/** Whether a package's os/cpu fields (npm's: a list, entries negated with "!") let it run on the target. */
+function fitsTarget(dir, os, cpu) {
+  const manifestFile = join(dir, 'package.json');
+  if (!existsSync(manifestFile)) return true;
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+  const allows = (list, value) => !Array.isArray(list) || (!list.includes(`!${value}`) && (list.every((v) => v.startsWith('!')) || list.includes(value)));
+  return allows(manifest.os, os) && allows(manifest.cpu, cpu);
+}
+
+/** Builds one target's .vsix from the staged extension, its dependencies and the binary packages in `sources`. */
+function packageTarget({ target, gpu, packages }, sources, deps, out) {
+  const stage = join(repo, '.cache', 'vsix-stage', `${target}-${process.pid}`);
+  rmSync(stage, { recursive: true, force: true });
+  // The native addon (greedy reader, threadpool) is built for this machine only (Linux x64, g++): any other
+  // target runs on node-llama-cpp's own path, and its status bar says so.
+  const targetIgnore = target === `${process.platform}-${process.arch}` ? ignore : [...ignore, 'dist/*.node'];
+  try {
+    link(repo, stage, new Set([...topLevelSkip, ...readdirSync(repo).filter((name) => name.endsWith('.vsix'))]));
+    // The README as the Marketplace shows it (a new file, not a link: vsce rewrites its links).
+    writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'README.md'), 'utf8'));
+    writeFileSync(join(stage, '.vscodeignore'), `${targetIgnore.join('\n')}\n`);
+    // A dependency built for one OS or CPU (npm's os/cpu fields, e.g. ipull's optional @reflink/reflink-linux-x64-gnu)
+    // goes only into that target's package; the code that loads it does without it elsewhere.
+    const { nodePlatform, nodeArch } = TARGETS[target];
+    for (const rel of deps) if (fitsTarget(join(repo, rel), nodePlatform, nodeArch)) link(join(repo, rel), join(stage, rel), new Set(['node_modules', '.bin']));
+    for (const { name, dir } of sources) link(dir, join(stage, 'node_modules', '@node-llama-cpp', name));
+    const vsce = join(repo, 'node_modules', '@vscode', 'vsce', 'vsce');
+    execFileSync(process.execPath, [vsce, 'package', '--target', target, '--out', out, '--baseContentUrl', `${repositoryWeb}/blob/HEAD/`, '--baseImagesUrl', `${repositoryWeb}/raw/HEAD/`], {
+      cwd: stage,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+  }
+  console.log(`${out}: ${(statSync(out).size / 1e6).toFixed(1)} MB (${target}; GPU: ${gpu}; node-llama-cpp ${llamaVersion} binaries: ${packages.join(', ')})`);
+}
+
+// Every binary package first: a target whose binaries cannot be had stops the run before anything is built.
+const sourcesOf = new Map();
+for (const plan of plans) {
+  const sources = plan.packages.map(binaryPackage);
+  const missing = sources.filter((s) => s.missing);
+  if (missing.length) {
+    fail(
+      `Cannot package ${plan.target} (GPU: ${plan.gpu}): node-llama-cpp ${llamaVersion} loads only binary packages of exactly its own version, and ` +
+        `${missing.map((m) => `${m.spec} (${m.missing})`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} neither installed here nor to be fetched with npm pack. ` +
+        `A ${plan.target} package needs a node-llama-cpp version whose ${plan.target} binaries were published.`,
+    );
+  }
+  sourcesOf.set(plan.target, sources);
 }
 execFileSync(process.execPath, ['esbuild.mjs'], { cwd: repo, stdio: 'inherit' });
-const stage = join(repo, '.cache', 'vsix-stage', `${target}-${process.pid}`);
-rmSync(stage, { recursive: true, force: true });
-try {
-  // The extension's own files (what .vscodeignore lets through is decided below, as before).
-  link(repo, stage, new Set([...topLevelSkip, ...readdirSync(repo).filter((name) => name.endsWith('.vsix'))]));
-  // The packaged README is the user part of ours: the benchmark section links repository files (SVG
-  // charts) that a .vsix cannot carry. A new file, not a link: the repository's README stays as it is.
-  writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'README.md'), 'utf8').split('\n## Benchmark')[0]);
-  writeFileSync(join(stage, '.vscodeignore'), `${ignore.join('\n')}\n`);
-  // Production dependencies as npm resolved them here (vsce lists them again with npm in the stage),
-  // without any @node-llama-cpp binary package: those are exactly the ones chosen above.
-  const listed = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: repo, encoding: 'utf8', shell: process.platform === 'win32' }).stdout ?? '';
-  const deps = listed.split(/\r?\n/).filter((dir) => dir && resolve(dir) !== repo && relative(repo, dir).startsWith(`node_modules${sep}`));
-  if (!deps.some((dir) => relative(repo, dir) === join('node_modules', 'node-llama-cpp'))) throw new Error(`npm ls found no node-llama-cpp in ${repo}: run npm install first`);
-  for (const dir of deps) {
-    const rel = relative(repo, dir);
-    if (rel.startsWith(join('node_modules', '@node-llama-cpp') + sep)) continue;
-    link(dir, join(stage, rel), new Set(['node_modules', '.bin']));
-  }
-  for (const { name, dir } of sources) link(dir, join(stage, 'node_modules', '@node-llama-cpp', name));
-
-  const vsce = join(repo, 'node_modules', '@vscode', 'vsce', 'vsce');
-  execFileSync(process.execPath, [vsce, 'package', '--target', target, '--out', out, '--allow-missing-repository', '--skip-license'], { cwd: stage, stdio: ['ignore', 'inherit', 'inherit'] });
-} finally {
-  rmSync(stage, { recursive: true, force: true });
-}
-console.log(`${out}: ${(statSync(out).size / 1e6).toFixed(1)} MB (${target}; node-llama-cpp ${llamaVersion} binaries: ${binaries.join(', ')})`);
+const deps = productionDependencies();
+for (const plan of plans) packageTarget(plan, sourcesOf.get(plan.target), deps, outFor(plan.target));

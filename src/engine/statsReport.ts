@@ -1,7 +1,7 @@
 import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
 import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
-import { backendExplanation, threadsExplanation } from './statusText';
+import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
 import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '../shared/types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
@@ -29,6 +29,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       ...(provenance ? [`Target file: ${provenance.target}`, ...(models.draft && provenance.draft ? [`Draft file: ${provenance.draft}`] : [])] : []),
       `Backend: ${backendExplanation(models)}; context ${models.contextSize}`,
       `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
+      ...(models.nativeAddon ? [`Decoding: ${decodePathExplanation(models)}`] : []),
       ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),
       '',
     );

@@ -32,6 +32,8 @@ export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'g
   if (models.gpuFallback) return `CPU (${models.gpuFallback})`;
   // A GPU binary that loaded but sees no device (e.g. Vulkan with only a software rasterizer): the CPU does the work.
   if (r && models.backend !== 'cpu' && r.gpuDevices.length === 0) return `CPU (no GPU found: ${gpuName(models.backend)} sees no GPU device)`;
+  // macOS arm64's one binary is Metal: draftline.gpu "cpu" runs it with no layer on the GPU (llamaGpuOption).
+  if (r?.requestedGpu === 'cpu' && models.gpuLayers.target === 0 && models.gpuLayers.draft === 0) return 'CPU (as set in draftline.gpu)';
   if (models.backend !== 'cpu') {
     const devices = r?.gpuDevices ?? [];
     const on = devices.length > 0 ? ` on ${devices.join(', ')}` : '';
@@ -47,6 +49,25 @@ export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'g
   const otherDetected = r.gpuDetected.filter((g) => !r.gpuBinaries.includes(g));
   if (otherDetected.length > 0) return `CPU (this machine has ${orList(otherDetected)} but no ${orList(r.gpuBinaries)} driver, and this package can use ${orList(r.gpuBinaries)} only)`;
   return `CPU (no GPU found; this package can use ${orList(r.gpuBinaries)})`;
+}
+
+/**
+ * Which path runs the target's decode steps and, where Draftline's native addon is not in the package
+ * (it is built for Linux x64 only), what node-llama-cpp's own path costs. Figures from bench/PROFILE.md
+ * (this project's 2-core Linux VM; `direct` vs `native` columns, and the threadpool section).
+ */
+export function decodePathExplanation(models: Pick<LoadedModelsInfo, 'nativeAddon' | 'threads' | 'backend'>): string {
+  const addon = models.nativeAddon;
+  if (!addon) return "node-llama-cpp's";
+  if (addon.used) return `native (Draftline's addon: the target's tokens of a verify batch in one call${models.threads >= 2 && models.backend === 'cpu' ? ', a persistent thread pool' : ''})`;
+  const read =
+    "reading the target's tokens costs 0.1 ms more a step with the v3 demo pair (0.37 vs 0.26 ms), 0.4 ms more for 6 verified tokens (0.81 vs 0.42), up to 1.6 ms more with a 152k-token vocabulary such as Qwen2.5-Coder's (2.39 vs 0.81)";
+  // Without the addon's thread pool, llama.cpp (as node-llama-cpp builds it) makes and joins its threads for every step.
+  const threads =
+    models.threads >= 2 && models.backend === 'cpu'
+      ? `; and llama.cpp starts its ${models.threads} threads anew for every step, which made a step 4-15x slower than 1 thread on Linux (set draftline.threads to 1 if completions are slow)`
+      : '';
+  return `node-llama-cpp's own path (${addon.reason}): ${read}${threads}`;
 }
 
 /** The thread count and where it comes from ("1 (the default: 2 cores − 1, …)"). */
@@ -80,6 +101,7 @@ export function statusTooltip(state: TooltipState): string {
   if (m) {
     lines.push(`Target: ${m.target.name}`, `Draft: ${m.draft?.name ?? 'none'}`);
     lines.push(`Backend: ${backendExplanation(m)}`);
+    if (m.nativeAddon && !m.nativeAddon.used) lines.push(`Decoding: ${decodePathExplanation(m)}`);
     lines.push(`Threads: ${threadsExplanation(m.threads, m.runtime)}`);
   }
   if (m || server || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);

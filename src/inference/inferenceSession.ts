@@ -215,6 +215,7 @@ export class InferenceSession {
       runtime: await describeRuntimeChoice(settings, llama),
       ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
       tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
+      nativeAddon: target.evaluator.path === 'native' ? { used: true } : { used: false, reason: target.evaluator.nativeUnavailable ?? `the ${target.evaluator.path} path was asked for` },
       threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
       flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
     };

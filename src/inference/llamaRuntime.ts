@@ -47,13 +47,25 @@ export function getRuntime(settings: Pick<ModelSettings, 'gpu'>, threads: number
   return runtime;
 }
 
+/**
+ * node-llama-cpp's `gpu` option for draftline.gpu on a platform: which prebuilt binary package it
+ * imports (scripts/platforms.mjs lists what each .vsix carries). "cpu" is `false` (the CPU binary),
+ * except on macOS arm64, whose only binary is Metal (there is no CPU-only mac-arm64 package:
+ * node-llama-cpp would find nothing): there the Metal binary runs with no layer on the GPU
+ * (gpuLayersFor gives 0 for "cpu").
+ */
+export function llamaGpuOption(gpu: ModelSettings['gpu'], platform: NodeJS.Platform = process.platform, arch: string = process.arch): Exclude<ModelSettings['gpu'], 'cpu'> | false {
+  if (gpu !== 'cpu') return gpu;
+  return platform === 'darwin' && arch === 'arm64' ? 'metal' : false;
+}
+
 /** When (process age, ms) the library import and the first binding were ready: the cold-start breakdown. */
 export const runtimeMilestones: { libraryAtMs?: number; bindingAtMs?: number } = {};
 
 async function createRuntime(settings: Pick<ModelSettings, 'gpu'>, maxThreads: number, log: RuntimeLog): Promise<Llama> {
   const lib = await loadLibrary();
   runtimeMilestones.libraryAtMs ??= Math.round(process.uptime() * 1000);
-  const gpu = settings.gpu === 'cpu' ? false : settings.gpu;
+  const gpu = llamaGpuOption(settings.gpu);
   try {
     const llama = await lib.getLlama({
       gpu,

@@ -71,7 +71,9 @@ export function loadNativeAddon(): { addon: NativeAddon; file: string } | { erro
   }
   const file = candidates().find((f) => existsSync(f));
   if (!file) {
-    loaded = { error: `${ADDON_FILE} was not built (${process.platform === 'linux' ? 'npm run build needs g++' : 'Linux only'})` };
+    // Packages for other platforms leave it out (scripts/package.mjs): it is built on, and for, Linux x64.
+    const here = `${process.platform}-${process.arch}`;
+    loaded = { error: here === 'linux-x64' ? `${ADDON_FILE} is not in this install (npm run build makes it, with g++)` : `no native addon for ${here}: it is built for Linux x64 only` };
     return loaded;
   }
   try {

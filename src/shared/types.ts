@@ -191,6 +191,11 @@ export interface LoadedModelsInfo {
   tokenReader?: string;
   /** Whether the target's context computes on a persistent threadpool (2+ threads), or why not. */
   threadpool?: string;
+  /**
+   * Whether Draftline's native addon (greedy reader + threadpool, built for Linux x64 only) runs the
+   * target's steps, or why node-llama-cpp's own path does: the status bar and Show Stats say what that costs.
+   */
+  nativeAddon?: { used: true } | { used: false; reason: string };
   /** Flash attention of each model's context and why (measured, remembered, a setting, the GPU). */
   flashAttention?: { target: string; draft: string | null };
   /** Set when this load found the models already loaded in the shared worker: how many other windows use them (0: kept after the last window using them closed). */

@@ -25,6 +25,7 @@ import {
   runCommand,
   saveActiveFile,
   screenshot,
+  screenshotOf,
   sleep,
   startCodeServer,
   typeLikeAPerson,
@@ -37,6 +38,8 @@ import {
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e');
+/** Cropped screenshots for the README (copied by hand into media/ when they should change). */
+const SCREENSHOTS = path.join(ROOT, 'test-output', 'screenshots');
 const STATUS_ID = 'draftline.draftline.status';
 const FILE = 'mathUtils.ts';
 const SOURCE = `export function sum(values: number[]): number {
@@ -83,8 +86,8 @@ async function activeEditorText(page: Page): Promise<string> {
   });
 }
 
-/** Opens Show Stats, reads it, closes it again (the code file is active afterwards). */
-async function showStats(page: Page, expect: RegExp = /## Session/): Promise<string> {
+/** Opens Show Stats, reads it, closes it again (the code file is active afterwards); `whileOpen` runs before it closes. */
+async function showStats(page: Page, expect: RegExp = /## Session/, whileOpen?: () => Promise<unknown>): Promise<string> {
   return waitFor(
     async () => {
       await runCommand(page, 'Draftline: Show Stats');
@@ -95,6 +98,7 @@ async function showStats(page: Page, expect: RegExp = /## Session/): Promise<str
         },
         { timeoutMs: 15_000, what: 'the Show Stats document' },
       );
+      if (expect.test(text)) await whileOpen?.();
       await runCommand(page, 'View: Close Editor');
       return expect.test(text) ? text : undefined;
     },
@@ -143,6 +147,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.ok(expected.length > 0, 'the embedded models complete this position');
     const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.length > 0 });
     await snap('ghost-text');
+    await screenshotOf(page, SCREENSHOTS, 'screenshot-ghost-text', ['.part.editor .editor-group-container.active'], { margin: 0, maxHeight: 300 });
     const norm = (s: string) =>
       s
         .split('\n')
@@ -162,7 +167,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     const item = await readStatusBarItem(page, STATUS_ID);
     assert.ok(item, 'status bar item is present');
     assert.match(item.text, /(\d+ tok\/s|- tok\/s|cache) · (\d+%|-) · \d+ ms/);
-    const stats = await showStats(page);
+    const stats = await showStats(page, /## Session/, async () => {
+      await page.mouse.move(0, 0); // no tab tooltip over the document
+      await sleep(300);
+      return screenshotOf(page, SCREENSHOTS, 'screenshot-show-stats', ['.part.editor .editor-group-container.active'], { margin: 0, maxHeight: 560 });
+    });
     await snap('show-stats');
     const latency = /latency \(end to end\) \| (\d+) ms/.exec(stats)?.[1] ?? /served from cache in (\d+) ms/.exec(stats)?.[1];
     assert.ok(latency, `stats document lists the latency:\n${stats}`);
@@ -179,6 +188,12 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       { timeoutMs: 20_000, intervalMs: 500, what: 'the status bar tooltip' },
     );
     await snap('status-tooltip');
+    // The tooltip over the status bar item, for the README (readStatusBarItem moves the mouse away after reading).
+    await page.locator(`[id="${STATUS_ID}"] .statusbar-item-label`).first().hover({ timeout: 5000 });
+    await waitFor(async () => ((await page.locator('.workbench-hover, .monaco-hover').filter({ visible: true }).count()) > 0 ? true : undefined), { timeoutMs: 5000, what: 'the tooltip' });
+    await sleep(300);
+    await screenshotOf(page, SCREENSHOTS, 'screenshot-status-bar', ['.workbench-hover, .monaco-hover', `[id="${STATUS_ID}"]`], { margin: 12 });
+    await page.mouse.move(0, 0);
     const tooltip = hovered.tooltip ?? '';
     const gpuDrivers = (await (await loadLibrary()).getLlamaGpuTypes('supported')).filter((gpu) => gpu !== false);
     if (gpuDrivers.length === 0) assert.match(tooltip, /Backend: CPU \(no GPU found; this package can use Vulkan\)/, tooltip);

@@ -929,6 +929,29 @@ export async function screenshot(page: Page, outDir: string, name: string): Prom
   return file;
 }
 
+/**
+ * A screenshot cropped to the union of the visible elements the selectors match, with a margin, at most
+ * `maxHeight` tall: the README's images (media/screenshot-*.png), small enough to commit.
+ */
+export async function screenshotOf(page: Page, outDir: string, name: string, selectors: string[], opts: { margin?: number; maxHeight?: number } = {}): Promise<string> {
+  const margin = opts.margin ?? 8;
+  const boxes = [];
+  for (const selector of selectors) {
+    const box = await page.locator(selector).filter({ visible: true }).first().boundingBox({ timeout: 5000 });
+    if (!box) throw new Error(`nothing visible matches ${selector}`);
+    boxes.push(box);
+  }
+  const viewport = page.viewportSize() ?? { width: 1280, height: 800 };
+  const x = Math.max(0, Math.min(...boxes.map((b) => b.x)) - margin);
+  const y = Math.max(0, Math.min(...boxes.map((b) => b.y)) - margin);
+  const right = Math.min(viewport.width, Math.max(...boxes.map((b) => b.x + b.width)) + margin);
+  const bottom = Math.min(viewport.height, Math.max(...boxes.map((b) => b.y + b.height)) + margin, y + (opts.maxHeight ?? viewport.height));
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, `${name}.png`);
+  await page.screenshot({ path: file, clip: { x, y, width: right - x, height: bottom - y }, timeout: 15_000 });
+  return file;
+}
+
 /** Ctrl+S in the active editor; waits until its tab is no longer dirty. */
 export async function saveActiveFile(page: Page, timeoutMs = 10_000): Promise<void> {
   await focusEditor(page);

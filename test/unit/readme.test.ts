@@ -22,4 +22,16 @@ describe('README', () => {
       .map((item) => item.replace(/ \((?!local or server)[^)]*\)$/, '').trim());
     assert.deepEqual([...listed].sort(), [...palette].sort());
   });
+
+  it('its links, and those of docs/ (moved there from the README), point at files that exist', () => {
+    const broken: string[] = [];
+    for (const file of ['README.md', 'CHANGELOG.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((name) => `docs/${name}`)]) {
+      const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+      for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|#|mailto:)/.test(link!)) continue;
+        if (!fs.existsSync(path.resolve(ROOT, path.dirname(file), link!.split('#')[0]!))) broken.push(`${file}: ${link}`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
 });

@@ -5,9 +5,9 @@ import { describe, it } from 'node:test';
 import type { StatusSummary } from '../../src/engine/statsCollector';
 import { StatsCollector } from '../../src/engine/statsCollector';
 import { statsReport } from '../../src/engine/statsReport';
-import { acceptanceExplanation, backendExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
+import { acceptanceExplanation, backendExplanation, decodePathExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
 import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
-import { describeRuntimeChoice, getRuntime, installedGpuBinaries } from '../../src/inference/llamaRuntime';
+import { describeRuntimeChoice, getRuntime, installedGpuBinaries, llamaGpuOption } from '../../src/inference/llamaRuntime';
 
 const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({
   requestedGpu: 'auto',
@@ -213,6 +213,54 @@ describe('Show Stats for a server backend', () => {
     assert.match(report, /\| tokens\/s \(decoding\) \| 212\.5 \|/);
     assert.match(report, /\| server's draft model: accepted \| 60% \(18\/30 tokens\) \|/);
     assert.doesNotMatch(report, /target evaluations \| \d/, 'no in-process speculation rows for a server');
+  });
+});
+
+describe('decodePathExplanation: which path runs the steps, and what the library path costs (issue #24)', () => {
+  it('the native addon: one short line, the thread pool named only where it is used (2+ CPU threads)', () => {
+    assert.equal(decodePathExplanation(models({ nativeAddon: { used: true }, threads: 2 })), "native (Draftline's addon: the target's tokens of a verify batch in one call, a persistent thread pool)");
+    assert.equal(decodePathExplanation(models({ nativeAddon: { used: true }, threads: 1 })), "native (Draftline's addon: the target's tokens of a verify batch in one call)");
+  });
+  it("without it: node-llama-cpp's path, why, the read cost from bench/PROFILE.md, and the per-step threads only at 2+ CPU threads", () => {
+    const reason = 'no native addon for win32-x64: it is built for Linux x64 only';
+    const one = decodePathExplanation(models({ nativeAddon: { used: false, reason }, threads: 1 }));
+    assert.ok(one.startsWith(`node-llama-cpp's own path (${reason}): `), one);
+    assert.match(one, /0\.1 ms more a step with the v3 demo pair \(0\.37 vs 0\.26 ms\)/);
+    assert.match(one, /up to 1\.6 ms more with a 152k-token vocabulary/);
+    assert.doesNotMatch(one, /threads anew/);
+    assert.match(
+      decodePathExplanation(models({ nativeAddon: { used: false, reason }, threads: 4 })),
+      /llama\.cpp starts its 4 threads anew for every step, which made a step 4-15x slower than 1 thread/,
+    );
+    assert.doesNotMatch(
+      decodePathExplanation(models({ nativeAddon: { used: false, reason }, threads: 4, backend: 'vulkan', gpuLayers: { target: 9, draft: 5 } })),
+      /threads anew/,
+      'on a GPU the CPU threads do not do the steps',
+    );
+  });
+  it('the tooltip shows it only when the library path runs; Show Stats always', () => {
+    const tooltip = (m: LoadedModelsInfo) => statusTooltip({ status: { kind: 'ready' }, mode: 'hybrid', models: m, summary: null });
+    assert.doesNotMatch(tooltip(models({ nativeAddon: { used: true } })), /Decoding:/);
+    assert.match(tooltip(models({ nativeAddon: { used: false, reason: 'x' } })), /\n\nDecoding: node-llama-cpp's own path \(x\)/);
+    const report = (m: LoadedModelsInfo) => statsReport(new StatsCollector(), 'hybrid', { kind: 'local', model: 't', local: m });
+    assert.match(report(models({ nativeAddon: { used: true } })), /^Decoding: native /m);
+    assert.match(report(models({ nativeAddon: { used: false, reason: 'x' } })), /^Decoding: node-llama-cpp's own path \(x\)/m);
+  });
+});
+
+describe("draftline.gpu 'cpu' on macOS arm64, whose only binary is Metal", () => {
+  it('asks node-llama-cpp for the Metal binary (there is no CPU-only one) and the tooltip still says CPU as set', () => {
+    assert.equal(llamaGpuOption('cpu', 'darwin', 'arm64'), 'metal');
+    assert.equal(llamaGpuOption('cpu', 'darwin', 'x64'), false);
+    assert.equal(llamaGpuOption('cpu', 'win32', 'arm64'), false);
+    assert.equal(llamaGpuOption('vulkan', 'linux', 'x64'), 'vulkan');
+    assert.equal(llamaGpuOption('auto', 'darwin', 'arm64'), 'auto');
+    const onMetalNoLayers = models({
+      backend: 'metal',
+      gpuLayers: { target: 0, draft: 0 },
+      runtime: runtime({ requestedGpu: 'cpu', gpuBinaries: ['metal'], gpuDetected: ['metal'], gpuDevices: ['Apple M2'] }),
+    });
+    assert.equal(backendExplanation(onMetalNoLayers), 'CPU (as set in draftline.gpu)');
   });
 });
 
