@@ -46,6 +46,7 @@ export function engineSettingsFrom(config: SettingsReader, draftAvailable: boole
     maxDocumentChars: MAX_DOCUMENT_CHARS,
     maxPrefixChars: config.number('maxPrefixChars'),
     maxSuffixChars: config.number('maxSuffixChars'),
+    prefetch: config.value('prefetch.enabled'),
   };
 }
 

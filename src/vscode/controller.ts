@@ -15,8 +15,9 @@ import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, 
 import { DocumentSync, documentLength } from './documentSync';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
-import { DraftlineInlineProvider } from './inlineProvider';
-import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
+import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
+import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, pauseOnBattery, SECTION } from './settings';
+import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
@@ -51,6 +52,8 @@ export class DraftlineController implements vscode.Disposable {
   activationToReadyMs: number | null = null;
   readonly statsUri = vscode.Uri.parse('draftline-stats:Draftline%20Report.md');
   private readonly statsChanged = new vscode.EventEmitter<vscode.Uri>();
+  /** Battery or mains, for draftline.prefetch.pauseOnBattery (read at most once a minute). */
+  private readonly power = new PowerMonitor();
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
@@ -60,13 +63,22 @@ export class DraftlineController implements vscode.Disposable {
       complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> => this.backend.complete(request, signal),
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
+    this.engine.prefetchBlocker = async () => (pauseOnBattery(this.reportSettingProblem) && (await this.power.onBattery()) ? 'on battery (draftline.prefetch.pauseOnBattery)' : null);
+    this.engine.onPrefetch = (outcome, trigger, detail) => {
+      if (outcome === 'cached' || outcome === 'skipped') return;
+      this.log[outcome === 'failed' ? 'warn' : 'debug'](`prefetch (${trigger === 'accepted' ? 'after an accepted completion' : 'after the shown one'}): ${outcome}${detail ? `, ${detail}` : ''}`);
+      if (outcome === 'ready') this.refreshStats();
+    };
     this.documentSync = new DocumentSync(() => this.backend);
     this.extraContext = new ExtraContextCollector(() => readExtraContextSettings(this.reportSettingProblem));
     const provider = (this.provider = new DraftlineInlineProvider({
       engine: () => (this.info ? this.engine : null),
       debounceMs: () => debounceMs(this.reportSettingProblem),
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
-      onCompleted: () => this.refreshStats(),
+      onCompleted: (completion) => {
+        if (completion.prefetched) this.log.info(`ghost text served from the prefetch (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+        this.refreshStats();
+      },
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
       onSkipped: (skip) => this.setNoCompletionReason(skip?.message ?? null),
       extraContext: (document) => this.extraContext.contextFor(document),
@@ -83,6 +95,14 @@ export class DraftlineController implements vscode.Disposable {
         provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
+      // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (e.contentChanges.length === 0) return;
+        this.engine.documentEdited(
+          e.document.uri.toString(),
+          e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
+        );
+      }),
       vscode.window.onDidChangeActiveTextEditor(() => this.checkActiveDocument()),
       // Picking a language for an untitled file reopens it under the new language id.
       vscode.workspace.onDidOpenTextDocument((d) => d === vscode.window.activeTextEditor?.document && this.checkActiveDocument()),
@@ -96,6 +116,20 @@ export class DraftlineController implements vscode.Disposable {
         void offerRecommendedPair(this.context, backend.worker, this.log).catch((e: Error) => this.log.warn(`model offer: ${e.message}`));
       }
     });
+  }
+
+  /**
+   * The user accepted a completion in `key`: n-gram material for the next ones, and the completion
+   * at the cursor after it is prefetched (the editor asks there next). The insertion is done by the
+   * time this runs, with the cursor after it.
+   */
+  accepted(key: string, text: string): void {
+    this.backend.accepted(key, text);
+    if (!this.info || !this.engine.settings.enabled) return;
+    const editor = [vscode.window.activeTextEditor, ...vscode.window.visibleTextEditors].find((e) => e?.document.uri.toString() === key);
+    if (!editor?.selection.isEmpty) return;
+    const doc = engineDocument(editor.document, editor.selection.active, editor, (d) => this.extraContext.contextFor(d));
+    void this.engine.prefetch(doc, 'accepted');
   }
 
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
@@ -382,6 +416,7 @@ export class DraftlineController implements vscode.Disposable {
 
   dispose(): void {
     this.crashNotice?.close();
+    this.engine.cancelPrefetch();
     this.backend.dispose();
     for (const d of this.disposables) d.dispose();
   }

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
+import { SkippedCompletion, type CompletionEngine, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
 import type { ExtraContext } from '../shared/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
@@ -28,7 +28,8 @@ export interface ProviderHooks {
   engine(): CompletionEngine | null;
   debounceMs(): number;
   onBusy(busy: boolean): void;
-  onCompleted(): void;
+  /** Ghost text is shown (prefetched: computed before it was asked for). */
+  onCompleted(completion: EngineCompletion): void;
   onError(error: Error): void;
   /** Why this document gets no completions (a disabled language, too large...), or null when it does. */
   onSkipped(skip: SkippedCompletion | null): void;
@@ -82,7 +83,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       }
       this.hooks.onSkipped(null);
       if (token.isCancellationRequested || !result.text) return undefined;
-      this.hooks.onCompleted();
+      this.hooks.onCompleted(result);
       // The text also replaces what it covers of the rest of the line (auto-closed brackets it writes itself).
       const replaced = new vscode.Range(position, position.translate(0, result.replaceSuffixChars));
       const item = new vscode.InlineCompletionItem(result.text, replaced, {
