@@ -126,6 +126,11 @@ export class CompletionEngine {
    * battery check here; the engine knows nothing of the platform.
    */
   prefetchBlocker: () => Promise<string | null> | string | null = () => null;
+  /**
+   * When a prefetched completion is shown, prefetch the one after it (the user is in a chain of
+   * accepts). Always on in the extension; the bench turns it off to measure the accept alone.
+   */
+  chainPrefetch = true;
   /** Told of each prefetch's end (the editor's log). */
   onPrefetch?: (outcome: PrefetchOutcome, trigger: PrefetchTrigger, detail: string) => void;
   /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
@@ -198,7 +203,7 @@ export class CompletionEngine {
     if (cached === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     if (cached) return this.served(doc, cached, started);
     // A real request elsewhere: the prefetch yields at once.
-    this.cancelPrefetch();
+    this.yieldPrefetchTo(request);
     const waitStarted = this.now();
     await beforeModel?.();
     if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
@@ -206,7 +211,7 @@ export class CompletionEngine {
     const cachedLater = await this.fromCacheOrPrefetch(request, signal);
     if (cachedLater === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     if (cachedLater) return this.served(doc, cachedLater, started);
-    this.cancelPrefetch();
+    this.yieldPrefetchTo(request);
     started = this.now(); // latency counts from the model request, not the debounce
     const waitMs = started - waitStarted;
     this.realRequests++;
@@ -251,7 +256,7 @@ export class CompletionEngine {
     }
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
     // In a chain of accepts: the user reads this one now; the one after it gets computed meanwhile.
-    if (prefetched && hit.text) {
+    if (prefetched && hit.text && this.chainPrefetch) {
       const next = documentAfterInsertion(doc, hit.text, hit.replaceSuffixChars);
       const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: hit.replaceSuffixChars, text: hit.text };
       setTimeout(() => void this.prefetch(next, 'chain', expectedEdit), 0);
@@ -262,6 +267,12 @@ export class CompletionEngine {
   /** Whether a prefetch runs now (for tests and the bench). */
   get prefetchRunning(): boolean {
     return this.prefetching !== null;
+  }
+
+  /** A real request goes to the model: a prefetch of another request stops (one of this request was waited for). */
+  private yieldPrefetchTo(request: CompletionRequest): void {
+    const running = this.prefetching;
+    if (running && (running.prefix !== request.prefix || running.suffix !== request.suffix)) running.controller.abort();
   }
 
   /** Stops the running prefetch, if any (a keystroke, a request elsewhere). */
@@ -309,16 +320,8 @@ export class CompletionEngine {
       tally.busy++;
       return end('busy', 'a completion is running');
     }
-    const blocked = await this.prefetchBlocker();
-    if (blocked) {
-      tally.blocked++;
-      return end('blocked', blocked);
-    }
-    // The check above awaited: a real request may have started meanwhile.
-    if (this.realRequests > 0) {
-      tally.busy++;
-      return end('busy', 'a completion is running');
-    }
+    // Registered before anything is awaited: the editor's request for this cursor, which comes
+    // right after the accept, finds it and waits for it instead of stopping it.
     this.cancelPrefetch();
     const id = this.nextPrefetchId++;
     const controller = new AbortController();
@@ -326,6 +329,26 @@ export class CompletionEngine {
     let settle!: () => void;
     const entry: RunningPrefetch = { id, prefix: request.prefix, suffix: request.suffix, expectedEdit, controller, done: new Promise((resolve) => (settle = resolve)) };
     this.prefetching = entry;
+    const unregister = () => {
+      if (this.prefetching === entry) this.prefetching = null;
+      settle();
+    };
+    const blocked = await this.prefetchBlocker();
+    if (blocked) {
+      unregister();
+      tally.blocked++;
+      return end('blocked', blocked);
+    }
+    // The check above awaited: a real request or a keystroke may have come meanwhile.
+    if (controller.signal.aborted) {
+      unregister();
+      return end('cancelled', 'stopped before it started');
+    }
+    if (this.realRequests > 0) {
+      unregister();
+      tally.busy++;
+      return end('busy', 'a completion is running');
+    }
     tally.started++;
     try {
       const result = await this.backend.complete({ ...request, prefetch: true }, controller.signal);
@@ -339,6 +362,8 @@ export class CompletionEngine {
       return end('ready', `${shown.text.length} chars in ${Math.round(this.now() - started)} ms`);
     } catch (error) {
       if ((error as { code?: string }).code === 'busy') {
+        // Refused before it ran (another window's request): not started after all.
+        tally.started--;
         tally.busy++;
         return end('busy', (error as Error).message);
       }
@@ -349,8 +374,7 @@ export class CompletionEngine {
       tally.failed++;
       return end('failed', (error as Error).message);
     } finally {
-      if (this.prefetching === entry) this.prefetching = null;
-      settle();
+      unregister();
     }
   }
 }

@@ -140,6 +140,26 @@ describe('prefetch: the key is exactly the next request', () => {
     assert.equal(debounced, false);
   });
 
+  it('the editor asks in the same turn as the accept, while the battery check is still out: the request still waits for the prefetch', async () => {
+    const { backend, engine } = engineWith();
+    engine.prefetchBlocker = () => new Promise((resolve) => setTimeout(() => resolve(null), 5));
+    const doc = inserted(SOURCE, CURSOR, 'let');
+    const prefetching = engine.prefetch(doc);
+    let debounced = false;
+    const request = engine.complete(doc, undefined, async () => {
+      debounced = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await backend.finishLast();
+    assert.equal(await prefetching, 'ready');
+    const result = await request;
+    assert.ok(!(result instanceof SkippedCompletion));
+    assert.equal(result.prefetched, true);
+    assert.equal(backend.calls.length, 1, 'one model call, the prefetch');
+    assert.equal(backend.calls[0].aborted, false);
+    assert.equal(debounced, false);
+  });
+
   it('an empty prefetched completion answers the same request with no model call (only that exact one)', async () => {
     const { backend, engine } = engineWith(() => '');
     const doc = inserted(SOURCE, CURSOR, 'done();');
