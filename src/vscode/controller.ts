@@ -128,8 +128,18 @@ export class DraftlineController implements vscode.Disposable {
     if (!this.info || !this.engine.settings.enabled) return;
     const editor = [vscode.window.activeTextEditor, ...vscode.window.visibleTextEditors].find((e) => e?.document.uri.toString() === key);
     if (!editor?.selection.isEmpty) return;
-    const doc = engineDocument(editor.document, editor.selection.active, editor, (d) => this.extraContext.contextFor(d));
-    void this.engine.prefetch(doc, 'accepted');
+    const document = editor.document;
+    const version = document.version;
+    const position = editor.selection.active;
+    const doc = engineDocument(document, position, editor, (d) => this.extraContext.contextFor(d));
+    void this.engine.prefetch(doc, 'accepted').then((outcome) => {
+      // VS Code asks again only when the user types: ask now, at the same cursor, so the prefetched
+      // ghost text shows at once (a cache hit, or the prefetch of it still running, which it waits for).
+      if (outcome !== 'ready' && outcome !== 'cached') return;
+      const active = vscode.window.activeTextEditor;
+      if (active?.document !== document || document.version !== version || !active.selection.active.isEqual(position)) return;
+      void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+    });
   }
 
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
