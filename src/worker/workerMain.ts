@@ -193,8 +193,9 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   complete: async ({ request }, id, connection) => {
     const current = requireSession(connection);
     // A prefetch yields to every real request, this window's or another's: it does not start while
-    // one runs (nor stop it), and a real request stops it like any other generation.
-    if (request.prefetch && [...running.keys()].some((k) => !prefetches.has(k) && !k.startsWith('warm-up:'))) {
+    // one runs (nor stop it), and a real request stops it like any other generation. One already
+    // cancelled (the keystroke before) is only winding down: it does not count.
+    if (request.prefetch && [...running].some(([k, c]) => !prefetches.has(k) && !k.startsWith('warm-up:') && !c.signal.aborted)) {
       throw Object.assign(new Error('a completion is running'), { code: 'busy' });
     }
     // At most one generation in flight, over all windows: a new request supersedes the running one.

@@ -365,6 +365,15 @@ describe('prefetch in the worker: it yields to every real request', { skip: fs.e
     assert.notEqual(result.stats.stopReason, 'abort');
   });
 
+  it('a real completion already cancelled (by the keystroke before) does not hold a prefetch back', async () => {
+    const controller = new AbortController();
+    const real = client.request('complete', { request: long('function fibonacci(n) {\n') }, controller.signal);
+    controller.abort();
+    const prefetch = await client.request('complete', { request: { ...long('class Queue {\n', true), maxTokens: 8 } });
+    assert.notEqual(prefetch.stats.stopReason, 'abort');
+    assert.equal((await real).stats.stopReason, 'abort');
+  });
+
   it('a real completion stops a running prefetch', async () => {
     // Sent right after it: the worker registers the prefetch before it reads the next message.
     const prefetch = client.request('complete', { request: long('function fibonacci(n) {\n', true) });
