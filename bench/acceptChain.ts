@@ -11,6 +11,7 @@
 // and counts as never shown. All through CompletionEngine over an in-process session: the same path
 // (window, prompt, speculation, post-processing, cache) as the extension, without the IPC hop.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, documentAfterInsertion, type EngineDocument, SkippedCompletion, type PrefetchTally, wastedPrefetches } from '../src/engine/completionEngine';
+import type { CompletionRequest } from '../src/shared/types';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
 import { Progress } from './stats';
@@ -42,8 +43,22 @@ function textDocument(base: EngineDocument, text: string, offset: number): Engin
   return { ...base, offset, length: text.length, slice: (s, e) => text.slice(s, e) };
 }
 
+/** Enter at the end of a line that ends a statement: the new line's request is near-certain. */
+export function afterStatementEnd(task: BenchTask): boolean {
+  if (task.kind !== 'empty-line-in-block') return false;
+  const before = task.text.slice(0, task.offset);
+  const lineStart = before.lastIndexOf('\n');
+  if (lineStart < 0 || before.slice(lineStart + 1).trim() !== '') return false;
+  const previous = before.slice(0, lineStart).trimEnd();
+  return /[;})]$/.test(previous);
+}
+
+export type EnterMode = 'debounce' | 'early';
+
 export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: string; draft: string }, opts: ChainOptions) {
   const { session } = await benchSession(pair, opts);
+  /** Enter -> ghost text, ms, by how the request starts: after the debounce (today) or at the Enter (the prefetch path). */
+  const enter: Record<EnterMode, number[]> = { debounce: [], early: [] };
   const rows = new Map<ChainMode, ChainRow>(CHAIN_MODES.map((mode) => [mode, { mode, nextGhostMs: [[], [], []], emptyGhostTexts: 0, prefetch: emptyTally() }]));
   const progress = new Progress(tasks.length * CHAIN_MODES.length, `accept chain (${session.info.target.name})`);
   const backend = { complete: (request: Parameters<typeof session.complete>[0], signal?: AbortSignal) => session.complete(request, signal) };
@@ -77,17 +92,32 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
         shown = await engine.complete(doc, undefined, debounce);
         row.nextGhostMs[accept].push(performance.now() - acceptedAt);
       }
-      // The user types on: whatever is still being prefetched is stopped, never shown.
+      // The user reads the last ghost text, then types on: whatever is still being prefetched is
+      // stopped, never shown (and nothing of this chain runs on into the next one's timing).
+      await sleep(opts.thinkMs);
       engine.documentEdited(doc.uri, [{ offset: doc.offset, deleteCount: 0, text: ' ' }]);
       while (engine.prefetchRunning) await sleep(1);
       add(row.prefetch, engine.stats.prefetch);
       progress.tick(mode);
     }
+    if (afterStatementEnd(task)) {
+      // The cursor is on the new line's indentation, as right after Enter (the editor asks at once).
+      const enterOrder: EnterMode[] = index % 2 ? ['early', 'debounce'] : ['debounce', 'early'];
+      for (const how of enterOrder) {
+        const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+        // Untimed: the same prompt state for both (the line before, completed a keystroke earlier).
+        await session.complete({ ...(engine.buildRequest(start) as CompletionRequest), prefix: task.text.slice(Math.max(0, task.offset - 1500), task.offset - 1), mode: 'plain' });
+        const at = performance.now();
+        if (how === 'early') void engine.prefetch(start, 'accepted');
+        await engine.complete(start, undefined, () => sleep(opts.debounceMs));
+        enter[how].push(performance.now() - at);
+      }
+    }
     session.documents.removeDocument(start.uri);
   }
   const info = session.info;
   await session.dispose();
-  return { info, rows: [...rows.values()] };
+  return { info, rows: [...rows.values()], enter };
 }
 
 function emptyTally(): PrefetchTally {

@@ -259,7 +259,8 @@ export class CompletionEngine {
     if (prefetched && hit.text && this.chainPrefetch) {
       const next = documentAfterInsertion(doc, hit.text, hit.replaceSuffixChars);
       const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: hit.replaceSuffixChars, text: hit.text };
-      setTimeout(() => void this.prefetch(next, 'chain', expectedEdit), 0);
+      // Registered now (before anything is awaited), so the next keystroke finds it and stops it.
+      void this.prefetch(next, 'chain', expectedEdit);
     }
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
   }

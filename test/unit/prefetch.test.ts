@@ -104,7 +104,7 @@ describe('prefetch: the key is exactly the next request', () => {
     assert.ok(!(result instanceof SkippedCompletion));
     assert.equal(result.text, 'return 1;');
     assert.equal(result.prefetched, true);
-    assert.equal(backend.calls.length, 1, 'no second model call');
+    assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 0, 'no model call of its own');
     assert.equal(debounced, false, 'a prefetched completion skips the debounce');
     assert.equal(engine.stats.prefetch.served, 1);
   });
@@ -136,7 +136,7 @@ describe('prefetch: the key is exactly the next request', () => {
     assert.equal(await prefetching, 'ready');
     assert.ok(!(result instanceof SkippedCompletion));
     assert.equal(result.text, 'return 1;');
-    assert.equal(backend.calls.length, 1);
+    assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 0, 'no model call of its own');
     assert.equal(debounced, false);
   });
 
@@ -182,10 +182,9 @@ describe('prefetch: it never delays a real request', () => {
     const prefetching = engine.prefetch(doc);
     await tick();
     assert.equal(backend.calls.length, 1);
-    const typedAt = performance.now();
     engine.documentEdited(doc.uri, [{ offset: doc.offset, deleteCount: 0, text: ' ' }]);
+    // Synchronously, in the keystroke's own turn: no timer, no await between the two.
     assert.equal(backend.calls[0].aborted, true, 'the backend call is aborted in the same turn');
-    assert.ok(backend.calls[0].abortedAt! - typedAt < 5);
     assert.equal(await prefetching, 'cancelled');
     assert.equal(engine.stats.prefetch.cancelled, 1);
     assert.equal(wastedPrefetches(engine.stats.prefetch), 1);
@@ -261,8 +260,10 @@ describe('prefetch: a chain of accepts', () => {
     assert.ok(!(next instanceof SkippedCompletion));
     assert.equal(next.text, 'step2;');
     assert.equal(next.prefetched, true);
-    assert.equal(backend.calls.length, 2);
-    await tick();
+    assert.ok(
+      backend.calls.every((c) => c.request.prefetch),
+      'no model call but prefetches',
+    );
     // The third one now runs; a keystroke that is not the accept stops it.
     assert.equal(engine.prefetchRunning, true);
     engine.documentEdited(first.uri, [{ offset: second.offset, deleteCount: 0, text: 'x' }]);
