@@ -97,7 +97,8 @@ export class DraftlineController implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
       vscode.workspace.onDidChangeTextDocument((e) => {
-        if (e.contentChanges.length === 0) return;
+        // Output channels (this extension's log among them) are documents too: their lines are no keystrokes.
+        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
         this.engine.documentEdited(
           e.document.uri.toString(),
           e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
