@@ -43,14 +43,22 @@ function textDocument(base: EngineDocument, text: string, offset: number): Engin
   return { ...base, offset, length: text.length, slice: (s, e) => text.slice(s, e) };
 }
 
-/** Enter at the end of a line that ends a statement: the new line's request is near-certain. */
-export function afterStatementEnd(task: BenchTask): boolean {
-  if (task.kind !== 'empty-line-in-block') return false;
+/**
+ * The document right after Enter at the end of a line that ends a statement (; } or )), when the
+ * task has one: an empty-line-in-block task after such a line is that already; an end-of-line task
+ * at such a line gets the Enter (a newline and the line's indentation) inserted at its cursor.
+ */
+export function afterStatementEnd(task: BenchTask, start: EngineDocument): EngineDocument | null {
   const before = task.text.slice(0, task.offset);
-  const lineStart = before.lastIndexOf('\n');
-  if (lineStart < 0 || before.slice(lineStart + 1).trim() !== '') return false;
-  const previous = before.slice(0, lineStart).trimEnd();
-  return /[;})]$/.test(previous);
+  const lineStart = before.lastIndexOf('\n') + 1;
+  const line = before.slice(lineStart);
+  if (task.kind === 'empty-line-in-block') {
+    return line.trim() === '' && /[;})]$/.test(before.slice(0, lineStart).trimEnd()) ? start : null;
+  }
+  if (task.kind !== 'end-of-line' || !/[;})]\s*$/.test(line)) return null;
+  const enter = `\n${/^\s*/.exec(line)![0]}`;
+  const text = task.text.slice(0, task.offset) + enter + task.text.slice(task.offset);
+  return textDocument(start, text, task.offset + enter.length);
 }
 
 export type EnterMode = 'debounce' | 'early';
@@ -100,16 +108,18 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
       add(row.prefetch, engine.stats.prefetch);
       progress.tick(mode);
     }
-    if (afterStatementEnd(task)) {
-      // The cursor is on the new line's indentation, as right after Enter (the editor asks at once).
+    const entered = afterStatementEnd(task, start);
+    if (entered) {
+      // The cursor is on the new line's indentation, right after Enter (the editor asks at once).
       const enterOrder: EnterMode[] = index % 2 ? ['early', 'debounce'] : ['debounce', 'early'];
       for (const how of enterOrder) {
         const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
-        // Untimed: the same prompt state for both (the line before, completed a keystroke earlier).
-        await session.complete({ ...(engine.buildRequest(start) as CompletionRequest), prefix: task.text.slice(Math.max(0, task.offset - 1500), task.offset - 1), mode: 'plain' });
+        // Untimed: the same prompt state for both (the line before Enter, completed a keystroke earlier).
+        const request = engine.buildRequest(entered) as CompletionRequest;
+        await session.complete({ ...request, prefix: request.prefix.slice(0, request.prefix.lastIndexOf('\n')), mode: 'plain' });
         const at = performance.now();
-        if (how === 'early') void engine.prefetch(start, 'accepted');
-        await engine.complete(start, undefined, () => sleep(opts.debounceMs));
+        if (how === 'early') void engine.prefetch(entered, 'accepted');
+        await engine.complete(entered, undefined, () => sleep(opts.debounceMs));
         enter[how].push(performance.now() - at);
       }
     }

@@ -902,7 +902,7 @@ async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> 
   });
   const enterDebounce = median(r.enter.debounce);
   const enterEarly = median(r.enter.early);
-  const enterLine = `After Enter at the end of a line that ends a statement (${r.enter.early.length} of the tasks: an indented empty line after a line ending in ; } or )), Enter -> ghost text median: ${fmt(enterDebounce)} ms with the debounce (today), ${fmt(enterEarly)} ms started at the Enter through the prefetch path (${enterDebounce && enterEarly ? `${fmt(enterEarly / enterDebounce, 2)}x` : '-'}). The early start spends that model time on every such Enter, also when the next keystroke comes within the debounce, which today costs nothing.`;
+  const enterLine = `After Enter at the end of a line that ends a statement (${r.enter.early.length} of the tasks: an empty-line-in-block task after a line ending in ; } or ), or an end-of-line task at such a line with Enter typed there), Enter -> ghost text median: ${fmt(enterDebounce)} ms with the debounce (today), ${fmt(enterEarly)} ms started at the Enter through the prefetch path (${enterDebounce && enterEarly ? `${fmt(enterEarly / enterDebounce, 2)}x` : '-'}). The early start spends that model time on every such Enter, also when the next keystroke comes within the debounce, which today costs nothing.`;
   ((bench.results.acceptChain ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, tasks: tasks.length, thinkMs, debounceMs: DEFAULT_DEBOUNCE_MS, rows, raw: r.rows, enter: r.enter };
   const accepts = Array.from({ length: ACCEPTS_PER_CHAIN }, (_, i) => `accept ${i + 1} median ms`);
   const table = [
