@@ -245,9 +245,10 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await focusEditor(page);
     await saveActiveFile(page);
     const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
-    const firstLine = (g: string) => g.split('\n')[0]!.trim();
+    // The third ghost text is shown, not accepted: the first two are in the file.
     assert.ok(onDisk.includes(`${TYPED}${first.split('\n')[0]}`), `the first accepted completion is in the file:\n${onDisk}`);
-    assert.ok(onDisk.includes(firstLine(second)) && onDisk.includes(firstLine(third)), `the prefetched completions were accepted into the file:\n${onDisk}`);
+    assert.ok(onDisk.includes(second.split('\n')[0]!.trim()), `the prefetched completion accepted second is in the file:\n${onDisk}`);
+    assert.ok(third.trim().length > 0);
   });
 
   it('palette: toggles and the model picker work', async () => {
