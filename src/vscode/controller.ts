@@ -134,8 +134,9 @@ export class DraftlineController implements vscode.Disposable {
     const position = editor.selection.active;
     const doc = engineDocument(document, position, editor, (d) => this.extraContext.contextFor(d));
     void this.engine.prefetch(doc, 'accepted').then((outcome) => {
-      // VS Code asks again only when the user types: ask now, at the same cursor, so the prefetched
-      // ghost text shows at once (a cache hit, or the prefetch of it still running, which it waits for).
+      // Ask VS Code for the ghost text at this cursor once it is ready (a cache hit): VS Code 1.100
+      // asks by itself after an accept (that request waits for the running prefetch), but nothing
+      // says every version does, and a second ask costs a cache lookup.
       if (outcome !== 'ready' && outcome !== 'cached') return;
       const active = vscode.window.activeTextEditor;
       if (active?.document !== document || document.version !== version || !active.selection.active.isEqual(position)) return;
