@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8,9] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -19,6 +19,8 @@ import { engineDocument, flashAttentionOption, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
+import { ACCEPTS_PER_CHAIN, neverShownShare, regimeAcceptChain } from './acceptChain';
+import { DEFAULT_DEBOUNCE_MS } from '../src/engine/declaredSettings';
 import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
 import { CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
@@ -40,7 +42,7 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8' : '1,2,3,4,5,6,7,8') ?? '').split(',').map(Number));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8,9' : '1,2,3,4,5,6,7,8,9') ?? '').split(',').map(Number));
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -607,6 +609,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(6)) perPair(6, 'extra context', EXTRA_CONTEXT_SECONDS_PER_TASK, extraContextTaskCount(bench.tasks.length), extraContextSection);
   if (regimes.has(7)) perPair(7, 'lookahead pool', LOOKAHEAD_SECONDS_PER_TASK, lookaheadTaskCount(bench.tasks.length), lookaheadSection);
   if (regimes.has(8)) list.push({ name: 'regime 8 (window draft)', estimateSeconds: threads === 1 ? 9 * windowDraftTaskCount(bench.tasks.length) : null, run: windowDraftSection });
+  if (regimes.has(9)) perPair(9, 'accept chain', ACCEPT_CHAIN_SECONDS_PER_TASK, acceptChainTaskCount(bench.tasks.length), acceptChainSection);
   return list;
 }
 
@@ -869,6 +872,51 @@ async function startupSection(bench: Bench): Promise<void> {
     "As the extension starts it, without the editor: fork dist/worker.js, load, 1.5 s later one completion (first request: its own latency), then another prompt (later request); fork to first completion leaves out the 1.5 s. no warm-up: without the worker's warm-up completion after the load (preload on). \"at\" columns are the worker process's age. binding: node-llama-cpp's import and getLlama (which first tests the prebuilt binary in a child process). preload: the worker starts the binding as soon as it runs (what the extension does); second window: another worker while the first is alive. In a real editor the same steps share 2 cores with the workbench starting up: bench/editorStartup.ts measures that.";
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n`);
+}
+
+const acceptChainTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 40);
+/** Seconds a task at 1 thread on the reference VM (three modes, three accepts each, think time included). */
+const ACCEPT_CHAIN_SECONDS_PER_TASK: Record<string, number> = { tiny: 4, v3: 7 };
+/** How long the simulated user reads a ghost text before Tab. */
+const thinkMs = Number(opt('think-ms', '300'));
+
+async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> {
+  const tasks = bench.tasks.slice(0, acceptChainTaskCount(bench.tasks.length));
+  const r = await regimeAcceptChain(tasks, pair, { threads, maxTokens, gpu, flashAttention, log, debounceMs: DEFAULT_DEBOUNCE_MS, thinkMs });
+  const off = r.rows.find((x) => x.mode === 'off')!;
+  const offAll = median(off.nextGhostMs.flat());
+  const rows = r.rows.map((x) => {
+    const all = x.nextGhostMs.flat();
+    return {
+      mode: x.mode,
+      accepts: all.length,
+      byAccept: x.nextGhostMs.map((ms) => median(ms)),
+      medianMs: median(all),
+      p90Ms: percentile(all, 0.9),
+      vsOff: offAll && median(all) !== null ? median(all)! / offAll : null,
+      emptyGhostTexts: x.emptyGhostTexts,
+      prefetch: x.prefetch,
+      unusedShare: neverShownShare(x.prefetch),
+      noGhostTextShare: x.prefetch.started > 0 ? (x.prefetch.started - x.prefetch.shown) / x.prefetch.started : null,
+    };
+  });
+  const enterDebounce = median(r.enter.debounce);
+  const enterEarly = median(r.enter.early);
+  const enterLine = `After Enter at the end of a line that ends a statement (${r.enter.early.length} of the tasks: an empty-line-in-block task after a line ending in ; } or ), or an end-of-line task at such a line with Enter typed there), Enter -> ghost text median: ${fmt(enterDebounce)} ms with the debounce (today), ${fmt(enterEarly)} ms started at the Enter through the prefetch path (${enterDebounce && enterEarly ? `${fmt(enterEarly / enterDebounce, 2)}x` : '-'}). The early start spends that model time on every such Enter, also when the next keystroke comes within the debounce, which today costs nothing.`;
+  ((bench.results.acceptChain ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, tasks: tasks.length, thinkMs, debounceMs: DEFAULT_DEBOUNCE_MS, rows, raw: r.rows, enter: r.enter };
+  const accepts = Array.from({ length: ACCEPTS_PER_CHAIN }, (_, i) => `accept ${i + 1} median ms`);
+  const table = [
+    `| prefetch | accepts timed | next ghost text median ms | p90 ms | vs off | ${accepts.join(' | ')} | prefetches started | served (with ghost text) | unused | cancelled | not started (busy) | unused share | no ghost text shown share |`,
+    `|---|---|---|---|---|${accepts.map(() => '---|').join('')}---|---|---|---|---|---|---|`,
+    ...rows.map(
+      (x) =>
+        `| ${x.mode} | ${x.accepts} | ${fmt(x.medianMs)} | ${fmt(x.p90Ms)} | ${fmt(x.vsOff, 2)}x | ${x.byAccept.map((m) => fmt(m)).join(' | ')} | ${x.prefetch.started} | ${x.prefetch.served} (${x.prefetch.shown}) | ${x.prefetch.started - x.prefetch.served} | ${x.prefetch.cancelled} | ${x.prefetch.busy} | ${pct(x.unusedShare)} | ${pct(x.noGhostTextShare)} |`,
+    ),
+  ];
+  const heading = `Regime 9: accept chain, ${pair.name} pair (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)})`;
+  const legend = `${tasks.length} tasks; on each, the ghost text is accepted ${ACCEPTS_PER_CHAIN} times in a row (fewer when it is empty: ${rows.map((x) => `${x.mode} ${x.emptyGhostTexts}`).join(', ')} chains ended early), ${thinkMs} ms after it appeared (--think-ms). Timed: from the accept to the next ghost text being available to the provider, which asks right after the accept (debounce ${DEFAULT_DEBOUNCE_MS} ms on a cache miss, as draftline.debounceMs). off: no prefetch; accept: prefetch when a completion is accepted; accept+chain: also, when a prefetched completion is shown, the one after it (the extension's behaviour). After the last accept the user types on: a prefetch still running is stopped. unused: prefetches no request was answered from (cancelled ones included); no ghost text shown: unused, or answered with an empty completion (the model had nothing to add; that answer still saved a model call).`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', enterLine, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n${enterLine}\n`);
 }
 
 const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;

@@ -6,6 +6,13 @@ interface Entry {
   completion: string;
   /** Characters of the cursor line's suffix the completion replaces: the suffix is the same on a hit, so this is too. */
   replaceSuffixChars: number;
+  /** Set when a prefetch computed it (engine/completionEngine.ts prefetch): its number, for the served/wasted count. */
+  prefetchId?: number;
+}
+
+/** A cache hit, and the prefetch that computed it (if one did). */
+export interface CacheHit extends ShownCompletion {
+  prefetchId?: number;
 }
 
 /**
@@ -22,23 +29,31 @@ export class CompletionCache {
     return this.entries.length;
   }
 
-  put(prefix: string, suffix: string, shown: ShownCompletion): void {
-    if (!shown.text) return;
+  /**
+   * An empty completion is kept only when a prefetch computed it, and then serves only the exact same
+   * prefix and suffix: the request that follows an accept then costs no model call to learn that the
+   * model has nothing to add there (the same greedy decoding would say the same).
+   */
+  put(prefix: string, suffix: string, shown: ShownCompletion, prefetchId?: number): void {
+    if (!shown.text && prefetchId === undefined) return;
     this.entries = this.entries.filter((e) => !(e.prefix === prefix && e.suffix === suffix));
-    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars });
+    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars, prefetchId });
     if (this.entries.length > this.capacity) this.entries.shift();
   }
 
-  get(prefix: string, suffix: string): ShownCompletion | undefined {
+  get(prefix: string, suffix: string): CacheHit | undefined {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
       if (e.suffix !== suffix || !prefix.startsWith(e.prefix)) continue;
       const typed = prefix.slice(e.prefix.length);
-      if (typed.length < e.completion.length && e.completion.startsWith(typed)) {
+      const exactEmpty = e.completion === '' && typed === '';
+      if (exactEmpty || (typed.length < e.completion.length && e.completion.startsWith(typed))) {
         // Most recent use last, so it survives eviction.
         this.entries.splice(i, 1);
         this.entries.push(e);
-        return { text: e.completion.slice(typed.length), replaceSuffixChars: e.replaceSuffixChars };
+        const hit: CacheHit = { text: e.completion.slice(typed.length), replaceSuffixChars: e.replaceSuffixChars };
+        if (e.prefetchId !== undefined) hit.prefetchId = e.prefetchId;
+        return hit;
       }
     }
     return undefined;

@@ -1,9 +1,10 @@
 import { defaultFilters, postprocess } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
-import { CompletionCache } from './completionCache';
+import { type CacheHit, CompletionCache } from './completionCache';
 import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 import { StatsCollector } from './statsCollector';
-import type { CompletionRequest, CompletionResult, DecodeMode, ExtraContext } from '../shared/types';
+export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
+import type { CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {
@@ -32,6 +33,8 @@ export interface EngineSettings extends WindowLimits {
   disabledLanguages: string[];
   /** Documents longer than this are not completed in (chars). */
   maxDocumentChars: number;
+  /** Compute the completion after an accepted one before it is asked for (draftline.prefetch.enabled). */
+  prefetch: boolean;
 }
 
 /** The declared defaults (package.json), read once. */
@@ -42,6 +45,8 @@ export interface EngineCompletion {
   /** Characters after the cursor, on its line, that `text` replaces (auto-closed brackets it writes itself). */
   replaceSuffixChars: number;
   fromCache: boolean;
+  /** Served from what a prefetch computed. */
+  prefetched?: boolean;
   result: CompletionResult | null;
   latencyMs: number;
 }
@@ -62,6 +67,50 @@ export function modeFor(settings: Pick<EngineSettings, 'speculation' | 'ngramReu
   return settings.draftAvailable ? 'draft' : 'plain';
 }
 
+/**
+ * What a prefetch came to. ready: computed and in the cache; cached: the cache (or the prefetch
+ * running) already has it; busy: a real request runs (here or, for the worker, in another window);
+ * blocked: turned off, or on battery; cancelled: a keystroke or another request stopped it.
+ */
+export type PrefetchOutcome = 'ready' | 'cached' | 'busy' | 'blocked' | 'skipped' | 'cancelled' | 'failed';
+
+/** Why a prefetch was asked for: the user accepted a completion, or a prefetched one was shown (the one after it). */
+export type PrefetchTrigger = 'accepted' | 'chain';
+
+/**
+ * The document as it will be once `text` is inserted at the cursor (replacing `replaceSuffixChars`
+ * characters after it), with the cursor after the insertion: what the editor's next request sees.
+ */
+export function documentAfterInsertion(doc: EngineDocument, text: string, replaceSuffixChars = 0): EngineDocument {
+  const at = doc.offset;
+  const removed = Math.max(0, Math.min(replaceSuffixChars, doc.length - at));
+  const tailStart = at + removed;
+  const length = doc.length - removed + text.length;
+  const end = at + text.length;
+  const slice = (start: number, stop: number): string => {
+    const s = Math.max(0, start);
+    const e = Math.min(length, stop);
+    if (e <= s) return '';
+    let out = '';
+    if (s < at) out += doc.slice(s, Math.min(e, at));
+    if (e > at && s < end) out += text.slice(Math.max(s, at) - at, Math.min(e, end) - at);
+    if (e > end) out += doc.slice(tailStart + Math.max(s, end) - end, tailStart + e - end);
+    return out;
+  };
+  return { ...doc, offset: end, length, slice };
+}
+
+interface RunningPrefetch {
+  id: number;
+  prefix: string;
+  suffix: string;
+  /** A chain prefetch is for after this edit (the shown ghost text accepted): that edit keeps it. */
+  expectedEdit?: { uri: string } & DocumentEdit;
+  controller: AbortController;
+  /** Settles (never rejects) when the prefetch ended, however it ended. */
+  done: Promise<void>;
+}
+
 /** Closing brackets and punctuation after the cursor still allow a multi-line completion. */
 const TRIVIAL_LINE_SUFFIX = /^[\s)\]}>;,'"`]*$/;
 
@@ -72,6 +121,25 @@ const TRIVIAL_LINE_SUFFIX = /^[\s)\]}>;,'"`]*$/;
 export class CompletionEngine {
   readonly cache = new CompletionCache();
   readonly stats = new StatsCollector();
+  /**
+   * Asked before each prefetch: why not now (e.g. 'on battery'), or null. The editor puts the
+   * battery check here; the engine knows nothing of the platform.
+   */
+  prefetchBlocker: () => Promise<string | null> | string | null = () => null;
+  /**
+   * When a prefetched completion is shown, prefetch the one after it (the user is in a chain of
+   * accepts). Always on in the extension; the bench turns it off to measure the accept alone.
+   */
+  chainPrefetch = true;
+  /** Told of each prefetch's end (the editor's log). */
+  onPrefetch?: (outcome: PrefetchOutcome, trigger: PrefetchTrigger, detail: string) => void;
+  /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
+  private prefetching: RunningPrefetch | null = null;
+  private nextPrefetchId = 1;
+  /** Prefetch ids a real request was answered from (each counts once, however often it serves). */
+  private readonly servedPrefetches = new Set<number>();
+  /** Real model requests in flight (from the model call to its end). */
+  private realRequests = 0;
 
   constructor(
     private readonly backend: CompletionBackend,
@@ -124,30 +192,204 @@ export class CompletionEngine {
 
   /**
    * `beforeModel` runs only on a cache miss, before the model is asked (the editor debounces there).
+   * A prefetch of exactly this request that is still running is waited for instead (no debounce);
+   * one of another request is stopped at once.
    */
   async complete(doc: EngineDocument, signal?: AbortSignal, beforeModel?: () => Promise<void>): Promise<EngineCompletion | SkippedCompletion> {
     let started = this.now();
     const request = this.buildRequest(doc);
     if (request instanceof SkippedCompletion) return request;
-    const cached = this.cache.get(request.prefix, request.suffix);
-    if (cached !== undefined) {
-      const latencyMs = this.now() - started;
-      this.stats.record({ at: Date.now(), latencyMs, fromCache: true, chars: cached.text.length, stats: null });
-      return { ...cached, fromCache: true, result: null, latencyMs };
-    }
+    const cached = await this.fromCacheOrPrefetch(request, signal);
+    if (cached === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    if (cached) return this.served(doc, cached, started);
+    // A real request elsewhere: the prefetch yields at once.
+    this.yieldPrefetchTo(request);
     const waitStarted = this.now();
     await beforeModel?.();
     if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    // A prefetch may have computed it during the debounce (the accept's, when the editor asked first).
+    const cachedLater = await this.fromCacheOrPrefetch(request, signal);
+    if (cachedLater === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    if (cachedLater) return this.served(doc, cachedLater, started);
+    this.yieldPrefetchTo(request);
     started = this.now(); // latency counts from the model request, not the debounce
     const waitMs = started - waitStarted;
-    const result = await this.backend.complete(request, signal);
+    this.realRequests++;
+    let result: CompletionResult;
+    try {
+      result = await this.backend.complete(request, signal);
+    } finally {
+      this.realRequests--;
+    }
     if (signal?.aborted || result.stats.stopReason === 'abort') return new SkippedCompletion('cancelled', 'superseded by a newer request');
-    // The user's maxLines, not the filters' default: the stop rule already cut there.
-    const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
-    const shown = postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
+    const shown = this.shownFor(result, request, doc);
     const latencyMs = this.now() - started;
     this.cache.put(request.prefix, request.suffix, shown);
     this.stats.record({ at: Date.now(), latencyMs, waitMs, fromCache: false, chars: shown.text.length, stats: result.stats });
-    return { ...shown, fromCache: false, result, latencyMs };
+    return { ...shown, fromCache: false, prefetched: false, result, latencyMs };
   }
+
+  /** The ghost text a raw completion becomes: the user's maxLines, not the filters' default (the stop rule already cut there). */
+  private shownFor(result: CompletionResult, request: CompletionRequest, doc: EngineDocument) {
+    const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
+    return postprocess(result.text, ctx, defaultFilters(this.settings.maxLines));
+  }
+
+  /** The cache's answer; if a prefetch of exactly this request runs, its answer once it ends. */
+  private async fromCacheOrPrefetch(request: CompletionRequest, signal?: AbortSignal): Promise<CacheHit | undefined | 'cancelled'> {
+    const hit = this.cache.get(request.prefix, request.suffix);
+    if (hit) return hit;
+    const running = this.prefetching;
+    if (!running || running.prefix !== request.prefix || running.suffix !== request.suffix) return undefined;
+    await abortable(running.done, signal);
+    if (signal?.aborted) return 'cancelled';
+    return this.cache.get(request.prefix, request.suffix);
+  }
+
+  private served(doc: EngineDocument, hit: CacheHit, started: number): EngineCompletion {
+    const latencyMs = this.now() - started;
+    const prefetched = hit.prefetchId !== undefined;
+    if (prefetched && !this.servedPrefetches.has(hit.prefetchId!)) {
+      this.servedPrefetches.add(hit.prefetchId!);
+      this.stats.prefetch.served++;
+      if (hit.text) this.stats.prefetch.shown++;
+    }
+    this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
+    // In a chain of accepts: the user reads this one now; the one after it gets computed meanwhile.
+    if (prefetched && hit.text && this.chainPrefetch) {
+      const next = documentAfterInsertion(doc, hit.text, hit.replaceSuffixChars);
+      const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: hit.replaceSuffixChars, text: hit.text };
+      // Registered now (before anything is awaited), so the next keystroke finds it and stops it.
+      void this.prefetch(next, 'chain', expectedEdit);
+    }
+    return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
+  }
+
+  /** Whether a prefetch runs now (for tests and the bench). */
+  get prefetchRunning(): boolean {
+    return this.prefetching !== null;
+  }
+
+  /** A real request goes to the model: a prefetch of another request stops (one of this request was waited for). */
+  private yieldPrefetchTo(request: CompletionRequest): void {
+    const running = this.prefetching;
+    if (running && (running.prefix !== request.prefix || running.suffix !== request.suffix)) running.controller.abort();
+  }
+
+  /** Stops the running prefetch, if any (a keystroke, a request elsewhere). */
+  cancelPrefetch(): void {
+    this.prefetching?.controller.abort();
+  }
+
+  /**
+   * The user edited a document: a keystroke stops the running prefetch at once, except the one edit
+   * a chain prefetch was started for (the shown ghost text accepted with Tab).
+   */
+  documentEdited(uri: string, edits: readonly DocumentEdit[]): void {
+    const running = this.prefetching;
+    if (!running || edits.length === 0) return;
+    const e = running.expectedEdit;
+    const [edit] = edits;
+    const expected = e && edits.length === 1 && e.uri === uri && e.offset === edit.offset && e.deleteCount === edit.deleteCount && e.text === edit.text;
+    if (expected) running.expectedEdit = undefined;
+    else running.controller.abort();
+  }
+
+  /**
+   * Computes the completion at `doc`'s cursor through the same path as a real request (window,
+   * prompt, speculation, post-processing) and keeps it in the cache under the exact prefix and
+   * suffix that request will have. Never delays a real request: none starts while one runs, any
+   * real request stops it, and the backend is told it is a prefetch (the worker refuses it while
+   * another window's request runs). At most one at a time: a newer one replaces it.
+   */
+  async prefetch(doc: EngineDocument, trigger: PrefetchTrigger = 'accepted', expectedEdit?: RunningPrefetch['expectedEdit']): Promise<PrefetchOutcome> {
+    const tally = this.stats.prefetch;
+    const end = (outcome: PrefetchOutcome, detail = ''): PrefetchOutcome => {
+      this.onPrefetch?.(outcome, trigger, detail);
+      return outcome;
+    };
+    if (!this.settings.prefetch) {
+      tally.blocked++;
+      return end('blocked', 'draftline.prefetch.enabled is off');
+    }
+    const request = this.buildRequest(doc);
+    if (request instanceof SkippedCompletion) return end('skipped', request.message);
+    const running = this.prefetching;
+    if (running && running.prefix === request.prefix && running.suffix === request.suffix) return end('cached', 'already being prefetched');
+    if (this.cache.get(request.prefix, request.suffix)) return end('cached', 'already in the cache');
+    if (this.realRequests > 0) {
+      tally.busy++;
+      return end('busy', 'a completion is running');
+    }
+    // Registered before anything is awaited: the editor's request for this cursor, which comes
+    // right after the accept, finds it and waits for it instead of stopping it.
+    this.cancelPrefetch();
+    const id = this.nextPrefetchId++;
+    const controller = new AbortController();
+    const started = this.now();
+    let settle!: () => void;
+    const entry: RunningPrefetch = { id, prefix: request.prefix, suffix: request.suffix, expectedEdit, controller, done: new Promise((resolve) => (settle = resolve)) };
+    this.prefetching = entry;
+    const unregister = () => {
+      if (this.prefetching === entry) this.prefetching = null;
+      settle();
+    };
+    const blocked = await this.prefetchBlocker();
+    if (blocked) {
+      unregister();
+      tally.blocked++;
+      return end('blocked', blocked);
+    }
+    // The check above awaited: a real request or a keystroke may have come meanwhile.
+    if (controller.signal.aborted) {
+      unregister();
+      return end('cancelled', 'stopped before it started');
+    }
+    if (this.realRequests > 0) {
+      unregister();
+      tally.busy++;
+      return end('busy', 'a completion is running');
+    }
+    tally.started++;
+    try {
+      const result = await this.backend.complete({ ...request, prefetch: true }, controller.signal);
+      if (controller.signal.aborted || result.stats.stopReason === 'abort') {
+        tally.cancelled++;
+        return end('cancelled', 'stopped by a keystroke or a request');
+      }
+      const shown = this.shownFor(result, request, doc);
+      this.cache.put(request.prefix, request.suffix, shown, id);
+      tally.ready++;
+      return end('ready', `${shown.text.length} chars in ${Math.round(this.now() - started)} ms`);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'busy') {
+        // Refused before it ran (another window's request): not started after all.
+        tally.started--;
+        tally.busy++;
+        return end('busy', (error as Error).message);
+      }
+      if (controller.signal.aborted) {
+        tally.cancelled++;
+        return end('cancelled', 'stopped by a keystroke or a request');
+      }
+      tally.failed++;
+      return end('failed', (error as Error).message);
+    } finally {
+      unregister();
+    }
+  }
+}
+
+/** Resolves when `promise` settles or `signal` aborts, whichever comes first. */
+function abortable(promise: Promise<void>, signal?: AbortSignal): Promise<void> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    promise.then(done, done);
+  });
 }

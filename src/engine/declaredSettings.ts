@@ -46,6 +46,7 @@ export function engineSettingsFrom(config: SettingsReader, draftAvailable: boole
     maxDocumentChars: MAX_DOCUMENT_CHARS,
     maxPrefixChars: config.number('maxPrefixChars'),
     maxSuffixChars: config.number('maxSuffixChars'),
+    prefetch: config.value('prefetch.enabled'),
   };
 }
 
@@ -137,3 +138,5 @@ const defaults = () => new SettingsReader(SECTION, DECLARATIONS, NOTHING_SET);
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = engineSettingsFrom(defaults(), true);
 export const DEFAULT_SPECULATION: SpeculationSettings = speculationSettingsFrom(defaults());
+/** draftline.debounceMs as declared: the editor's wait before a model call on a cache miss (the bench waits the same). */
+export const DEFAULT_DEBOUNCE_MS: number = defaults().number('debounceMs');

@@ -10,6 +10,8 @@ export interface CompletionRecord {
    */
   waitMs?: number;
   fromCache: boolean;
+  /** Served from what a prefetch computed (after an accepted completion). */
+  prefetched?: boolean;
   chars: number;
   stats: GenerationStats | null;
 }
@@ -57,9 +59,34 @@ export function acceptanceRate(s: GenerationStats, source?: ProposalSource): num
   return proposed > 0 ? accepted / proposed : null;
 }
 
+/** Served, wasted and skipped prefetches, for Show Stats and the bench. */
+export interface PrefetchTally {
+  /** Prefetches sent to the backend. */
+  started: number;
+  /** Of those, computed to the end (in the cache). */
+  ready: number;
+  /** Prefetches a real request was answered from (the prefetch joined or its cache entry). */
+  served: number;
+  /** ...of which with ghost text (the rest: the model had nothing to add, and no model call said so again). */
+  shown: number;
+  cancelled: number;
+  /** Not started: a real request ran. */
+  busy: number;
+  /** Not started: prefetch turned off, or on battery. */
+  blocked: number;
+  failed: number;
+}
+
+export const emptyPrefetchTally = (): PrefetchTally => ({ started: 0, ready: 0, served: 0, shown: 0, cancelled: 0, busy: 0, blocked: 0, failed: 0 });
+
+/** Started prefetches no real request was answered from (cancelled ones included): work never shown. */
+export const wastedPrefetches = (t: PrefetchTally): number => t.started - t.served;
+
 /** Completion statistics for the status bar and Show Stats: the last completion and the session. */
 export class StatsCollector {
   private records: CompletionRecord[] = [];
+  /** The session's prefetches (CompletionEngine.prefetch). */
+  prefetch: PrefetchTally = emptyPrefetchTally();
 
   constructor(private readonly keep = 500) {}
 
@@ -124,5 +151,6 @@ export class StatsCollector {
 
   clear(): void {
     this.records = [];
+    this.prefetch = emptyPrefetchTally();
   }
 }

@@ -1,4 +1,4 @@
-import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector } from './statsCollector';
+import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
 import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
@@ -39,7 +39,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
   const last = stats.last;
   lines.push('## Last completion', '');
   if (!last) lines.push('none yet');
-  else if (last.fromCache) lines.push(`served from cache in ${ms(last.latencyMs)}`);
+  else if (last.fromCache) lines.push(`served from ${last.prefetched ? 'the prefetch (computed after the accepted completion before it)' : 'cache'} in ${ms(last.latencyMs)}`);
   else if (last.stats) {
     const s = last.stats;
     const spec = s.speculation;
@@ -74,6 +74,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
   }
   if (timeline) lines.push('', '### The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
   const a = stats.aggregate();
+  const p = stats.prefetch;
   const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
   lines.push(
     '',
@@ -82,6 +83,8 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
     '| figure | value |',
     '|---|---|',
     `| completions (from cache) | ${a.completions} (${a.cacheHits}) |`,
+    `| prefetches: started / served (with ghost text) / never shown / cancelled | ${p.started} / ${p.served} (${p.shown}) / ${wastedPrefetches(p)} / ${p.cancelled} |`,
+    `| prefetches not started: a completion ran / off or on battery | ${p.busy} / ${p.blocked} |`,
     `| latency median / p90 | ${ms(a.latencyMedianMs)} / ${ms(a.latencyP90Ms)} |`,
     `| generated tokens | ${a.generatedTokens} |`,
     // In-process speculation figures, once any completion of the session came from the local worker.

@@ -61,6 +61,12 @@ export interface CompletionRequest {
   maxLines?: number;
   /** The user's other code to show the model first (prompt/contextBlock.ts); none when absent. */
   extraContext?: ExtraContext;
+  /**
+   * Asked before the user asks (CompletionEngine.prefetch): it yields to every real request. The
+   * worker refuses it ('busy') while a real generation runs, in any window, and a real request
+   * aborts it; a server gets it as an ordinary request (the engine does the yielding).
+   */
+  prefetch?: boolean;
 }
 
 /** An edit to a mirrored document, in UTF-16 offsets of the text before the edit. */

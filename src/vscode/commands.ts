@@ -45,9 +45,9 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
       const choice = await vscode.window.showQuickPick(MENU, { title: `Draftline (mode: ${controller.engine.mode})` });
       if (choice) await vscode.commands.executeCommand(choice.command);
     }),
-    // Internal: the user accepted ghost text; remember it as n-gram material.
+    // Internal: the user accepted ghost text; remember it as n-gram material, prefetch the next one.
     vscode.commands.registerCommand('draftline.accepted', (key: string, text: string) => {
-      controller.backend.accepted(key, text);
+      controller.accepted(key, text);
     }),
   ];
 }

@@ -18,8 +18,9 @@ import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
-import { DraftlineInlineProvider } from './inlineProvider';
-import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, SECTION } from './settings';
+import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
+import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, pauseOnBattery, SECTION } from './settings';
+import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
@@ -58,6 +59,8 @@ export class DraftlineController implements vscode.Disposable {
   private readonly hugeFileAdvice: HugeFileAdvice;
   /** Where the time went for the last ghost text (Show Stats). */
   private lastTimeline: GhostTextTimeline | undefined;
+  /** Battery or mains, for draftline.prefetch.pauseOnBattery (read at most once a minute). */
+  private readonly power = new PowerMonitor();
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
@@ -67,6 +70,12 @@ export class DraftlineController implements vscode.Disposable {
       complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> => this.backend.complete(request, signal),
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
+    this.engine.prefetchBlocker = async () => (pauseOnBattery(this.reportSettingProblem) && (await this.power.onBattery()) ? 'on battery (draftline.prefetch.pauseOnBattery)' : null);
+    this.engine.onPrefetch = (outcome, trigger, detail) => {
+      if (outcome === 'cached' || outcome === 'skipped') return;
+      this.log[outcome === 'failed' ? 'warn' : 'debug'](`prefetch (${trigger === 'accepted' ? 'after an accepted completion' : 'after the shown one'}): ${outcome}${detail ? `, ${detail}` : ''}`);
+      if (outcome === 'ready') this.refreshStats();
+    };
     this.documentSync = new DocumentSync(() => this.backend);
     this.hugeFileAdvice = new HugeFileAdvice(context.globalState, (message) => this.log.info(message));
     this.extraContext = new ExtraContextCollector(() => readExtraContextSettings(this.reportSettingProblem));
@@ -74,7 +83,10 @@ export class DraftlineController implements vscode.Disposable {
       engine: () => (this.info ? this.engine : null),
       debounceMs: () => debounceMs(this.reportSettingProblem),
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
-      onCompleted: () => this.refreshStats(),
+      onCompleted: (completion) => {
+        if (completion.prefetched) this.log.info(`ghost text served from the prefetch (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+        this.refreshStats();
+      },
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
       onSkipped: (skip) => this.setNoCompletionReason(skip?.message ?? null),
       extraContext: (document) => this.extraContext.contextFor(document),
@@ -98,6 +110,15 @@ export class DraftlineController implements vscode.Disposable {
         provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
+      // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        // Output channels (this extension's log among them) are documents too: their lines are no keystrokes.
+        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
+        this.engine.documentEdited(
+          e.document.uri.toString(),
+          e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
+        );
+      }),
       vscode.window.onDidChangeActiveTextEditor(() => this.checkActiveDocument()),
       // Picking a language for an untitled file reopens it under the new language id.
       vscode.workspace.onDidOpenTextDocument((d) => d === vscode.window.activeTextEditor?.document && this.checkActiveDocument()),
@@ -110,6 +131,31 @@ export class DraftlineController implements vscode.Disposable {
       if (backend instanceof LocalBackend && readModelSettings(this.context.extensionPath).targetIsEmbedded && this.info) {
         void offerRecommendedPair(this.context, backend.worker, this.log).catch((e: Error) => this.log.warn(`model offer: ${e.message}`));
       }
+    });
+  }
+
+  /**
+   * The user accepted a completion in `key`: n-gram material for the next ones, and the completion
+   * at the cursor after it is prefetched (the editor asks there next). The insertion is done by the
+   * time this runs, with the cursor after it.
+   */
+  accepted(key: string, text: string): void {
+    this.backend.accepted(key, text);
+    if (!this.info || !this.engine.settings.enabled) return;
+    const editor = [vscode.window.activeTextEditor, ...vscode.window.visibleTextEditors].find((e) => e?.document.uri.toString() === key);
+    if (!editor?.selection.isEmpty) return;
+    const document = editor.document;
+    const version = document.version;
+    const position = editor.selection.active;
+    const doc = engineDocument(document, position, editor, (d) => this.extraContext.contextFor(d));
+    void this.engine.prefetch(doc, 'accepted').then((outcome) => {
+      // Ask VS Code for the ghost text at this cursor once it is ready (a cache hit): VS Code 1.100
+      // asks by itself after an accept (that request waits for the running prefetch), but nothing
+      // says every version does, and a second ask costs a cache lookup.
+      if (outcome !== 'ready' && outcome !== 'cached') return;
+      const active = vscode.window.activeTextEditor;
+      if (active?.document !== document || document.version !== version || !active.selection.active.isEqual(position)) return;
+      void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     });
   }
 
@@ -401,6 +447,7 @@ export class DraftlineController implements vscode.Disposable {
 
   dispose(): void {
     this.crashNotice?.close();
+    this.engine.cancelPrefetch();
     this.backend.dispose();
     for (const d of this.disposables) d.dispose();
   }

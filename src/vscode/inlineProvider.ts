@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { SkippedCompletion, type CompletionEngine, type EngineDocument } from '../engine/completionEngine';
+import { SkippedCompletion, type CompletionEngine, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
 import type { GhostTextTimeline } from '../engine/ghostTextTimeline';
 import type { ExtraContext } from '../shared/types';
 
@@ -29,7 +29,8 @@ export interface ProviderHooks {
   engine(): CompletionEngine | null;
   debounceMs(): number;
   onBusy(busy: boolean): void;
-  onCompleted(): void;
+  /** Ghost text is shown (prefetched: computed before it was asked for). */
+  onCompleted(completion: EngineCompletion): void;
   onError(error: Error): void;
   /** Why this document gets no completions (a disabled language, too large...), or null when it does. */
   onSkipped(skip: SkippedCompletion | null): void;
@@ -89,7 +90,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       }
       this.hooks.onSkipped(null);
       if (token.isCancellationRequested || !result.text) return undefined;
-      this.hooks.onCompleted();
+      this.hooks.onCompleted(result);
       const last = result.fromCache ? undefined : engine.stats.last;
       this.hooks.onAnswered?.({
         askedAfterEditMs: editAt === undefined ? null : Math.max(0, askedAt - editAt),

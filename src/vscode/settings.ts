@@ -43,6 +43,11 @@ export function readExtraContextSettings(report?: SettingProblemReport): ExtraCo
   return { enabled: config.value('extraContext.enabled'), maxTokens: config.number('extraContext.maxTokens') };
 }
 
+/** Whether a prefetch waits while the machine runs on battery (draftline.prefetch.pauseOnBattery). */
+export function pauseOnBattery(report?: SettingProblemReport): boolean {
+  return settings(report).value<boolean>('prefetch.pauseOnBattery');
+}
+
 export function debounceMs(report?: SettingProblemReport): number {
   return settings(report).number('debounceMs');
 }

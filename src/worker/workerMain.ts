@@ -47,6 +47,8 @@ const loadedModels = new Map<string, LoadedModels>();
 let nextConnectionId = 1;
 /** Generations in flight (at most one), by connection-scoped request id. */
 const running = new Map<string, AbortController>();
+/** The generations in `running` that are prefetches (CompletionRequest.prefetch): they yield to real ones. */
+const prefetches = new Set<string>();
 /** Downloads under way (apart from `running`: a new completion must not cancel them). */
 const downloads = new Map<string, AbortController>();
 /** Least time between two progress messages of one download (the downloader reports every chunk). */
@@ -190,11 +192,18 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   load: async ({ models, speculation }, _id, connection) => loadModels(connection, models, speculation),
   complete: async ({ request }, id, connection) => {
     const current = requireSession(connection);
+    // A prefetch yields to every real request, this window's or another's: it does not start while
+    // one runs (nor stop it), and a real request stops it like any other generation. One already
+    // cancelled (the keystroke before) is only winding down: it does not count.
+    if (request.prefetch && [...running].some(([k, c]) => !prefetches.has(k) && !k.startsWith('warm-up:') && !c.signal.aborted)) {
+      throw Object.assign(new Error('a completion is running'), { code: 'busy' });
+    }
     // At most one generation in flight, over all windows: a new request supersedes the running one.
     for (const controller of running.values()) controller.abort();
     const controller = new AbortController();
     const key = requestKey(connection, id);
     running.set(key, controller);
+    if (request.prefetch) prefetches.add(key);
     const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
     // The document being completed in counts as recently used; if the index dropped it for room,
     // its text comes again and it is indexed (dropping the least recently used one instead).
@@ -207,6 +216,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
       return result;
     } finally {
       running.delete(key);
+      prefetches.delete(key);
     }
   },
   configure: async ({ speculation }, _id, connection) => {

@@ -23,6 +23,11 @@ export interface StormOptions {
   onTick?(elapsedMs: number): void | Promise<void>;
   /** Called for each completion that ran to its end, with the time it arrived (performance.now()). */
   onCompleted?(at: number): void;
+  /**
+   * Every this many keystrokes, one is an accepted completion (Tab): its request goes as a prefetch
+   * (CompletionRequest.prefetch), which the next keystroke stops like any other (issue 29).
+   */
+  prefetchEvery?: number;
 }
 
 export interface StormFigures {
@@ -32,6 +37,9 @@ export interface StormFigures {
   aborted: number;
   /** Requests that failed (worker crashed, restarting, models not loaded yet...), by message. */
   failures: Map<string, number>;
+  /** Prefetches sent (prefetchEvery), and those the worker refused because a real completion still ran. */
+  prefetches: number;
+  prefetchesRefused: number;
   /** Most generations the worker ran at the same time (its own count, on its own clock). */
   maxConcurrentGenerations: number;
   /** Abort sent -> aborted response received, for every request aborted before it answered. */
@@ -78,6 +86,8 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
     completed: 0,
     aborted: 0,
     failures: new Map(),
+    prefetches: 0,
+    prefetchesRefused: 0,
     maxConcurrentGenerations: 0,
     cancelToStopMs: [],
     rssAfterWarmupMb: null,
@@ -108,8 +118,10 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
           options.onCompleted?.(performance.now());
         }
       },
-      (error: Error) => {
-        figures.failures.set(error.message, (figures.failures.get(error.message) ?? 0) + 1);
+      (error: Error & { code?: string }) => {
+        // A prefetch yields to a real request still running (the one the keystroke before aborted).
+        if (request.prefetch && error.code === 'busy') figures.prefetchesRefused++;
+        else figures.failures.set(error.message, (figures.failures.get(error.message) ?? 0) + 1);
       },
     );
     outstanding.add(done);
@@ -134,6 +146,7 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
       maxTokens: options.maxTokens ?? 48,
       mode: 'hybrid',
       stopAtBlockEnd: options.stopAtBlockEnd ?? true,
+      ...(options.prefetchEvery && (i + 1) % options.prefetchEvery === 0 ? (figures.prefetches++, { prefetch: true }) : {}),
     });
     await new Promise((resolve) => setTimeout(resolve, options.keyIntervalMs));
     const now = performance.now();
@@ -162,7 +175,7 @@ export function describeStorm(f: StormFigures, durationMs: number): string {
   const c = f.cancelToStopMs;
   const failures = [...f.failures].map(([m, n]) => `${n}x ${m}`).join('; ') || 'none';
   return [
-    `${f.keystrokes} keystrokes in ${(durationMs / 1000).toFixed(0)} s: ${f.completed} completed, ${f.aborted} aborted; failures: ${failures}`,
+    `${f.keystrokes} keystrokes in ${(durationMs / 1000).toFixed(0)} s: ${f.completed} completed, ${f.aborted} aborted; failures: ${failures}${f.prefetches ? `; ${f.prefetches} of them prefetches (${f.prefetchesRefused} refused: a real completion still ran)` : ''}`,
     `generations in flight at once: max ${f.maxConcurrentGenerations}`,
     `cancel -> stop (${c.length} aborts): p50 ${fmt(percentile(c, 50))} ms, p95 ${fmt(percentile(c, 95))} ms, max ${fmt(c.length ? Math.max(...c) : null)} ms`,
     `worker RSS: ${fmt(f.rssAfterWarmupMb)} MB after warm-up -> ${fmt(f.rssEndMb)} MB at the end (${fmt(f.rssGrowthMbPerMinute, 2)} MB/min)`,

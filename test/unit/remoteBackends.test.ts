@@ -1317,6 +1317,32 @@ describe('CompletionEngine over a ServerBackend', () => {
     assert.equal(await infillCalls(stub)[0]!.ended, true, 'the connection was closed at the block end');
   });
 
+  it('prefetch (issue 29): one extra request, served without another; a keystroke closes its connection at once', async () => {
+    const stub = await startStub(llamaRoutes(replay(`${LLAMA}/infill-stream.sse`, { delayMs: 20 })));
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS });
+    engine.chainPrefetch = false;
+    const after = doc(PREFIX + SUFFIX, PREFIX.length);
+    assert.equal(await engine.prefetch(after), 'ready');
+    assert.equal(infillCalls(stub).length, 1, 'one extra request');
+    const served = await engine.complete(after);
+    assert.ok(!('reason' in served));
+    assert.equal(served.prefetched, true);
+    assert.equal(infillCalls(stub).length, 1, "the editor's request needed none");
+    // A prefetch elsewhere, stopped by a keystroke while it streams.
+    const elsewhere = doc(`${PREFIX}x`, PREFIX.length + 1);
+    const pending = engine.prefetch(elsewhere);
+    await waitFor(() => (infillCalls(stub)[1]?.eventsSent ?? 0) >= 1, 3000, 'the prefetch streaming');
+    const typedAt = Date.now();
+    engine.documentEdited(elsewhere.uri, [{ offset: elsewhere.offset, deleteCount: 0, text: 'y' }]);
+    assert.equal(await pending, 'cancelled');
+    const call = infillCalls(stub)[1]!;
+    assert.equal(await call.ended, true, 'the client closed the connection');
+    assert.ok(call.clientGoneAt! - typedAt < 100, `connection closed ${call.clientGoneAt! - typedAt} ms after the keystroke`);
+    assert.equal(backend.outage(), null);
+  });
+
   it('an aborted engine request is skipped as cancelled and records nothing', async () => {
     const stub = await startStub(llamaRoutes(replay(`${LLAMA}/infill-stream.sse`, { delayMs: 40 })));
     const { backend } = makeBackend('llama-server', stub.url);

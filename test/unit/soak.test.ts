@@ -55,12 +55,15 @@ describe('soak: typing storm on the tiny pair', { skip: fs.existsSync(WORKER) ? 
       maxTokens: 128,
       stopAtBlockEnd: false,
       openDocuments: { 'file:///storm/a.ts': source('src/worker/workerClient.ts'), 'file:///storm/b.ts': source('src/ngram/ngramIndex.ts') },
+      // Every fifth keystroke an accept: its request goes as a prefetch, which the next keystroke stops.
+      prefetchEvery: 5,
     });
     console.log(describeStorm(figures, STORM_MS));
     assert.deepEqual([...figures.failures], [], 'no request failed');
     assert.deepEqual(unhandled, [], 'no unhandled rejection in the host');
     assert.ok(figures.keystrokes >= 200, `${figures.keystrokes} keystrokes`);
     assert.ok(figures.completed > 0, 'some completions ran to their end');
+    assert.ok(figures.prefetches > 0 && figures.prefetchesRefused < figures.prefetches, `prefetches ran among the keystrokes (${figures.prefetches} sent, ${figures.prefetchesRefused} refused)`);
     assert.equal(figures.maxConcurrentGenerations, 1, 'at most one generation in flight');
     const p95 = percentile(figures.cancelToStopMs, 95);
     assert.ok(figures.cancelToStopMs.length > 0 && p95 <= CANCEL_TO_STOP_P95_MS, `cancel -> stop p95 ${p95.toFixed(1)} ms`);
