@@ -43,6 +43,11 @@ export function readExtraContextSettings(report?: SettingProblemReport): ExtraCo
   return { enabled: config.value('extraContext.enabled'), maxTokens: config.number('extraContext.maxTokens') };
 }
 
+/** How long a shared worker this window starts outlives its last window (draftline.sharedWorkerIdleMinutes). */
+export function sharedWorkerIdleMs(report?: SettingProblemReport): number {
+  return settings(report).number('sharedWorkerIdleMinutes') * 60_000;
+}
+
 export function debounceMs(report?: SettingProblemReport): number {
   return settings(report).number('debounceMs');
 }
