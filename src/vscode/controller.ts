@@ -142,7 +142,8 @@ export class DraftlineController implements vscode.Disposable {
       {
         workerPath,
         shared: settings.sharedWorker ? this.sharedWorkerAddress(workerPath) : undefined,
-        sharedIdleMs: sharedWorkerIdleMs(this.reportSettingProblem),
+        // DRAFTLINE_SHARED_IDLE_MS in the editor's environment (the e2e harness's) reaches the worker as is.
+        sharedIdleMs: process.env.DRAFTLINE_SHARED_IDLE_MS === undefined ? sharedWorkerIdleMs(this.reportSettingProblem) : undefined,
         quarantine: this.quarantine,
         // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,

@@ -57,7 +57,7 @@ const WORKER_ENV_NAMES = new Set([
   'ProgramData',
   'ProgramFiles',
   'PATHEXT',
-  // Where GPU toolkits are installed (node-llama-cpp's CUDA/ROCm/Vulkan binaries look there).
+  // Where GPU toolkits are installed (the llama.cpp binding's CUDA, ROCm and Vulkan builds look there).
   'CUDA_PATH',
   'CUDA_HOME',
   'ROCM_PATH',
@@ -101,7 +101,7 @@ const ISOLATING_ENV_NAMES = new Set([
   'SSL_CERT_FILE',
   'SSL_CERT_DIR',
 ]);
-/** GGML_ (e.g. GGML_VK_VISIBLE_DEVICES) and node-llama-cpp's own variables choose or tune the GPU backend. */
+/** GGML_ (e.g. GGML_VK_VISIBLE_DEVICES) and the llama.cpp binding's own (NODE_LLAMA_CPP_) variables choose or tune the GPU backend. */
 const ISOLATING_ENV_PREFIXES = ['GGML_', 'NODE_LLAMA_CPP_'];
 
 const isolating = (name: string) => ISOLATING_ENV_NAMES.has(name) || ISOLATING_ENV_PREFIXES.some((p) => name.startsWith(p));
