@@ -152,7 +152,7 @@ async function main(): Promise<void> {
   }
 
   // ---- kill -9 while generating, in a row (the backoff doubles), recovery = next completed request
-  console.log('\n## kill -9 loop');
+  if (Number(args.kills) > 0) console.log('\n## kill -9 loop');
   const kills: { noticeMs: number; announcedMs: number; recoveryMs: number | null }[] = [];
   for (let k = 0; k < Number(args.kills); k++) {
     let killedAt = 0;
