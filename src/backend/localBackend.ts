@@ -126,7 +126,7 @@ export class LocalBackend implements InferenceBackend {
     if (!loading && !during.pending.includes('complete')) return;
     const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));
     const what = `${description} while ${loading ? 'loading it' : `generating with ${files.length > 1 ? 'them' : 'it'}`}`;
-    const quarantined = this.quarantine.recordCrash(files, what);
+    const quarantined = this.quarantine.recordCrash(files, what, during.workerPid);
     if (quarantined) log('error', `${files.join(' with ')} ended the inference worker ${quarantined.crashes} times (${what}): not loaded again until the file changes or you load it anyway`);
   }
 

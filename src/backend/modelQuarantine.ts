@@ -23,6 +23,11 @@ export interface QuarantineEntry {
    */
   files: Record<string, FileStamp>;
   crashes: number;
+  /**
+   * The workers (pids) whose end was counted: every window of a pair sees its shared worker end, and
+   * one end counts once whichever windows record it.
+   */
+  workers?: number[];
   /** How it ended and what the worker was doing ('while loading it', 'while generating with it'), the last time. */
   lastCrash: string;
 }
@@ -62,8 +67,11 @@ export class ModelQuarantine {
   /** `storeFile`: where the entries are kept (none: in this object only). */
   constructor(private readonly storeFile?: string) {}
 
-  /** The worker ended while llama.cpp ran these files. Returns their entry once it is quarantined, else null. */
-  recordCrash(files: string[], what: string): QuarantineEntry | null {
+  /**
+   * The worker (`workerPid`) ended while llama.cpp ran these files. Returns their entry once it is
+   * quarantined, else null.
+   */
+  recordCrash(files: string[], what: string, workerPid?: number): QuarantineEntry | null {
     if (files.length === 0) return null;
     this.read();
     const key = keyOf(files);
@@ -75,9 +83,13 @@ export class ModelQuarantine {
       stamps[file] = stamp;
     }
     const old = this.entries.get(key);
+    const same = old !== undefined && unchanged(old);
+    // Another window already counted this worker's end.
+    if (same && workerPid !== undefined && old.workers?.includes(workerPid)) return old.crashes >= QUARANTINE_AFTER_CRASHES ? old : null;
     // Files that changed since their last crash start again from none.
-    const crashes = old && unchanged(old) ? old.crashes + 1 : 1;
-    const entry: QuarantineEntry = { files: stamps, crashes, lastCrash: what };
+    const crashes = same ? old.crashes + 1 : 1;
+    const workers = [...(same ? (old.workers ?? []) : []), ...(workerPid !== undefined ? [workerPid] : [])].slice(-8);
+    const entry: QuarantineEntry = { files: stamps, crashes, workers, lastCrash: what };
     this.entries.set(key, entry);
     this.write();
     return crashes >= QUARANTINE_AFTER_CRASHES ? entry : null;

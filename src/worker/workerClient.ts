@@ -40,6 +40,8 @@ export interface CrashContext {
   pending: (keyof WorkerMethods)[];
   /** The model file llama.cpp was reading for a pending load (the worker's last `modelLoading`), if any. */
   loadingFile: string | null;
+  /** The worker that ended (its pid from the handshake), if it answered one. */
+  workerPid: number | undefined;
 }
 
 /** A restart scheduled after a crash. */
@@ -344,7 +346,7 @@ export class WorkerClient {
     if (channel && this.channel !== channel) return;
     this.channel = null;
     this.ready = null;
-    const during: CrashContext = { pending: [...this.pending.values()].map((p) => p.method), loadingFile: this.loadingFile };
+    const during: CrashContext = { pending: [...this.pending.values()].map((p) => p.method), loadingFile: this.loadingFile, workerPid: this.workerPid };
     this.loadingFile = null;
     this.failAll(new WorkerError(description, 'crashed'));
     if (this.disposed) return;

@@ -217,6 +217,12 @@ describe('window isolation in the shared worker', { skip }, () => {
         assert.ok((await bad.b.complete(request(PREFIX))).tokens!.length > 0);
         assert.ok(isAlive(goodPid));
       }
+      // Two windows of one pair both see its shared worker end: that end counts once.
+      const pairFile = path.join(dir, 'hostile-gen.gguf');
+      const sameEnd = new ModelQuarantine(path.join(dir, 'other-quarantine.json'));
+      assert.equal(sameEnd.recordCrash([pairFile], 'x', 101), null);
+      assert.equal(sameEnd.recordCrash([pairFile], 'x', 101), null, 'the same worker’s end, from another window');
+      assert.notEqual(sameEnd.recordCrash([pairFile], 'x', 102), null, 'a second worker’s end');
       // The user asks: the quarantine is lifted (a file changed back is quarantined again at once).
       targetNamed(path.join(dir, 'hostile-gen.gguf'), 'abort-in-gen----');
       assert.equal(quarantine.recordCrash([path.join(dir, 'hostile-gen.gguf')], 'x'), null);
