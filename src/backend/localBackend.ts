@@ -2,8 +2,9 @@
 // and target models on this machine, with lossless speculative decoding and the n-gram index.
 import type { BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import { gpuName } from '../engine/statusText';
-import type { SharedWorkerAddress } from '../worker/sharedWorker';
-import { WorkerClient } from '../worker/workerClient';
+import { isolatedAddress, type SharedWorkerAddress } from '../worker/sharedWorker';
+import { type CrashContext, WorkerClient } from '../worker/workerClient';
+import { ModelQuarantine, QuarantinedModelError } from './modelQuarantine';
 import type { BackendEvents, InferenceBackend, OutageStatus } from './backend';
 
 export interface LocalBackendOptions {
@@ -11,8 +12,16 @@ export interface LocalBackendOptions {
   workerPath: string;
   /** The GPU choice at start-up: the worker starts loading that llama.cpp binding at once. */
   preloadGpu?: ModelSettings['gpu'];
-  /** The worker all windows share, or none for a private one (see WorkerClientOptions.shared). */
+  /**
+   * The shared worker of this environment, or none for a private one (see WorkerClientOptions.shared).
+   * The models load in the one of it that serves their pair (sharedWorker.ts isolatedAddress); this
+   * one serves what comes before (model downloads, system information).
+   */
   shared?: SharedWorkerAddress;
+  /** How long a shared worker that this window starts lives on after its last window (0: it exits with it). */
+  sharedIdleMs?: number;
+  /** Model files that ended the worker (none: a quarantine of this backend's own, in memory). */
+  quarantine?: ModelQuarantine;
   /** The models and speculation settings to load, read when load() runs (model downloads resolved, through this worker). */
   settings(worker: WorkerClient): Promise<{ models: ModelSettings; speculation: SpeculationSettings }>;
 }
@@ -24,6 +33,18 @@ export interface LocalBackendOptions {
  */
 const GPU_CRASH = /SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE/;
 
+/**
+ * How a worker that a model file may have ended ends: anything but a kill from outside (the OOM
+ * killer, a user's kill, a stop) or a clean exit. A shared worker's end has no signal to tell.
+ */
+const NOT_THE_MODEL = /SIGKILL|SIGTERM|SIGINT|SIGHUP|exited with code/;
+
+/** The models as the worker keys a loaded pair (workerMain.ts modelsKey, without the files' stamps): windows with the same share its worker. */
+const pairKey = (m: ModelSettings) => {
+  const { attentionMemoFile: _memo, ...loaded } = m;
+  return JSON.stringify(loaded);
+};
+
 /** The settings a GPU fallback applies to: it lasts until one of them changes (or the window reloads). */
 const placementKey = (m: ModelSettings) => JSON.stringify([m.targetModel, m.draftModel, m.gpu, m.gpuLayers]);
 
@@ -34,17 +55,25 @@ export class LocalBackend implements InferenceBackend {
   private lastLoad: { key: string; info: LoadedModelsInfo } | null = null;
   /** Set when the worker ended while the models ran on a GPU: later loads of the same settings go to the CPU. */
   private cpuFallback: { key: string; reason: string } | null = null;
+  /** The model files of the last load asked for (loaded or not), to blame for a crash. */
+  private lastModels: ModelSettings | null = null;
+  readonly quarantine: ModelQuarantine;
 
   constructor(
     private readonly options: LocalBackendOptions,
     events: BackendEvents,
   ) {
+    this.quarantine = options.quarantine ?? new ModelQuarantine();
     this.worker = new WorkerClient({
       workerPath: options.workerPath,
-      env: options.preloadGpu ? { DRAFTLINE_PRELOAD_GPU: options.preloadGpu } : {},
+      env: {
+        ...(options.preloadGpu ? { DRAFTLINE_PRELOAD_GPU: options.preloadGpu } : {}),
+        ...(options.sharedIdleMs !== undefined ? { DRAFTLINE_SHARED_IDLE_MS: String(options.sharedIdleMs) } : {}),
+      },
       log: events.log,
-      onCrash: (description) => {
+      onCrash: (description, _restartInMs, _inARow, during) => {
         this.noteCrash(description);
+        this.noteModelCrash(description, during, events.log);
         events.onOutage();
       },
       onRestart: () => events.onRecovered(),
@@ -58,6 +87,12 @@ export class LocalBackend implements InferenceBackend {
     const key = placementKey(models);
     const fallback = this.cpuFallback?.key === key ? this.cpuFallback : null;
     const effective: ModelSettings = fallback ? { ...models, gpu: 'cpu', gpuLayers: 0, gpuFallback: fallback.reason } : models;
+    const quarantined = this.quarantine.check([effective.targetModel, effective.draftModel]);
+    if (quarantined.length > 0) throw new QuarantinedModelError(quarantined);
+    // Windows share a worker only when they load the same pair: a model that aborts llama.cpp ends
+    // the windows that load it, no others.
+    if (this.options.shared) await this.worker.useSharedWorker(isolatedAddress(this.options.shared, pairKey(effective)));
+    this.lastModels = effective;
     const local: LoadedModelsInfo = await this.worker.request('load', { models: effective, speculation });
     this.lastLoad = { key, info: local };
     return { kind: 'local', model: local.target.name, local };
@@ -77,6 +112,22 @@ export class LocalBackend implements InferenceBackend {
       key: this.lastLoad.key,
       reason: `the inference worker ended (${description}) while the models ran on ${gpuName(last.backend)}${devices}; they run on the CPU until draftline.gpu or the models change, or the window reloads`,
     };
+  }
+
+  /**
+   * The worker ended while this window loaded or generated with its models: counted against the file
+   * llama.cpp was reading (a load) or the pair (a generation); a file that did so twice is
+   * quarantined (backend/modelQuarantine.ts) and the next load refuses it with a message naming it.
+   */
+  private noteModelCrash(description: string, during: CrashContext, log: BackendEvents['log']): void {
+    const models = this.lastModels;
+    if (!models || NOT_THE_MODEL.test(description)) return;
+    const loading = during.pending.includes('load');
+    if (!loading && !during.pending.includes('complete')) return;
+    const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));
+    const what = `${description} while ${loading ? 'loading it' : `generating with ${files.length > 1 ? 'them' : 'it'}`}`;
+    const quarantined = this.quarantine.recordCrash(files, what, during.workerPid);
+    if (quarantined) log('error', `${files.join(' with ')} ended the inference worker ${quarantined.crashes} times (${what}): not loaded again until the file changes or you load it anyway`);
   }
 
   complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> {

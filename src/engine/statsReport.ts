@@ -14,11 +14,28 @@ export interface ModelFilesProvenance {
   draft: string | null;
 }
 
+/** The local inference worker as Show Stats describes it. */
+export interface WorkerStatus {
+  /** The worker the windows with these models share, or this window's own. */
+  shared: boolean;
+  pid: number;
+  /** Windows connected to it now (this one included). */
+  windows: number;
+  /** How long a shared worker outlives its last window (this window's setting). */
+  idleMinutes: number;
+}
+
+export function describeWorker(w: WorkerStatus): string {
+  if (!w.shared) return `Inference worker: this window's own (pid ${w.pid})`;
+  const after = w.idleMinutes === 0 ? 'exits with the last window' : `stays up ${w.idleMinutes} min after the last window closes`;
+  return `Inference worker: shared, running for ${w.windows} window${w.windows === 1 ? '' : 's'} with these models (pid ${w.pid}; ${after})`;
+}
+
 /**
- * Show Stats as Markdown: the mode, the models (and whether their files were verified), the last
- * completion and the session totals.
+ * Show Stats as Markdown: the mode, the models (and whether their files were verified), the worker
+ * that runs them, the last completion and the session totals.
  */
-export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance, timeline?: GhostTextTimeline): string {
+export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance, worker?: WorkerStatus, timeline?: GhostTextTimeline): string {
   const lines: string[] = ['# Draftline stats', '', `Mode: ${backend?.remote ? `${backend.kind} server (its own decoding)` : mode}`, ''];
   const models = backend?.local;
   if (backend?.remote) lines.push(...remoteReport(backend, backend.remote), '');
@@ -31,6 +48,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
       ...(models.nativeAddon ? [`Decoding: ${decodePathExplanation(models)}`] : []),
       ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),
+      ...(worker ? [describeWorker(worker)] : []),
       '',
     );
   } else {

@@ -28,6 +28,11 @@ export interface DecodeOverrides {
   profile?: StepProfile;
   /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
   lookahead?: boolean;
+  /**
+   * Speculation settings of this request in place of the session's (the shared worker passes each
+   * window's own, with `policy` the window's own policy over the same object).
+   */
+  speculation?: SpeculationSettings;
 }
 
 /** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */
@@ -114,17 +119,18 @@ export class InferenceSession {
    * in `info.gpuFallback` for the status bar: completions keep working, and the user is told why
    * they are slower. File problems (missing, corrupt, vocabulary) are not GPU failures: they throw.
    */
-  static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
+  static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<InferenceSession> {
     try {
-      return await InferenceSession.loadOn(settings, speculation, log);
+      return await InferenceSession.loadOn(settings, speculation, log, onNativeLoad);
     } catch (error) {
       if (!(error instanceof GpuFailure)) throw error;
       log('warn', `${error.message}; loading the models on the CPU instead`);
-      return InferenceSession.loadOn({ ...settings, gpu: 'cpu', gpuLayers: 0, gpuFallback: error.message }, speculation, log);
+      return InferenceSession.loadOn({ ...settings, gpu: 'cpu', gpuLayers: 0, gpuFallback: error.message }, speculation, log, onNativeLoad);
     }
   }
 
-  private static async loadOn(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog): Promise<InferenceSession> {
+  /** `onNativeLoad` is told each model file just before llama.cpp reads it (a native abort then is that file's). */
+  private static async loadOn(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<InferenceSession> {
     const started = performance.now();
     const threads = resolveThreads(settings.threads, os.availableParallelism());
     // The binding (library import, binary test in a child process) is the slowest part of a cold
@@ -172,6 +178,7 @@ export class InferenceSession {
     let draft: LoadedModel | null = null;
     if (draftInfo) {
       try {
+        onNativeLoad?.(draftInfo.path);
         draft = await loadModel(llama, draftInfo, placement('draft'));
       } catch (error) {
         draftProblem = `Draft model failed to load: ${(error as Error).message}`;
@@ -181,6 +188,7 @@ export class InferenceSession {
     const draftLoaded = performance.now();
     let target: LoadedModel;
     try {
+      onNativeLoad?.(targetInfo.path);
       target = await loadModel(llama, targetInfo, placement('target'));
     } catch (error) {
       await draft?.evaluator.dispose().catch(() => undefined);
@@ -284,9 +292,9 @@ export class InferenceSession {
   }
 
   /** The prompt's tokens and what its extra context showed (for the completion's stats). */
-  private layoutPrompt(request: PromptRequest): { tokens: Token[]; extraContext: GenerationStats['extraContext'] } {
+  private layoutPrompt(request: PromptRequest, speculation = this.speculation): { tokens: Token[]; extraContext: GenerationStats['extraContext'] } {
     const maxTokens = clampMaxTokens(request.maxTokens);
-    const budget = this.target.evaluator.capacity - maxTokens - this.speculation.maxProposal - 2;
+    const budget = this.target.evaluator.capacity - maxTokens - speculation.maxProposal - 2;
     if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
     const extra = request.extraContext;
     // The file's own text matters most: other files get at most a third of the prompt.
@@ -371,9 +379,11 @@ export class InferenceSession {
   }
 
   private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<LocalCompletionResult> {
-    const { tokens: prompt, extraContext } = this.layoutPrompt(request);
+    const speculation = overrides.speculation ?? this.speculation;
+    const { tokens: prompt, extraContext } = this.layoutPrompt(request, speculation);
     this.indexExtraContext(request);
-    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, this.speculation.draftMinConfidence) : undefined);
+    testAbortHook('generation', this.target.info, this.draft?.info);
+    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
     const stop = this.stopRulesFor(request);
@@ -383,12 +393,12 @@ export class InferenceSession {
         target: this.target.evaluator,
         prompt,
         stop,
-        ngram: this.ngramProposer(request.documentKey),
+        ngram: this.ngramProposer(request.documentKey, speculation),
         draft,
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,
-        lookahead: (overrides.lookahead ?? this.speculation.lookahead) ? this.lookaheadPool(request.documentKey) : undefined,
+        lookahead: (overrides.lookahead ?? speculation.lookahead) ? this.lookaheadPool(request.documentKey) : undefined,
       });
       if (extraContext) stats.extraContext = extraContext;
       // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
@@ -403,8 +413,8 @@ export class InferenceSession {
     }
   }
 
-  private ngramProposer(documentKey: string | undefined): NgramProposer {
-    const { ngramMinMatch: minN, ngramMaxMatch: maxN } = this.speculation;
+  private ngramProposer(documentKey: string | undefined, speculation: SpeculationSettings): NgramProposer {
+    const { ngramMinMatch: minN, ngramMaxMatch: maxN } = speculation;
     return {
       find: (history, maxLen): Proposal | null => {
         // The prompt and the generation so far first (most local), then the open documents.
@@ -472,8 +482,26 @@ interface ModelPlacement {
   runtime: string;
 }
 
+/**
+ * Test hook (DRAFTLINE_TEST_HOOKS=1 only): a model whose GGUF general.name starts with
+ * `abort-in-load` or `abort-in-gen` ends the process with a native abort while llama.cpp
+ * loads it, or while a generation with it evaluates: what a hostile or broken model file, or a GPU
+ * out-of-memory GGML_ABORT, does. Returns the loader's progress callback for the load phase.
+ */
+function testAbortHook(phase: 'load' | 'generation', ...models: (ModelFileInfo | undefined)[]): (() => void) | undefined {
+  const marker = phase === 'load' ? 'abort-in-load' : 'abort-in-gen';
+  if (process.env.DRAFTLINE_TEST_HOOKS !== '1' || !models.some((m) => m?.name?.startsWith(marker))) return undefined;
+  // The abort comes from inside the native call under way: the loader's progress callback runs
+  // while llama.cpp reads the file; for a generation, the next turn of the event loop finds the
+  // first evaluation running on llama.cpp's thread.
+  if (phase === 'load') return () => process.abort();
+  setImmediate(() => process.abort());
+  return undefined;
+}
+
 async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
-  const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers });
+  const abortInLoad = testAbortHook('load', info);
+  const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers, ...(abortInLoad ? { onLoadProgress: abortInLoad } : {}) });
   const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };
   const work = attentionWorkload(placement.role, placement.contextSize, placement.verifySize);
   try {

@@ -34,11 +34,13 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
     vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
     vscode.commands.registerCommand('draftline.showStats', async () => {
+      await controller.refreshWorkerStatus();
       controller.refreshStats();
       const doc = await vscode.workspace.openTextDocument(controller.statsUri);
       await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false });
     }),
     vscode.commands.registerCommand('draftline.showLog', () => controller.log.show()),
+    vscode.commands.registerCommand('draftline.clearModelQuarantine', () => controller.clearModelQuarantine()),
     vscode.commands.registerCommand('draftline.selectBackend', () => selectBackend()),
     vscode.commands.registerCommand('draftline.setServerApiKey', () => setServerApiKey(controller)),
     vscode.commands.registerCommand('draftline.showMenu', async () => {

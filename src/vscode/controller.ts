@@ -2,11 +2,12 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
+import { ModelQuarantine, type QuarantinedModelError } from '../backend/modelQuarantine';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { type ModelFilesProvenance, statsReport } from '../engine/statsReport';
+import { type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
@@ -19,7 +20,7 @@ import { HugeFileAdvice } from './hugeFileAdvice';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
-import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, pauseOnBattery, SECTION } from './settings';
+import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, pauseOnBattery, SECTION, sharedWorkerIdleMs } from './settings';
 import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
@@ -61,9 +62,14 @@ export class DraftlineController implements vscode.Disposable {
   private lastTimeline: GhostTextTimeline | undefined;
   /** Battery or mains, for draftline.prefetch.pauseOnBattery (read at most once a minute). */
   private readonly power = new PowerMonitor();
+  /** Model files that ended the inference worker twice, kept for every window of this profile. */
+  readonly quarantine: ModelQuarantine;
+  /** The local worker as Show Stats last asked it (null: a server, or not asked yet). */
+  private workerStatus: WorkerStatus | null = null;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
+    this.quarantine = new ModelQuarantine(path.join(context.globalStorageUri.fsPath, 'model-quarantine.json'));
     this.backendSettings = readBackendSettings(this.reportSettingProblem);
     this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
@@ -107,7 +113,8 @@ export class DraftlineController implements vscode.Disposable {
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
         onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.lastTimeline),
+        provideTextDocumentContent: () =>
+          statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
@@ -197,6 +204,9 @@ export class DraftlineController implements vscode.Disposable {
       {
         workerPath,
         shared: settings.sharedWorker ? this.sharedWorkerAddress(workerPath) : undefined,
+        // DRAFTLINE_SHARED_IDLE_MS in the editor's environment (the e2e harness's) reaches the worker as is.
+        sharedIdleMs: process.env.DRAFTLINE_SHARED_IDLE_MS === undefined ? sharedWorkerIdleMs(this.reportSettingProblem) : undefined,
+        quarantine: this.quarantine,
         // The worker starts loading the llama.cpp binding for this GPU choice as soon as it runs.
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
         settings: async (worker) => ({
@@ -308,7 +318,18 @@ export class DraftlineController implements vscode.Disposable {
       // and a reload follows when the worker or the server is back.
       if (code === 'crashed' || code === 'restarting' || backend.outage()) return;
       this.crashNotice?.close();
-      if (backend.kind === 'local') {
+      if (code === 'quarantined') {
+        // The user may know better (a driver updated, more memory free): one click loads it again.
+        const files = (error as QuarantinedModelError).entries.flatMap((e) => Object.keys(e.files));
+        void vscode.window.showErrorMessage(`Draftline: ${message}`, 'Load It Anyway', 'Select Target Model', 'Show Log').then((choice) => {
+          if (choice === 'Load It Anyway') {
+            this.quarantine.clear(files);
+            void this.loadModels('the user loads a quarantined model anyway');
+          }
+          if (choice === 'Select Target Model') void vscode.commands.executeCommand('draftline.selectTargetModel');
+          if (choice === 'Show Log') this.log.show();
+        });
+      } else if (backend.kind === 'local') {
         void vscode.window.showErrorMessage(`Draftline: cannot load the model. ${message}`, 'Select Target Model', 'Show Log').then((choice) => {
           if (choice === 'Select Target Model') void vscode.commands.executeCommand('draftline.selectTargetModel');
           if (choice === 'Show Log') this.log.show();
@@ -336,6 +357,35 @@ export class DraftlineController implements vscode.Disposable {
     this.checkActiveDocument();
     this.statusBar.setState(this.restingState());
     this.refreshStats();
+  }
+
+  /** Draftline: Clear Model Quarantine. Every quarantined file may load again; the models load now. */
+  async clearModelQuarantine(): Promise<void> {
+    const entries = this.quarantine.list();
+    if (entries.length === 0) {
+      void vscode.window.showInformationMessage('Draftline: no model file is quarantined.');
+      return;
+    }
+    const files = entries.flatMap((e) => Object.keys(e.files));
+    this.quarantine.clear();
+    this.log.info(`model quarantine cleared: ${files.join(', ')}`);
+    void vscode.window.showInformationMessage(`Draftline: ${files.map((f) => path.basename(f)).join(', ')} may load again.`);
+    await this.loadModels('model quarantine cleared');
+  }
+
+  /** Asks the local worker how many windows it serves, for Show Stats (a server has none to ask). */
+  async refreshWorkerStatus(): Promise<void> {
+    const backend = this.backend;
+    if (!(backend instanceof LocalBackend) || !backend.worker.pid) {
+      this.workerStatus = null;
+      return;
+    }
+    try {
+      const d = await backend.worker.request('diagnostics', {});
+      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000 };
+    } catch {
+      this.workerStatus = null;
+    }
   }
 
   refreshStats(): void {

@@ -48,6 +48,11 @@ export function pauseOnBattery(report?: SettingProblemReport): boolean {
   return settings(report).value<boolean>('prefetch.pauseOnBattery');
 }
 
+/** How long a shared worker this window starts outlives its last window (draftline.sharedWorkerIdleMinutes). */
+export function sharedWorkerIdleMs(report?: SettingProblemReport): number {
+  return settings(report).number('sharedWorkerIdleMinutes') * 60_000;
+}
+
 export function debounceMs(report?: SettingProblemReport): number {
   return settings(report).number('debounceMs');
 }

@@ -1,14 +1,28 @@
 import type { CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 
-/** Bumped on any incompatible change; the client refuses a worker that speaks another version. */
-export const PROTOCOL_VERSION = 2;
+/**
+ * Bumped on any incompatible change; the client refuses a worker that speaks another version.
+ * 3 (issue #26, one window never reaches another): `load` and `configure` set the calling window's
+ * own speculation settings (no longer the shared models'), `complete` is scheduled per window (a
+ * newer request supersedes only the same window's older one; windows take turns), and the
+ * `modelLoading` message names the file llama.cpp is reading during a load.
+ */
+export const PROTOCOL_VERSION = 3;
 
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
   hello: [Record<string, never>, { protocol: number; pid: number }];
+  /** Loads (or joins) the models; `speculation` is this window's own, whoever else uses them. */
   load: [{ models: ModelSettings; speculation: SpeculationSettings }, LoadedModelsInfo];
+  /**
+   * A completion, decoded with this window's speculation settings and adaptive policy. One generation
+   * runs at a time per loaded pair: a newer request of the same window supersedes its older one
+   * (waiting: answered at once with stopReason 'abort'; generating: stopped at its next step); other
+   * windows' requests are never cancelled, they wait their turn (round robin, newest of each window).
+   */
   complete: [{ request: CompletionRequest }, LocalCompletionResult];
+  /** Changes this window's speculation settings only. */
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
   /** Memory of this machine as node-llama-cpp sees it, for the recommended model pair. */
@@ -69,4 +83,10 @@ export type WorkerMessage =
   /** Progress of a running request (`download`), a few times a second at most. */
   | { v: typeof PROTOCOL_VERSION; type: 'progress'; id: number; progress: DownloadProgress }
   /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
-  | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string };
+  | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string }
+  /**
+   * (Protocol 3) Sent to each window waiting on a load, just before llama.cpp reads one model file:
+   * if the worker ends before the load answers, this file was being read (the window's quarantine
+   * counts it against that file, not the whole pair). A client that ignores it loses nothing else.
+   */
+  | { v: typeof PROTOCOL_VERSION; type: 'modelLoading'; file: string };

@@ -1,6 +1,8 @@
-// Finding, or starting, the one inference worker every window of this user shares (workerMain.ts,
+// Finding, or starting, the inference worker that the windows of this user share (workerMain.ts,
 // shared mode). Its socket lives in a directory only this user can enter, named after the worker
-// build, so two versions of the extension never talk to each other's worker.
+// build, so two versions of the extension never talk to each other's worker, and after what the
+// worker is for: the variables that choose its GPU or network, and the model pair it loads
+// (isolatedAddress), so that a model that aborts llama.cpp ends only the windows that load it.
 import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -20,13 +22,139 @@ export function sharedWorkerSupported(): boolean {
   return process.platform !== 'win32';
 }
 
-/** Where the worker built as `workerPath` listens for this user ($DRAFTLINE_SHARED_WORKER_DIR moves it, for tests). */
-export function sharedWorkerAddress(workerPath: string, dir = process.env.DRAFTLINE_SHARED_WORKER_DIR || path.join(os.tmpdir(), `draftline-${os.userInfo().uid}`)): SharedWorkerAddress {
+/**
+ * Variables the worker is started with, by name or prefix: only what it needs. Everything else of the
+ * window's environment (its terminals' settings, tokens of other tools, NODE_OPTIONS with a debugger)
+ * stays out of a process that other windows use too.
+ */
+const WORKER_ENV_NAMES = new Set([
+  // The process itself: where programs, libraries, home, temporary files and the locale are.
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'TMPDIR',
+  'TMP',
+  'TEMP',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'XDG_CACHE_HOME',
+  'XDG_RUNTIME_DIR',
+  'LD_LIBRARY_PATH',
+  'DYLD_LIBRARY_PATH',
+  'DYLD_FALLBACK_LIBRARY_PATH',
+  // Windows: without these, crypto, temporary files and the GPU drivers' loading fail.
+  'SystemRoot',
+  'SYSTEMROOT',
+  'windir',
+  'WINDIR',
+  'ComSpec',
+  'USERPROFILE',
+  'APPDATA',
+  'LOCALAPPDATA',
+  'PROGRAMDATA',
+  'ProgramData',
+  'ProgramFiles',
+  'PATHEXT',
+  // Where GPU toolkits are installed (the llama.cpp binding's CUDA, ROCm and Vulkan builds look there).
+  'CUDA_PATH',
+  'CUDA_HOME',
+  'ROCM_PATH',
+  'HIP_PATH',
+  'VULKAN_SDK',
+]);
+const WORKER_ENV_PREFIXES = ['DRAFTLINE_', 'NODE_LLAMA_CPP_', 'GGML_', 'LLAMA_'];
+
+/**
+ * The variables that change which GPU the worker uses (and how) or which network it reaches (and as
+ * whom): two windows share a worker only when these are the same in both. They are passed on too.
+ */
+const ISOLATING_ENV_NAMES = new Set([
+  'CUDA_VISIBLE_DEVICES',
+  'CUDA_DEVICE_ORDER',
+  'HIP_VISIBLE_DEVICES',
+  'ROCR_VISIBLE_DEVICES',
+  'GPU_DEVICE_ORDINAL',
+  'HSA_OVERRIDE_GFX_VERSION',
+  'ONEAPI_DEVICE_SELECTOR',
+  'VK_ICD_FILENAMES',
+  'VK_DRIVER_FILES',
+  'VK_LOADER_DRIVERS_SELECT',
+  'MESA_VK_DEVICE_SELECT',
+  'DRI_PRIME',
+  'LD_LIBRARY_PATH',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'all_proxy',
+  'HF_ENDPOINT',
+  'HF_TOKEN',
+  'HUGGING_FACE_HUB_TOKEN',
+  'HF_HOME',
+  'NODE_EXTRA_CA_CERTS',
+  'NODE_TLS_REJECT_UNAUTHORIZED',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+]);
+/** GGML_ (e.g. GGML_VK_VISIBLE_DEVICES) and the llama.cpp binding's own (NODE_LLAMA_CPP_) variables choose or tune the GPU backend. */
+const ISOLATING_ENV_PREFIXES = ['GGML_', 'NODE_LLAMA_CPP_'];
+
+const isolating = (name: string) => ISOLATING_ENV_NAMES.has(name) || ISOLATING_ENV_PREFIXES.some((p) => name.startsWith(p));
+
+/** The worker's whole environment, taken from `from` (the window's): see WORKER_ENV_NAMES and ISOLATING_ENV_NAMES. */
+export function workerEnvironment(from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(from)) {
+    if (value === undefined) continue;
+    if (WORKER_ENV_NAMES.has(name) || isolating(name) || WORKER_ENV_PREFIXES.some((p) => name.startsWith(p))) env[name] = value;
+  }
+  return env;
+}
+
+/** The part of `from` that decides whether two windows may share a worker (sorted, so order does not matter). */
+export function isolatingEnvironment(from: NodeJS.ProcessEnv = process.env): [string, string][] {
+  return Object.entries(from)
+    .filter((e): e is [string, string] => e[1] !== undefined && isolating(e[0]))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+const shortHash = (text: string) => crypto.createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+/**
+ * Where the worker built as `workerPath` listens for this user and this environment `env` (its
+ * isolating variables are in the name: windows started with another CUDA_VISIBLE_DEVICES or proxy get
+ * a worker of their own). $DRAFTLINE_SHARED_WORKER_DIR moves it, for tests.
+ */
+export function sharedWorkerAddress(
+  workerPath: string,
+  dir = process.env.DRAFTLINE_SHARED_WORKER_DIR || path.join(os.tmpdir(), `draftline-${os.userInfo().uid}`),
+  env: NodeJS.ProcessEnv = process.env,
+): SharedWorkerAddress {
   const build = crypto.createHash('sha256').update(fs.readFileSync(workerPath)).digest('hex').slice(0, 16);
-  const socketPath = path.join(dir, `worker-${build}.sock`);
+  const isolating = isolatingEnvironment(env);
+  return addressIn(dir, isolating.length === 0 ? `worker-${build}` : `worker-${build}-e${shortHash(JSON.stringify(isolating))}`);
+}
+
+/**
+ * The worker of `base` that serves one model pair (`pairKey`: the models' settings as the worker
+ * keys them): windows share a worker only when they load the same pair, so a model file that aborts
+ * the process takes down the windows that load it, no others.
+ */
+export function isolatedAddress(base: SharedWorkerAddress, pairKey: string): SharedWorkerAddress {
+  // One hash of the base's name (build and environment) and the pair: a socket path has little room.
+  return addressIn(base.dir, `pair-${shortHash(JSON.stringify([path.basename(base.socketPath, '.sock'), pairKey]))}`);
+}
+
+function addressIn(dir: string, name: string): SharedWorkerAddress {
+  const socketPath = path.join(dir, `${name}.sock`);
   // A unix socket's path has room for 107 bytes (104 on macOS).
   if (Buffer.byteLength(socketPath) > 100) throw new Error(`the socket path ${socketPath} is too long for a unix socket`);
-  return { dir, socketPath, logPath: path.join(dir, `worker-${build}.log`) };
+  return { dir, socketPath, logPath: path.join(dir, `${name}.log`) };
 }
 
 /**
@@ -79,7 +207,9 @@ export async function connectSharedWorker(options: { workerPath: string; address
   try {
     const child = spawn(process.execPath, [options.workerPath], {
       // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
-      env: { ...process.env, ...options.env, ELECTRON_RUN_AS_NODE: '1', DRAFTLINE_SHARED_SOCKET: address.socketPath },
+      // An explicit environment: what the worker needs, not the first window's whole one (the
+      // variables that tell windows apart are in the address: every window here has the same).
+      env: { ...workerEnvironment(), ...options.env, ELECTRON_RUN_AS_NODE: '1', DRAFTLINE_SHARED_SOCKET: address.socketPath },
       detached: true,
       // Not the first window's folder: the worker outlives it, and must not hold it open.
       cwd: address.dir,

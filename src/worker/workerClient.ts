@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { readFrames, writeFrame } from './frames';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
-import { connectSharedWorker, type SharedWorkerAddress } from './sharedWorker';
+import { connectSharedWorker, type SharedWorkerAddress, workerEnvironment } from './sharedWorker';
 
 export interface WorkerClientOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -13,7 +13,7 @@ export interface WorkerClientOptions {
    * Called when the worker died unexpectedly; `restartInMs` is the backoff before the next start (it
    * doubles with each crash in a row, see restartStatus for the time left).
    */
-  onCrash?: (description: string, restartInMs: number, crashesInARow: number) => void;
+  onCrash?: (description: string, restartInMs: number, crashesInARow: number, during: CrashContext) => void;
   /** Called after a restart, once the new worker answers (reload models here). */
   onRestart?: () => void;
   /** The worker asks for a document's full text again. */
@@ -34,6 +34,16 @@ interface Channel {
   close(): void;
 }
 
+/** What this client had the worker do when it ended (for the model quarantine). */
+export interface CrashContext {
+  /** Its requests still unanswered, by method (a 'load' or 'complete' in flight ran native code for it). */
+  pending: (keyof WorkerMethods)[];
+  /** The model file llama.cpp was reading for a pending load (the worker's last `modelLoading`), if any. */
+  loadingFile: string | null;
+  /** The worker that ended (its pid from the handshake), if it answered one. */
+  workerPid: number | undefined;
+}
+
 /** A restart scheduled after a crash. */
 export interface RestartStatus {
   /** How the worker ended. */
@@ -52,6 +62,7 @@ export class WorkerError extends Error {
 }
 
 interface Pending {
+  method: keyof WorkerMethods;
   resolve(value: unknown): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
@@ -77,6 +88,8 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
  */
 export class WorkerClient {
   private channel: Channel | null = null;
+  /** The file the worker said it was reading for a load (`modelLoading`), until that load answers. */
+  private loadingFile: string | null = null;
   /** The worker's own pid, from its hello (the shared worker is no child of this process). */
   private workerPid: number | undefined;
   private ready: Promise<void> | null = null;
@@ -88,8 +101,39 @@ export class WorkerClient {
   private restart: { timer: NodeJS.Timeout; at: number; description: string } | null = null;
   /** Count of worker processes started, for tests and the log. */
   starts = 0;
+  /** The shared worker this client uses now (useSharedWorker moves it), undefined for a private one. */
+  private sharedAddress: SharedWorkerAddress | undefined;
 
-  constructor(private readonly options: WorkerClientOptions) {}
+  constructor(private readonly options: WorkerClientOptions) {
+    this.sharedAddress = options.shared;
+  }
+
+  /** The shared worker's address this client connects to (undefined: a private worker). */
+  get shared(): SharedWorkerAddress | undefined {
+    return this.sharedAddress;
+  }
+
+  /**
+   * Moves a shared-worker client to the worker at `address` (another model pair's, see
+   * sharedWorker.ts isolatedAddress): the models it loaded where it is now are unloaded there (other
+   * windows may still use them), its connection closes, and the next request connects to `address`.
+   * Requests still waiting on the old worker fail ('moved'). Nothing happens for the same address or
+   * a private worker.
+   */
+  async useSharedWorker(address: SharedWorkerAddress): Promise<void> {
+    if (!this.sharedAddress || this.sharedAddress.socketPath === address.socketPath) return;
+    this.sharedAddress = address;
+    const ready = this.ready;
+    const channel = this.channel;
+    if (!ready || !channel) return;
+    // Not kept for a window that comes back (as a closed connection's are): this window went elsewhere.
+    await ready.then(() => this.send('unload', {})).catch(() => undefined);
+    if (this.channel !== channel) return;
+    this.channel = null;
+    this.ready = null;
+    this.failAll(new WorkerError('the window moved to another model pair’s inference worker', 'moved'));
+    channel.close();
+  }
 
   get pid(): number | undefined {
     return this.channel ? this.workerPid : undefined;
@@ -153,6 +197,7 @@ export class WorkerClient {
         reject(new WorkerError(`worker did not answer ${method} within ${Math.round(timeoutMs / 1000)} s`, 'timeout'));
       }, timeoutMs);
       this.pending.set(id, {
+        method,
         resolve: (value) => (settled(), resolve(value as WorkerMethods[M][1])),
         reject: (error) => (settled(), reject(error)),
         timer,
@@ -177,7 +222,7 @@ export class WorkerClient {
   }
 
   private async spawn(): Promise<void> {
-    const shared = this.options.shared;
+    const shared = this.sharedAddress;
     let started = true;
     this.workerPid = undefined;
     try {
@@ -212,7 +257,8 @@ export class WorkerClient {
   private forkChannel(): Channel {
     const child = fork(this.options.workerPath, [], {
       // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
-      env: { ...process.env, ...this.options.env, ELECTRON_RUN_AS_NODE: '1' },
+      // An explicit environment, as for the shared worker (sharedWorker.ts workerEnvironment).
+      env: { ...workerEnvironment(), ...this.options.env, ELECTRON_RUN_AS_NODE: '1' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       execArgv: [],
       serialization: 'advanced',
@@ -270,6 +316,10 @@ export class WorkerClient {
       this.options.log?.(message.level, message.message);
       return;
     }
+    if (message.type === 'modelLoading') {
+      this.loadingFile = message.file;
+      return;
+    }
     if (message.type === 'resync') {
       this.options.onResync?.(message.key);
       return;
@@ -286,6 +336,7 @@ export class WorkerClient {
     if (!pending) return;
     this.pending.delete(message.id);
     clearTimeout(pending.timer);
+    if (pending.method === 'load') this.loadingFile = null;
     if (message.ok) pending.resolve(message.result);
     else pending.reject(new WorkerError(message.error.message, message.error.code));
   }
@@ -295,6 +346,8 @@ export class WorkerClient {
     if (channel && this.channel !== channel) return;
     this.channel = null;
     this.ready = null;
+    const during: CrashContext = { pending: [...this.pending.values()].map((p) => p.method), loadingFile: this.loadingFile, workerPid: this.workerPid };
+    this.loadingFile = null;
     this.failAll(new WorkerError(description, 'crashed'));
     if (this.disposed) return;
     // Back off so a model that kills the worker at every load does not spin the machine.
@@ -314,7 +367,7 @@ export class WorkerClient {
       );
     }, delay);
     this.restart = { timer, at: Date.now() + delay, description };
-    this.options.onCrash?.(description, delay, this.crashes);
+    this.options.onCrash?.(description, delay, this.crashes, during);
   }
 
   private failAll(error: Error): void {

@@ -14,7 +14,8 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import type { ModelSettings } from '../shared/types';
+import { type CompletionRequest, emptySourceStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
+import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 import { readFrames, writeFrame } from './frames';
@@ -26,6 +27,20 @@ interface LoadedModels {
   session: InferenceSession | null;
   loading: Promise<InferenceSession> | null;
   users: Set<Connection>;
+  /** Completions waiting for the generation in flight: the newest of each window, oldest window first. */
+  waiting: Map<Connection, Completion>;
+  /** The one generation in flight on these models (a warm-up, too), or null. */
+  generating: Completion | { controller: AbortController } | null;
+}
+
+/** A completion request from a window, from its arrival until its answer. */
+interface Completion {
+  connection: Connection;
+  id: number;
+  request: CompletionRequest;
+  controller: AbortController;
+  resolve(result: LocalCompletionResult): void;
+  reject(error: Error): void;
 }
 
 /** One client: an extension host (a window). Its request ids and document keys are its own. */
@@ -37,6 +52,15 @@ interface Connection {
   documents: Set<string>;
   /** Document notifications that came before its models were loaded. */
   pendingDocuments: WorkerNotification[];
+  /**
+   * This window's speculation settings (from its load and configure) and the adaptive policy that
+   * learns from its completions: each request decodes with its own window's, whoever else shares
+   * the models, and the policy figures in its results are this window's.
+   */
+  speculation: SpeculationSettings;
+  policy: SpeculationPolicy;
+  /** Its completion waiting or generating, if any: a newer one from the same window supersedes it. */
+  completion: Completion | null;
 }
 
 const connections = new Set<Connection>();
@@ -45,10 +69,10 @@ const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
 const sharing = Boolean(sharedSocket);
 const loadedModels = new Map<string, LoadedModels>();
 let nextConnectionId = 1;
-/** Generations in flight (at most one), by connection-scoped request id. */
+/** Completions waiting or generating, by connection-scoped request id (what a `cancel` names). */
 const running = new Map<string, AbortController>();
-/** The generations in `running` that are prefetches (CompletionRequest.prefetch): they yield to real ones. */
-const prefetches = new Set<string>();
+/** Generations running now, over all loaded models (indexing slices give way to them). */
+let generationsRunning = 0;
 /** Downloads under way (apart from `running`: a new completion must not cancel them). */
 const downloads = new Map<string, AbortController>();
 /** Least time between two progress messages of one download (the downloader reports every chunk). */
@@ -100,6 +124,8 @@ function leaveModels(connection: Connection, keep = false): void {
   connection.models = null;
   if (!entry) return;
   entry.users.delete(connection);
+  // Its completion, waiting or generating, stops (a waiting one answers at once).
+  connection.completion?.controller.abort();
   const session = entry.session;
   for (const key of connection.documents) session?.documents.removeDocument(key);
   if (entry.users.size > 0 || (keep && session)) return;
@@ -133,17 +159,22 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
     leaveModels(connection);
     // Kept models nobody came back for make room for these.
     for (const other of [...loadedModels.values()]) if (other.users.size === 0) unloadModels(other);
-    entry = { key, session: null, loading: null, users: new Set([connection]) };
+    entry = { key, session: null, loading: null, users: new Set([connection]), waiting: new Map(), generating: null };
     connection.models = entry;
     loadedModels.set(key, entry);
-    entry.loading = InferenceSession.load(models, { ...DEFAULT_SPECULATION, ...speculation }, log);
+    // Each window waiting for these models is told which file llama.cpp reads: if the process ends
+    // now, that file is the one to blame (the window's quarantine, backend/modelQuarantine.ts).
+    const onNativeLoad = (file: string) => {
+      for (const user of entry.users) user.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file });
+    };
+    entry.loading = InferenceSession.load(models, { ...DEFAULT_SPECULATION, ...speculation }, log, onNativeLoad);
     entry.loading.then(
       (session) => {
         entry.session = session;
         entry.loading = null;
         // Everyone left while it loaded.
         if (entry.users.size === 0) session.dispose().catch(() => undefined);
-        else warmUp(session);
+        else warmUp(entry, session);
       },
       () => {
         entry.loading = null;
@@ -153,7 +184,9 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   }
   const session = entry.session ?? (await entry.loading!);
   if (connection.models !== entry) throw Object.assign(new Error('superseded by another load'), { code: 'superseded' });
-  if (joined) session.configure(speculation);
+  // This window's settings, whoever loaded the models (a window that joins does not change the others').
+  connection.speculation = { ...DEFAULT_SPECULATION, ...speculation };
+  connection.policy = new SpeculationPolicy(connection.speculation);
   // Documents that arrived while loading go into the index now.
   for (const n of connection.pendingDocuments.splice(0)) applyNotification(connection, n);
   return joined ? { ...session.info, sharedWith: entry.users.size - 1 } : session.info;
@@ -168,11 +201,14 @@ let warmUps = 0;
  * the slow first evaluation. It runs after the load's answer went out (the caller does not await
  * it) and is in `running` like any generation: a real request aborts it and goes first.
  */
-function warmUp(session: InferenceSession): void {
-  if (!WARM_UP) return;
+function warmUp(entry: LoadedModels, session: InferenceSession): void {
+  if (!WARM_UP || entry.generating) return;
   const controller = new AbortController();
   const key = `warm-up:${++warmUps}`;
   running.set(key, controller);
+  const generation = { controller };
+  entry.generating = generation;
+  generationsRunning++;
   // After this turn of the event loop: the load's answer goes out first.
   setImmediate(() =>
     session
@@ -181,8 +217,127 @@ function warmUp(session: InferenceSession): void {
         (ms) => log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
         (error: Error) => log('warn', `warm-up completion failed: ${error.message}`),
       )
-      .finally(() => running.delete(key)),
+      .finally(() => {
+        running.delete(key);
+        generationsRunning--;
+        if (entry.generating === generation) entry.generating = null;
+        serveNext(entry);
+      }),
   );
+}
+
+/** What a completion that never ran answers: nothing, stopped by a cancel (as a generation cut short at once is). */
+function notRun(): LocalCompletionResult {
+  return {
+    text: '',
+    tokens: [],
+    stats: {
+      promptTokens: 0,
+      reusedPromptTokens: 0,
+      generatedTokens: 0,
+      promptMs: 0,
+      timeToFirstTokenMs: 0,
+      totalMs: 0,
+      stopReason: 'abort',
+      speculation: {
+        mode: 'plain',
+        targetEvaluations: 0,
+        targetTokensEvaluated: 0,
+        draftEvaluations: 0,
+        bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
+        targetMs: 0,
+        draftMs: 0,
+      },
+    },
+  };
+}
+
+/**
+ * Queues a window's completion on its models. Per window (connection): its newer request supersedes
+ * its older one, waiting or generating, and a cancel stops only its own. Across windows nothing is
+ * cancelled: one generation runs at a time on a pair, and the next is the newest request of the
+ * window that has waited longest (round robin), so a window that types fast cannot starve another.
+ */
+function enqueueCompletion(connection: Connection, entry: LoadedModels, id: number, request: CompletionRequest): Promise<LocalCompletionResult> {
+  return new Promise((resolve, reject) => {
+    const previous = connection.completion;
+    const completion: Completion = { connection, id, request, controller: new AbortController(), resolve, reject };
+    const key = requestKey(connection, id);
+    running.set(key, completion.controller);
+    connection.completion = completion;
+    const settle = () => {
+      running.delete(key);
+      if (connection.completion === completion) connection.completion = null;
+    };
+    completion.resolve = (result) => (settle(), resolve(result));
+    completion.reject = (error) => (settle(), reject(error));
+    // A waiting completion that is cancelled answers at once; a generating one stops at its next step.
+    completion.controller.signal.addEventListener('abort', () => {
+      if (entry.waiting.get(connection) !== completion) return;
+      entry.waiting.delete(connection);
+      completion.resolve(notRun());
+    });
+    // Stale: the same window asked again. A waiting one answers at once and the new one takes its
+    // place in the queue (the window keeps its turn); a generating one stops at its next step.
+    if (previous && entry.waiting.get(connection) === previous) {
+      entry.waiting.set(connection, completion);
+      previous.resolve(notRun());
+      previous.controller.abort();
+    } else {
+      previous?.controller.abort();
+      entry.waiting.set(connection, completion);
+    }
+    // A warm-up gives way to the first real request.
+    if (entry.generating && !('connection' in entry.generating)) entry.generating.controller.abort();
+    // So does a prefetch, of any window (a waiting one answers at once through its abort listener).
+    if (!request.prefetch) {
+      if (entry.generating && 'connection' in entry.generating && entry.generating.request.prefetch) entry.generating.controller.abort();
+      for (const waiting of [...entry.waiting.values()]) if (waiting !== completion && waiting.request.prefetch) waiting.controller.abort();
+    }
+    serveNext(entry);
+  });
+}
+
+/** Whether a real (not prefetch) completion waits or generates on any loaded models, and was not cancelled. */
+function realCompletionPending(): boolean {
+  const real = (c: Completion) => !c.request.prefetch && !c.controller.signal.aborted;
+  for (const entry of loadedModels.values()) {
+    if (entry.generating && 'connection' in entry.generating && real(entry.generating)) return true;
+    for (const waiting of entry.waiting.values()) if (real(waiting)) return true;
+  }
+  return false;
+}
+
+/** Starts the next waiting completion on these models, unless one generates. */
+function serveNext(entry: LoadedModels): void {
+  if (entry.generating) return;
+  const next = entry.waiting.values().next();
+  if (next.done) return;
+  const completion = next.value;
+  entry.waiting.delete(completion.connection);
+  const session = entry.session;
+  if (!session || completion.connection.models !== entry) {
+    completion.reject(Object.assign(new Error('no model is loaded'), { code: 'not_loaded' }));
+    serveNext(entry);
+    return;
+  }
+  entry.generating = completion;
+  generationsRunning++;
+  const { connection, request } = completion;
+  session
+    .complete(request, completion.controller.signal, { speculation: connection.speculation, policy: connection.policy })
+    .then(
+      (result) => {
+        recordGeneration(performance.now(), result.stats.totalMs);
+        completion.resolve(result);
+      },
+      (error: Error) => completion.reject(error),
+    )
+    .finally(() => {
+      generationsRunning--;
+      if (entry.generating === completion) entry.generating = null;
+      serveNext(entry);
+    });
 }
 
 type Handler<M extends keyof WorkerMethods> = (params: WorkerMethods[M][0], id: number, connection: Connection) => Promise<WorkerMethods[M][1]>;
@@ -192,35 +347,22 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   load: async ({ models, speculation }, _id, connection) => loadModels(connection, models, speculation),
   complete: async ({ request }, id, connection) => {
     const current = requireSession(connection);
-    // A prefetch yields to every real request, this window's or another's: it does not start while
-    // one runs (nor stop it), and a real request stops it like any other generation. One already
-    // cancelled (the keystroke before) is only winding down: it does not count.
-    if (request.prefetch && [...running].some(([k, c]) => !prefetches.has(k) && !k.startsWith('warm-up:') && !c.signal.aborted)) {
-      throw Object.assign(new Error('a completion is running'), { code: 'busy' });
-    }
-    // At most one generation in flight, over all windows: a new request supersedes the running one.
-    for (const controller of running.values()) controller.abort();
-    const controller = new AbortController();
-    const key = requestKey(connection, id);
-    running.set(key, controller);
-    if (request.prefetch) prefetches.add(key);
+    // A prefetch (CompletionRequest.prefetch) yields to every real request, this window's or
+    // another's: it does not start while one waits or runs (nor stop it), and a real request stops it
+    // (enqueueCompletion). One already cancelled (the keystroke before) is only winding down: it does not count.
+    if (request.prefetch && realCompletionPending()) throw Object.assign(new Error('a completion is running'), { code: 'busy' });
     const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
     // The document being completed in counts as recently used; if the index dropped it for room,
     // its text comes again and it is indexed (dropping the least recently used one instead).
     if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
       connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
     }
-    try {
-      const result = await current.complete(scoped, controller.signal);
-      recordGeneration(performance.now(), result.stats.totalMs);
-      return result;
-    } finally {
-      running.delete(key);
-      prefetches.delete(key);
-    }
+    return enqueueCompletion(connection, connection.models!, id, scoped);
   },
   configure: async ({ speculation }, _id, connection) => {
-    requireSession(connection).configure(speculation);
+    requireSession(connection);
+    // This window's settings only; its policy holds the same object and sees the change at its next step.
+    Object.assign(connection.speculation, speculation);
     return null;
   },
   unload: async (_params, _id, connection) => {
@@ -305,7 +447,7 @@ const MAX_INDEXING_WAIT_MS = 250;
  */
 async function betweenIndexingSlices(): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve));
-  for (let waited = 0; running.size > 0 && waited < MAX_INDEXING_WAIT_MS; waited += 10) {
+  for (let waited = 0; generationsRunning > 0 && waited < MAX_INDEXING_WAIT_MS; waited += 10) {
     await new Promise<void>((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -377,7 +519,8 @@ function onClientMessage(connection: Connection, raw: ClientMessage): void {
 }
 
 function openConnection(send: (message: WorkerMessage) => void): Connection {
-  const connection: Connection = { id: nextConnectionId++, send, models: null, documents: new Set(), pendingDocuments: [] };
+  const speculation = { ...DEFAULT_SPECULATION };
+  const connection: Connection = { id: nextConnectionId++, send, models: null, documents: new Set(), pendingDocuments: [], speculation, policy: new SpeculationPolicy(speculation), completion: null };
   connections.add(connection);
   return connection;
 }
@@ -397,8 +540,20 @@ function serveParent(): void {
   process.on('disconnect', () => process.exit(0));
 }
 
-/** How long a shared worker with no client keeps its models loaded (a window reload comes back within it). */
-const SHARED_IDLE_MS = Number(process.env.DRAFTLINE_SHARED_IDLE_MS) || 10 * 60_000;
+/**
+ * How long a shared worker with no client keeps its models loaded (a window reload comes back within
+ * it): the draftline.sharedWorkerIdleMinutes of the window that started it; 0 exits with the last window.
+ */
+const SHARED_IDLE_MS = sharedIdleMs(process.env.DRAFTLINE_SHARED_IDLE_MS);
+
+function sharedIdleMs(value: string | undefined): number {
+  const ms = value === undefined || value.trim() === '' ? Number.NaN : Number(value);
+  // Bounded as the setting is (at most a day); anything unreadable is the default.
+  return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, 24 * 60 * 60_000) : 10 * 60_000;
+}
+
+/** How long a shared worker waits for its first client however short its idle time. */
+const FIRST_CLIENT_WAIT_MS = 30_000;
 
 const MAX_UNREAD_LOG_BYTES = 8 * 1024 * 1024;
 
@@ -473,9 +628,13 @@ async function serveSocket(socketPath: string): Promise<void> {
   // Another worker serves (or is starting): exit 0 tells the client that started this one to connect there.
   if (!(await takeLock(lockDir, socketPath))) process.exit(0);
   let idleTimer: NodeJS.Timeout | null = null;
+  let served = false;
   const idle = () => {
     if (idleTimer) clearTimeout(idleTimer);
-    idleTimer = connections.size > 0 ? null : setTimeout(() => shutDown(), SHARED_IDLE_MS);
+    if (connections.size > 0) served = true;
+    // Before its first client the window that started it is still connecting (an idle time of 0 must not end it then).
+    const wait = served ? SHARED_IDLE_MS : Math.max(SHARED_IDLE_MS, FIRST_CLIENT_WAIT_MS);
+    idleTimer = connections.size > 0 ? null : setTimeout(() => shutDown(), wait);
   };
   const server = net.createServer((socket) => {
     const connection = openConnection((message) => {

@@ -1,15 +1,21 @@
 // `npm run soak`: the long typing storm and a kill -9 loop against the real worker (dist/worker.js,
-// built first by `node esbuild.mjs`), printing the reliability figures of the README. Not in CI.
+// built first by `node esbuild.mjs`), then two windows typing at once against one shared worker,
+// printing the reliability figures of the README. Not in CI.
 //
-//   npm run soak                          # v3 pair (the default models), 5 min storm, then 6 kills
-//   npm run soak -- --pair tiny --minutes 2 --kills 4
+//   npm run soak                          # v3 pair (the default models), 5 min storm, 6 kills, 1 min of two windows
+//   npm run soak -- --pair tiny --minutes 2 --kills 4 --window-minutes 1
+//   npm run soak -- --minutes 0 --kills 0 # the two-window storm only
+import { fork } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths, type EmbeddedPairName } from '../../src/models/embedded';
+import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
+import { describeStorm, percentile, type StormFigures, typingStorm } from '../support/typingStorm';
+import type { StormWindowTask } from './stormWindow';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -19,8 +25,95 @@ const { values: args } = parseArgs({
     minutes: { type: 'string', default: '5' },
     kills: { type: 'string', default: '6' },
     threads: { type: 'string', default: '1' },
+    'window-minutes': { type: 'string', default: '1' },
   },
 });
+
+/** The bound on each window's cancel -> stop p95 (the single-window storm's figure of the README). */
+const CANCEL_TO_STOP_P95_MS = 50;
+
+/**
+ * Two windows (two processes, as two VS Code windows' extension hosts are) typing at 20 keys/s each
+ * on one pair in one shared worker: both must get completions, with one generation at a time, no
+ * errors, and each window's cancels as prompt as a window alone. Returns whether it passed.
+ */
+async function twoWindowStorm(models: StormWindowTask['models'], durationMs: number): Promise<boolean> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-soak-'));
+  fs.chmodSync(dir, 0o700);
+  const address = isolatedAddress(sharedWorkerAddress(WORKER, dir), JSON.stringify(models));
+  const files = (...names: string[]) => names.map((n) => path.join(ROOT, n));
+  const tasks: StormWindowTask[] = [
+    {
+      workerPath: WORKER,
+      address,
+      models,
+      typedFile: files('src/engine/completionEngine.ts')[0]!,
+      openFiles: files('src/ngram/ngramIndex.ts', 'src/worker/workerClient.ts'),
+      durationMs,
+      warmupMs: Math.min(20_000, durationMs / 3),
+    },
+    {
+      workerPath: WORKER,
+      address,
+      models,
+      typedFile: files('src/worker/workerMain.ts')[0]!,
+      openFiles: files('src/inference/inferenceSession.ts', 'src/speculation/policy.ts'),
+      durationMs,
+      warmupMs: Math.min(20_000, durationMs / 3),
+    },
+  ];
+  const open = (task: StormWindowTask) => {
+    const child = fork(path.join(__dirname, 'stormWindow.ts'), [], { execArgv: ['--import', 'tsx'], serialization: 'advanced' });
+    const messages: { kind: string; [k: string]: unknown }[] = [];
+    const waiters: (() => void)[] = [];
+    child.on('message', (m: { kind: string }) => {
+      messages.push(m);
+      for (const w of waiters.splice(0)) w();
+    });
+    child.on('exit', () => {
+      for (const w of waiters.splice(0)) w();
+    });
+    const next = async (kind: string) => {
+      for (;;) {
+        const found = messages.find((m) => m.kind === kind || m.kind === 'error');
+        if (found) return found;
+        if (child.exitCode !== null) throw new Error(`a window's process exited with code ${child.exitCode}`);
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    };
+    child.send(task);
+    return { child, next };
+  };
+  const windows: ReturnType<typeof open>[] = [];
+  try {
+    // One after the other: the second joins the models the first loaded.
+    const loaded = [];
+    for (const task of tasks) {
+      const window = open(task);
+      windows.push(window);
+      const l = await window.next('loaded');
+      if (l.kind === 'error') throw new Error(String(l.message));
+      loaded.push(l);
+    }
+    console.log(`one worker (pid ${[...new Set(loaded.map((l) => l.pid))].join(', ')}); the second window joined models loaded for ${loaded[1]!.sharedWith} other window`);
+    for (const w of windows) w.child.send('go');
+    const results = await Promise.all(windows.map((w) => w.next('figures')));
+    let ok = loaded[0]!.pid === loaded[1]!.pid;
+    for (const [i, r] of results.entries()) {
+      if (r.kind === 'error') throw new Error(String(r.message));
+      const f = r.figures as StormFigures;
+      const p95 = percentile(f.cancelToStopMs, 95);
+      console.log(`\nwindow ${i + 1}:\n${describeStorm(f, durationMs)}\nunhandled rejections: ${r.unhandled}`);
+      const passed = f.completed > 0 && f.failures.size === 0 && f.maxConcurrentGenerations <= 1 && p95 <= CANCEL_TO_STOP_P95_MS && r.unhandled === 0;
+      if (!passed) console.log(`window ${i + 1}: FAILED (needs completions, no failures, at most 1 generation in flight, cancel -> stop p95 <= ${CANCEL_TO_STOP_P95_MS} ms)`);
+      ok &&= passed;
+    }
+    return ok;
+  } finally {
+    for (const w of windows) if (w.child.exitCode === null) w.child.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function main(): Promise<void> {
   if (!fs.existsSync(WORKER)) throw new Error('dist/worker.js is missing: run `node esbuild.mjs` first');
@@ -45,17 +138,21 @@ async function main(): Promise<void> {
       ),
   });
   const hostRssStart = process.memoryUsage().rss / 2 ** 20;
-  console.log(`soak: ${args.pair} pair, ${args.threads} thread(s), ${args.minutes} min storm at 20 keys/s (debounce 0), then ${args.kills} kill -9`);
-  await client.request('load', { models, speculation: DEFAULT_SPECULATION });
+  console.log(`soak: ${args.pair} pair, ${args.threads} thread(s), ${args.minutes} min storm at 20 keys/s (debounce 0), then ${args.kills} kill -9, then ${args['window-minutes']} min of two windows`);
+  if (Number(args.minutes) > 0 || Number(args.kills) > 0) await client.request('load', { models, speculation: DEFAULT_SPECULATION });
 
   // ---- the storm
   const stormMs = Number(args.minutes) * 60_000;
-  const storm = await typingStorm({ client, text, durationMs: stormMs, keyIntervalMs: 50, warmupMs: Math.min(60_000, stormMs / 3), openDocuments });
-  console.log('\n## typing storm');
-  console.log(describeStorm(storm, stormMs));
+  let maxConcurrentGenerations = 0;
+  if (stormMs > 0) {
+    const storm = await typingStorm({ client, text, durationMs: stormMs, keyIntervalMs: 50, warmupMs: Math.min(60_000, stormMs / 3), openDocuments });
+    console.log('\n## typing storm');
+    console.log(describeStorm(storm, stormMs));
+    maxConcurrentGenerations = storm.maxConcurrentGenerations;
+  }
 
   // ---- kill -9 while generating, in a row (the backoff doubles), recovery = next completed request
-  console.log('\n## kill -9 loop');
+  if (Number(args.kills) > 0) console.log('\n## kill -9 loop');
   const kills: { noticeMs: number; announcedMs: number; recoveryMs: number | null }[] = [];
   for (let k = 0; k < Number(args.kills); k++) {
     let killedAt = 0;
@@ -92,13 +189,23 @@ async function main(): Promise<void> {
   }
   const notice = kills.map((k) => k.noticeMs);
   const recovered = kills.flatMap((k) => (k.recoveryMs === null ? [] : [k.recoveryMs - k.announcedMs]));
-  console.log(
-    `crash notice: max ${Math.max(...notice).toFixed(0)} ms; recovery beyond the announced wait: p50 ${(percentile(recovered, 50) / 1000).toFixed(1)} s, max ${(Math.max(...recovered) / 1000).toFixed(1)} s`,
-  );
+  if (kills.length > 0) {
+    console.log(
+      `crash notice: max ${Math.max(...notice).toFixed(0)} ms; recovery beyond the announced wait: p50 ${(percentile(recovered, 50) / 1000).toFixed(1)} s, max ${(Math.max(...recovered) / 1000).toFixed(1)} s`,
+    );
+  }
+  client.dispose();
+
+  // ---- two windows, one shared worker
+  const windowsMs = Number(args['window-minutes']) * 60_000;
+  let windowsOk = true;
+  if (windowsMs > 0) {
+    console.log(`\n## two windows typing at 20 keys/s each, one shared worker, ${args['window-minutes']} min`);
+    windowsOk = await twoWindowStorm(models, windowsMs);
+  }
   const hostRssEnd = process.memoryUsage().rss / 2 ** 20;
   console.log(`\nhost process: alive, RSS ${hostRssStart.toFixed(0)} -> ${hostRssEnd.toFixed(0)} MB; unhandled rejections: ${unhandled.length}`);
-  client.dispose();
-  if (unhandled.length > 0 || storm.maxConcurrentGenerations > 1 || recovered.length < kills.length) process.exitCode = 1;
+  if (unhandled.length > 0 || maxConcurrentGenerations > 1 || recovered.length < kills.length || !windowsOk) process.exitCode = 1;
 }
 
 main().catch((error: Error) => {

@@ -176,7 +176,7 @@ describe('the backend and its server', () => {
   });
 
   it('every backend and server setting is machine scoped', () => {
-    const keys = Object.keys(DECLARATIONS).filter((k) => k === 'draftline.backend' || k === 'draftline.sharedWorker' || k.startsWith('draftline.server.'));
+    const keys = Object.keys(DECLARATIONS).filter((k) => k === 'draftline.backend' || k.startsWith('draftline.sharedWorker') || k.startsWith('draftline.server.'));
     assert.ok(keys.length >= 6, keys.join());
     for (const key of keys) assert.equal(DECLARATIONS[key]!.scope, 'machine', key);
   });

@@ -298,3 +298,15 @@ describe('Show Stats says whether the model files were verified', () => {
     assert.doesNotMatch(alone, /Draft file:/);
   });
 });
+
+describe('Show Stats says which inference worker runs the models', () => {
+  it('a shared one and for how many windows, or the window’s own; nothing when not asked', () => {
+    const info: BackendInfo = { kind: 'local', model: 'draftline-code-target', local: models() };
+    const shared = statsReport(new StatsCollector(), 'hybrid', info, undefined, { shared: true, pid: 4242, windows: 3, idleMinutes: 10 });
+    assert.match(shared, /^Inference worker: shared, running for 3 windows with these models \(pid 4242; stays up 10 min after the last window closes\)$/m);
+    const last = statsReport(new StatsCollector(), 'hybrid', info, undefined, { shared: true, pid: 4242, windows: 1, idleMinutes: 0 });
+    assert.match(last, /^Inference worker: shared, running for 1 window with these models \(pid 4242; exits with the last window\)$/m);
+    assert.match(statsReport(new StatsCollector(), 'hybrid', info, undefined, { shared: false, pid: 7, windows: 1, idleMinutes: 10 }), /^Inference worker: this window's own \(pid 7\)$/m);
+    assert.doesNotMatch(statsReport(new StatsCollector(), 'hybrid', info), /Inference worker/);
+  });
+});
