@@ -113,8 +113,7 @@ export class DraftlineController implements vscode.Disposable {
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
         onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () =>
-          statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
+        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
