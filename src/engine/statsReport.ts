@@ -90,7 +90,6 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       `| extra context | ${s.extraContext ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}` : 'none'} |`,
     );
   }
-  if (timeline) lines.push('', '### The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
   const a = stats.aggregate();
   const p = stats.prefetch;
   const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
@@ -125,6 +124,8 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
   );
   const policy = last?.stats?.speculation?.policy;
   if (policy) lines.push('', ...policyReport(policy));
+  // Last: a diagnostic, after the figures the report is read for.
+  if (timeline) lines.push('', '## The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
   return `${lines.join('\n')}\n`;
 }
 

@@ -93,10 +93,12 @@ async function showStats(page: Page, expect: RegExp = /## Session/, whileOpen?: 
       await runCommand(page, 'Draftline: Show Stats');
       const text = await waitFor(
         async () => {
+          // Only the lines in view are rendered: wait for the document and what the caller looks for
+          // (a long report can push its later sections out of view).
           const t = await activeEditorText(page);
-          return t.includes('# Draftline stats') && t.includes('## Session') ? t : undefined;
+          return t.includes('# Draftline stats') && expect.test(t) ? t : undefined;
         },
-        { timeoutMs: 15_000, what: 'the Show Stats document' },
+        { timeoutMs: 15_000, what: `the Show Stats document showing ${expect}` },
       );
       if (expect.test(text)) await whileOpen?.();
       await runCommand(page, 'View: Close Editor');

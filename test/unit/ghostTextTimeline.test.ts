@@ -35,7 +35,7 @@ describe('ghost-text timeline', () => {
     const t = { askedAfterEditMs: 12, answeredInMs: 3, fromCache: true };
     assert.deepEqual(timelineRows(t), ['| VS Code asked, after the edit reached Draftline | 12 ms |', '| Draftline answered, after VS Code asked | 3 ms (from the cache) |']);
     const report = statsReport(new StatsCollector(), 'hybrid', null, undefined, undefined, t);
-    assert.ok(report.includes('### The last ghost text, in the editor'));
+    assert.ok(report.includes('## The last ghost text, in the editor'));
     assert.ok(report.includes(timelineRows(t)[0]!));
     assert.ok(!statsReport(new StatsCollector(), 'hybrid', null).includes('in the editor'));
   });
