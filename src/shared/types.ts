@@ -243,6 +243,19 @@ export function emptySourceStats(): SourceStats {
   return { steps: 0, proposedTokens: 0, acceptedTokens: 0 };
 }
 
+/** The speculation record of a decode that has not evaluated anything yet (the decoder's start, a request never run). */
+export function emptySpeculationStats(mode: DecodeMode): SpeculationStats {
+  return {
+    mode,
+    targetEvaluations: 0,
+    targetTokensEvaluated: 0,
+    draftEvaluations: 0,
+    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
+    targetMs: 0,
+    draftMs: 0,
+  };
+}
+
 /** Where completions come from: Draftline's own worker, or an inference server the user points it at. */
 export type BackendKind = 'local' | 'llama-server' | 'openai-compatible' | 'ollama';
 

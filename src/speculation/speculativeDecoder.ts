@@ -1,5 +1,5 @@
 import type { LookaheadPool } from './lookaheadPool';
-import { emptySourceStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
+import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
@@ -58,15 +58,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const useNgram = input.mode === 'ngram' || input.mode === 'hybrid';
   const useDraft = input.mode === 'draft' || input.mode === 'hybrid';
   const lookahead = useNgram ? input.lookahead : undefined;
-  const spec: SpeculationStats = {
-    mode: input.mode,
-    targetEvaluations: 0,
-    targetTokensEvaluated: 0,
-    draftEvaluations: 0,
-    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
-    targetMs: 0,
-    draftMs: 0,
-  };
+  const spec: SpeculationStats = emptySpeculationStats(input.mode);
   const stats: DecoderStats = {
     promptTokens: input.prompt.length,
     reusedPromptTokens: 0,

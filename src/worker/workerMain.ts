@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import { type CompletionRequest, emptySourceStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
+import { type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
@@ -239,15 +239,7 @@ function notRun(): LocalCompletionResult {
       timeToFirstTokenMs: 0,
       totalMs: 0,
       stopReason: 'abort',
-      speculation: {
-        mode: 'plain',
-        targetEvaluations: 0,
-        targetTokensEvaluated: 0,
-        draftEvaluations: 0,
-        bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
-        targetMs: 0,
-        draftMs: 0,
-      },
+      speculation: emptySpeculationStats('plain'),
     },
   };
 }
