@@ -4,11 +4,16 @@ import { type CacheHit, CompletionCache } from './completionCache';
 import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 import { StatsCollector } from './statsCollector';
 export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
-import type { CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {
   complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
+  /**
+   * Up to `count` alternatives to the greedy completion of `request` (see AlternativesResult), asked
+   * only on demand; a backend without them leaves this out.
+   */
+  alternatives?(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult>;
 }
 
 export interface EngineDocument extends TextSource {

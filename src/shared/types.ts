@@ -160,6 +160,25 @@ export interface CompletionResult {
   stats: GenerationStats;
 }
 
+/**
+ * Alternatives to a greedy completion, asked for only when the user cycles suggestions (issue #32):
+ * the target's greedy continuation after each of the next most likely tokens at the point where
+ * the greedy completion was least certain (the smallest top-1 minus top-2 logit margin).
+ */
+export interface AlternativesResult {
+  /**
+   * Raw completions other than the greedy one (before post-processing), most likely first. One may
+   * read the same as the greedy one once post-processed: the engine removes those.
+   */
+  completions: CompletionResult[];
+  /** Where they branch off the greedy completion: its token index and the margin there (logits). */
+  branch?: { tokenIndex: number; margin: number };
+  /** Why there are fewer than asked, or none (e.g. the server does not report token probabilities): Show Stats says it. */
+  limitedBy?: string;
+  /** From the request to the last alternative. */
+  totalMs: number;
+}
+
 /** What the in-process session returns: tokens and the full speculation record. */
 export interface LocalCompletionResult extends CompletionResult {
   tokens: Token[];
