@@ -1,4 +1,4 @@
-import { defaultFilters, postprocess } from '../postprocess';
+import { defaultFilters, postprocess, type ShownCompletion } from '../postprocess';
 import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
 import { type CacheHit, CompletionCache } from './completionCache';
 import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
@@ -53,6 +53,20 @@ export interface EngineCompletion {
   /** Served from what a prefetch computed. */
   prefetched?: boolean;
   result: CompletionResult | null;
+  latencyMs: number;
+}
+
+/** The suggestions to cycle through (issue #32): the greedy one the user saw first, then distinct alternatives. */
+export interface EngineAlternatives {
+  /** Greedy first (when it has text), then the alternatives that read differently, most likely first. */
+  items: ShownCompletion[];
+  greedy: EngineCompletion;
+  branch?: AlternativesResult['branch'];
+  /** Why there are fewer than asked (the backend's reason, or none has alternatives). */
+  limitedBy?: string;
+  /** Served again from what an earlier ask computed (the user cycles back). */
+  fromCache: boolean;
+  /** From the ask to the alternatives. */
   latencyMs: number;
 }
 
@@ -145,6 +159,8 @@ export class CompletionEngine {
   private readonly servedPrefetches = new Set<number>();
   /** Real model requests in flight (from the model call to its end). */
   private realRequests = 0;
+  /** The last few answers to "alternatives here": cycling back and forth asks again for the same cursor. */
+  private readonly alternativesCache: { prefix: string; suffix: string; answer: Omit<EngineAlternatives, 'greedy' | 'fromCache' | 'latencyMs'> }[] = [];
 
   constructor(
     private readonly backend: CompletionBackend,
@@ -268,6 +284,54 @@ export class CompletionEngine {
       void this.prefetch(next, 'chain', expectedEdit);
     }
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
+  }
+
+  /**
+   * Up to `count` alternatives after the greedy completion at the cursor, asked only when the user
+   * cycles suggestions: the greedy one comes from the cache (the user saw it), the others from the
+   * backend, post-processed like it, and only those that read differently from it and from each
+   * other are kept. A real request: a running prefetch stops; the signal (a keystroke) stops it.
+   */
+  async alternatives(doc: EngineDocument, count = 2, signal?: AbortSignal): Promise<EngineAlternatives | SkippedCompletion> {
+    const started = this.now();
+    const greedy = await this.complete(doc, signal);
+    if (greedy instanceof SkippedCompletion) return greedy;
+    const request = this.buildRequest(doc);
+    if (request instanceof SkippedCompletion) return request;
+    const tally = this.stats.alternatives;
+    tally.asked++;
+    const done = (answer: Omit<EngineAlternatives, 'greedy' | 'fromCache' | 'latencyMs'>, fromCache: boolean): EngineAlternatives => {
+      const latencyMs = this.now() - started;
+      if (!fromCache) {
+        tally.computed++;
+        tally.totalMs += latencyMs;
+      }
+      tally.items += answer.items.length;
+      tally.lastLimitedBy = answer.limitedBy ?? null;
+      return { ...answer, greedy, fromCache, latencyMs };
+    };
+    const greedyItem: ShownCompletion[] = greedy.text ? [{ text: greedy.text, replaceSuffixChars: greedy.replaceSuffixChars }] : [];
+    const known = this.alternativesCache.find((e) => e.prefix === request.prefix && e.suffix === request.suffix);
+    if (known) return done(known.answer, true);
+    if (!this.backend.alternatives) return done({ items: greedyItem, limitedBy: 'this backend computes one suggestion only' }, false);
+    this.cancelPrefetch();
+    this.realRequests++;
+    let result: AlternativesResult;
+    try {
+      result = await this.backend.alternatives(request, count, signal);
+    } finally {
+      this.realRequests--;
+    }
+    if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
+    const items = distinctSuggestions(
+      greedyItem,
+      result.completions.filter((c) => c.stats.stopReason !== 'abort').map((c) => this.shownFor(c, request, doc)),
+      count + greedyItem.length,
+    );
+    const answer = { items, branch: result.branch, limitedBy: result.limitedBy };
+    this.alternativesCache.push({ prefix: request.prefix, suffix: request.suffix, answer });
+    if (this.alternativesCache.length > 8) this.alternativesCache.shift();
+    return done(answer, false);
   }
 
   /** Whether a prefetch runs now (for tests and the bench). */
@@ -397,4 +461,20 @@ function abortable(promise: Promise<void>, signal?: AbortSignal): Promise<void> 
     signal.addEventListener('abort', done, { once: true });
     promise.then(done, done);
   });
+}
+
+/**
+ * `first`, then those of `candidates` that the user would not see as the same text as one before
+ * them (trailing whitespace aside; empty ones dropped), at most `max` in all.
+ */
+export function distinctSuggestions(first: readonly ShownCompletion[], candidates: readonly ShownCompletion[], max: number): ShownCompletion[] {
+  const out: ShownCompletion[] = [];
+  const seen = new Set<string>();
+  for (const c of [...first, ...candidates]) {
+    const key = c.text.trimEnd();
+    if (key === '' || seen.has(key) || out.length >= max) continue;
+    seen.add(key);
+    out.push(c);
+  }
+  return out;
 }

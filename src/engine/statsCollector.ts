@@ -82,11 +82,29 @@ export const emptyPrefetchTally = (): PrefetchTally => ({ started: 0, ready: 0, 
 /** Started prefetches no real request was answered from (cancelled ones included): work never shown. */
 export const wastedPrefetches = (t: PrefetchTally): number => t.started - t.served;
 
+/** Alternatives asked for (the user cycling suggestions, issue #32), for Show Stats and the bench. */
+export interface AlternativesTally {
+  /** Times the user asked (cycling included). */
+  asked: number;
+  /** Of those, computed by the backend (the rest: served again from the engine's memory). */
+  computed: number;
+  /** Suggestions offered in all (the greedy one included). */
+  items: number;
+  /** Time of the computed ones, summed. */
+  totalMs: number;
+  /** Why the last answer had fewer than asked (null: it had all, or none was asked). */
+  lastLimitedBy: string | null;
+}
+
+export const emptyAlternativesTally = (): AlternativesTally => ({ asked: 0, computed: 0, items: 0, totalMs: 0, lastLimitedBy: null });
+
 /** Completion statistics for the status bar and Show Stats: the last completion and the session. */
 export class StatsCollector {
   private records: CompletionRecord[] = [];
   /** The session's prefetches (CompletionEngine.prefetch). */
   prefetch: PrefetchTally = emptyPrefetchTally();
+  /** The session's alternatives (CompletionEngine.alternatives). */
+  alternatives: AlternativesTally = emptyAlternativesTally();
 
   constructor(private readonly keep = 500) {}
 
@@ -152,5 +170,6 @@ export class StatsCollector {
   clear(): void {
     this.records = [];
     this.prefetch = emptyPrefetchTally();
+    this.alternatives = emptyAlternativesTally();
   }
 }
