@@ -5,19 +5,31 @@
 // - off: no prefetch (the debounce, then the model);
 // - accept: the completion at the cursor after the accept is prefetched when the accept happens
 //   (draftline.accepted); the editor's request joins it;
-// - accept+chain: the extension's behaviour: also, when a prefetched completion is shown, the one
-//   after it is prefetched while the user reads it.
+// - accept+chain: also, when a prefetched completion is shown, the one after it is prefetched while
+//   the user reads it (the extension's behaviour with an inference server, draftline.prefetch.whileShown auto);
+// - shown: also while any ghost text is shown, the first of a chain included (the extension's
+//   behaviour with in-process models).
 // After the last accept the user types something else: a prefetch still running is stopped then
 // and counts as never shown. All through CompletionEngine over an in-process session: the same path
 // (window, prompt, speculation, post-processing, cache) as the extension, without the IPC hop.
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, documentAfterInsertion, type EngineDocument, SkippedCompletion, type PrefetchTally, wastedPrefetches } from '../src/engine/completionEngine';
+import {
+  CompletionEngine,
+  DEFAULT_ENGINE_SETTINGS,
+  documentAfterInsertion,
+  type EngineDocument,
+  SkippedCompletion,
+  type PrefetchTally,
+  type PrefetchWhileShown,
+  wastedPrefetches,
+} from '../src/engine/completionEngine';
 import type { CompletionRequest } from '../src/shared/types';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
 import { Progress } from './stats';
 
-export type ChainMode = 'off' | 'accept' | 'accept+chain';
-export const CHAIN_MODES: readonly ChainMode[] = ['off', 'accept', 'accept+chain'];
+export type ChainMode = 'off' | 'accept' | 'accept+chain' | 'shown';
+export const CHAIN_MODES: readonly ChainMode[] = ['off', 'accept', 'accept+chain', 'shown'];
+const WHILE_SHOWN: Record<ChainMode, PrefetchWhileShown> = { off: 'none', accept: 'none', 'accept+chain': 'prefetched', shown: 'all' };
 export const ACCEPTS_PER_CHAIN = 3;
 
 export interface ChainOptions extends BenchSessionOptions {
@@ -78,11 +90,12 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
       const row = rows.get(mode)!;
       // A fresh engine a chain (its own cache and counts), as a window that just opened the file.
       const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: mode !== 'off' });
-      engine.chainPrefetch = mode === 'accept+chain';
+      engine.prefetchWhileShown = () => WHILE_SHOWN[mode];
       const debounce = () => sleep(opts.debounceMs);
       let text = task.text;
       let doc = textDocument(start, text, task.offset);
-      // The first ghost text, untimed (it also puts this task's prompt in the KV cache for every mode alike).
+      // The first ghost text, untimed (it also puts this task's prompt in the KV cache for every mode
+      // alike); in mode 'shown' the one after it is prefetched from here on, while the user reads it.
       let shown = await engine.complete(doc);
       for (let accept = 0; accept < ACCEPTS_PER_CHAIN; accept++) {
         if (shown instanceof SkippedCompletion || !shown.text) {

@@ -875,8 +875,8 @@ async function startupSection(bench: Bench): Promise<void> {
 }
 
 const acceptChainTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 40);
-/** Seconds a task at 1 thread on the reference VM (three modes, three accepts each, think time included). */
-const ACCEPT_CHAIN_SECONDS_PER_TASK: Record<string, number> = { tiny: 4, v3: 7 };
+/** Seconds a task at 1 thread on the reference VM (four modes, three accepts each, think time included). */
+const ACCEPT_CHAIN_SECONDS_PER_TASK: Record<string, number> = { tiny: 5, v3: 9 };
 /** How long the simulated user reads a ghost text before Tab. */
 const thinkMs = Number(opt('think-ms', '300'));
 
@@ -914,7 +914,7 @@ async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> 
     ),
   ];
   const heading = `Regime 9: accept chain, ${pair.name} pair (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)})`;
-  const legend = `${tasks.length} tasks; on each, the ghost text is accepted ${ACCEPTS_PER_CHAIN} times in a row (fewer when it is empty: ${rows.map((x) => `${x.mode} ${x.emptyGhostTexts}`).join(', ')} chains ended early), ${thinkMs} ms after it appeared (--think-ms). Timed: from the accept to the next ghost text being available to the provider, which asks right after the accept (debounce ${DEFAULT_DEBOUNCE_MS} ms on a cache miss, as draftline.debounceMs). off: no prefetch; accept: prefetch when a completion is accepted; accept+chain: also, when a prefetched completion is shown, the one after it (the extension's behaviour). After the last accept the user types on: a prefetch still running is stopped. unused: prefetches no request was answered from (cancelled ones included); no ghost text shown: unused, or answered with an empty completion (the model had nothing to add; that answer still saved a model call).`;
+  const legend = `${tasks.length} tasks; on each, the ghost text is accepted ${ACCEPTS_PER_CHAIN} times in a row (fewer when it is empty: ${rows.map((x) => `${x.mode} ${x.emptyGhostTexts}`).join(', ')} chains ended early), ${thinkMs} ms after it appeared (--think-ms). Timed: from the accept to the next ghost text being available to the provider, which asks right after the accept (debounce ${DEFAULT_DEBOUNCE_MS} ms on a cache miss, as draftline.debounceMs). off: no prefetch; accept: prefetch when a completion is accepted; accept+chain: also, when a prefetched completion is shown, the one after it (the extension's behaviour with an inference server); shown: also while any ghost text is shown, the first of a chain included (the extension's behaviour with in-process models, draftline.prefetch.whileShown auto). Here every ghost text is accepted: in use, each shown ghost text the user does not take costs 'shown' one prefetch that is never shown (stopped by the next keystroke that does not type it). After the last accept the user types on: a prefetch still running is stopped. unused: prefetches no request was answered from (cancelled ones included); no ghost text shown: unused, or answered with an empty completion (the model had nothing to add; that answer still saved a model call).`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', enterLine, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n${enterLine}\n`);
 }

@@ -4,7 +4,7 @@ import { type CacheHit, CompletionCache } from './completionCache';
 import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 import { StatsCollector } from './statsCollector';
 export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
-import type { AlternativesResult, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
+import type { AlternativesResult, BackendKind, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {
@@ -93,8 +93,26 @@ export function modeFor(settings: Pick<EngineSettings, 'speculation' | 'ngramReu
  */
 export type PrefetchOutcome = 'ready' | 'cached' | 'busy' | 'blocked' | 'skipped' | 'cancelled' | 'failed';
 
-/** Why a prefetch was asked for: the user accepted a completion, or a prefetched one was shown (the one after it). */
-export type PrefetchTrigger = 'accepted' | 'chain';
+/** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
+export type PrefetchTrigger = 'accepted' | 'shown';
+
+/**
+ * Which shown ghost texts get the completion after them prefetched while the user reads them:
+ * every one (the first Tab of a chain is then instant too), only those a prefetch computed (a chain
+ * of accepts already under way), or none.
+ */
+export type PrefetchWhileShown = 'all' | 'prefetched' | 'none';
+
+/**
+ * What draftline.prefetch.whileShown means for a backend: 'auto' is every shown ghost text with
+ * in-process models (the machine's own idle time), and with a server only in a chain of accepts
+ * (every shown ghost text would cost the server one more request).
+ */
+export function prefetchWhileShownFor(setting: 'auto' | 'all' | 'chain', backend: BackendKind): PrefetchWhileShown {
+  if (setting === 'all') return 'all';
+  if (setting === 'chain') return 'prefetched';
+  return backend === 'local' ? 'all' : 'prefetched';
+}
 
 /**
  * The document as it will be once `text` is inserted at the cursor (replacing `replaceSuffixChars`
@@ -123,7 +141,10 @@ interface RunningPrefetch {
   id: number;
   prefix: string;
   suffix: string;
-  /** A chain prefetch is for after this edit (the shown ghost text accepted): that edit keeps it. */
+  /**
+   * A prefetch made while a ghost text is shown is for after this edit (that ghost text accepted):
+   * that edit keeps it, and so does typing its first characters (the rest is then expected).
+   */
   expectedEdit?: { uri: string } & DocumentEdit;
   controller: AbortController;
   /** Settles (never rejects) when the prefetch ended, however it ended. */
@@ -146,10 +167,11 @@ export class CompletionEngine {
    */
   prefetchBlocker: () => Promise<string | null> | string | null = () => null;
   /**
-   * When a prefetched completion is shown, prefetch the one after it (the user is in a chain of
-   * accepts). Always on in the extension; the bench turns it off to measure the accept alone.
+   * Which shown ghost texts get the one after them prefetched (PrefetchWhileShown), asked at each
+   * one. The editor decides by its setting and backend (every one with in-process models); the
+   * bench compares them.
    */
-  chainPrefetch = true;
+  prefetchWhileShown: () => PrefetchWhileShown = () => 'prefetched';
   /** Told of each prefetch's end (the editor's log). */
   onPrefetch?: (outcome: PrefetchOutcome, trigger: PrefetchTrigger, detail: string) => void;
   /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
@@ -247,6 +269,7 @@ export class CompletionEngine {
     const latencyMs = this.now() - started;
     this.cache.put(request.prefix, request.suffix, shown);
     this.stats.record({ at: Date.now(), latencyMs, waitMs, fromCache: false, chars: shown.text.length, stats: result.stats });
+    if (this.prefetchWhileShown() === 'all') this.prefetchAfterShown(doc, shown);
     return { ...shown, fromCache: false, prefetched: false, result, latencyMs };
   }
 
@@ -276,13 +299,8 @@ export class CompletionEngine {
       if (hit.text) this.stats.prefetch.shown++;
     }
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
-    // In a chain of accepts: the user reads this one now; the one after it gets computed meanwhile.
-    if (prefetched && hit.text && this.chainPrefetch) {
-      const next = documentAfterInsertion(doc, hit.text, hit.replaceSuffixChars);
-      const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: hit.replaceSuffixChars, text: hit.text };
-      // Registered now (before anything is awaited), so the next keystroke finds it and stops it.
-      void this.prefetch(next, 'chain', expectedEdit);
-    }
+    const whileShown = this.prefetchWhileShown();
+    if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
   }
 
@@ -334,6 +352,18 @@ export class CompletionEngine {
     return done(answer, false);
   }
 
+  /**
+   * The user reads the ghost text `shown` at `doc`'s cursor now: the completion after it (the one the
+   * editor asks for once it is accepted) is computed meanwhile, and kept by the accept's edit.
+   */
+  private prefetchAfterShown(doc: EngineDocument, shown: ShownCompletion): void {
+    if (!shown.text) return;
+    const next = documentAfterInsertion(doc, shown.text, shown.replaceSuffixChars);
+    const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: shown.replaceSuffixChars, text: shown.text };
+    // Registered now (before anything is awaited), so the next keystroke finds it and stops it.
+    void this.prefetch(next, 'shown', expectedEdit);
+  }
+
   /** Whether a prefetch runs now (for tests and the bench). */
   get prefetchRunning(): boolean {
     return this.prefetching !== null;
@@ -351,17 +381,21 @@ export class CompletionEngine {
   }
 
   /**
-   * The user edited a document: a keystroke stops the running prefetch at once, except the one edit
-   * a chain prefetch was started for (the shown ghost text accepted with Tab).
+   * The user edited a document: a keystroke stops the running prefetch at once, except the edit a
+   * prefetch made while a ghost text was shown is for (that ghost text accepted with Tab), and the
+   * keystrokes that type that ghost text's beginning (the user types it instead: the accept of the
+   * rest, or the last of those keystrokes, ends where the prefetch is for).
    */
   documentEdited(uri: string, edits: readonly DocumentEdit[]): void {
     const running = this.prefetching;
     if (!running || edits.length === 0) return;
     const e = running.expectedEdit;
     const [edit] = edits;
-    const expected = e && edits.length === 1 && e.uri === uri && e.offset === edit.offset && e.deleteCount === edit.deleteCount && e.text === edit.text;
-    if (expected) running.expectedEdit = undefined;
-    else running.controller.abort();
+    const at = e && edits.length === 1 && e.uri === uri && e.offset === edit.offset;
+    if (at && e.deleteCount === edit.deleteCount && e.text === edit.text) running.expectedEdit = undefined;
+    else if (at && edit.deleteCount === 0 && edit.text !== '' && edit.text.length < e.text.length && e.text.startsWith(edit.text)) {
+      running.expectedEdit = { ...e, offset: e.offset + edit.text.length, text: e.text.slice(edit.text.length) };
+    } else running.controller.abort();
   }
 
   /**

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import { ModelQuarantine, type QuarantinedModelError } from '../backend/modelQuarantine';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } from '../engine/completionEngine';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend, prefetchWhileShownFor } from '../engine/completionEngine';
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
@@ -20,7 +20,18 @@ import { HugeFileAdvice } from './hugeFileAdvice';
 import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
-import { readBackendSettings, readEngineSettings, readExtraContextSettings, readModelSettings, readSpeculationSettings, debounceMs, pauseOnBattery, SECTION, sharedWorkerIdleMs } from './settings';
+import {
+  readBackendSettings,
+  readEngineSettings,
+  readExtraContextSettings,
+  readModelSettings,
+  readSpeculationSettings,
+  debounceMs,
+  pauseOnBattery,
+  prefetchWhileShown,
+  SECTION,
+  sharedWorkerIdleMs,
+} from './settings';
 import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
@@ -77,9 +88,12 @@ export class DraftlineController implements vscode.Disposable {
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
     this.engine.prefetchBlocker = async () => (pauseOnBattery(this.reportSettingProblem) && (await this.power.onBattery()) ? 'on battery (draftline.prefetch.pauseOnBattery)' : null);
+    this.engine.prefetchWhileShown = () => prefetchWhileShownFor(prefetchWhileShown(this.reportSettingProblem), this.backend.kind);
     this.engine.onPrefetch = (outcome, trigger, detail) => {
       if (outcome === 'cached' || outcome === 'skipped') return;
-      this.log[outcome === 'failed' ? 'warn' : 'debug'](`prefetch (${trigger === 'accepted' ? 'after an accepted completion' : 'after the shown one'}): ${outcome}${detail ? `, ${detail}` : ''}`);
+      this.log[outcome === 'failed' ? 'warn' : 'debug'](
+        `prefetch (${trigger === 'accepted' ? 'after an accepted completion' : 'while a ghost text is shown'}): ${outcome}${detail ? `, ${detail}` : ''}`,
+      );
       if (outcome === 'ready') this.refreshStats();
     };
     this.documentSync = new DocumentSync(() => this.backend);
@@ -116,7 +130,7 @@ export class DraftlineController implements vscode.Disposable {
         provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
-      // A keystroke stops a prefetch at once (the accept a chain prefetch was made for excepted).
+      // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
       vscode.workspace.onDidChangeTextDocument((e) => {
         // Output channels (this extension's log among them) are documents too: their lines are no keystrokes.
         if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;

@@ -48,6 +48,11 @@ export function pauseOnBattery(report?: SettingProblemReport): boolean {
   return settings(report).value<boolean>('prefetch.pauseOnBattery');
 }
 
+/** Which shown ghost texts get the one after them prefetched (draftline.prefetch.whileShown). */
+export function prefetchWhileShown(report?: SettingProblemReport): 'auto' | 'all' | 'chain' {
+  return settings(report).choice<'auto' | 'all' | 'chain'>('prefetch.whileShown');
+}
+
 /** How long a shared worker this window starts outlives its last window (draftline.sharedWorkerIdleMinutes). */
 export function sharedWorkerIdleMs(report?: SettingProblemReport): number {
   return settings(report).number('sharedWorkerIdleMinutes') * 60_000;

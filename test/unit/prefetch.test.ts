@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, documentAfterInsertion, type EngineDocument, SkippedCompletion, wastedPrefetches } from '../../src/engine/completionEngine';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, documentAfterInsertion, type EngineDocument, prefetchWhileShownFor, SkippedCompletion, wastedPrefetches } from '../../src/engine/completionEngine';
 import { DECLARATIONS } from '../../src/engine/declaredSettings';
 import { statsReport } from '../../src/engine/statsReport';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
@@ -271,6 +271,91 @@ describe('prefetch: a chain of accepts', () => {
     await tick();
     assert.deepEqual({ ...engine.stats.prefetch }, { started: 3, ready: 2, served: 2, shown: 2, cancelled: 1, busy: 0, blocked: 0, failed: 0 });
     assert.match(statsReport(engine.stats, engine.mode, null), /prefetches: started \/ served \(with ghost text\) \/ never shown \/ cancelled \| 3 \/ 2 \(2\) \/ 1 \/ 1 \|/);
+  });
+});
+
+describe('prefetch: while a ghost text is shown (the first accept of a chain)', () => {
+  it('a ghost text the model just computed prefetches the one after it; the Tab is then served with no model call', async () => {
+    let n = 0;
+    const { backend, engine } = engineWith(() => `step${++n};`);
+    engine.prefetchWhileShown = () => 'all';
+    const doc = textDocument(SOURCE, CURSOR);
+    const asked = engine.complete(doc);
+    await backend.finishLast();
+    const shown = await asked;
+    assert.ok(!(shown instanceof SkippedCompletion));
+    assert.equal(shown.text, 'step1;');
+    assert.equal(engine.prefetchRunning, true, 'computed while the user reads the ghost text');
+    assert.equal(backend.calls.at(-1)!.request.prefetch, true);
+    assert.ok(backend.calls.at(-1)!.request.prefix.endsWith('function main() {\n  step1;'), 'at the cursor after the ghost text');
+    // Tab: the accept's edit keeps it, and the editor's request at the new cursor is served from it.
+    engine.documentEdited(doc.uri, [{ offset: CURSOR, deleteCount: 0, text: 'step1;' }]);
+    assert.equal(backend.calls.at(-1)!.aborted, false);
+    await backend.finishLast();
+    const next = await engine.complete(inserted(SOURCE, CURSOR, 'step1;'));
+    assert.ok(!(next instanceof SkippedCompletion));
+    assert.equal(next.text, 'step2;');
+    assert.equal(next.prefetched, true);
+    assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 1, 'one model call in all: the first ghost text');
+  });
+
+  it("typing the ghost text's first characters keeps the prefetch; the accept of the rest is served from it", async () => {
+    let n = 0;
+    const { backend, engine } = engineWith(() => `step${++n};`);
+    engine.prefetchWhileShown = () => 'all';
+    const doc = textDocument(SOURCE, CURSOR);
+    const asked = engine.complete(doc);
+    await backend.finishLast();
+    await asked;
+    const prefetch = backend.calls.at(-1)!;
+    // The user types "st": the editor asks again and the cache serves the rest ("ep1;").
+    engine.documentEdited(doc.uri, [{ offset: CURSOR, deleteCount: 0, text: 's' }]);
+    engine.documentEdited(doc.uri, [{ offset: CURSOR + 1, deleteCount: 0, text: 't' }]);
+    const rest = await engine.complete(inserted(SOURCE, CURSOR, 'st'));
+    assert.ok(!(rest instanceof SkippedCompletion));
+    assert.equal(rest.text, 'ep1;');
+    assert.equal(prefetch.aborted, false, 'typing the ghost text is not a reason to stop');
+    assert.equal(backend.calls.length, 2, 'the cache hit asks for no second prefetch of the same place');
+    // Tab takes the rest: the prefetch is what the editor asks for next.
+    engine.documentEdited(doc.uri, [{ offset: CURSOR + 2, deleteCount: 0, text: 'ep1;' }]);
+    assert.equal(prefetch.aborted, false);
+    await backend.finishLast();
+    const next = await engine.complete(inserted(SOURCE, CURSOR, 'step1;'));
+    assert.ok(!(next instanceof SkippedCompletion));
+    assert.equal(next.prefetched, true);
+    assert.equal(next.text, 'step2;');
+  });
+
+  it('a keystroke that does not type the ghost text stops it; with "prefetched" only a prefetched ghost text prefetches', async () => {
+    const { backend, engine } = engineWith(() => 'step;');
+    engine.prefetchWhileShown = () => 'all';
+    const doc = textDocument(SOURCE, CURSOR);
+    const asked = engine.complete(doc);
+    await backend.finishLast();
+    await asked;
+    engine.documentEdited(doc.uri, [{ offset: CURSOR, deleteCount: 0, text: 'x' }]);
+    assert.equal(backend.calls.at(-1)!.aborted, true);
+    await tick();
+    assert.equal(engine.prefetchRunning, false);
+
+    const other = engineWith(() => 'step;');
+    other.engine.prefetchWhileShown = () => 'prefetched';
+    const asked2 = other.engine.complete(doc);
+    await other.backend.finishLast();
+    await asked2;
+    assert.equal(other.engine.prefetchRunning, false);
+    assert.equal(other.backend.calls.length, 1);
+  });
+
+  it('"auto" is every shown ghost text with in-process models, only a chain with a server', () => {
+    assert.equal(prefetchWhileShownFor('auto', 'local'), 'all');
+    for (const server of ['llama-server', 'openai-compatible', 'ollama'] as const) assert.equal(prefetchWhileShownFor('auto', server), 'prefetched');
+    assert.equal(prefetchWhileShownFor('all', 'ollama'), 'all');
+    assert.equal(prefetchWhileShownFor('chain', 'local'), 'prefetched');
+    const d = DECLARATIONS['draftline.prefetch.whileShown']!;
+    assert.equal(d.scope, 'machine');
+    assert.equal(d.default, 'auto');
+    assert.deepEqual(d.enum, ['auto', 'all', 'chain']);
   });
 });
 

@@ -1322,7 +1322,7 @@ describe('CompletionEngine over a ServerBackend', () => {
     const { backend } = makeBackend('llama-server', stub.url);
     await backend.load();
     const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS });
-    engine.chainPrefetch = false;
+    engine.prefetchWhileShown = () => 'none';
     const after = doc(PREFIX + SUFFIX, PREFIX.length);
     assert.equal(await engine.prefetch(after), 'ready');
     assert.equal(infillCalls(stub).length, 1, 'one extra request');
