@@ -6,6 +6,8 @@
 // continuation's first line equals the first line of one of the suggestions (top-3 first-line exact)
 // against the greedy one alone. All through CompletionEngine over an in-process session: the same
 // path (window, prompt, speculation, post-processing, dedup, cache) as the extension, without the IPC hop.
+// Two branch scopes side by side: anywhere in the greedy completion (smallest margin overall), or only
+// before its first line with content is complete (each alternative then shows another first line).
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, SkippedCompletion } from '../src/engine/completionEngine';
 import type { CompletionRequest } from '../src/shared/types';
 import type { BenchTask } from './corpus';
@@ -16,8 +18,13 @@ import { Progress } from './stats';
 /** Alternatives asked for besides the greedy suggestion (the engine's default: 3 suggestions in all). */
 export const ALTERNATIVES_ASKED = 2;
 
+/** Where alternatives may branch (InferenceSession.alternativesScope), compared side by side. */
+export const SCOPES = ['completion', 'firstLine'] as const;
+export type AlternativesScope = (typeof SCOPES)[number];
+
 export interface AlternativesTaskRow {
   task: number;
+  scope: AlternativesScope;
   /** The greedy ghost text's own latency (the untimed first request, for scale). */
   greedyMs: number;
   /** Ask -> suggestions available, ms. */
@@ -41,37 +48,45 @@ export async function regimeAlternatives(tasks: BenchTask[], pair: { target: str
     alternatives: (request: CompletionRequest, count: number, signal?: AbortSignal) => session.alternatives(request, count, signal),
   };
   const rows: AlternativesTaskRow[] = [];
-  const progress = new Progress(tasks.length, `alternatives (${session.info.target.name})`);
-  for (const task of tasks) {
+  const progress = new Progress(tasks.length * SCOPES.length, `alternatives (${session.info.target.name})`);
+  for (const [index, task] of tasks.entries()) {
     const doc = engineDocument(task);
     session.documents.setDocument(doc.uri, task.text);
-    // A fresh engine a task (its own cache), no prefetch: nothing runs but what is measured.
-    const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: false });
-    const t0 = performance.now();
-    const greedy = await engine.complete(doc);
-    const greedyMs = performance.now() - t0;
-    const t1 = performance.now();
-    const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED);
-    const alternativesMs = performance.now() - t1;
+    // Side by side, the order rotated per task; the greedy completion is computed (and timed) once,
+    // by the first, and the second's comes from the session's memory of it, as the first's alternatives did.
+    const order = SCOPES.map((_, i) => SCOPES[(i + index) % SCOPES.length]);
+    let greedyMs = 0;
+    for (const scope of order) {
+      session.alternativesScope = scope;
+      // A fresh engine (its own cache), no prefetch: nothing runs but what is measured.
+      const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: false });
+      const t0 = performance.now();
+      const greedy = await engine.complete(doc);
+      if (scope === order[0]) greedyMs = performance.now() - t0;
+      const t1 = performance.now();
+      const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED);
+      const alternativesMs = performance.now() - t1;
+      progress.tick(scope);
+      if (greedy instanceof SkippedCompletion || answer instanceof SkippedCompletion) continue;
+      const texts = answer.items.map((i) => i.text);
+      // The greedy suggestion alone, as today (an empty one shows nothing: a miss unless the truth is empty too).
+      const greedyExact = firstLineExactMatch(greedy.text, task.truth);
+      const anyExact = texts.some((t) => firstLineExactMatch(t, task.truth));
+      rows.push({
+        task: task.id,
+        scope,
+        greedyMs,
+        alternativesMs,
+        suggestions: texts.length,
+        distinctFirstLines: new Set(texts.map(firstContentLine)).size,
+        greedyExact,
+        top3Exact: greedyExact || anyExact,
+        matchedBy: greedyExact ? 'greedy' : anyExact ? 'alternative' : null,
+        branch: answer.branch ?? null,
+        limitedBy: answer.limitedBy ?? null,
+      });
+    }
     session.documents.removeDocument(doc.uri);
-    progress.tick();
-    if (greedy instanceof SkippedCompletion || answer instanceof SkippedCompletion) continue;
-    const texts = answer.items.map((i) => i.text);
-    // The greedy suggestion alone, as today (an empty one shows nothing: a miss unless the truth is empty too).
-    const greedyExact = firstLineExactMatch(greedy.text, task.truth);
-    const anyExact = texts.some((t) => firstLineExactMatch(t, task.truth));
-    rows.push({
-      task: task.id,
-      greedyMs,
-      alternativesMs,
-      suggestions: texts.length,
-      distinctFirstLines: new Set(texts.map(firstContentLine)).size,
-      greedyExact,
-      top3Exact: greedyExact || anyExact,
-      matchedBy: greedyExact ? 'greedy' : anyExact ? 'alternative' : null,
-      branch: answer.branch ?? null,
-      limitedBy: answer.limitedBy ?? null,
-    });
   }
   const info = session.info;
   await session.dispose();

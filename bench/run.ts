@@ -20,7 +20,7 @@ import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
 import { ACCEPTS_PER_CHAIN, neverShownShare, regimeAcceptChain } from './acceptChain';
-import { ALTERNATIVES_ASKED, regimeAlternatives } from './alternatives';
+import { ALTERNATIVES_ASKED, regimeAlternatives, SCOPES } from './alternatives';
 import { DEFAULT_DEBOUNCE_MS } from '../src/engine/declaredSettings';
 import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
@@ -921,45 +921,63 @@ async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> 
   console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n${enterLine}\n`);
 }
 
-const alternativesTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 40);
-/** Seconds a task at 1 thread on the reference VM (the greedy completion, then the alternatives). */
-const ALTERNATIVES_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 3 };
+const alternativesTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 80);
+/** Seconds a task at 1 thread on the reference VM (the greedy completion, then the alternatives, two scopes). */
+const ALTERNATIVES_SECONDS_PER_TASK: Record<string, number> = { tiny: 0.6, v3: 2 };
 
 async function alternativesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const tasks = bench.tasks.slice(0, alternativesTaskCount(bench.tasks.length));
   const r = await regimeAlternatives(tasks, pair, { threads, maxTokens, gpu, flashAttention, log });
-  const rows = r.rows;
-  const share = (n: number) => (rows.length ? n / rows.length : null);
-  const greedyExact = rows.filter((x) => x.greedyExact).length;
-  const top3Exact = rows.filter((x) => x.top3Exact).length;
-  const limited = new Map<string, number>();
-  for (const x of rows) if (x.limitedBy) limited.set(x.limitedBy.replace(/\d+/g, 'N'), (limited.get(x.limitedBy.replace(/\d+/g, 'N')) ?? 0) + 1);
-  const summary = {
-    tasks: rows.length,
-    greedyMedianMs: median(rows.map((x) => x.greedyMs)),
-    alternativesMedianMs: median(rows.map((x) => x.alternativesMs)),
-    alternativesP90Ms: percentile(
-      rows.map((x) => x.alternativesMs),
-      0.9,
-    ),
-    suggestionsMean: rows.length ? rows.reduce((n, x) => n + x.suggestions, 0) / rows.length : null,
-    threeSuggestions: share(rows.filter((x) => x.suggestions >= ALTERNATIVES_ASKED + 1).length),
-    anotherFirstLine: share(rows.filter((x) => x.distinctFirstLines > 1).length),
-    greedyFirstLineExact: share(greedyExact),
-    top3FirstLineExact: share(top3Exact),
-    branchTokenIndexMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.tokenIndex)),
-    branchMarginMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.margin)),
-    limitedBy: Object.fromEntries(limited),
-  };
-  ((bench.results.alternatives ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, asked: ALTERNATIVES_ASKED, ...summary, raw: rows };
+  const summaries = SCOPES.map((scope) => {
+    const rows = r.rows.filter((x) => x.scope === scope);
+    const share = (n: number) => (rows.length ? n / rows.length : null);
+    const limited = new Map<string, number>();
+    for (const x of rows) {
+      const why = x.limitedBy?.replace(/\d+/g, 'N');
+      if (why) limited.set(why, (limited.get(why) ?? 0) + 1);
+    }
+    return {
+      scope,
+      tasks: rows.length,
+      greedyMedianMs: median(rows.map((x) => x.greedyMs)),
+      alternativesMedianMs: median(rows.map((x) => x.alternativesMs)),
+      alternativesP90Ms: percentile(
+        rows.map((x) => x.alternativesMs),
+        0.9,
+      ),
+      suggestionsMean: rows.length ? rows.reduce((n, x) => n + x.suggestions, 0) / rows.length : null,
+      threeSuggestions: share(rows.filter((x) => x.suggestions >= ALTERNATIVES_ASKED + 1).length),
+      anotherFirstLine: share(rows.filter((x) => x.distinctFirstLines > 1).length),
+      greedyExact: rows.filter((x) => x.greedyExact).length,
+      top3Exact: rows.filter((x) => x.top3Exact).length,
+      greedyFirstLineExact: share(rows.filter((x) => x.greedyExact).length),
+      top3FirstLineExact: share(rows.filter((x) => x.top3Exact).length),
+      branchTokenIndexMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.tokenIndex)),
+      branchMarginMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.margin)),
+      limitedBy: Object.fromEntries(limited),
+    };
+  });
+  ((bench.results.alternatives ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, asked: ALTERNATIVES_ASKED, scopes: summaries, raw: r.rows };
   const table = [
-    '| pair | tasks | greedy ghost text median ms | ask -> alternatives median ms | p90 ms | suggestions (mean) | 3 suggestions | another first line | first line exact: greedy | top-3 | branch token (median) | branch margin (median) |',
+    '| pair | branch scope | tasks | ask -> alternatives median ms | p90 ms | suggestions (mean) | 3 suggestions | another first line | first line exact: greedy | top-3 | branch token (median) | branch margin (median) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    `| ${pair.name} | ${rows.length} | ${fmt(summary.greedyMedianMs)} | ${fmt(summary.alternativesMedianMs)} | ${fmt(summary.alternativesP90Ms)} | ${fmt(summary.suggestionsMean, 2)} | ${pct(summary.threeSuggestions)} | ${pct(summary.anotherFirstLine)} | ${pct(summary.greedyFirstLineExact)} (${greedyExact}) | ${pct(summary.top3FirstLineExact)} (${top3Exact}) | ${fmt(summary.branchTokenIndexMedian, 0)} | ${fmt(summary.branchMarginMedian, 2)} |`,
+    ...summaries.map(
+      (x) =>
+        `| ${pair.name} | ${x.scope} | ${x.tasks} | ${fmt(x.alternativesMedianMs)} | ${fmt(x.alternativesP90Ms)} | ${fmt(x.suggestionsMean, 2)} | ${pct(x.threeSuggestions)} | ${pct(x.anotherFirstLine)} | ${pct(x.greedyFirstLineExact)} (${x.greedyExact}) | ${pct(x.top3FirstLineExact)} (${x.top3Exact}) | ${fmt(x.branchTokenIndexMedian, 0)} | ${fmt(x.branchMarginMedian, 2)} |`,
+    ),
   ];
   const heading = `Regime 10: alternatives, ${pair.name} pair (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)})`;
-  const fewer = [...limited.entries()].map(([why, n]) => `${n}x "${why}"`).join('; ');
-  const legend = `${rows.length} tasks; on each the greedy ghost text is computed first (untimed for this table's purpose; its median shown for scale), then ${ALTERNATIVES_ASKED} alternatives are asked for (Alt+]) through CompletionEngine.alternatives over the in-process session (the extension's default settings: hybrid speculation, the draft and n-grams; max ${maxTokens} tokens). Timed: from the ask to the suggestions (greedy from the cache, the others computed, post-processed and deduplicated). First line exact: the file's real continuation's first line with content equals that of the greedy suggestion alone, or of one of the up-to-3 suggestions (top-3). Another first line: the suggestions show more than one first line (an alternative that branches after the first line shows the greedy one's). Fewer than 3 suggestions: ${fewer || 'never'} (and those the engine removed as reading like another).`;
+  const fewer = summaries
+    .map(
+      (x) =>
+        `${x.scope}: ${
+          Object.entries(x.limitedBy)
+            .map(([why, n]) => `${n}x "${why}"`)
+            .join('; ') || 'never'
+        }`,
+    )
+    .join('; ');
+  const legend = `${tasks.length} tasks; on each the greedy ghost text is computed first (median ${fmt(summaries[0].greedyMedianMs)} ms, for scale: a cold prompt), then ${ALTERNATIVES_ASKED} alternatives are asked for (Alt+]) through CompletionEngine.alternatives over the in-process session (the extension's default settings: hybrid speculation, the draft and n-grams; max ${maxTokens} tokens). Timed: from the ask to the suggestions (greedy from the cache, the others computed, post-processed and deduplicated). Branch scope: completion = at the smallest top-two margin anywhere in the greedy completion; firstLine = only before its first line with content is complete (side by side per task, order rotated). First line exact: the file's real continuation's first line with content equals that of the greedy suggestion alone, or of one of the up-to-3 suggestions (top-3). Another first line: the suggestions show more than one first line (an alternative that branches after the first line shows the greedy one's). Fewer than 3 suggestions, as the backend said: ${fewer} (the rest: removed by the engine as reading like another once post-processed).`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n`);
 }

@@ -119,6 +119,12 @@ export class InferenceSession {
   readonly policy: SpeculationPolicy;
   private speculation: SpeculationSettings;
   private running: Promise<unknown> = Promise.resolve();
+  /**
+   * Where alternatives may branch off the greedy completion: anywhere in it, or only before its first
+   * line with content is complete (so that each alternative shows another first line). Bench regime
+   * 10 compares both.
+   */
+  alternativesScope: 'completion' | 'firstLine' = 'completion';
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
   promptLayout: PromptLayout = 'lineAnchored';
 
@@ -360,14 +366,15 @@ export class InferenceSession {
     const { blank } = splitTrailingBlank(request.prefix);
     const branch = chooseBranchPoint(greedy.tokens, ranked, {
       isEndToken: (token) => this.isEndToken(token),
-      // Where the greedy completion writes the blank the user typed (the ghost text starts after it),
-      // an alternative must too: one that does not would rewrite text left of the cursor.
-      allows: blank
-        ? (position, token) => {
-            const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
-            return !writesBlank(this.detokenize(greedy.tokens.slice(0, position + 1))) || writesBlank(this.detokenize([...greedy.tokens.slice(0, position), token]));
-          }
-        : undefined,
+      allows: (position, token) => {
+        // Only before the first line with content is complete, when so scoped.
+        if (this.alternativesScope === 'firstLine' && /\S[^\n]*\n/.test(this.detokenize(greedy.tokens.slice(0, position)))) return false;
+        // Where the greedy completion writes the blank the user typed (the ghost text starts after it),
+        // an alternative must too: one that does not would rewrite text left of the cursor.
+        if (!blank) return true;
+        const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
+        return !writesBlank(this.detokenize(greedy.tokens.slice(0, position + 1))) || writesBlank(this.detokenize([...greedy.tokens.slice(0, position), token]));
+      },
     });
     if (!branch) return done({ completions: [], limitedBy: 'the target offers no other token along the greedy completion' });
     const completions: LocalCompletionResult[] = [];

@@ -174,6 +174,28 @@ for (const pair of pairs)
       assert.ok(checked >= 2, `${checked} branch points checked`);
     });
 
+    it("scoped to the first line, alternatives branch before the greedy completion's first line with content is complete, and are still exact", async () => {
+      session.alternativesScope = 'firstLine';
+      let branched = 0;
+      try {
+        for (const c of promptCases(6, 91)) {
+          const req = request(c, 'hybrid');
+          const greedy = await session.complete(req);
+          const result = await session.alternatives(req, 2);
+          if (!result.branch) continue;
+          branched++;
+          const before = session.detokenize(greedy.tokens.slice(0, result.branch.tokenIndex));
+          assert.ok(!/\S[^\n]*\n/.test(before), `branch ${result.branch.tokenIndex} after a complete first line: ${JSON.stringify(before)}`);
+          for (const alternative of result.completions as LocalCompletionResult[]) {
+            await checkAgainstPlain(alternative, alternative.tokens.slice(0, result.branch.tokenIndex + 1), req, `first-line scope on ${c.name}`);
+          }
+        }
+      } finally {
+        session.alternativesScope = 'completion';
+      }
+      assert.ok(branched >= 3, `${branched} branched`);
+    });
+
     it('a cancelled request stops between alternatives and says so; the next one is exact', async () => {
       const [c] = promptCases(1, 77);
       const req = request(c, 'hybrid');
