@@ -105,6 +105,8 @@ for (const pair of pairs)
       let proposed = 0;
       for (const [n, c] of promptCases(pair.prompts, 32 + pair.prompts).entries()) {
         const greedy = await session.complete(request(c, 'plain'));
+        // Both branch scopes (the default, first line, and anywhere), a prompt each in turn.
+        session.alternativesScope = Math.floor(n / 2) % 2 ? 'completion' : 'firstLine';
         for (const mode of MODES) {
           const req = request(c, mode, n % 3 === 2 ? { singleLine: true } : {});
           // Every other prompt, the greedy completion is not remembered: alternatives decode it first.
@@ -133,13 +135,16 @@ for (const pair of pairs)
           }
         }
       }
+      session.alternativesScope = 'firstLine';
       assert.ok(alternatives >= pair.prompts * 2, `${alternatives} alternatives checked`);
       assert.ok(proposed > 0, 'speculation ran in the alternatives');
       process.stdout.write(`# ${pair.name}: ${alternatives} alternatives checked, ${proposed} tokens proposed in them\n`);
     });
 
-    it('the branch point is where plain decoding is least certain: its margin there is the smallest along the completion', async () => {
+    it('the branch point is where plain decoding is least certain: its margin there is the smallest along the completion (scope: anywhere)', async () => {
       let checked = 0;
+      // Set per test: the other tests set theirs.
+      session.alternativesScope = 'completion';
       for (const c of promptCases(4, 7)) {
         const req = request(c, 'hybrid', { maxTokens: 12 });
         const greedy = await session.complete({ ...req, mode: 'plain' });
@@ -172,9 +177,10 @@ for (const pair of pairs)
         checked++;
       }
       assert.ok(checked >= 2, `${checked} branch points checked`);
+      session.alternativesScope = 'firstLine';
     });
 
-    it("scoped to the first line, alternatives branch before the greedy completion's first line with content is complete, and are still exact", async () => {
+    it("scoped to the first line (the default), alternatives branch before the greedy completion's first line with content is complete, and are still exact", async () => {
       session.alternativesScope = 'firstLine';
       let branched = 0;
       try {
@@ -191,12 +197,13 @@ for (const pair of pairs)
           }
         }
       } finally {
-        session.alternativesScope = 'completion';
+        session.alternativesScope = 'firstLine';
       }
       assert.ok(branched >= 3, `${branched} branched`);
     });
 
     it('a cancelled request stops between alternatives and says so; the next one is exact', async () => {
+      session.alternativesScope = 'firstLine';
       const [c] = promptCases(1, 77);
       const req = request(c, 'hybrid');
       await session.complete(req);
