@@ -360,7 +360,7 @@ export class InferenceSession {
     if (greedy.tokens.length === 0) return done({ completions: [], limitedBy: 'the greedy completion is empty' });
     let ranked: RankedNext[] | null;
     try {
-      ranked = await this.rankAlong(prompt, greedy.tokens, count + ALTERNATIVE_SPARES, signal);
+      ranked = await this.rankAlong(prompt, greedy.tokens.slice(0, this.branchablePositions(greedy.tokens)), count + ALTERNATIVE_SPARES, signal);
     } catch (error) {
       // As after a failed completion: the library's state is unknown, start the cache afresh.
       await this.target.evaluator.reset().catch(() => undefined);
@@ -368,11 +368,10 @@ export class InferenceSession {
     }
     if (!ranked) return done({ completions: [], limitedBy: 'cancelled' });
     const { blank } = splitTrailingBlank(request.prefix);
-    const branch = chooseBranchPoint(greedy.tokens, ranked, {
+    // Only the positions ranked (with the first-line scope, those before the first line is complete).
+    const branch = chooseBranchPoint(greedy.tokens.slice(0, ranked.length), ranked, {
       isEndToken: (token) => this.isEndToken(token),
       allows: (position, token) => {
-        // Only before the first line with content is complete, when so scoped.
-        if (this.alternativesScope === 'firstLine' && /\S[^\n]*\n/.test(this.detokenize(greedy.tokens.slice(0, position)))) return false;
         // Where the greedy completion writes the blank the user typed (the ghost text starts after it),
         // an alternative must too: one that does not would rewrite text left of the cursor.
         if (!blank) return true;
@@ -400,6 +399,19 @@ export class InferenceSession {
         ? `the target's ${branch.candidates.length} next most likely tokens at the branch point gave ${completions.length} distinct completions`
         : undefined;
     return done({ completions, branch: { tokenIndex: branch.tokenIndex, margin: branch.margin }, ...(limitedBy ? { limitedBy } : {}) });
+  }
+
+  /**
+   * How many of the greedy completion's first positions a branch may replace: all of them, or with
+   * the first-line scope those up to the token that completes the first line with content (that
+   * token included: another one there changes how the line ends). Only these are ranked.
+   */
+  private branchablePositions(greedy: readonly Token[]): number {
+    if (this.alternativesScope !== 'firstLine') return greedy.length;
+    for (let position = 1; position < greedy.length; position++) {
+      if (/\S[^\n]*\n/.test(this.detokenize(greedy.slice(0, position)))) return position;
+    }
+    return greedy.length;
   }
 
   /**
