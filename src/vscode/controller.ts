@@ -7,7 +7,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend } fro
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
+import { describeAlternatives, type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
@@ -102,6 +102,10 @@ export class DraftlineController implements vscode.Disposable {
         const slow = describeSlowGhostText(timeline);
         if (slow) this.log.info(slow);
       },
+      onAlternatives: (answer) => {
+        this.log.info(describeAlternatives(answer));
+        this.refreshStats();
+      },
     }));
     this.disposables.push(
       this.editArrivals,
@@ -161,6 +165,7 @@ export class DraftlineController implements vscode.Disposable {
       if (outcome !== 'ready' && outcome !== 'cached') return;
       const active = vscode.window.activeTextEditor;
       if (active?.document !== document || document.version !== version || !active.selection.active.isEqual(position)) return;
+      this.provider.expectOwnTrigger(document, position);
       void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     });
   }
