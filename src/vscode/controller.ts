@@ -74,6 +74,9 @@ export class DraftlineController implements vscode.Disposable {
     this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
       complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> => this.backend.complete(request, signal),
+      // The backend that serves now (it changes with Select Backend): one without alternatives says so.
+      alternatives: (request, count, signal) =>
+        this.backend.alternatives?.(request, count, signal) ?? Promise.resolve({ completions: [], limitedBy: 'this backend computes one suggestion only', totalMs: 0 }),
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
     this.engine.prefetchBlocker = async () => (pauseOnBattery(this.reportSettingProblem) && (await this.power.onBattery()) ? 'on battery (draftline.prefetch.pauseOnBattery)' : null);
