@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8,9] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8,9,10] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -20,6 +20,7 @@ import { regimeKeystroke, type LayoutRow } from './keystroke';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
 import { ACCEPTS_PER_CHAIN, neverShownShare, regimeAcceptChain } from './acceptChain';
+import { ALTERNATIVES_ASKED, regimeAlternatives } from './alternatives';
 import { DEFAULT_DEBOUNCE_MS } from '../src/engine/declaredSettings';
 import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
@@ -42,7 +43,7 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8,9' : '1,2,3,4,5,6,7,8,9') ?? '').split(',').map(Number));
+const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').map(Number));
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -610,6 +611,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(7)) perPair(7, 'lookahead pool', LOOKAHEAD_SECONDS_PER_TASK, lookaheadTaskCount(bench.tasks.length), lookaheadSection);
   if (regimes.has(8)) list.push({ name: 'regime 8 (window draft)', estimateSeconds: threads === 1 ? 9 * windowDraftTaskCount(bench.tasks.length) : null, run: windowDraftSection });
   if (regimes.has(9)) perPair(9, 'accept chain', ACCEPT_CHAIN_SECONDS_PER_TASK, acceptChainTaskCount(bench.tasks.length), acceptChainSection);
+  if (regimes.has(10)) perPair(10, 'alternatives', ALTERNATIVES_SECONDS_PER_TASK, alternativesTaskCount(bench.tasks.length), alternativesSection);
   return list;
 }
 
@@ -917,6 +919,49 @@ async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> 
   const legend = `${tasks.length} tasks; on each, the ghost text is accepted ${ACCEPTS_PER_CHAIN} times in a row (fewer when it is empty: ${rows.map((x) => `${x.mode} ${x.emptyGhostTexts}`).join(', ')} chains ended early), ${thinkMs} ms after it appeared (--think-ms). Timed: from the accept to the next ghost text being available to the provider, which asks right after the accept (debounce ${DEFAULT_DEBOUNCE_MS} ms on a cache miss, as draftline.debounceMs). off: no prefetch; accept: prefetch when a completion is accepted; accept+chain: also, when a prefetched completion is shown, the one after it (the extension's behaviour). After the last accept the user types on: a prefetch still running is stopped. unused: prefetches no request was answered from (cancelled ones included); no ghost text shown: unused, or answered with an empty completion (the model had nothing to add; that answer still saved a model call).`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', enterLine, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n${enterLine}\n`);
+}
+
+const alternativesTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 40);
+/** Seconds a task at 1 thread on the reference VM (the greedy completion, then the alternatives). */
+const ALTERNATIVES_SECONDS_PER_TASK: Record<string, number> = { tiny: 1, v3: 3 };
+
+async function alternativesSection(bench: Bench, pair: ModelPair): Promise<void> {
+  const tasks = bench.tasks.slice(0, alternativesTaskCount(bench.tasks.length));
+  const r = await regimeAlternatives(tasks, pair, { threads, maxTokens, gpu, flashAttention, log });
+  const rows = r.rows;
+  const share = (n: number) => (rows.length ? n / rows.length : null);
+  const greedyExact = rows.filter((x) => x.greedyExact).length;
+  const top3Exact = rows.filter((x) => x.top3Exact).length;
+  const limited = new Map<string, number>();
+  for (const x of rows) if (x.limitedBy) limited.set(x.limitedBy.replace(/\d+/g, 'N'), (limited.get(x.limitedBy.replace(/\d+/g, 'N')) ?? 0) + 1);
+  const summary = {
+    tasks: rows.length,
+    greedyMedianMs: median(rows.map((x) => x.greedyMs)),
+    alternativesMedianMs: median(rows.map((x) => x.alternativesMs)),
+    alternativesP90Ms: percentile(
+      rows.map((x) => x.alternativesMs),
+      0.9,
+    ),
+    suggestionsMean: rows.length ? rows.reduce((n, x) => n + x.suggestions, 0) / rows.length : null,
+    threeSuggestions: share(rows.filter((x) => x.suggestions >= ALTERNATIVES_ASKED + 1).length),
+    anotherFirstLine: share(rows.filter((x) => x.distinctFirstLines > 1).length),
+    greedyFirstLineExact: share(greedyExact),
+    top3FirstLineExact: share(top3Exact),
+    branchTokenIndexMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.tokenIndex)),
+    branchMarginMedian: median(rows.filter((x) => x.branch).map((x) => x.branch!.margin)),
+    limitedBy: Object.fromEntries(limited),
+  };
+  ((bench.results.alternatives ??= {}) as Record<string, unknown>)[pair.name] = { models: r.info, asked: ALTERNATIVES_ASKED, ...summary, raw: rows };
+  const table = [
+    '| pair | tasks | greedy ghost text median ms | ask -> alternatives median ms | p90 ms | suggestions (mean) | 3 suggestions | another first line | first line exact: greedy | top-3 | branch token (median) | branch margin (median) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    `| ${pair.name} | ${rows.length} | ${fmt(summary.greedyMedianMs)} | ${fmt(summary.alternativesMedianMs)} | ${fmt(summary.alternativesP90Ms)} | ${fmt(summary.suggestionsMean, 2)} | ${pct(summary.threeSuggestions)} | ${pct(summary.anotherFirstLine)} | ${pct(summary.greedyFirstLineExact)} (${greedyExact}) | ${pct(summary.top3FirstLineExact)} (${top3Exact}) | ${fmt(summary.branchTokenIndexMedian, 0)} | ${fmt(summary.branchMarginMedian, 2)} |`,
+  ];
+  const heading = `Regime 10: alternatives, ${pair.name} pair (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)})`;
+  const fewer = [...limited.entries()].map(([why, n]) => `${n}x "${why}"`).join('; ');
+  const legend = `${rows.length} tasks; on each the greedy ghost text is computed first (untimed for this table's purpose; its median shown for scale), then ${ALTERNATIVES_ASKED} alternatives are asked for (Alt+]) through CompletionEngine.alternatives over the in-process session (the extension's default settings: hybrid speculation, the draft and n-grams; max ${maxTokens} tokens). Timed: from the ask to the suggestions (greedy from the cache, the others computed, post-processed and deduplicated). First line exact: the file's real continuation's first line with content equals that of the greedy suggestion alone, or of one of the up-to-3 suggestions (top-3). Another first line: the suggestions show more than one first line (an alternative that branches after the first line shows the greedy one's). Fewer than 3 suggestions: ${fewer || 'never'} (and those the engine removed as reading like another).`;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n`);
 }
 
 const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;

@@ -1,6 +1,6 @@
 // Completions from Draftline's own inference worker (llama.cpp in a child process): the draft
 // and target models on this machine, with lossless speculative decoding and the n-gram index.
-import type { BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import { gpuName } from '../engine/statusText';
 import { isolatedAddress, type SharedWorkerAddress } from '../worker/sharedWorker';
 import { type CrashContext, WorkerClient } from '../worker/workerClient';
@@ -123,7 +123,7 @@ export class LocalBackend implements InferenceBackend {
     const models = this.lastModels;
     if (!models || NOT_THE_MODEL.test(description)) return;
     const loading = during.pending.includes('load');
-    if (!loading && !during.pending.includes('complete')) return;
+    if (!loading && !during.pending.includes('complete') && !during.pending.includes('alternatives')) return;
     const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));
     const what = `${description} while ${loading ? 'loading it' : `generating with ${files.length > 1 ? 'them' : 'it'}`}`;
     const quarantined = this.quarantine.recordCrash(files, what, during.workerPid);
@@ -132,6 +132,14 @@ export class LocalBackend implements InferenceBackend {
 
   complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> {
     return this.worker.request('complete', { request }, signal);
+  }
+
+  /**
+   * Alternatives to the request's greedy completion, computed in the worker (InferenceSession.alternatives):
+   * scheduled there as this window's completion, so the window's next request (a keystroke) stops them.
+   */
+  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult> {
+    return this.worker.request('alternatives', { request, count }, signal);
   }
 
   async configure(speculation: SpeculationSettings): Promise<void> {

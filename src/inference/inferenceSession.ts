@@ -1,6 +1,18 @@
 import type { Llama, LlamaContext, LlamaModel, LlamaToken } from './llamaTypes';
 import * as os from 'node:os';
-import type { CompletionRequest, GenerationStats, LocalCompletionResult, LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
+import {
+  type AlternativesResult,
+  type CompletionRequest,
+  type DecoderStats,
+  emptySpeculationStats,
+  type GenerationStats,
+  type LocalCompletionResult,
+  type LoadedModelsInfo,
+  type ModelDescription,
+  type ModelSettings,
+  type SpeculationSettings,
+  type Token,
+} from '../shared/types';
 import { describeLoadTimings } from '../engine/loadTimings';
 import { backendExplanation, gpuName } from '../engine/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
@@ -14,6 +26,8 @@ import type { DraftProposer, NgramProposer, Proposal } from '../speculation/prop
 import { LookaheadPool } from '../speculation/lookaheadPool';
 import { WINDOW_STEP, WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
+import { chooseBranchPoint } from '../speculation/branchPoint';
+import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
@@ -37,6 +51,18 @@ export interface DecodeOverrides {
 
 /** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */
 const MAX_WINDOW_GENERATION = 320;
+
+/** Greedy completions remembered for alternatives (the most recent requests'). */
+const RECENT_GREEDY = 8;
+
+/**
+ * Tokens ranked at the branch point beyond those asked for: a candidate whose completion reads as
+ * the greedy one (another tokenization of the same text) is skipped for the next.
+ */
+const ALTERNATIVE_SPARES = 2;
+
+/** Positions evaluated per batch when ranking along a greedy completion (every one an output). */
+const RANK_BATCH = 256;
 
 /** Documents whose lookahead pools are kept (the most recently completed in). */
 const LOOKAHEAD_DOCUMENTS = 16;
@@ -261,6 +287,142 @@ export class InferenceSession {
   }
 
   /**
+   * Up to `count` alternatives to the greedy completion of `request` (issue #32): at the position of
+   * that completion where the target was least certain (smallest top-two logit margin), the target's
+   * greedy continuation after each of the next most likely tokens there, decoded as a completion is
+   * (the request's mode: n-grams, draft, lookahead), the KV cache reused up to the branch point.
+   * Lossless like a completion: each is plain greedy decoding after greedy[0..i) + its token.
+   * Queued like a completion; the signal stops it between steps (what was done is returned).
+   */
+  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
+    const run = this.running.then(() => this.alternativesNow(request, count, signal, overrides));
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The completion of `request` whose first tokens are `forced` (then greedy, in the request's mode):
+   * what an alternative is, for tests that check one against plain decoding.
+   */
+  completeAfter(request: CompletionRequest, forced: readonly Token[], signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
+    const run = this.running.then(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides));
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The greedy completions of recent requests, by prompt and stop rules: alternatives are asked for
+   * right after the completion the user saw, whose tokens need not be decoded again.
+   */
+  private readonly recentGreedy: { key: string; tokens: Token[]; text: string }[] = [];
+
+  /** What decides a completion's tokens besides the model: the prompt and the stop rules. */
+  private greedyKey(prompt: readonly Token[], request: CompletionRequest): string {
+    const { maxTokens, stop, singleLine, maxLines, stopAtBlockEnd, languageId, tabSize, suffix, prefix } = request;
+    // The prefix's end and the suffix decide where a block ends (the prompt may hold only part of them).
+    const stops = { maxTokens: clampMaxTokens(maxTokens), stop, singleLine, maxLines, stopAtBlockEnd, ...(stopAtBlockEnd ? { languageId, tabSize, suffix, prefix } : {}) };
+    return `${JSON.stringify(stops)}|${prompt.join(',')}`;
+  }
+
+  private rememberGreedy(prompt: readonly Token[], request: CompletionRequest, result: LocalCompletionResult): void {
+    const key = this.greedyKey(prompt, request);
+    const at = this.recentGreedy.findIndex((e) => e.key === key);
+    if (at >= 0) this.recentGreedy.splice(at, 1);
+    this.recentGreedy.push({ key, tokens: [...result.tokens], text: result.text });
+    if (this.recentGreedy.length > RECENT_GREEDY) this.recentGreedy.shift();
+  }
+
+  private async alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
+    const started = performance.now();
+    const done = (result: Omit<AlternativesResult, 'totalMs'>): AlternativesResult => ({ ...result, totalMs: performance.now() - started });
+    if (count < 1) return done({ completions: [], limitedBy: 'no alternatives asked for' });
+    const speculation = overrides.speculation ?? this.speculation;
+    const { tokens: prompt } = this.layoutPrompt(request, speculation);
+    this.indexExtraContext(request);
+    // The greedy completion: remembered from the request the user saw, else decoded (the same tokens).
+    let greedy = this.recentGreedy.find((e) => e.key === this.greedyKey(prompt, request));
+    if (!greedy) {
+      const first = await this.decodeAfter(request, prompt, [], signal, overrides);
+      if (first.stats.stopReason === 'abort') return done({ completions: [], limitedBy: 'cancelled' });
+      this.rememberGreedy(prompt, request, first);
+      greedy = this.recentGreedy.at(-1)!;
+    }
+    if (greedy.tokens.length === 0) return done({ completions: [], limitedBy: 'the greedy completion is empty' });
+    let ranked: RankedNext[] | null;
+    try {
+      ranked = await this.rankAlong(prompt, greedy.tokens, count + ALTERNATIVE_SPARES, signal);
+    } catch (error) {
+      // As after a failed completion: the library's state is unknown, start the cache afresh.
+      await this.target.evaluator.reset().catch(() => undefined);
+      throw error;
+    }
+    if (!ranked) return done({ completions: [], limitedBy: 'cancelled' });
+    const { blank } = splitTrailingBlank(request.prefix);
+    const branch = chooseBranchPoint(greedy.tokens, ranked, {
+      isEndToken: (token) => this.isEndToken(token),
+      // Where the greedy completion writes the blank the user typed (the ghost text starts after it),
+      // an alternative must too: one that does not would rewrite text left of the cursor.
+      allows: blank
+        ? (position, token) => {
+            const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
+            return !writesBlank(this.detokenize(greedy.tokens.slice(0, position + 1))) || writesBlank(this.detokenize([...greedy.tokens.slice(0, position), token]));
+          }
+        : undefined,
+    });
+    if (!branch) return done({ completions: [], limitedBy: 'the target offers no other token along the greedy completion' });
+    const completions: LocalCompletionResult[] = [];
+    // Texts already offered: another tokenization of the same text (or an empty one) is no alternative.
+    const seen = new Set([greedy.text, '']);
+    const forcedPrefix = greedy.tokens.slice(0, branch.tokenIndex);
+    for (const token of branch.candidates) {
+      if (completions.length >= count) break;
+      if (signal?.aborted) break;
+      const alternative = await this.decodeAfter(request, prompt, [...forcedPrefix, token], signal, overrides);
+      if (alternative.stats.stopReason === 'abort') break;
+      if (seen.has(alternative.text)) continue;
+      seen.add(alternative.text);
+      completions.push(alternative);
+    }
+    const limitedBy = signal?.aborted
+      ? 'cancelled'
+      : completions.length < count
+        ? `the target's ${branch.candidates.length} next most likely tokens at the branch point gave ${completions.length} distinct completions`
+        : undefined;
+    return done({ completions, branch: { tokenIndex: branch.tokenIndex, margin: branch.margin }, ...(limitedBy ? { limitedBy } : {}) });
+  }
+
+  /**
+   * The top `top` tokens and margin at each position of the greedy completion `greedy` after
+   * `prompt` (ranked[j] predicts greedy[j]): the prompt's cached KV is reused, the last prompt token
+   * and greedy[0..n-1) are evaluated again with an output at every position, in batches (the abort
+   * checked in between). Null when aborted. The cache then holds prompt + greedy[0..n-1).
+   */
+  private async rankAlong(prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
+    const evaluator = this.target.evaluator;
+    const keep = Math.min(commonPrefixLength(evaluator.tokens, prompt), prompt.length - 1);
+    await evaluator.truncate(keep);
+    for (let at = keep; at < prompt.length - 1; at += PROMPT_CHUNK) {
+      if (signal?.aborted) return null;
+      await evaluator.append(prompt.slice(at, Math.min(at + PROMPT_CHUNK, prompt.length - 1)), 0);
+    }
+    const input = [prompt[prompt.length - 1], ...greedy.slice(0, -1)];
+    // Every position of a batch is an output: batches within the context's batch size.
+    const batch = Math.max(1, Math.min(RANK_BATCH, evaluator.capacity));
+    const ranked: RankedNext[] = [];
+    for (let at = 0; at < input.length; at += batch) {
+      if (signal?.aborted) return null;
+      const chunk = input.slice(at, at + batch);
+      ranked.push(...(await evaluator.appendRanked(chunk, chunk.length, top)));
+    }
+    return ranked;
+  }
+
+  /** llama.cpp's end-of-generation tokens and the template's stop tokens: a completion ends at one. */
+  isEndToken(token: Token): boolean {
+    return this.target.model.isEogToken(token as LlamaToken) || this.template.stopIds.has(token);
+  }
+
+  /**
    * One short completion through the real path (target and draft, prompt and a few decode steps),
    * run by the worker right after a load: the first evaluation of a context allocates its compute
    * buffers and touches the weights, which made the first completion after a load take ~1.2 s where
@@ -372,7 +534,7 @@ export class InferenceSession {
       detokenize: (tokens) => this.detokenize(tokens),
       // llama.cpp's end-of-generation set, and the template's own stop tokens (a model that writes
       // <|file_sep|> or a FIM token has left the middle).
-      isEndToken: (token) => this.target.model.isEogToken(token as LlamaToken) || this.template.stopIds.has(token),
+      isEndToken: (token) => this.isEndToken(token),
       maxTokens: clampMaxTokens(request.maxTokens),
       ...requestStops(request, promptPrefix),
     });
@@ -383,15 +545,54 @@ export class InferenceSession {
     const { tokens: prompt, extraContext } = this.layoutPrompt(request, speculation);
     this.indexExtraContext(request);
     testAbortHook('generation', this.target.info, this.draft?.info);
+    const result = await this.decodeAfter(request, prompt, [], signal, overrides);
+    if (extraContext) result.stats.extraContext = extraContext;
+    if (result.stats.stopReason !== 'abort') this.rememberGreedy(prompt, request, result);
+    return result;
+  }
+
+  /**
+   * Greedy decoding of `request` (its mode's speculation, its stop rules) after the prompt and the
+   * `forced` tokens, which count as the completion's first tokens: an alternative is the target's
+   * greedy continuation after greedy[0..i) + another token, and its stop rules and text are those of
+   * the whole completion (tokens can split characters). With no forced tokens, a plain completion.
+   */
+  private async decodeAfter(
+    request: CompletionRequest,
+    prompt: readonly Token[],
+    forced: readonly Token[],
+    signal: AbortSignal | undefined,
+    overrides: DecodeOverrides,
+  ): Promise<LocalCompletionResult> {
+    const speculation = overrides.speculation ?? this.speculation;
     const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
     const stop = this.stopRulesFor(request);
+    const { blank } = splitTrailingBlank(request.prefix);
+    // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
+    const shown = () => (blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText);
+    let forcedStop = false;
+    for (const token of forced) forcedStop ||= stop.push(token) !== undefined;
+    if (forcedStop) {
+      // The forced tokens end the completion themselves (a newline in a single-line request): nothing to decode.
+      const stats: DecoderStats = {
+        promptTokens: prompt.length + forced.length,
+        reusedPromptTokens: 0,
+        generatedTokens: stop.tokens.length,
+        promptMs: 0,
+        timeToFirstTokenMs: 0,
+        totalMs: 0,
+        stopReason: stop.decision!.reason,
+        speculation: emptySpeculationStats(mode),
+      };
+      return { text: shown(), tokens: [...stop.tokens], stats };
+    }
     try {
       const stats = await decode({
         mode,
         target: this.target.evaluator,
-        prompt,
+        prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
         ngram: this.ngramProposer(request.documentKey, speculation),
         draft,
@@ -400,11 +601,7 @@ export class InferenceSession {
         profile: overrides.profile,
         lookahead: (overrides.lookahead ?? speculation.lookahead) ? this.lookaheadPool(request.documentKey) : undefined,
       });
-      if (extraContext) stats.extraContext = extraContext;
-      // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
-      const { blank } = splitTrailingBlank(request.prefix);
-      const text = blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText;
-      return { text, tokens: [...stop.tokens], stats };
+      return { text: shown(), tokens: [...stop.tokens], stats };
     } catch (error) {
       // The library's state is unknown after a failed evaluation: start the caches afresh.
       await this.target.evaluator.reset().catch(() => undefined);

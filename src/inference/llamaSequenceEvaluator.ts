@@ -1,7 +1,7 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
 import { type NativeAddon, nativeAddonFor } from './nativeAddon';
 import type { Token } from '../shared/types';
-import type { EvaluatedNext, GreedyEvaluator } from '../speculation/greedyEvaluator';
+import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 
 /**
  * How the greedy token after each output position is read:
@@ -223,29 +223,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   ): Promise<EvaluatedNext[]> {
     const { seq } = internals;
     const count = input.length - firstOutput;
-    // Outputs are read after the whole call: they must all come from its last batch.
-    if (count > 1 && input.length > this.sequence.context.batchSize) {
-      throw new Error(`${input.length} tokens with ${count} outputs exceed one batch of ${this.sequence.context.batchSize}`);
-    }
-    this.reserve(count);
-    const batchIndexes = this.batchIndexes;
-    batchIndexes.fill(-1, 0, count);
-    await seq._decodeTokens(
-      input.slice(),
-      input.map((_, i) => i >= firstOutput),
-      EVALUATION_PRIORITY,
-      seq._tokenMeter,
-      seq._contextShift,
-      (batchLogitIndex, tokenIndex) => {
-        batchIndexes[tokenIndex - firstOutput] = batchLogitIndex;
-        // Not a promise: the library would chain the positions one after another, each a native call.
-        return 0;
-      },
-      seq._takeIntervalCheckpointIfNeededAfterBatch,
-    );
+    const batchIndexes = await this.decodeBatch(internals, input, firstOutput);
     if (count <= 0) return [];
-    const missing = batchIndexes.subarray(0, count).indexOf(-1);
-    if (missing >= 0) throw new Error(`no output for input position ${firstOutput + missing}`);
     const native = seq._context._ctx;
     const out: EvaluatedNext[] = [];
     if (this.currentPath === 'native' && this.nativeReader) {
@@ -271,6 +250,100 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       // A verify step needs nothing after the first position that disagrees with the proposal.
       if (expected && (j >= expected.length || expected[j] !== token)) break;
     }
+    return out;
+  }
+
+  /**
+   * Decodes `input` in one call through the library's decoder, with outputs at positions
+   * `firstOutput`.. of it; returns the batch output index of each (this.batchIndexes, reused).
+   */
+  private async decodeBatch(internals: { seq: SequenceInternals; model: ModelInternals }, input: readonly Token[], firstOutput: number): Promise<Int32Array> {
+    const { seq } = internals;
+    const count = input.length - firstOutput;
+    // Outputs are read after the whole call: they must all come from its last batch.
+    if (count > 1 && input.length > this.sequence.context.batchSize) {
+      throw new Error(`${input.length} tokens with ${count} outputs exceed one batch of ${this.sequence.context.batchSize}`);
+    }
+    this.reserve(count);
+    const batchIndexes = this.batchIndexes;
+    batchIndexes.fill(-1, 0, count);
+    await seq._decodeTokens(
+      input.slice(),
+      input.map((_, i) => i >= firstOutput),
+      EVALUATION_PRIORITY,
+      seq._tokenMeter,
+      seq._contextShift,
+      (batchLogitIndex, tokenIndex) => {
+        batchIndexes[tokenIndex - firstOutput] = batchLogitIndex;
+        // Not a promise: the library would chain the positions one after another, each a native call.
+        return 0;
+      },
+      seq._takeIntervalCheckpointIfNeededAfterBatch,
+    );
+    const missing = count > 0 ? batchIndexes.subarray(0, count).indexOf(-1) : -1;
+    if (missing >= 0) throw new Error(`no output for input position ${firstOutput + missing}`);
+    return batchIndexes;
+  }
+
+  /**
+   * GreedyEvaluator.appendRanked: one batch, then the `top` best tokens of each output position —
+   * by the native reader (one pass over each row, no sort), else by the library's probabilities
+   * (which sort the whole vocabulary at each position: the fallback, slower). From probabilities the
+   * margin is ln(p1 / p2): the softmax's normaliser cancels, leaving logit1 − logit2 up to float
+   * rounding. The library's sort is not stable, so there the greedy token is put first among equals.
+   */
+  async appendRanked(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]> {
+    if (input.length === 0) return [];
+    if (!(top >= 1)) throw new Error(`top must be at least 1, not ${top}`);
+    if (this.cached.length + input.length > this.capacity) {
+      throw new Error(`context full: ${this.cached.length} + ${input.length} tokens > ${this.capacity}`);
+    }
+    if (this.sequence.nextTokenIndex !== this.cached.length) {
+      throw new Error(`sequence out of sync: ${this.sequence.nextTokenIndex} cached vs ${this.cached.length} expected`);
+    }
+    const firstOutput = input.length - Math.min(outputs, input.length);
+    const count = input.length - firstOutput;
+    const out: RankedNext[] = [];
+    if (this.internals && this.currentPath !== 'library') {
+      const batchIndexes = await this.decodeBatch(this.internals, input, firstOutput);
+      const native = this.internals.seq._context._ctx;
+      if (this.currentPath === 'native' && this.nativeReader && count > 0) {
+        const tokens = new Int32Array(count * top);
+        const logits = new Float32Array(count * top);
+        this.nativeReader.readTop(native, batchIndexes, count, top, tokens, logits);
+        for (let j = 0; j < count; j++) {
+          const ranked: Token[] = [];
+          for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
+          out.push({ tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY });
+        }
+      } else {
+        const sampler = this.greedySampler(this.internals);
+        for (let j = 0; j < count; j++) {
+          const result = await native.sampleToken(batchIndexes[j], sampler, true, false);
+          const flat = Array.isArray(result) ? (result[1] as ArrayLike<number> | undefined) : undefined;
+          if (!flat) throw new Error(`no probabilities at input position ${firstOutput + j}`);
+          const pairs: [Token, number][] = [];
+          for (let i = 1; i < flat.length && pairs.length < top + 1; i += 2) pairs.push([flat[i - 1], flat[i]]);
+          out.push(rankedFromProbabilities(sampledToken(result), pairs, top));
+        }
+      }
+    } else {
+      const items = input.map((token, i) => (i >= firstOutput ? ([token, { generateNext: { token: true, probabilities: true, options: { temperature: 0 } } }] as const) : token));
+      const results = await this.sequence.controlledEvaluate(items as never);
+      for (let i = firstOutput; i < input.length; i++) {
+        const next = results[i]?.next as { token?: Token | null; probabilities?: Map<Token, number> } | undefined;
+        if (next?.token == null || !next.probabilities) throw new Error(`no next token at input position ${i}`);
+        const pairs: [Token, number][] = [];
+        for (const pair of next.probabilities) {
+          if (pairs.length > top) break;
+          pairs.push(pair);
+        }
+        out.push(rankedFromProbabilities(next.token, pairs, top));
+      }
+    }
+    this.cached.push(...input);
+    this.evaluatedTokens += input.length;
+    this.evaluations++;
     return out;
   }
 
@@ -362,4 +435,18 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.sampler?.dispose();
     this.sampler = undefined;
   }
+}
+
+/**
+ * RankedNext from the library's probabilities, most probable first (`pairs`: at least top + 1 of them
+ * when the vocabulary has that many): the greedy token `selected` first whatever the (unstable) sort
+ * put first among equals, and the margin ln(p1 / p2) = logit1 − logit2.
+ */
+export function rankedFromProbabilities(selected: Token, pairs: readonly (readonly [Token, number])[], top: number): RankedNext {
+  const best = pairs.find(([token]) => token === selected);
+  const ordered = best ? [best, ...pairs.filter(([token]) => token !== selected)] : [...pairs];
+  const kept = ordered.slice(0, top);
+  const [first, second] = ordered;
+  const margin = first && second && second[1] > 0 ? Math.log(first[1]) - Math.log(second[1]) : Number.POSITIVE_INFINITY;
+  return { tokens: kept.map(([token]) => token), margin: Math.max(0, margin) };
 }

@@ -3,9 +3,11 @@ import * as path from 'node:path';
 
 /**
  * Draftline's native addon (src/native/draftlineNative.cpp, built by scripts/build-native.mjs into
- * dist/draftline-native.node), two things node-llama-cpp (3.21, 3.22) has no API for:
+ * dist/draftline-native.node), what node-llama-cpp (3.21, 3.22) has no API for:
  * - the greedy tokens of several output positions of a decoded batch in one synchronous call, where
  *   the library's `sampleToken` takes one asynchronous native round trip per position;
+ * - the few highest logits of several positions (alternative completions branch on them), where the
+ *   library sorts the whole vocabulary per position;
  * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
  *   OpenMP) creates and joins its worker threads for every graph it computes.
  * Optional: without it tokens are read through `sampleToken` and llama.cpp threads as before.
@@ -29,6 +31,13 @@ export interface NativeAddon {
     outTokens: Int32Array,
     outWeights: Float32Array,
   ) => number;
+  /**
+   * The `top` highest logits of each of `count` positions (position j from batch output
+   * `batchIndexes[j]`), best first, into `outTokens` / `outLogits` at [j * top + rank]; ties to the
+   * lower token id, so rank 0 is readGreedy's token. Unfilled ranks (a vocabulary smaller than `top`)
+   * hold token -1. Returns `count`. For alternative completions, read only when asked for.
+   */
+  readTop: (nativeContext: object, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array) => number;
   /** Gives the context a persistent CPU threadpool of `threads` (llama.cpp's `poll` level: 0 = workers sleep between graphs). Before its first decode. */
   attachThreadpool(nativeContext: object, threads: number, poll: number): boolean;
   /**
@@ -49,7 +58,7 @@ export interface NativeAddon {
 
 const ADDON_FILE = 'draftline-native.node';
 /** What this code expects of the addon's functions; a build exporting another is not used. */
-const ADDON_API_VERSION = 2;
+const ADDON_API_VERSION = 3;
 /** node-llama-cpp pads a context's KV cells up to a multiple of this (its `contextSizePad`). */
 const CONTEXT_CELLS_PAD = 256;
 

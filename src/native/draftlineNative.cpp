@@ -1,8 +1,9 @@
-// Draftline's native addon, two things node-llama-cpp (3.21 and 3.22 alike) has no API for:
+// Draftline's native addon, things node-llama-cpp (3.21 and 3.22 alike) has no API for:
 // - the greedy token (and, when asked, its probability) of several output positions of a
 //   node-llama-cpp context, read in ONE synchronous call after the batch was decoded, in order and
 //   only up to the first position that disagrees with the proposal (readGreedy);
-// - a persistent CPU threadpool per context (attachThreadpool / releaseThreadpool, below).
+// - a persistent CPU threadpool per context (attachThreadpool / releaseThreadpool, below);
+// - the few highest logits of several positions, for alternative completions (readTop).
 //
 // Why: node-llama-cpp gives a position's token only through `sampleToken`, one asynchronous
 // native call per position (a hop through libuv's thread pool, ~0.1 ms here) that also copies the
@@ -258,6 +259,66 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     return Napi::Number::New(env, read);
 }
 
+// readTop(context, batchIndexes: Int32Array, count, top, outTokens: Int32Array, outLogits: Float32Array)
+//   → positions read (count)
+// The `top` highest logits of each position, best first, into outTokens/outLogits[j * top + r]: what
+// alternative completions branch on (read only when the user asks for them). Ties go to the lower
+// token id, so rank 0 is the greedy token exactly as readGreedy (and llama.cpp's greedy sampler) picks
+// it; NaN logits are never ranked. One pass a position, inserting into a short sorted list: no copy
+// and no sort of the vocabulary (node-llama-cpp's probabilities sort all of it, ~18 ms for 152k).
+Napi::Value ReadTop(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 6) throw Napi::TypeError::New(env, "readTop(context, batchIndexes, count, top, outTokens, outLogits)");
+    AddonContext* addon = unwrapContext(env, info[0]);
+    auto batchIndexes = info[1].As<Napi::Int32Array>();
+    const int32_t count = info[2].As<Napi::Number>().Int32Value();
+    const int32_t top = info[3].As<Napi::Number>().Int32Value();
+    auto outTokens = info[4].As<Napi::Int32Array>();
+    auto outLogits = info[5].As<Napi::Float32Array>();
+    if (count < 0 || top < 1 || top > 64 || static_cast<size_t>(count) > batchIndexes.ElementLength() ||
+        static_cast<size_t>(count) * top > outTokens.ElementLength() || static_cast<size_t>(count) * top > outLogits.ElementLength()) {
+        throw Napi::RangeError::New(env, "readTop: arrays shorter than the counts, or top out of 1..64");
+    }
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+    llama_context* ctx = liveContext(env, addon);
+    SamplingLock<AddonContext> sampling(addon);
+    const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
+    for (int32_t j = 0; j < count; j++) {
+        const int32_t batchIndex = batchIndexes[j];
+        if ((llama.get_sampled_logits_ith && llama.get_sampled_logits_ith(ctx, batchIndex) != nullptr) ||
+            (llama.get_sampled_probs_ith && llama.get_sampled_probs_ith(ctx, batchIndex) != nullptr)) {
+            throw Napi::Error::New(env, "the context samples on its backend: its logits are not what the library samples from");
+        }
+        const float* logits = llama.get_logits_ith(ctx, batchIndex);
+        if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
+        int32_t* tokens = outTokens.Data() + static_cast<size_t>(j) * top;
+        float* values = outLogits.Data() + static_cast<size_t>(j) * top;
+        int32_t filled = 0;
+        for (int32_t t = 0; t < vocabularySize; t++) {
+            const float logit = logits[t];
+            if (std::isnan(logit)) continue;
+            // Strictly greater than the last kept: an equal logit later in the vocabulary ranks after.
+            if (filled == top && !(logit > values[top - 1])) continue;
+            int32_t at = filled < top ? filled++ : top - 1;
+            while (at > 0 && logit > values[at - 1]) {
+                values[at] = values[at - 1];
+                tokens[at] = tokens[at - 1];
+                at--;
+            }
+            values[at] = logit;
+            tokens[at] = t;
+        }
+        // A vocabulary smaller than `top` (or all NaN): the rest marked empty.
+        for (int32_t r = filled; r < top; r++) {
+            tokens[r] = -1;
+            values[r] = -INFINITY;
+        }
+    }
+    return Napi::Number::New(env, count);
+}
+
 // Persistent CPU threadpools, one per context that asked. Without one, llama.cpp (built without
 // OpenMP, as node-llama-cpp's prebuilt binaries are) creates and joins its worker threads for every
 // graph it computes: with 2+ threads that is every decode step.
@@ -334,12 +395,13 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
     // The calling contract of this file: nativeAddon.ts refuses a build with another (a stale dist/ file).
-    exports.Set("apiVersion", Napi::Number::New(env, 2));
+    exports.Set("apiVersion", Napi::Number::New(env, 3));
     exports.Set("argmax", Napi::Function::New(env, Argmax));
     exports.Set("attachThreadpool", Napi::Function::New(env, AttachThreadpool));
     exports.Set("releaseThreadpool", Napi::Function::New(env, ReleaseThreadpool));
     exports.Set("probe", Napi::Function::New(env, Probe));
     exports.Set("readGreedy", Napi::Function::New(env, ReadGreedy));
+    exports.Set("readTop", Napi::Function::New(env, ReadTop));
     exports.Set("llamaCppRelease", Napi::String::New(env, DRAFTLINE_LLAMA_CPP_RELEASE));
     exports.Set("nodeLlamaCppVersion", Napi::String::New(env, DRAFTLINE_NODE_LLAMA_CPP_VERSION));
     // Whether the headers it was built against have the library's sampling lock (node-llama-cpp 3.22+).

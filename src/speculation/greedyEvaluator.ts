@@ -19,6 +19,27 @@ export interface GreedyEvaluator {
   append(input: readonly Token[], outputs: number, withConfidence?: boolean, expected?: readonly Token[]): Promise<EvaluatedNext[]>;
   /** Drops cached tokens from index `length` on. */
   truncate(length: number): Promise<void>;
+  /**
+   * As append, but each of the last `outputs` input positions yields its `top` most likely next
+   * tokens and the top-two logit margin: what alternative completions branch on. Costlier than
+   * append (every position is read whole), so only called when alternatives are asked for; optional
+   * (the tests' plain-function evaluators need not have it).
+   */
+  appendRanked?(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]>;
+}
+
+/** The most likely next tokens at one position. */
+export interface RankedNext {
+  /**
+   * Up to `top` tokens, most likely first; the first is the greedy token (ties to the lower id, as
+   * llama.cpp's greedy sampler). Fewer only when the vocabulary is smaller.
+   */
+  tokens: Token[];
+  /**
+   * Logit of the first minus logit of the second (≥ 0): how certain the greedy choice was.
+   * Infinity when there is no second token, or its probability underflowed to 0.
+   */
+  margin: number;
 }
 
 export interface EvaluatedNext {

@@ -1,4 +1,4 @@
-import type { CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 
 /**
@@ -7,8 +7,10 @@ import type { DownloadProgress } from '../models/downloadIndex';
  * own speculation settings (no longer the shared models'), `complete` is scheduled per window (a
  * newer request supersedes only the same window's older one; windows take turns), and the
  * `modelLoading` message names the file llama.cpp is reading during a load.
+ * 4 (issue #32): `alternatives`, alternatives to a request's greedy completion, scheduled as a
+ * completion of that window.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
@@ -22,6 +24,13 @@ export interface WorkerMethods {
    * windows' requests are never cancelled, they wait their turn (round robin, newest of each window).
    */
   complete: [{ request: CompletionRequest }, LocalCompletionResult];
+  /**
+   * Up to `count` alternatives to the greedy completion of `request` (InferenceSession.alternatives),
+   * asked when the user cycles suggestions. Scheduled as this window's completion: a real request
+   * (a prefetch gives way to it), superseded by the window's next request (a keystroke: answered
+   * with `limitedBy: 'cancelled'` and what was done), never by another window's.
+   */
+  alternatives: [{ request: CompletionRequest; count: number }, AlternativesResult];
   /** Changes this window's speculation settings only. */
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];

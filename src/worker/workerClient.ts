@@ -73,6 +73,8 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
   hello: 20_000,
   load: 10 * 60_000,
   complete: 120_000,
+  // Two or three completions' worth, on the same models.
+  alternatives: 180_000,
   configure: 10_000,
   unload: 30_000,
   systemInfo: 60_000,

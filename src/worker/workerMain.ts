@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import { type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
+import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
@@ -33,13 +33,19 @@ interface LoadedModels {
   generating: Completion | { controller: AbortController } | null;
 }
 
-/** A completion request from a window, from its arrival until its answer. */
+/**
+ * A completion request from a window, from its arrival until its answer; or a request for
+ * alternatives to its greedy completion (issue #32), scheduled the same way: a real request (it stops
+ * a prefetch) that the window's next request (a keystroke) supersedes.
+ */
 interface Completion {
   connection: Connection;
   id: number;
   request: CompletionRequest;
+  /** How many alternatives are asked for; absent: the completion itself. */
+  alternatives?: number;
   controller: AbortController;
-  resolve(result: LocalCompletionResult): void;
+  resolve(result: LocalCompletionResult | AlternativesResult): void;
   reject(error: Error): void;
 }
 
@@ -226,8 +232,9 @@ function warmUp(entry: LoadedModels, session: InferenceSession): void {
   );
 }
 
-/** What a completion that never ran answers: nothing, stopped by a cancel (as a generation cut short at once is). */
-function notRun(): LocalCompletionResult {
+/** What a request that never ran answers: nothing, stopped by a cancel (as a generation cut short at once is). */
+function notRun(completion: Completion): LocalCompletionResult | AlternativesResult {
+  if (completion.alternatives !== undefined) return { completions: [], limitedBy: 'cancelled', totalMs: 0 };
   return {
     text: '',
     tokens: [],
@@ -250,10 +257,10 @@ function notRun(): LocalCompletionResult {
  * cancelled: one generation runs at a time on a pair, and the next is the newest request of the
  * window that has waited longest (round robin), so a window that types fast cannot starve another.
  */
-function enqueueCompletion(connection: Connection, entry: LoadedModels, id: number, request: CompletionRequest): Promise<LocalCompletionResult> {
+function enqueueCompletion(connection: Connection, entry: LoadedModels, id: number, request: CompletionRequest, alternatives?: number): Promise<LocalCompletionResult | AlternativesResult> {
   return new Promise((resolve, reject) => {
     const previous = connection.completion;
-    const completion: Completion = { connection, id, request, controller: new AbortController(), resolve, reject };
+    const completion: Completion = { connection, id, request, ...(alternatives !== undefined ? { alternatives } : {}), controller: new AbortController(), resolve, reject };
     const key = requestKey(connection, id);
     running.set(key, completion.controller);
     connection.completion = completion;
@@ -267,13 +274,13 @@ function enqueueCompletion(connection: Connection, entry: LoadedModels, id: numb
     completion.controller.signal.addEventListener('abort', () => {
       if (entry.waiting.get(connection) !== completion) return;
       entry.waiting.delete(connection);
-      completion.resolve(notRun());
+      completion.resolve(notRun(completion));
     });
     // Stale: the same window asked again. A waiting one answers at once and the new one takes its
     // place in the queue (the window keeps its turn); a generating one stops at its next step.
     if (previous && entry.waiting.get(connection) === previous) {
       entry.waiting.set(connection, completion);
-      previous.resolve(notRun());
+      previous.resolve(notRun(previous));
       previous.controller.abort();
     } else {
       previous?.controller.abort();
@@ -316,11 +323,16 @@ function serveNext(entry: LoadedModels): void {
   entry.generating = completion;
   generationsRunning++;
   const { connection, request } = completion;
-  session
-    .complete(request, completion.controller.signal, { speculation: connection.speculation, policy: connection.policy })
+  const overrides = { speculation: connection.speculation, policy: connection.policy };
+  const signal = completion.controller.signal;
+  const work: Promise<{ result: LocalCompletionResult | AlternativesResult; ms: number }> =
+    completion.alternatives !== undefined
+      ? session.alternatives(request, completion.alternatives, signal, overrides).then((result) => ({ result, ms: result.totalMs }))
+      : session.complete(request, signal, overrides).then((result) => ({ result, ms: result.stats.totalMs }));
+  work
     .then(
-      (result) => {
-        recordGeneration(performance.now(), result.stats.totalMs);
+      ({ result, ms }) => {
+        recordGeneration(performance.now(), ms);
         completion.resolve(result);
       },
       (error: Error) => completion.reject(error),
@@ -349,7 +361,14 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
       connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
     }
-    return enqueueCompletion(connection, connection.models!, id, scoped);
+    return enqueueCompletion(connection, connection.models!, id, scoped) as Promise<LocalCompletionResult>;
+  },
+  alternatives: async ({ request, count }, id, connection) => {
+    requireSession(connection);
+    // Asked by the user (cycling suggestions): a real request, never a prefetch.
+    const real = { ...request, prefetch: false };
+    const scoped = real.documentKey === undefined ? real : { ...real, documentKey: documentKey(connection, real.documentKey) };
+    return enqueueCompletion(connection, connection.models!, id, scoped, Math.max(0, Math.floor(count))) as Promise<AlternativesResult>;
   },
   configure: async ({ speculation }, _id, connection) => {
     requireSession(connection);

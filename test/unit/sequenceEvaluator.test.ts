@@ -191,6 +191,42 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
       );
     });
 
+  for (const fast of FAST_PATHS)
+    it(`${fast}: appendRanked gives the library's top tokens and top-two logit margin at every output position, its first the greedy token`, async () => {
+      const ranked = await make(fast);
+      const library = await make('library');
+      const greedy = await make(fast);
+      const rand = mulberry32(11);
+      const TOP = 4;
+      const first = await ranked.appendRanked(prompt, 3, TOP);
+      const libraryFirst = await library.appendRanked(prompt, 3, TOP);
+      const greedyFirst = await greedy.append(prompt, 3);
+      let positions = 0;
+      let smallMargins = 0;
+      const check = (a: Awaited<ReturnType<LlamaSequenceEvaluator['appendRanked']>>, b: typeof a, g: { token: number }[], what: string) => {
+        assert.equal(a.length, b.length, what);
+        a.forEach((next, j) => {
+          positions++;
+          assert.equal(next.tokens.length, TOP, what);
+          assert.equal(next.tokens[0], g[j].token, `${what}: rank 0 is the greedy token`);
+          assert.deepEqual(next.tokens, b[j].tokens, `${what}, position ${j}`);
+          assert.ok(next.margin >= 0 && Number.isFinite(next.margin), `${what}: margin ${next.margin}`);
+          // ln(p1 / p2) from the library's float probabilities vs the difference of the logits.
+          assert.ok(Math.abs(next.margin - b[j].margin) <= 1e-3 + 1e-4 * next.margin, `${what}, position ${j}: margin ${next.margin} vs ${b[j].margin}`);
+          if (next.margin < 1) smallMargins++;
+        });
+      };
+      check(first, libraryFirst, greedyFirst, 'prompt');
+      for (let step = 0; step < 8; step++) {
+        const batch = Array.from({ length: 1 + (step % 5) }, () => Math.floor(rand() * 4000) + 10);
+        const outputs = step % 3 === 0 ? 1 : batch.length;
+        check(await ranked.appendRanked(batch, outputs, TOP), await library.appendRanked(batch, outputs, TOP), await greedy.append(batch, outputs), `step ${step}`);
+      }
+      assert.deepEqual(ranked.tokens, greedy.tokens, 'the cache holds what was evaluated');
+      assert.ok(positions >= 20, `${positions} positions`);
+      process.stdout.write(`# ${fast}: ${positions} positions ranked, ${smallMargins} with a margin under 1\n`);
+    });
+
   it("the native reader's argmax picks what llama.cpp's greedy sampler picks: the first of equal logits, never a NaN after index 0", () => {
     const loaded = loadNativeAddon();
     assert.ok('addon' in loaded, 'error' in loaded ? loaded.error : '');

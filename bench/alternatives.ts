@@ -1,0 +1,79 @@
+// Regime 10: alternatives on demand (issue #32). On each task the greedy ghost text is shown (untimed:
+// what the user saw), then the user asks for the next suggestion (Alt+]): timed from that ask to the
+// up-to-3 suggestions being available to the provider (the greedy one from the engine's cache, the
+// others computed in-process: branch at the least certain token, the greedy continuation of the next
+// most likely tokens there, post-processed and deduplicated). Scored: whether the file's real
+// continuation's first line equals the first line of one of the suggestions (top-3 first-line exact)
+// against the greedy one alone. All through CompletionEngine over an in-process session: the same
+// path (window, prompt, speculation, post-processing, dedup, cache) as the extension, without the IPC hop.
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, SkippedCompletion } from '../src/engine/completionEngine';
+import type { CompletionRequest } from '../src/shared/types';
+import type { BenchTask } from './corpus';
+import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { firstContentLine, firstLineExactMatch } from './quality';
+import { Progress } from './stats';
+
+/** Alternatives asked for besides the greedy suggestion (the engine's default: 3 suggestions in all). */
+export const ALTERNATIVES_ASKED = 2;
+
+export interface AlternativesTaskRow {
+  task: number;
+  /** The greedy ghost text's own latency (the untimed first request, for scale). */
+  greedyMs: number;
+  /** Ask -> suggestions available, ms. */
+  alternativesMs: number;
+  /** Suggestions offered in all (greedy included when it has text). */
+  suggestions: number;
+  /** Distinct first lines (with content) among the suggestions: an alternative that branches after the first line shows the same one. */
+  distinctFirstLines: number;
+  greedyExact: boolean;
+  top3Exact: boolean;
+  /** Which suggestion's first line is the truth's: the greedy one, an alternative, or none. */
+  matchedBy: 'greedy' | 'alternative' | null;
+  branch: EngineAlternatives['branch'] | null;
+  limitedBy: string | null;
+}
+
+export async function regimeAlternatives(tasks: BenchTask[], pair: { target: string; draft: string }, opts: BenchSessionOptions) {
+  const { session } = await benchSession(pair, opts);
+  const backend = {
+    complete: (request: CompletionRequest, signal?: AbortSignal) => session.complete(request, signal),
+    alternatives: (request: CompletionRequest, count: number, signal?: AbortSignal) => session.alternatives(request, count, signal),
+  };
+  const rows: AlternativesTaskRow[] = [];
+  const progress = new Progress(tasks.length, `alternatives (${session.info.target.name})`);
+  for (const task of tasks) {
+    const doc = engineDocument(task);
+    session.documents.setDocument(doc.uri, task.text);
+    // A fresh engine a task (its own cache), no prefetch: nothing runs but what is measured.
+    const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: false });
+    const t0 = performance.now();
+    const greedy = await engine.complete(doc);
+    const greedyMs = performance.now() - t0;
+    const t1 = performance.now();
+    const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED);
+    const alternativesMs = performance.now() - t1;
+    session.documents.removeDocument(doc.uri);
+    progress.tick();
+    if (greedy instanceof SkippedCompletion || answer instanceof SkippedCompletion) continue;
+    const texts = answer.items.map((i) => i.text);
+    // The greedy suggestion alone, as today (an empty one shows nothing: a miss unless the truth is empty too).
+    const greedyExact = firstLineExactMatch(greedy.text, task.truth);
+    const anyExact = texts.some((t) => firstLineExactMatch(t, task.truth));
+    rows.push({
+      task: task.id,
+      greedyMs,
+      alternativesMs,
+      suggestions: texts.length,
+      distinctFirstLines: new Set(texts.map(firstContentLine)).size,
+      greedyExact,
+      top3Exact: greedyExact || anyExact,
+      matchedBy: greedyExact ? 'greedy' : anyExact ? 'alternative' : null,
+      branch: answer.branch ?? null,
+      limitedBy: answer.limitedBy ?? null,
+    });
+  }
+  const info = session.info;
+  await session.dispose();
+  return { info, rows };
+}
