@@ -135,7 +135,10 @@ export class ServerBackend implements InferenceBackend {
       const tokens: ReportedToken[] = [];
       const greedy = await this.completionOf(asked, sent, signal, { tokens });
       if (greedy.stats.stopReason === 'abort') return { completions: [], totalMs: this.now() - started };
-      const branch = branchPoint(tokens, greedy.text.length);
+      // Where the greedy completion writes the blank the user typed (the prompt left it out; the ghost
+      // text starts after it), an alternative must too: one that does not would rewrite text left of the cursor.
+      const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
+      const branch = branchPoint(tokens, greedy.text.length, (forced, greedyText) => !blank || !writesBlank(greedyText) || writesBlank(forced));
       if (!branch) {
         const why =
           tokens.length === 0
@@ -462,27 +465,39 @@ interface CompletionExtra {
 }
 
 /**
- * Where the greedy completion was least certain: the token with the smallest margin between its
- * two most likely tokens, among those that start within what was kept of the completion (`textLength`)
- * and come with a second likely token; its other likely tokens, most likely first, and the greedy
- * tokens before it.
+ * Where the greedy completion was least certain, by the rules of the in-process path
+ * (speculation/branchPoint.ts): the token with the smallest margin between its two most likely
+ * tokens (the earliest of equals), among the tokens that start within what the stop rules kept
+ * (`keptLength` characters) and offer another usable token: not an end of generation (no text), and
+ * one `allows` accepts given the forced text and the greedy text through the same token (the blank
+ * the user typed is not rewritten). Its usable other tokens, most
+ * likely first, and the greedy tokens before it.
  */
-export function branchPoint(tokens: readonly ReportedToken[], textLength: number): { tokenIndex: number; margin: number; before: NamedToken[]; others: NamedToken[] } | null {
-  let best: { tokenIndex: number; margin: number } | null = null;
+export function branchPoint(
+  tokens: readonly ReportedToken[],
+  keptLength: number,
+  allows: (forcedText: string, greedyText: string) => boolean = () => true,
+): { tokenIndex: number; margin: number; before: NamedToken[]; others: NamedToken[] } | null {
+  const named = ({ id, text }: NamedToken): NamedToken => (id === undefined ? { text } : { id, text });
+  let best: { tokenIndex: number; margin: number; others: NamedToken[] } | null = null;
   let offset = 0;
-  for (let i = 0; i < tokens.length && offset <= textLength; i++) {
-    const top = tokens[i].top;
+  let beforeText = '';
+  for (let i = 0; i < tokens.length && offset < keptLength; i++) {
+    const token = tokens[i];
+    const top = token.top;
     if (top.length >= 2) {
       const margin = top[0].logprob - top[1].logprob;
-      if (!best || margin < best.margin) best = { tokenIndex: i, margin };
+      if (!best || margin < best.margin) {
+        // The greedy token by identity (its id where the server gives ids), not by rank: a near-tie may rank another first.
+        const same = (t: NamedToken) => (t.id !== undefined && token.id !== undefined ? t.id === token.id : t.text === token.text);
+        const others = top.filter((t) => !same(t) && t.text !== '' && allows(beforeText + t.text, beforeText + token.text)).map(named);
+        if (others.length > 0) best = { tokenIndex: i, margin, others };
+      }
     }
-    offset += tokens[i].text.length;
+    offset += token.text.length;
+    beforeText += token.text;
   }
-  if (!best) return null;
-  const chosen = tokens[best.tokenIndex];
-  const same = (t: NamedToken) => (t.id !== undefined && chosen.id !== undefined ? t.id === chosen.id : t.text === chosen.text);
-  const others = chosen.top.filter((t) => !same(t)).map(({ id, text }) => (id === undefined ? { text } : { id, text }));
-  return { ...best, before: tokens.slice(0, best.tokenIndex).map(({ id, text }) => (id === undefined ? { text } : { id, text })), others };
+  return best && { ...best, before: tokens.slice(0, best.tokenIndex).map(named) };
 }
 
 function parseUrl(text: string): URL | undefined {
