@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
 import { loadLibrary } from '../../src/inference/llamaRuntime';
-import { directCompletion } from './expected';
+import { directAlternatives, directCompletion } from './expected';
 import {
   closeQuickInput,
   closeWorkbench,
@@ -56,6 +56,12 @@ export function average(values: number[]): number {
 `;
 /** Typed key by key at the end of line 10 (the empty line inside average). */
 const TYPED = 'for (let i = 0; i < values.length; i';
+/**
+ * Typed for the alternatives (issue #32) at the same place: here the embedded pair's suggestions
+ * differ on their first line ("(total - 1) * 1", "(count: number) => number;", ...), where after
+ * TYPED they part only lines below the ghost text's first.
+ */
+const TYPED_FOR_ALTERNATIVES = 'return ';
 const EDITOR_SETTINGS = {
   'editor.autoClosingBrackets': 'never',
   'editor.autoClosingQuotes': 'never',
@@ -268,6 +274,44 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.ok(onDisk.includes(`${TYPED}${first.split('\n')[0]}`), `the first accepted completion is in the file:\n${onDisk}`);
     assert.ok(onDisk.includes(second.split('\n')[0]!.trim()), `the prefetched completion accepted second is in the file:\n${onDisk}`);
     assert.ok(third.trim().length > 0);
+  });
+
+  it('Alt+] shows the next suggestion (alternatives computed on demand), Alt+[ goes back, Tab accepts the second', async () => {
+    const norm = (s: string) =>
+      s
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .join('\n')
+        .trimEnd();
+    await resetDocument();
+    await gotoLineEnd(page, 10);
+    await typeLikeAPerson(page, TYPED_FOR_ALTERNATIVES, 40);
+    const document = SOURCE.replace('\n  \n', `\n  ${TYPED_FOR_ALTERNATIVES}\n`);
+    const offered = await directAlternatives(document, SOURCE.indexOf('\n  \n') + 3 + TYPED_FOR_ALTERNATIVES.length, 'typescript', 2);
+    console.log(`the engine offers here, called directly: ${JSON.stringify(offered)}`);
+    assert.ok(offered.length >= 2, `the embedded models offer alternatives here: ${JSON.stringify(offered)}`);
+    const first = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.length > 0 });
+    await snap('alternatives-first');
+    assert.equal(norm(first), norm(offered[0]!), 'typing shows the greedy suggestion');
+    // VS Code asks the provider again (Invoke) and shows the next item of the list it returns.
+    await page.keyboard.press('Alt+BracketRight');
+    const second = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.length > 0 && norm(g) !== norm(first) });
+    await snap('alternatives-second');
+    console.log(`shown after Alt+]: ${JSON.stringify(second)}`);
+    assert.equal(norm(second), norm(offered[1]!), 'Alt+] shows the second suggestion');
+    // Cycling on (the third, or the first again with two), then back.
+    await page.keyboard.press('Alt+BracketRight');
+    const next = await waitForGhostText(page, { timeoutMs: 30_000, predicate: (g) => g.length > 0 && norm(g) !== norm(second) });
+    assert.equal(norm(next), norm(offered[2] ?? offered[0]!));
+    await snap('alternatives-cycled');
+    await page.keyboard.press('Alt+BracketLeft');
+    await waitForGhostText(page, { timeoutMs: 30_000, predicate: (g) => norm(g) === norm(second) });
+    await page.keyboard.press('Tab');
+    await sleep(300);
+    await saveActiveFile(page);
+    await snap('alternative-accepted');
+    const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+    assert.ok(onDisk.includes(`${TYPED_FOR_ALTERNATIVES}${offered[1]!.split('\n')[0]}`), `the second suggestion is in the file:\n${onDisk}`);
   });
 
   it('palette: toggles and the model picker work', async () => {
