@@ -44,6 +44,9 @@ export interface ProviderHooks {
   onAlternatives?(alternatives: EngineAlternatives): void;
 }
 
+/** How long the controller's announced trigger waits for VS Code's request (it comes within milliseconds). */
+const OWN_TRIGGER_MS = 2000;
+
 /** How many alternatives to ask for beyond the greedy suggestion: three to cycle through in all. */
 export const ALTERNATIVES_ASKED = 2;
 
@@ -65,7 +68,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
   constructor(private readonly hooks: ProviderHooks) {}
 
   /** The next Invoke request at this document version and cursor is the controller's own (after an accept), not the user's. */
-  private ownTrigger: { uri: string; version: number; line: number; character: number } | null = null;
+  private ownTrigger: { uri: string; version: number; line: number; character: number; at: number } | null = null;
 
   /**
    * The controller is about to ask VS Code for the ghost text at the cursor itself (a prefetch is
@@ -73,14 +76,22 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
    * what an automatic one costs (one suggestion, no alternatives computed).
    */
   expectOwnTrigger(document: vscode.TextDocument, position: vscode.Position): void {
-    this.ownTrigger = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character };
+    this.ownTrigger = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character, at: performance.now() };
   }
 
   /** Whether this Invoke request is the one the controller announced (consumed either way). */
   private isOwnTrigger(document: vscode.TextDocument, position: vscode.Position): boolean {
     const own = this.ownTrigger;
     this.ownTrigger = null;
-    return own !== null && own.uri === document.uri.toString() && own.version === document.version && own.line === position.line && own.character === position.character;
+    // VS Code asks at once; a mark it never answered must not turn the user's later Alt+] there into one suggestion.
+    return (
+      own !== null &&
+      performance.now() - own.at < OWN_TRIGGER_MS &&
+      own.uri === document.uri.toString() &&
+      own.version === document.version &&
+      own.line === position.line &&
+      own.character === position.character
+    );
   }
 
   async provideInlineCompletionItems(
