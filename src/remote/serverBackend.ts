@@ -143,7 +143,7 @@ export class ServerBackend implements InferenceBackend {
         const why =
           tokens.length === 0
             ? `the ${description.server} answer had no token probabilities${this.api.topTokensSince ? ` (${this.api.topTokensSince})` : ''}`
-            : 'no token of the greedy completion came with a second likely token';
+            : 'no token of the greedy completion came with another usable likely token';
         return none(why);
       }
       const others = branch.others.slice(0, count);
@@ -314,7 +314,6 @@ export class ServerBackend implements InferenceBackend {
     const decoder = new TextDecoder();
     let whole = '';
     const idle = setIdleTimer(this.settings.timeoutMs, () => response.close());
-    /** Feeds parsed events through the stop rules; true once the completion is over. */
     // Text forced after the prompt (an alternative's first tokens) goes through the stop rules first.
     let forcedStop = false;
     for (const text of extra.forced ?? []) {
@@ -327,6 +326,7 @@ export class ServerBackend implements InferenceBackend {
     // The reported tokens are kept while each event's text is exactly theirs (a stop word the server
     // held back breaks that): the text of the tokens kept is then the completion's text so far.
     let tokensAligned = extra.tokens !== undefined;
+    /** Feeds parsed events through the stop rules; true once the completion is over. */
     const consume = (): boolean => {
       while (events.length) {
         const event = this.api.readEvent(events.shift());
@@ -470,8 +470,8 @@ interface CompletionExtra {
  * tokens (the earliest of equals), among the tokens that start within what the stop rules kept
  * (`keptLength` characters) and offer another usable token: not an end of generation (no text), and
  * one `allows` accepts given the forced text and the greedy text through the same token (the blank
- * the user typed is not rewritten). Its usable other tokens, most
- * likely first, and the greedy tokens before it.
+ * the user typed is not rewritten). Its usable other tokens, most likely first, and the greedy
+ * tokens before it.
  */
 export function branchPoint(
   tokens: readonly ReportedToken[],
