@@ -1,4 +1,5 @@
-import { acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
+import type { EngineAlternatives } from './completionEngine';
+import { type AlternativesTally, acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
 import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
@@ -122,11 +123,33 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       : [`| time to first token / decoding | ${ms(a.promptMs)} / ${ms(a.decodeMs)} |`]),
     ...(a.serverDraft.proposedTokens > 0 ? [`| server's draft model: accepted | ${pct(accepted(a.serverDraft))} (${a.serverDraft.acceptedTokens}/${a.serverDraft.proposedTokens} tokens) |`] : []),
   );
+  if (stats.alternatives.asked > 0) lines.push('', ...alternativesReport(stats.alternatives));
   const policy = last?.stats?.speculation?.policy;
   if (policy) lines.push('', ...policyReport(policy));
   // Last: a diagnostic, after the figures the report is read for.
   if (timeline) lines.push('', '## The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
   return `${lines.join('\n')}\n`;
+}
+
+/** The suggestions the user cycled through (Alt+] / Alt+[), and why fewer than three when there were. */
+export function alternativesReport(t: AlternativesTally): string[] {
+  return [
+    '## Alternatives (Alt+] / Alt+[)',
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| asked (computed; the rest served again) | ${t.asked} (${t.computed}) |`,
+    `| suggestions offered, mean (the greedy one included) | ${num(t.asked ? t.items / t.asked : null)} |`,
+    `| time to the alternatives, mean | ${ms(t.computed ? t.totalMs / t.computed : null)} |`,
+    ...(t.lastLimitedBy ? [`| fewer than asked, last time, because | ${t.lastLimitedBy} |`] : []),
+  ];
+}
+
+/** One log line per alternatives answer: how many, how fast, where they branch, and why fewer when so. */
+export function describeAlternatives(a: Pick<EngineAlternatives, 'items' | 'branch' | 'limitedBy' | 'fromCache' | 'latencyMs'>): string {
+  const how = a.fromCache ? 'served again (computed earlier at this cursor)' : `in ${Math.round(a.latencyMs)} ms`;
+  const branch = a.branch ? `, branching at token ${a.branch.tokenIndex} (top-2 margin ${a.branch.margin.toFixed(2)})` : '';
+  return `alternatives: ${a.items.length} suggestion${a.items.length === 1 ? '' : 's'} ${how}${branch}${a.limitedBy ? `; fewer than asked: ${a.limitedBy}` : ''}`;
 }
 
 /** A server backend: where, which model, and what the server does itself. */

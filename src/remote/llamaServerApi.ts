@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import type { CompletionRequest, StopReason } from '../shared/types';
 import { ServerError } from './http';
 import { llamaServerTemplate } from './llamaServerModel';
-import { type CompletionCall, errorMessageOf, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
+import { type CompletionCall, errorMessageOf, type ReportedToken, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';
 
 interface Props {
   model_path?: string;
@@ -31,6 +31,23 @@ interface InfillChunk {
   timings?: { cache_n?: number; prompt_n?: number; predicted_n?: number; predicted_per_second?: number; draft_n?: number; draft_n_accepted?: number };
   /** An error after the stream has started: `data: {"error":{...}}` (the status stays 200). */
   error?: unknown;
+  /**
+   * With n_probs: the chunk's token (`token` is the text sent with it, which a stop word held back
+   * may leave empty) and the most likely tokens at its place (`token` there is the token's own piece).
+   */
+  completion_probabilities?: { id?: number; token?: string; logprob?: number; top_logprobs?: { id?: number; token?: string; logprob?: number }[] }[];
+}
+
+/** The tokens of a chunk with their alternatives, each token by its own piece (the text a held-back stop word delays is not its). */
+function reportedTokens(probabilities: InfillChunk['completion_probabilities']): ReportedToken[] | undefined {
+  if (!Array.isArray(probabilities)) return undefined;
+  return probabilities.map((p) => {
+    const top = (p.top_logprobs ?? [])
+      .filter((t) => typeof t.token === 'string' && typeof t.logprob === 'number')
+      .map((t) => ({ id: t.id, text: t.token!, logprob: t.logprob! }))
+      .sort((a, b) => b.logprob - a.logprob);
+    return { id: p.id, text: top.find((t) => t.id === p.id)?.text ?? p.token ?? '', top };
+  });
 }
 
 const STOP_TYPES: Record<string, StopReason> = { eos: 'eos', limit: 'maxTokens', word: 'stopSequence' };
@@ -77,9 +94,11 @@ export const llamaServerApi: ServerApi = {
     const t = chunk.timings;
     const done = chunk.stop === true;
     // Timings come with every chunk (timings_per_token): a completion our stop rules cut short keeps them.
+    const tokens = reportedTokens(chunk.completion_probabilities);
     return {
       text: typeof chunk.content === 'string' ? chunk.content : '',
       done,
+      ...(tokens ? { tokens } : {}),
       figures: {
         ...(chunk.tokens_evaluated !== undefined ? { promptTokens: chunk.tokens_evaluated } : {}),
         ...(t?.cache_n !== undefined ? { reusedPromptTokens: t.cache_n } : {}),
@@ -88,6 +107,28 @@ export const llamaServerApi: ServerApi = {
         ...(t?.predicted_per_second ? { tokensPerSecond: t.predicted_per_second } : {}),
         ...(t?.draft_n !== undefined ? { draftProposed: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0 } : {}),
         ...(done && chunk.stop_type ? { stopReason: STOP_TYPES[chunk.stop_type] } : {}),
+      },
+    };
+  },
+
+  withTopTokens(call, n) {
+    // /infill puts its `prompt` after the prefix, not after the middle: nothing can be forced there.
+    if (call.path !== '/completion') return { unavailable: "llama-server's /infill (its model's vocabulary could not be read) cannot continue after a chosen token" };
+    // Probabilities of the logits before sampling (post_sampling_probs off): the greedy choice's margin.
+    return { ...call, body: { ...call.body, n_probs: n } };
+  },
+
+  continuedAfter(call, forced) {
+    // The prompt as text, then the tokens by id (a mixed prompt): exactly the greedy path's tokens,
+    // so the server's prompt cache keeps all of it and nothing is tokenized differently.
+    const prompt = call.body.prompt as string;
+    const byId = forced.every((t) => typeof t.id === 'number');
+    return {
+      ...call,
+      body: {
+        ...call.body,
+        prompt: byId ? [prompt, ...forced.map((t) => t.id!)] : prompt + forced.map((t) => t.text).join(''),
+        n_predict: Math.max(1, (call.body.n_predict as number) - forced.length),
       },
     };
   },

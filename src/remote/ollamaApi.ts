@@ -7,6 +7,7 @@ import {
   type CompletionCall,
   errorMessageOf,
   guessedTemplate,
+  type ReportedToken,
   type ServerApi,
   type ServerDescription,
   type StreamEvent,
@@ -31,9 +32,30 @@ interface GenerateChunk {
   /** Nanoseconds. */
   eval_duration?: number;
   error?: string;
+  /** With `logprobs` (Ollama 0.12.11 and later): each token of the chunk and, with `top_logprobs`, the most likely ones at its place. */
+  logprobs?: { token?: string; logprob?: number; top_logprobs?: { token?: string; logprob?: number }[] }[];
+}
+
+function reportedTokens(logprobs: GenerateChunk['logprobs']): ReportedToken[] | undefined {
+  if (!Array.isArray(logprobs)) return undefined;
+  return logprobs.map((p) => ({
+    text: p.token ?? '',
+    top: (p.top_logprobs ?? [])
+      .filter((t) => typeof t.token === 'string' && typeof t.logprob === 'number')
+      .map((t) => ({ text: t.token!, logprob: t.logprob! }))
+      .sort((a, b) => b.logprob - a.logprob),
+  }));
 }
 
 const DONE: Record<string, StopReason> = { stop: 'eos', length: 'maxTokens' };
+
+/** The first Ollama whose /api/generate takes `logprobs` and `top_logprobs` (api/types.go GenerateRequest). */
+const LOGPROBS_SINCE = [0, 12, 11];
+
+function olderThan(version: number[], than: number[]): boolean {
+  for (let i = 0; i < than.length; i++) if ((version[i] ?? 0) !== than[i]) return (version[i] ?? 0) < than[i]!;
+  return false;
+}
 
 export const ollamaApi: ServerApi = {
   kind: 'ollama',
@@ -67,6 +89,24 @@ export const ollamaApi: ServerApi = {
     return { path: '/api/generate', body: generateBody(request, description.model, description.template) };
   },
 
+  topTokensSince: `Ollama reports token probabilities from version ${LOGPROBS_SINCE.join('.')}`,
+
+  withTopTokens(call, n, description) {
+    // An older Ollama ignores the fields it does not know: asking would cost a completion for nothing.
+    const version = /^Ollama (\d+)\.(\d+)\.(\d+)/.exec(description.server)?.slice(1).map(Number);
+    if (version && olderThan(version, LOGPROBS_SINCE)) return { unavailable: `${description.server} reports no token probabilities (they came with Ollama ${LOGPROBS_SINCE.join('.')})` };
+    return { ...call, body: { ...call.body, logprobs: true, top_logprobs: n } };
+  },
+
+  continuedAfter(call, forced) {
+    // As text after the prompt (before the `suffix`, through the model's template, or in the raw FIM prompt).
+    const options = call.body.options as { num_predict: number };
+    return {
+      ...call,
+      body: { ...call.body, prompt: (call.body.prompt as string) + forced.map((t) => t.text).join(''), options: { ...options, num_predict: Math.max(1, options.num_predict - forced.length) } },
+    };
+  },
+
   retryWithout(response, request, description): CompletionCall | null {
     // "<model> does not support insert" (400): its template takes no suffix after all.
     if (description.template || response.status !== 400 || !/insert/i.test(errorMessageOf(response.body) ?? '')) return null;
@@ -81,9 +121,11 @@ export const ollamaApi: ServerApi = {
     if (typeof chunk !== 'object' || chunk === null) return null;
     if (typeof chunk.error === 'string') throw new ServerError(`Ollama failed mid-completion: ${chunk.error}`, 'server');
     const done = chunk.done === true;
+    const tokens = reportedTokens(chunk.logprobs);
     return {
       text: typeof chunk.response === 'string' ? chunk.response : '',
       done,
+      ...(tokens ? { tokens } : {}),
       figures: done
         ? {
             promptTokens: chunk.prompt_eval_count,

@@ -11,6 +11,7 @@ import {
   type CompletionCall,
   errorMessageOf,
   guessedTemplate,
+  type ReportedToken,
   type ServerApi,
   type ServerDescription,
   type ServerHttp,
@@ -25,8 +26,39 @@ interface ModelList {
   data?: { id?: string; owned_by?: string; max_model_len?: number; meta?: { n_ctx?: number } }[];
 }
 
+/**
+ * `logprobs` of a choice: the legacy completions shape (OpenAI, vLLM: `tokens`, `top_logprobs` as
+ * token-to-logprob maps) or llama-server's (`content`, as its /completion's completion_probabilities).
+ */
+interface ChoiceLogprobs {
+  tokens?: string[];
+  top_logprobs?: (Record<string, number> | null)[] | null;
+  content?: { id?: number; token?: string; top_logprobs?: { id?: number; token?: string; logprob?: number }[] }[];
+}
+
+function reportedTokens(logprobs: ChoiceLogprobs | null | undefined): ReportedToken[] | undefined {
+  if (!logprobs || typeof logprobs !== 'object') return undefined;
+  const byLogprob = (a: { logprob: number }, b: { logprob: number }) => b.logprob - a.logprob;
+  if (Array.isArray(logprobs.content)) {
+    return logprobs.content.map((p) => {
+      const top = (p.top_logprobs ?? [])
+        .filter((t) => typeof t.token === 'string' && typeof t.logprob === 'number')
+        .map((t) => ({ id: t.id, text: t.token!, logprob: t.logprob! }))
+        .sort(byLogprob);
+      return { id: p.id, text: top.find((t) => t.id === p.id)?.text ?? p.token ?? '', top };
+    });
+  }
+  if (!Array.isArray(logprobs.tokens)) return undefined;
+  return logprobs.tokens.map((text, k) => ({
+    text,
+    top: Object.entries(logprobs.top_logprobs?.[k] ?? {})
+      .map(([token, logprob]) => ({ text: token, logprob }))
+      .sort(byLogprob),
+  }));
+}
+
 interface CompletionChunk {
-  choices?: { text?: string; finish_reason?: string | null }[];
+  choices?: { text?: string; finish_reason?: string | null; logprobs?: ChoiceLogprobs | null }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
   /** llama-server adds its own timings. */
   timings?: { predicted_per_second?: number; draft_n?: number; draft_n_accepted?: number };
@@ -95,8 +127,23 @@ export const openAiApi: ServerApi = {
             ...(t ? { tokensPerSecond: t.predicted_per_second, draftProposed: t.draft_n, draftAccepted: t.draft_n_accepted } : {}),
           }
         : undefined;
+    const tokens = reportedTokens(choice?.logprobs);
     // The stream ends with [DONE] after the usage chunk: the end of the body says done.
-    return { text: choice?.text ?? '', done: false, figures };
+    return { text: choice?.text ?? '', done: false, figures, ...(tokens ? { tokens } : {}) };
+  },
+
+  withTopTokens(call, n) {
+    // The completions API's `logprobs` is the number of most likely tokens reported at each
+    // generated one (OpenAI allows up to 5; vLLM its --max-logprobs; llama-server reads it as n_probs).
+    return { ...call, body: { ...call.body, logprobs: n } };
+  },
+
+  continuedAfter(call, forced) {
+    // As text after the prompt (or the prefix, before a `suffix`): the API takes no mixed prompts.
+    return {
+      ...call,
+      body: { ...call.body, prompt: (call.body.prompt as string) + forced.map((t) => t.text).join(''), max_tokens: Math.max(1, (call.body.max_tokens as number) - forced.length) },
+    };
   },
 
   retryWithout(response, request, description, settings): CompletionCall | null {

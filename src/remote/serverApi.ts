@@ -49,16 +49,30 @@ export interface ServerFigures {
   stopReason?: StopReason;
 }
 
+/** A token the server names: by id where its API gives ids (llama-server), and by its text. */
+export interface NamedToken {
+  id?: number;
+  text: string;
+}
+
+/** A generated token with the most likely tokens at its place, as the server reports them (log probabilities). */
+export interface ReportedToken extends NamedToken {
+  /** Most likely first; log probabilities of the softmax over the logits, so differences are logit margins. */
+  top: (NamedToken & { logprob: number })[];
+}
+
 /** One event of the streamed answer. */
 export interface StreamEvent {
   text: string;
   done: boolean;
   figures?: ServerFigures;
+  /** The tokens this event's text is made of, with their alternatives (asked for with ServerApi.withTopTokens). */
+  tokens?: ReportedToken[];
 }
 
 export interface CompletionCall {
   path: string;
-  body: unknown;
+  body: Record<string, unknown>;
   /** The request as this call sends it, when it differs (a window cut to fit): the next retry starts from it. */
   request?: CompletionRequest;
 }
@@ -75,6 +89,16 @@ export interface ServerApi {
   completion(request: CompletionRequest, description: ServerDescription, settings: ServerSettings): CompletionCall;
   /** Reads one event's data (SSE `data:` or an NDJSON line), already parsed; null for events to skip. */
   readEvent(data: unknown): StreamEvent | null;
+  /**
+   * Alternatives (issue #32): the completion call that also reports the `n` most likely tokens at
+   * each generated token. Left out by an API without token probabilities; `unavailable` says why
+   * this call cannot.
+   */
+  withTopTokens?(call: CompletionCall, n: number, description: ServerDescription): CompletionCall | { unavailable: string };
+  /** The completion call continued after `forced` tokens: by id where the API takes ids in a prompt, else as text. */
+  continuedAfter?(call: CompletionCall, forced: NamedToken[]): CompletionCall;
+  /** Why an answer may carry no token probabilities although they were asked for (an older server version). */
+  readonly topTokensSince?: string;
   /** A refused completion request the API can answer differently (e.g. without `suffix`): the call to try instead. */
   retryWithout?(response: { status: number; body: string }, request: CompletionRequest, description: ServerDescription, settings: ServerSettings): CompletionCall | null;
 }

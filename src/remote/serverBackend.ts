@@ -6,10 +6,20 @@ import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
-import type { BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
-import { errorMessageOf, type CompletionCall, type ServerApi, type ServerDescription, type ServerFigures, type ServerHttp, type ServerSettings } from './serverApi';
+import {
+  errorMessageOf,
+  type CompletionCall,
+  type NamedToken,
+  type ReportedToken,
+  type ServerApi,
+  type ServerDescription,
+  type ServerFigures,
+  type ServerHttp,
+  type ServerSettings,
+} from './serverApi';
 
 export type { BackendSettings };
 
@@ -78,16 +88,7 @@ export class ServerBackend implements InferenceBackend {
   }
 
   async complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> {
-    const description = this.description;
-    const settings = this.settingsResolved;
-    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
-    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
-    // The prefix's trailing spaces and tabs stay out of the prompt, for every API, as on the local
-    // path (prompt/fimPrompt.ts splitTrailingBlank: a prompt that ends in a lone whitespace token
-    // derails the model: `  ` after a line gave `nst m = value;`); the ghost text loses them again
-    // below. Only the window around the cursor leaves the machine unless the user opted in to more.
-    const { prefix, blank } = splitTrailingBlank(request.prefix);
-    const sent: CompletionRequest = { ...request, prefix, ...(settings.sendExtraContext ? {} : { extraContext: undefined }) };
+    const { description, settings, sent, blank } = this.prepare(request);
     const started = this.now();
     try {
       let call = this.api.completion(sent, description, settings);
@@ -111,6 +112,89 @@ export class ServerBackend implements InferenceBackend {
       if (e.code === 'unreachable') this.startOutage(e.message);
       throw e;
     }
+  }
+
+  /**
+   * Alternatives (issue #32) as the in-process path computes them, where the API reports token
+   * probabilities: the greedy completion with the most likely tokens at each of its tokens, the
+   * token where the top two were closest (the smallest logit margin), then one greedy request per
+   * next most likely token there, with the greedy tokens before it and that token forced after the
+   * prompt (by id on llama-server, whose prompt cache keeps all of it; as text elsewhere). The same
+   * stop rules, timeouts and cancellation as a completion; the requests run side by side.
+   */
+  async alternatives(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult> {
+    const { description, settings, sent, blank } = this.prepare(request);
+    const started = this.now();
+    const none = (limitedBy: string): AlternativesResult => ({ completions: [], limitedBy, totalMs: this.now() - started });
+    if (!this.api.withTopTokens || !this.api.continuedAfter) return none(`the ${this.kind} API reports no token probabilities: one suggestion only`);
+    const plain = this.api.completion(sent, description, settings);
+    const asked = this.api.withTopTokens(plain, count + 1, description);
+    if ('unavailable' in asked) return none(asked.unavailable);
+    const continuedAfter = this.api.continuedAfter.bind(this.api);
+    try {
+      const tokens: ReportedToken[] = [];
+      const greedy = await this.completionOf(asked, sent, signal, { tokens });
+      if (greedy.stats.stopReason === 'abort') return { completions: [], totalMs: this.now() - started };
+      // Where the greedy completion writes the blank the user typed (the prompt left it out; the ghost
+      // text starts after it), an alternative must too: one that does not would rewrite text left of the cursor.
+      const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
+      const branch = branchPoint(tokens, greedy.text.length, (forced, greedyText) => !blank || !writesBlank(greedyText) || writesBlank(forced));
+      if (!branch) {
+        const why =
+          tokens.length === 0
+            ? `the ${description.server} answer had no token probabilities${this.api.topTokensSince ? ` (${this.api.topTokensSince})` : ''}`
+            : 'no token of the greedy completion came with another usable likely token';
+        return none(why);
+      }
+      const others = branch.others.slice(0, count);
+      const completions = await Promise.all(
+        others.map(async (first) => {
+          const forced: NamedToken[] = [...branch.before, first];
+          const call = continuedAfter(plain, forced);
+          return this.completionOf(call, sent, signal, { forced: forced.map((t) => t.text) });
+        }),
+      );
+      for (const c of completions) if (blank && c.text.startsWith(blank)) c.text = c.text.slice(blank.length);
+      const limitedBy = others.length < count ? `the server reported ${others.length} other likely token${others.length === 1 ? '' : 's'} where the greedy completion was least certain` : undefined;
+      return {
+        completions,
+        branch: { tokenIndex: branch.tokenIndex, margin: branch.margin },
+        ...(limitedBy ? { limitedBy } : {}),
+        totalMs: this.now() - started,
+      };
+    } catch (error) {
+      const e = asServerError(error);
+      if (e.code === 'cancelled' || signal?.aborted) return { completions: [], totalMs: this.now() - started };
+      if (e.code === 'unreachable') this.startOutage(e.message);
+      throw e;
+    }
+  }
+
+  /** One streamed completion of `call` (no retries: the call was already accepted as a completion). */
+  private async completionOf(call: CompletionCall, sent: CompletionRequest, signal: AbortSignal | undefined, extra: CompletionExtra): Promise<CompletionResult> {
+    const settings = this.settingsResolved!;
+    const started = this.now();
+    const response = await this.post(settings, call, signal, true);
+    if (response.status >= 300) {
+      const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
+      throw this.httpError(response.status, body, 'alternatives');
+    }
+    return this.readCompletion(response, sent, started, signal, extra);
+  }
+
+  /** The connection, and the request as every API sends it. */
+  private prepare(request: CompletionRequest): { description: ServerDescription; settings: ServerSettings; sent: CompletionRequest; blank: string } {
+    const description = this.description;
+    const settings = this.settingsResolved;
+    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
+    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
+    // The prefix's trailing spaces and tabs stay out of the prompt, for every API, as on the local
+    // path (prompt/fimPrompt.ts splitTrailingBlank: a prompt that ends in a lone whitespace token
+    // derails the model: `  ` after a line gave `nst m = value;`); the ghost text loses them again
+    // below. Only the window around the cursor leaves the machine unless the user opted in to more.
+    const { prefix, blank } = splitTrailingBlank(request.prefix);
+    const sent: CompletionRequest = { ...request, prefix, ...(settings.sendExtraContext ? {} : { extraContext: undefined }) };
+    return { description, settings, sent, blank };
   }
 
   /** A server decodes its own way: Draftline's speculation settings do not apply. */
@@ -200,7 +284,7 @@ export class ServerBackend implements InferenceBackend {
   }
 
   /** Reads the stream through the same stop rules as local decoding; stops the server once they say stop. */
-  private async readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined): Promise<CompletionResult> {
+  private async readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined, extra: CompletionExtra = {}): Promise<CompletionResult> {
     const chunks: string[] = [];
     const stop = new StopRules({
       // Each streamed piece is one "token" here: the rules only need the text so far.
@@ -230,11 +314,27 @@ export class ServerBackend implements InferenceBackend {
     const decoder = new TextDecoder();
     let whole = '';
     const idle = setIdleTimer(this.settings.timeoutMs, () => response.close());
+    // Text forced after the prompt (an alternative's first tokens) goes through the stop rules first.
+    let forcedStop = false;
+    for (const text of extra.forced ?? []) {
+      chunks.push(text);
+      if (stop.push(chunks.length - 1)) {
+        forcedStop = true;
+        break;
+      }
+    }
+    // The reported tokens are kept while each event's text is exactly theirs (a stop word the server
+    // held back breaks that): the text of the tokens kept is then the completion's text so far.
+    let tokensAligned = extra.tokens !== undefined;
     /** Feeds parsed events through the stop rules; true once the completion is over. */
     const consume = (): boolean => {
       while (events.length) {
         const event = this.api.readEvent(events.shift());
         if (!event) continue;
+        if (tokensAligned && (event.text || event.tokens?.length)) {
+          extra.tokens!.push(...(event.tokens ?? []));
+          if ((event.tokens ?? []).map((t) => t.text).join('') !== event.text) tokensAligned = false;
+        }
         // A figure a later event leaves out keeps the value an earlier one gave.
         if (event.figures) for (const [key, value] of Object.entries(event.figures)) if (value !== undefined) (figures as Record<string, unknown>)[key] = value;
         if (event.text) {
@@ -247,8 +347,8 @@ export class ServerBackend implements InferenceBackend {
       return false;
     };
     try {
-      let over = false;
-      for await (const chunk of response.body) {
+      let over = forcedStop;
+      for await (const chunk of over ? [] : response.body) {
         idle.reset();
         const text = decoder.decode(chunk, { stream: true });
         if (framing === 'sse') parser.feed(text);
@@ -354,6 +454,50 @@ export class ServerBackend implements InferenceBackend {
     schedule(1);
     this.events.onOutage();
   }
+}
+
+/** What a completion read for alternatives carries besides its text. */
+interface CompletionExtra {
+  /** Texts forced after the prompt: the completion starts with them. */
+  forced?: string[];
+  /** Filled with the tokens the server reports, while they match its text. */
+  tokens?: ReportedToken[];
+}
+
+/**
+ * Where the greedy completion was least certain, by the rules of the in-process path
+ * (speculation/branchPoint.ts): the token with the smallest margin between its two most likely
+ * tokens (the earliest of equals), among the tokens that start within what the stop rules kept
+ * (`keptLength` characters) and offer another usable token: not an end of generation (no text), and
+ * one `allows` accepts given the forced text and the greedy text through the same token (the blank
+ * the user typed is not rewritten). Its usable other tokens, most likely first, and the greedy
+ * tokens before it.
+ */
+export function branchPoint(
+  tokens: readonly ReportedToken[],
+  keptLength: number,
+  allows: (forcedText: string, greedyText: string) => boolean = () => true,
+): { tokenIndex: number; margin: number; before: NamedToken[]; others: NamedToken[] } | null {
+  const named = ({ id, text }: NamedToken): NamedToken => (id === undefined ? { text } : { id, text });
+  let best: { tokenIndex: number; margin: number; others: NamedToken[] } | null = null;
+  let offset = 0;
+  let beforeText = '';
+  for (let i = 0; i < tokens.length && offset < keptLength; i++) {
+    const token = tokens[i];
+    const top = token.top;
+    if (top.length >= 2) {
+      const margin = top[0].logprob - top[1].logprob;
+      if (!best || margin < best.margin) {
+        // The greedy token by identity (its id where the server gives ids), not by rank: a near-tie may rank another first.
+        const same = (t: NamedToken) => (t.id !== undefined && token.id !== undefined ? t.id === token.id : t.text === token.text);
+        const others = top.filter((t) => !same(t) && t.text !== '' && allows(beforeText + t.text, beforeText + token.text)).map(named);
+        if (others.length > 0) best = { tokenIndex: i, margin, others };
+      }
+    }
+    offset += token.text.length;
+    beforeText += token.text;
+  }
+  return best && { ...best, before: tokens.slice(0, best.tokenIndex).map(named) };
 }
 
 function parseUrl(text: string): URL | undefined {

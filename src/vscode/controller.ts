@@ -7,7 +7,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend, pref
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
+import { describeAlternatives, type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
@@ -85,6 +85,9 @@ export class DraftlineController implements vscode.Disposable {
     this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
       complete: (request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult> => this.backend.complete(request, signal),
+      // The backend that serves now (it changes with Select Backend): one without alternatives says so.
+      alternatives: (request, count, signal) =>
+        this.backend.alternatives?.(request, count, signal) ?? Promise.resolve({ completions: [], limitedBy: 'this backend computes one suggestion only', totalMs: 0 }),
     };
     this.engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, ...readEngineSettings(false, this.reportSettingProblem) });
     this.engine.prefetchBlocker = async () => (pauseOnBattery(this.reportSettingProblem) && (await this.power.onBattery()) ? 'on battery (draftline.prefetch.pauseOnBattery)' : null);
@@ -115,6 +118,10 @@ export class DraftlineController implements vscode.Disposable {
         this.lastTimeline = timeline;
         const slow = describeSlowGhostText(timeline);
         if (slow) this.log.info(slow);
+      },
+      onAlternatives: (answer) => {
+        this.log.info(describeAlternatives(answer));
+        this.refreshStats();
       },
     }));
     this.disposables.push(
@@ -175,6 +182,7 @@ export class DraftlineController implements vscode.Disposable {
       if (outcome !== 'ready' && outcome !== 'cached') return;
       const active = vscode.window.activeTextEditor;
       if (active?.document !== document || document.version !== version || !active.selection.active.isEqual(position)) return;
+      this.provider.expectOwnTrigger(document, position);
       void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
     });
   }

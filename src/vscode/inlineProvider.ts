@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { SkippedCompletion, type CompletionEngine, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
+import { SkippedCompletion, type CompletionEngine, type EngineAlternatives, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
 import type { GhostTextTimeline } from '../engine/ghostTextTimeline';
 import type { ExtraContext } from '../shared/types';
 
@@ -40,7 +40,15 @@ export interface ProviderHooks {
   lastEditAt?(document: vscode.TextDocument): number | undefined;
   /** Where the time went for a request answered with ghost text. */
   onAnswered?(timeline: GhostTextTimeline): void;
+  /** The suggestions offered to cycle through (the user invoked the next/previous suggestion). */
+  onAlternatives?(alternatives: EngineAlternatives): void;
 }
+
+/** How long the controller's announced trigger waits for VS Code's request (it comes within milliseconds). */
+const OWN_TRIGGER_MS = 2000;
+
+/** How many alternatives to ask for beyond the greedy suggestion: three to cycle through in all. */
+export const ALTERNATIVES_ASKED = 2;
 
 function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
   return new Promise((resolve) => {
@@ -59,12 +67,44 @@ function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
 export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvider {
   constructor(private readonly hooks: ProviderHooks) {}
 
+  /** The next Invoke request at this document version and cursor is the controller's own (after an accept), not the user's. */
+  private ownTrigger: { uri: string; version: number; line: number; character: number; at: number } | null = null;
+
+  /**
+   * The controller is about to ask VS Code for the ghost text at the cursor itself (a prefetch is
+   * ready after an accept): that request comes as Invoke, like the user's Alt+], but it must cost
+   * what an automatic one costs (one suggestion, no alternatives computed).
+   */
+  expectOwnTrigger(document: vscode.TextDocument, position: vscode.Position): void {
+    this.ownTrigger = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character, at: performance.now() };
+  }
+
+  /** Whether this Invoke request is the one the controller announced (consumed either way). */
+  private isOwnTrigger(document: vscode.TextDocument, position: vscode.Position): boolean {
+    const own = this.ownTrigger;
+    this.ownTrigger = null;
+    // VS Code asks at once; a mark it never answered must not turn the user's later Alt+] there into one suggestion.
+    return (
+      own !== null &&
+      performance.now() - own.at < OWN_TRIGGER_MS &&
+      own.uri === document.uri.toString() &&
+      own.version === document.version &&
+      own.line === position.line &&
+      own.character === position.character
+    );
+  }
+
   async provideInlineCompletionItems(
     document: vscode.TextDocument,
     position: vscode.Position,
     context: vscode.InlineCompletionContext,
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | undefined> {
+    // VS Code asks with Invoke when the user shows the next/previous suggestion (Alt+] / Alt+[) or
+    // triggers one, and cycles through the list returned: only then are alternatives computed.
+    if (context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke && !this.isOwnTrigger(document, position)) {
+      return this.provideAlternatives(document, position, token);
+    }
     const askedAt = performance.now();
     const editAt = this.hooks.lastEditAt?.(document);
     const engine = this.hooks.engine();
@@ -98,14 +138,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
         ...(last?.waitMs !== undefined ? { waitMs: last.waitMs, modelMs: last.latencyMs } : {}),
         fromCache: result.fromCache,
       });
-      // The text also replaces what it covers of the rest of the line (auto-closed brackets it writes itself).
-      const replaced = new vscode.Range(position, position.translate(0, result.replaceSuffixChars));
-      const item = new vscode.InlineCompletionItem(result.text, replaced, {
-        title: 'Draftline: completion accepted',
-        command: 'draftline.accepted',
-        arguments: [document.uri.toString(), result.text],
-      });
-      return [item];
+      return [inlineItem(document, position, result)];
     } catch (error) {
       if (!token.isCancellationRequested) this.hooks.onError(error as Error);
       return undefined;
@@ -114,4 +147,51 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       if (busy) this.hooks.onBusy(false);
     }
   }
+
+  /**
+   * The greedy suggestion (the one already shown, from the cache) then up to ALTERNATIVES_ASKED
+   * distinct alternatives, for VS Code to cycle through; typing cancels the token, which stops them.
+   */
+  private async provideAlternatives(document: vscode.TextDocument, position: vscode.Position, token: vscode.CancellationToken): Promise<vscode.InlineCompletionItem[] | undefined> {
+    const engine = this.hooks.engine();
+    if (!engine?.settings.enabled) return undefined;
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
+    const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
+    const controller = new AbortController();
+    const sub = token.onCancellationRequested(() => controller.abort());
+    // The greedy one usually comes from the cache; the spinner shows while the model computes the others.
+    this.hooks.onBusy(true);
+    try {
+      const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED, controller.signal);
+      if (answer instanceof SkippedCompletion) {
+        if (answer.reason !== 'cancelled') this.hooks.onSkipped(answer);
+        return undefined;
+      }
+      this.hooks.onSkipped(null);
+      if (token.isCancellationRequested) return undefined;
+      if (answer.greedy.text) this.hooks.onCompleted(answer.greedy);
+      this.hooks.onAlternatives?.(answer);
+      return answer.items.length ? answer.items.map((item) => inlineItem(document, position, item)) : undefined;
+    } catch (error) {
+      if (!token.isCancellationRequested) this.hooks.onError(error as Error);
+      return undefined;
+    } finally {
+      sub.dispose();
+      this.hooks.onBusy(false);
+    }
+  }
+}
+
+/**
+ * One suggestion as VS Code shows it: the text also replaces what it covers of the rest of the line
+ * (auto-closed brackets it writes itself), and accepting it reports that very text (the prefetch
+ * after an accept continues after what was inserted).
+ */
+function inlineItem(document: vscode.TextDocument, position: vscode.Position, shown: { text: string; replaceSuffixChars: number }): vscode.InlineCompletionItem {
+  const replaced = new vscode.Range(position, position.translate(0, shown.replaceSuffixChars));
+  return new vscode.InlineCompletionItem(shown.text, replaced, {
+    title: 'Draftline: completion accepted',
+    command: 'draftline.accepted',
+    arguments: [document.uri.toString(), shown.text],
+  });
 }

@@ -55,15 +55,18 @@ export async function run(): Promise<void> {
       });
       await vscode.window.showTextDocument(doc);
       const position = new vscode.Position(2, doc.lineAt(2).text.length);
-      const items =
-        (await controller.provider.provideInlineCompletionItems(
-          doc,
-          position,
-          { triggerKind: vscode.InlineCompletionTriggerKind.Invoke, selectedCompletionInfo: undefined },
-          new vscode.CancellationTokenSource().token,
-        )) ?? [];
-      assert.equal(items.length, 1);
-      assert.ok(String(items[0].insertText).length > 0);
+      const ask = async (triggerKind: vscode.InlineCompletionTriggerKind) =>
+        (await controller.provider.provideInlineCompletionItems(doc, position, { triggerKind, selectedCompletionInfo: undefined }, new vscode.CancellationTokenSource().token)) ?? [];
+      const typed = await ask(vscode.InlineCompletionTriggerKind.Automatic);
+      assert.equal(typed.length, 1, 'typing gets one suggestion');
+      assert.ok(String(typed[0].insertText).length > 0);
+      // Alt+] asks with Invoke: the same greedy suggestion first, then up to two distinct alternatives.
+      const cycled = await ask(vscode.InlineCompletionTriggerKind.Invoke);
+      const texts = cycled.map((i) => String(i.insertText));
+      assert.ok(texts.length >= 1 && texts.length <= 3, JSON.stringify(texts));
+      assert.equal(texts[0], String(typed[0].insertText));
+      assert.equal(new Set(texts).size, texts.length, JSON.stringify(texts));
+      for (const item of cycled) assert.deepEqual(item.command?.arguments, [doc.uri.toString(), String(item.insertText)], 'accepting reports its own text');
     },
   ]);
   checks.push([

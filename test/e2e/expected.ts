@@ -9,6 +9,31 @@ import { embeddedPairPaths } from '../../src/models/embedded';
 const ROOT = path.resolve(__dirname, '../..');
 
 export async function directCompletion(text: string, offset: number, languageId: string, tabSize: number): Promise<string> {
+  return withDirectEngine(async (engine) => {
+    const result = await engine.complete(directDocument(text, offset, languageId, tabSize));
+    return result instanceof SkippedCompletion ? '' : result.text;
+  });
+}
+
+/** The suggestions Alt+] cycles through at this cursor (issue #32), the greedy one first, as the engine offers them called directly. */
+export async function directAlternatives(text: string, offset: number, languageId: string, tabSize: number, count = 2): Promise<string[]> {
+  return withDirectEngine(async (engine) => {
+    const result = await engine.alternatives(directDocument(text, offset, languageId, tabSize), count);
+    return result instanceof SkippedCompletion ? [] : result.items.map((i) => i.text);
+  });
+}
+
+const directDocument = (text: string, offset: number, languageId: string, tabSize: number) => ({
+  uri: 'file:///direct',
+  languageId,
+  offset,
+  length: text.length,
+  slice: (s: number, e: number) => text.slice(s, e),
+  tabSize,
+  insertSpaces: true,
+});
+
+async function withDirectEngine<T>(use: (engine: CompletionEngine) => Promise<T>): Promise<T> {
   const embedded = embeddedPairPaths(ROOT);
   const session = await InferenceSession.load(
     // flashAttention as the editor is set in extension.e2e.test.ts (EDITOR_SETTINGS).
@@ -17,9 +42,7 @@ export async function directCompletion(text: string, offset: number, languageId:
     () => undefined,
   );
   try {
-    const engine = new CompletionEngine(session, { ...DEFAULT_ENGINE_SETTINGS });
-    const result = await engine.complete({ uri: 'file:///direct', languageId, offset, length: text.length, slice: (s, e) => text.slice(s, e), tabSize, insertSpaces: true });
-    return result instanceof SkippedCompletion ? '' : result.text;
+    return await use(new CompletionEngine(session, { ...DEFAULT_ENGINE_SETTINGS }));
   } finally {
     await session.dispose();
   }

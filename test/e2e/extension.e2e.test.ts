@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
 import { loadLibrary } from '../../src/inference/llamaRuntime';
-import { directCompletion } from './expected';
+import { directAlternatives, directCompletion } from './expected';
 import {
   closeQuickInput,
   closeWorkbench,
@@ -56,6 +56,12 @@ export function average(values: number[]): number {
 `;
 /** Typed key by key at the end of line 10 (the empty line inside average). */
 const TYPED = 'for (let i = 0; i < values.length; i';
+/**
+ * Typed for the alternatives (issue #32) at the same place: here the embedded pair's suggestions, called directly,
+ * differ on their first line ("(total - 1) * 1", "(count: number) => number;", ...), where after
+ * TYPED they part only lines below the ghost text's first.
+ */
+const TYPED_FOR_ALTERNATIVES = 'return ';
 const EDITOR_SETTINGS = {
   'editor.autoClosingBrackets': 'never',
   'editor.autoClosingQuotes': 'never',
@@ -268,6 +274,43 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.ok(onDisk.includes(`${TYPED}${first.split('\n')[0]}`), `the first accepted completion is in the file:\n${onDisk}`);
     assert.ok(onDisk.includes(second.split('\n')[0]!.trim()), `the prefetched completion accepted second is in the file:\n${onDisk}`);
     assert.ok(third.trim().length > 0);
+  });
+
+  it('Alt+] shows the next suggestion (alternatives computed on demand), Alt+[ goes back, Tab accepts the second', async () => {
+    const norm = (s: string) =>
+      s
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .join('\n')
+        .trimEnd();
+    // For the record: what the engine offers here called directly, without the editor's extra
+    // context and cache (typing "return" key by key can show a ghost text typed through from "return").
+    const document = SOURCE.replace('\n  \n', `\n  ${TYPED_FOR_ALTERNATIVES}\n`);
+    const direct = await directAlternatives(document, SOURCE.indexOf('\n  \n') + 3 + TYPED_FOR_ALTERNATIVES.length, 'typescript', 2);
+    console.log(`the engine called directly offers: ${JSON.stringify(direct)}`);
+    await resetDocument();
+    await gotoLineEnd(page, 10);
+    await typeLikeAPerson(page, TYPED_FOR_ALTERNATIVES, 40);
+    const first = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 0 });
+    await snap('alternatives-first');
+    // VS Code asks the provider again (Invoke) and shows the next item of the list it returns.
+    await page.keyboard.press('Alt+BracketRight');
+    const second = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 0 && norm(g) !== norm(first) });
+    await snap('alternatives-second');
+    // Cycling on (the third, or the first again when there are two), then back to the second.
+    await page.keyboard.press('Alt+BracketRight');
+    const next = await waitForGhostText(page, { timeoutMs: 30_000, predicate: (g) => g.trim().length > 0 && norm(g) !== norm(second) });
+    await snap('alternatives-cycled');
+    console.log(`the editor offered: ${JSON.stringify([first, second, next])}`);
+    await page.keyboard.press('Alt+BracketLeft');
+    await waitForGhostText(page, { timeoutMs: 30_000, predicate: (g) => norm(g) === norm(second) });
+    await page.keyboard.press('Tab');
+    await sleep(300);
+    await saveActiveFile(page);
+    await snap('alternative-accepted');
+    const onDisk = fs.readFileSync(path.join(workspace, FILE), 'utf8');
+    assert.ok(onDisk.includes(`${TYPED_FOR_ALTERNATIVES}${second.split('\n')[0]}`), `the second suggestion is in the file:\n${onDisk}`);
+    assert.ok(!onDisk.includes(`${TYPED_FOR_ALTERNATIVES}${first.split('\n')[0]}`) || second.startsWith(first.split('\n')[0]!), `not the first:\n${onDisk}`);
   });
 
   it('palette: toggles and the model picker work', async () => {

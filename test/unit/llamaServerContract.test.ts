@@ -66,6 +66,15 @@ async function completionOnce(server: LlamaServer, req: CompletionRequest): Prom
   return { content: body.content, predicted: body.timings.predicted_n, evaluated: body.tokens_evaluated };
 }
 
+const server = (s: LlamaServer, route: string) => `${s.url}${route}`;
+/** Notes what the real server offered, in the test output (node:test prints console lines beside the results). */
+const t_diag = (line: string) => console.log(line);
+
+async function postJson<T>(url: string, body: unknown): Promise<T> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return (await response.json()) as T;
+}
+
 /** Waits until the server's slots are idle (it stopped generating), up to `ms`. */
 async function slotsIdle(server: LlamaServer, ms = 1500): Promise<boolean> {
   const until = performance.now() + ms;
@@ -166,6 +175,49 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
     await plainBackend.load();
     const req = request({ maxTokens: 32 });
     assert.equal((await backend.complete(req)).text, (await plainBackend.complete(req)).text);
+  });
+
+  it("alternatives (issue #32): the branch where the server's top two tokens were closest; each alternative is the server's own greedy continuation after the forced tokens", async () => {
+    const backend = backendFor(plain);
+    await backend.load();
+    const req = request({ maxTokens: 16 });
+    const greedy = await backend.complete(req);
+    const result = await backend.alternatives(req, 2);
+    assert.equal(result.limitedBy, undefined, result.limitedBy);
+    const branch = result.branch;
+    assert.ok(branch, 'a branch');
+    // The same greedy completion asked whole, with its probabilities (not streamed): read independently.
+    const prompt = promptOf(req);
+    const whole = await postJson<{ content: string; completion_probabilities: { id: number; token: string; top_logprobs: { id: number; token: string; logprob: number }[] }[] }>(
+      server(plain, '/completion'),
+      { prompt, n_predict: 16, temperature: 0, top_k: 1, n_probs: 3 },
+    );
+    const tokens = whole.completion_probabilities;
+    const margin = (i: number) => tokens[i]!.top_logprobs[0]!.logprob - tokens[i]!.top_logprobs[1]!.logprob;
+    assert.ok(Math.abs(branch.margin - margin(branch.tokenIndex)) < 1e-6, `margin ${branch.margin} vs ${margin(branch.tokenIndex)}`);
+    for (let i = 0; i < branch.tokenIndex; i++) assert.ok(margin(i) >= branch.margin, `token ${i} was less certain (${margin(i)})`);
+    // The model writes the indentation the prompt left out; the ghost text (and each alternative) starts after it.
+    const blank = splitTrailingBlank(req.prefix).blank;
+    const shown = (text: string) => (text.startsWith(blank) ? text.slice(blank.length) : text);
+    const before = tokens.slice(0, branch.tokenIndex);
+    const others = tokens[branch.tokenIndex]!.top_logprobs.filter((t) => t.id !== tokens[branch.tokenIndex]!.id);
+    assert.equal(result.completions.length, 2);
+    for (const [k, completion] of result.completions.entries()) {
+      const forced = [...before.map((t) => t.id), others[k]!.id];
+      const own = await postJson<{ content: string }>(server(plain, '/completion'), { prompt: [prompt, ...forced], n_predict: 16 - forced.length, temperature: 0, top_k: 1 });
+      const expected = shown(before.map((t) => t.token).join('') + others[k]!.token + own.content);
+      t_diag(`alternative ${k + 1}: ${JSON.stringify(completion.text)} (greedy ${JSON.stringify(greedy.text)})`);
+      assert.ok(expected.startsWith(completion.text) && completion.text.length > 0, `${JSON.stringify(completion.text)} vs the server's ${JSON.stringify(expected)}`);
+      assert.notEqual(completion.text, greedy.text);
+    }
+    // Through the OpenAI endpoint (the forced tokens as text): the same branch.
+    const openAi = openAiBackendFor(plain);
+    await openAi.load();
+    const viaOpenAi = await openAi.alternatives(req, 2);
+    assert.equal(viaOpenAi.branch?.tokenIndex, branch.tokenIndex);
+    assert.ok(Math.abs((viaOpenAi.branch?.margin ?? Number.NaN) - branch.margin) < 1e-6);
+    for (const [k, completion] of viaOpenAi.completions.entries())
+      assert.ok(completion.text.startsWith(shown(before.map((t) => t.token).join('') + others[k]!.token)), JSON.stringify(completion.text));
   });
 
   it('an API key: refused without it (a clear message), served with it', async () => {

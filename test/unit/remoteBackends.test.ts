@@ -1396,3 +1396,257 @@ describe('https with a private CA (draftline.server.caFile)', () => {
     await rejectsWith(backend.load(), 'tls', /cannot read draftline\.server\.caFile \/nonexistent\/ca\.pem/);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// Alternatives (issue #32): the greedy completion with the most likely tokens at each token, the
+// least certain one, then a greedy request per next likely token there with the tokens before it forced.
+
+/** The events of a recorded SSE fixture, parsed. */
+const sseEvents = <T>(name: string): T[] =>
+  fixture(name)
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]')
+    .map((e) => JSON.parse(e.slice(6)) as T);
+
+interface ProbChunk {
+  content: string;
+  completion_probabilities?: { id: number; token: string; top_logprobs: { id: number; token: string; logprob: number }[] }[];
+}
+
+/** A llama-server /completion stream with n_probs 3 (the v3 model, captured) and the two continuations it branches to. */
+const N_PROBS = `${LLAMA}/completion-n_probs-stream.sse`;
+const CONTINUED = {
+  44: `${LLAMA}/completion-continued-44-stream.sse`,
+  41: `${LLAMA}/completion-continued-41-stream.sse`,
+  731: `${LLAMA}/completion-continued-731-stream.sse`,
+  46: `${LLAMA}/completion-continued-46-stream.sse`,
+} as const;
+/** The captured greedy tokens before the least certain one (":" after "(a", the margin 0.05 in logits). */
+const BEFORE_BRANCH = [289, 265, 539, 427, 490, 1122, 2635];
+const textOf = (name: string) =>
+  sseEvents<{ content: string }>(name)
+    .map((e) => e.content)
+    .join('');
+
+/** llama-server with the v3 vocabulary: the greedy request (n_probs) and its continuations (a mixed prompt ending in a token id) answered from captures. */
+function alternativesRoutes(continued: (id: number) => Reply = (id) => replay(CONTINUED[id as keyof typeof CONTINUED])): Record<string, Route> {
+  return vocabularyRoutes(V3_SPECIALS, V3_CHECK, (r) => (Array.isArray(r.json?.prompt) ? continued(r.json.prompt.at(-1) as number) : replay(N_PROBS)));
+}
+
+describe('alternatives from a server', () => {
+  it('llama-server: branches where the top two tokens were closest, forces the tokens before it by id (the prompt cache keeps them), one greedy request per next likely token', async () => {
+    const stub = await startStub(alternativesRoutes());
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const greedy = await backend.complete(request());
+    const result = await backend.alternatives(request(), 2);
+    // The captured stream: token 7 (":" after "(a") is the least certain: ":" -0.698, "," -0.747,
+    // ")" -4.423 (the margin 0.05 in logits); every token before it has a wider one.
+    const chunks = sseEvents<ProbChunk>(N_PROBS).filter((c) => c.completion_probabilities);
+    const top = chunks[7]!.completion_probabilities![0]!.top_logprobs;
+    assert.equal(result.branch?.tokenIndex, 7);
+    assert.equal(result.branch?.margin, top[0]!.logprob - top[1]!.logprob);
+    assert.equal(result.limitedBy, undefined);
+    // Each alternative: the greedy text before the branch, the other token, then the server's own
+    // continuation (the model wrote the blank the user typed: the ghost text starts after it).
+    assert.ok(greedy.text.startsWith('a;\n}\n\nexport function add(a:'), JSON.stringify(greedy.text));
+    assert.deepEqual(
+      result.completions.map((c) => c.text),
+      [`a;\n}\n\nexport function add(a,${textOf(CONTINUED[44])}`, `a;\n}\n\nexport function add(a)${textOf(CONTINUED[41])}`],
+    );
+    const calls = stub.to('/completion');
+    assert.equal(calls.length, 4, 'the completion, the greedy request with probabilities, two continuations');
+    const [, first, ...continued] = calls;
+    assert.equal(first!.json.n_probs, 3, 'the two asked and the greedy one');
+    assert.equal(first!.json.prompt, V3_ANCHORED, "the completion's own prompt");
+    assert.equal(first!.json.temperature, 0);
+    assert.equal(first!.json.stream, true);
+    assert.deepEqual(continued.map((c) => c.json.prompt).sort(), [
+      [V3_ANCHORED, ...BEFORE_BRANCH, 41],
+      [V3_ANCHORED, ...BEFORE_BRANCH, 44],
+    ]);
+    for (const c of continued) {
+      assert.equal(c.json.n_predict, 24 - 8, 'the forced tokens count against the budget');
+      assert.equal(c.json.n_probs, undefined);
+      assert.equal(c.json.cache_prompt, true);
+    }
+  });
+
+  it('llama-server: the forced text goes through the stop rules too (single line: an alternative that is a newline ends there)', async () => {
+    const stub = await startStub(alternativesRoutes());
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const result = await backend.alternatives(request({ singleLine: true }), 2);
+    // Kept: "a;" (the newline ends the line). The least certain token among those that start in it
+    // is ";\n" (-1.921, " <" -2.132, "." -2.546): the alternatives end at their own first newline.
+    assert.equal(result.branch?.tokenIndex, 1);
+    assert.deepEqual(
+      result.completions.map((c) => c.text),
+      [`a <${textOf(CONTINUED[731]).split('\n')[0]}`, `a.${textOf(CONTINUED[46]).split('\n')[0]}`],
+    );
+  });
+
+  it('llama-server without a readable vocabulary (/infill): one suggestion, said why, nothing asked', async () => {
+    const stub = await startStub(llamaRoutes());
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const before = stub.requests.length;
+    const result = await backend.alternatives(request(), 2);
+    assert.deepEqual(result.completions, []);
+    assert.match(result.limitedBy ?? '', /\/infill/);
+    assert.equal(stub.requests.length, before);
+  });
+
+  it('a server that reports no probabilities (a draft model on llama-server leaves them out): one suggestion, said why', async () => {
+    const bare = fixture(N_PROBS).replace(/,"completion_probabilities":\[.*?\]\}\]\}/g, '}');
+    assert.doesNotMatch(bare, /completion_probabilities/);
+    const stub = await startStub(vocabularyRoutes(V3_SPECIALS, V3_CHECK, stream(bare, 'sse')));
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const result = await backend.alternatives(request(), 2);
+    assert.deepEqual(result.completions, []);
+    assert.match(result.limitedBy ?? '', /no token probabilities/);
+    assert.equal(stub.to('/completion').length, 1, 'no continuation asked');
+  });
+
+  it("llama-server's OpenAI endpoint: `logprobs` asked, its `content` shape read, the continuations as text after the prompt", async () => {
+    const stub = await startStub({
+      ...vocabularyRoutes(V3_SPECIALS, V3_CHECK),
+      'GET /v1/models': jsonFixture(200, `${LLAMA}/v1-models.json`),
+      'POST /v1/completions': (r) => {
+        if (r.json?.logprobs) return replay(`${LLAMA}/v1-completions-logprobs-stream.sse`);
+        return stream(sse([{ choices: [{ text: ' 0;', index: 0, finish_reason: 'stop' }] }], true), 'sse');
+      },
+    });
+    const { backend } = makeBackend('openai-compatible', `${stub.url}/v1`);
+    await backend.load();
+    const result = await backend.alternatives(request(), 2);
+    assert.equal(result.branch?.tokenIndex, 7);
+    const before = 'a;\n}\n\nexport function add(a';
+    assert.deepEqual(
+      result.completions.map((c) => c.text),
+      [`${before}, 0;`, `${before}) 0;`],
+    );
+    const [first, ...continued] = stub.to('/v1/completions');
+    assert.equal(first!.json.logprobs, 3);
+    assert.deepEqual(continued.map((c) => c.json.prompt).sort(), [`${V3_ANCHORED} ${before})`, `${V3_ANCHORED} ${before},`]);
+    for (const c of continued) {
+      assert.equal(c.json.max_tokens, 16);
+      assert.equal(c.json.logprobs, undefined);
+    }
+  });
+
+  it('vLLM: the legacy completions `logprobs` (tokens, top_logprobs maps) read; the continuation as text', async () => {
+    // vLLM's CompletionLogProbs (protocol.py): text_offset, token_logprobs, tokens, top_logprobs (token -> logprob).
+    const chunk = (text: string, top: Record<string, number>, finish: string | null = null) => ({
+      id: 'cmpl-1',
+      object: 'text_completion',
+      created: 1767225600,
+      model: VLLM_MODEL,
+      choices: [{ index: 0, text, logprobs: { text_offset: [0], token_logprobs: [top[text]], tokens: [text], top_logprobs: [top] }, finish_reason: finish, stop_reason: null }],
+    });
+    const greedy = sse([chunk('a', { a: -0.1, b: -2.5, x: -3 }), chunk(' +', { ' +': -0.5, ' -': -0.9, ' *': -3.1 }), chunk(' b', { ' b': -0.01, ' c': -6 }, 'stop')], true);
+    const stub = await startStub(vllmRoutes((r) => (r.json?.logprobs ? stream(greedy, 'sse') : stream(sse([{ choices: [{ index: 0, text: ' b', finish_reason: 'stop' }] }], true), 'sse'))));
+    const { backend } = makeBackend('openai-compatible', stub.url);
+    await backend.load();
+    const result = await backend.alternatives(request(), 2);
+    assert.equal(result.branch?.tokenIndex, 1);
+    assert.ok(Math.abs(result.branch!.margin - 0.4) < 1e-12, `${result.branch?.margin}`);
+    assert.deepEqual(
+      result.completions.map((c) => c.text),
+      ['a - b', 'a * b'],
+    );
+    const [first, ...continued] = stub.to('/v1/completions');
+    assert.equal(first!.json.logprobs, 3);
+    assert.equal(first!.json.temperature, 0);
+    for (const c of continued) assert.ok(String(c.json.prompt).endsWith('a -') || String(c.json.prompt).endsWith('a *'), String(c.json.prompt));
+  });
+
+  it('Ollama 0.12.11 and later: `logprobs` and `top_logprobs` asked, read from the NDJSON chunks', async () => {
+    // api/types.go: GenerateRequest.Logprobs, TopLogprobs; GenerateResponse.Logprobs []Logprob{token, logprob, bytes, top_logprobs}.
+    const line = (response: string, top: [string, number][], done = false) =>
+      JSON.stringify({
+        model: OLLAMA_MODEL,
+        created_at: '2026-01-01T00:00:00Z',
+        response,
+        done,
+        ...(done ? { done_reason: 'stop' } : {}),
+        logprobs: [{ token: response, logprob: top[0]![1], top_logprobs: top.map(([token, logprob]) => ({ token, logprob })) }],
+      });
+    const greedy = `${[
+      line('a', [
+        ['a', -0.2],
+        ['b', -0.3],
+        ['x', -4],
+      ]),
+      line(' + b', [
+        [' + b', -0.1],
+        [' - b', -3],
+      ]),
+    ].join('\n')}\n${JSON.stringify({ model: OLLAMA_MODEL, response: '', done: true, done_reason: 'stop', eval_count: 2 })}\n`;
+    const continuation = `${JSON.stringify({ model: OLLAMA_MODEL, response: ' + a', done: false })}\n${JSON.stringify({ model: OLLAMA_MODEL, response: '', done: true, done_reason: 'stop' })}\n`;
+    const stub = await startStub(
+      ollamaRoutes({
+        'GET /api/version': json(200, { version: '0.12.11' }),
+        'POST /api/generate': (r) => stream(r.json?.logprobs ? greedy : continuation, 'ndjson'),
+      }),
+    );
+    const { backend } = makeBackend('ollama', stub.url);
+    await backend.load();
+    const result = await backend.alternatives(request(), 2);
+    assert.equal(result.branch?.tokenIndex, 0);
+    assert.deepEqual(
+      result.completions.map((c) => c.text),
+      ['b + a', 'x + a'],
+    );
+    const [first, ...continued] = stub.to('/api/generate');
+    assert.equal(first!.json.logprobs, true);
+    assert.equal(first!.json.top_logprobs, 3);
+    assert.deepEqual(continued.map((c) => [c.json.prompt, c.json.suffix, c.json.options.num_predict]).sort(), [
+      [`${SENT_PREFIX}b`, SUFFIX, 23],
+      [`${SENT_PREFIX}x`, SUFFIX, 23],
+    ]);
+  });
+
+  it('Ollama before 0.12.11 (no token probabilities): one suggestion, said why, nothing asked', async () => {
+    const stub = await startStub(ollamaRoutes());
+    const { backend } = makeBackend('ollama', stub.url);
+    await backend.load();
+    const result = await backend.alternatives(request(), 2);
+    assert.deepEqual(result.completions, []);
+    assert.match(result.limitedBy ?? '', /Ollama 0\.12\.3 .*0\.12\.11/);
+    assert.equal(stub.to('/api/generate').length, 0);
+  });
+
+  it('a keystroke (the signal) closes the requests under way: no alternatives, no outage', async () => {
+    const stub = await startStub(alternativesRoutes(() => hang()));
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const controller = new AbortController();
+    const pending = backend.alternatives(request(), 2, controller.signal);
+    await waitFor(() => stub.to('/completion').filter((c) => Array.isArray(c.json?.prompt)).length === 2, 3000, 'the two continuations');
+    const abortedAt = Date.now();
+    controller.abort();
+    const result = await pending;
+    assert.ok(Date.now() - abortedAt < 100, `resolved ${Date.now() - abortedAt} ms after the abort`);
+    assert.ok(result.completions.every((c) => c.stats.stopReason === 'abort'));
+    for (const c of stub.to('/completion').filter((c) => Array.isArray(c.json?.prompt))) assert.equal(await c.ended, true, 'the client closed the connection');
+    assert.equal(backend.outage(), null);
+  });
+
+  it('through the engine: the greedy ghost text first, then the distinct alternatives as the user reads them', async () => {
+    const stub = await startStub(alternativesRoutes());
+    const { backend } = makeBackend('llama-server', stub.url);
+    await backend.load();
+    const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS });
+    const text = `${PREFIX}${SUFFIX}`;
+    const doc: EngineDocument = { uri: 'file:///add.ts', languageId: 'typescript', offset: PREFIX.length, length: text.length, slice: (s, e) => text.slice(s, e) };
+    const shown = await engine.complete(doc);
+    const answer = await engine.alternatives(doc, 2);
+    assert.ok(!('reason' in answer) && !('reason' in shown));
+    assert.equal(answer.items[0]!.text, shown.text);
+    assert.ok(answer.items.length >= 2, JSON.stringify(answer.items));
+    assert.equal(new Set(answer.items.map((i) => i.text)).size, answer.items.length);
+    assert.deepEqual(answer.branch?.tokenIndex, 1);
+  });
+});
