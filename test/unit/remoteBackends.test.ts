@@ -1437,6 +1437,9 @@ describe('alternatives from a server', () => {
   it('llama-server: branches where the top two tokens were closest, forces the tokens before it by id (the prompt cache keeps them), one greedy request per next likely token', async () => {
     const stub = await startStub(alternativesRoutes());
     const { backend } = makeBackend('llama-server', stub.url);
+    // The captured stream is least certain in its second line: branching anywhere (the default scope,
+    // the first line only, is serverBranchPoint.test.ts's and the contract test's).
+    backend.alternativesScope = 'completion';
     await backend.load();
     const greedy = await backend.complete(request());
     const result = await backend.alternatives(request(), 2);
@@ -1519,6 +1522,7 @@ describe('alternatives from a server', () => {
       },
     });
     const { backend } = makeBackend('openai-compatible', `${stub.url}/v1`);
+    backend.alternativesScope = 'completion'; // as above: the captured stream's least certain token is in its second line
     await backend.load();
     const result = await backend.alternatives(request(), 2);
     assert.equal(result.branch?.tokenIndex, 7);

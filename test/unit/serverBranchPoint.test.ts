@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ReportedToken } from '../../src/remote/serverApi';
-import { branchPoint } from '../../src/remote/serverBackend';
+import { branchableLength, branchPoint } from '../../src/remote/serverBackend';
 
 const token = (text: string, top: [string, number][], id?: number): ReportedToken => ({ ...(id === undefined ? {} : { id }), text, top: top.map(([t, logprob]) => ({ text: t, logprob })) });
 
@@ -109,5 +109,29 @@ describe('branchPoint (server alternatives)', () => {
     ];
     // "x" would rewrite the two spaces the user typed; " " is the start of them.
     assert.deepEqual(branchPoint(indented, 20, allows)?.others, [{ text: ' ' }]);
+  });
+
+  it('branches only within the first line with content, as the in-process default scope', () => {
+    assert.equal(branchableLength('a + b;\n  return c;\n'), 7);
+    assert.equal(branchableLength('\n\n  foo();\nbar'), 11);
+    assert.equal(branchableLength('no newline'), 10);
+    const lines = [
+      token('x', [
+        ['x', -0.1],
+        ['y', -3],
+      ]),
+      token(';\n', [
+        [';\n', -0.2],
+        [';', -1],
+      ]),
+      token('z', [
+        ['z', -1],
+        ['w', -1.001],
+      ]),
+    ];
+    const text = 'x;\nz';
+    // Anywhere, the second line's near-tie wins; within the first line, the token that ends it.
+    assert.equal(branchPoint(lines, text.length)?.tokenIndex, 2);
+    assert.equal(branchPoint(lines, branchableLength(text))?.tokenIndex, 1);
   });
 });
