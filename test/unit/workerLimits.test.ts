@@ -87,10 +87,20 @@ describe('worker n-gram indexing of big documents', { skip }, () => {
 
   it('a completion right after a 2 MB document opens is not held up by its indexing', async () => {
     const baselineMs = await timedCompletion(`${PREFIX}ret`);
+    const openedAt = performance.now();
     client.notify({ kind: 'documentOpen', key: 'file:///big.ts', text: syntheticSource('big', 2_000_000) });
     const afterOpenMs = await timedCompletion(`${PREFIX}retu`);
-    console.log(`completion ${baselineMs.toFixed(0)} ms alone, ${afterOpenMs.toFixed(0)} ms right after a 2 MB document opened`);
-    assert.ok(afterOpenMs < baselineMs + 100, `the completion waited ${afterOpenMs.toFixed(0)} ms (alone: ${baselineMs.toFixed(0)} ms)`);
+    // How long the indexing took, on this machine under its load now: a completion that waited for it
+    // would take about that much longer (a fixed bound failed on a loaded CI machine).
+    for (let d = await client.request('diagnostics', {}); !(d.index && d.index.documents > 0 && d.index.pending === 0); d = await client.request('diagnostics', {})) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const indexingMs = performance.now() - openedAt;
+    console.log(`completion ${baselineMs.toFixed(0)} ms alone, ${afterOpenMs.toFixed(0)} ms right after a 2 MB document opened (indexed in ${indexingMs.toFixed(0)} ms)`);
+    assert.ok(
+      afterOpenMs < baselineMs + Math.max(100, indexingMs / 2),
+      `the completion waited ${afterOpenMs.toFixed(0)} ms (alone: ${baselineMs.toFixed(0)} ms; the indexing took ${indexingMs.toFixed(0)} ms)`,
+    );
   });
 
   it('caps the indexed text; a completion in a dropped document has its text sent again', async () => {
