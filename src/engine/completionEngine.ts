@@ -304,6 +304,12 @@ export class CompletionEngine {
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
   }
 
+  /** Whether alternatives at `doc`'s cursor are remembered (asking again costs no model time: no spinner). */
+  hasAlternatives(doc: EngineDocument): boolean {
+    const request = this.buildRequest(doc);
+    return !(request instanceof SkippedCompletion) && this.alternativesCache.some((e) => e.prefix === request.prefix && e.suffix === request.suffix);
+  }
+
   /**
    * Up to `count` alternatives after the greedy completion at the cursor, asked only when the user
    * cycles suggestions: the greedy one comes from the cache (the user saw it), the others from the

@@ -159,8 +159,10 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
     const controller = new AbortController();
     const sub = token.onCancellationRequested(() => controller.abort());
-    // The greedy one usually comes from the cache; the spinner shows while the model computes the others.
-    this.hooks.onBusy(true);
+    // The greedy one usually comes from the cache; the spinner shows while the model computes the
+    // others (not when cycling back over remembered ones).
+    const busy = !engine.hasAlternatives(doc);
+    if (busy) this.hooks.onBusy(true);
     try {
       const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED, controller.signal);
       if (answer instanceof SkippedCompletion) {
@@ -177,7 +179,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       return undefined;
     } finally {
       sub.dispose();
-      this.hooks.onBusy(false);
+      if (busy) this.hooks.onBusy(false);
     }
   }
 }

@@ -73,7 +73,10 @@ describe('CompletionEngine.alternatives', () => {
   it('asks the backend once per cursor: cycling back is served from memory', async () => {
     const backend = new FakeBackend('a + b;', ['b + a;']);
     const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS });
+    assert.equal(engine.hasAlternatives(doc(SOURCE)), false);
     const a = (await engine.alternatives(doc(SOURCE))) as EngineAlternatives;
+    assert.equal(engine.hasAlternatives(doc(SOURCE)), true, 'the editor shows no spinner for them');
+    assert.equal(engine.hasAlternatives(doc(`${SOURCE}a`)), false);
     const b = (await engine.alternatives(doc(SOURCE))) as EngineAlternatives;
     assert.equal(backend.alternativesCalls.length, 1);
     assert.equal(a.fromCache, false);
