@@ -52,6 +52,8 @@ export interface EngineCompletion {
   fromCache: boolean;
   /** Served from what a prefetch computed. */
   prefetched?: boolean;
+  /** Why that prefetch was made: at an accept, or while the ghost text before this one was shown. */
+  prefetchedBy?: PrefetchTrigger;
   result: CompletionResult | null;
   latencyMs: number;
 }
@@ -177,6 +179,8 @@ export class CompletionEngine {
   /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
   private prefetching: RunningPrefetch | null = null;
   private nextPrefetchId = 1;
+  /** Why each recent prefetch was made, by id (the log says where a served ghost text came from). */
+  private readonly prefetchTriggers = new Map<number, PrefetchTrigger>();
   /** Prefetch ids a real request was answered from (each counts once, however often it serves). */
   private readonly servedPrefetches = new Set<number>();
   /** Real model requests in flight (from the model call to its end). */
@@ -301,7 +305,8 @@ export class CompletionEngine {
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
     const whileShown = this.prefetchWhileShown();
     if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
-    return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, result: null, latencyMs };
+    const prefetchedBy = prefetched ? this.prefetchTriggers.get(hit.prefetchId!) : undefined;
+    return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, ...(prefetchedBy ? { prefetchedBy } : {}), result: null, latencyMs };
   }
 
   /** Whether alternatives at `doc`'s cursor are remembered (asking again costs no model time: no spinner). */
@@ -434,6 +439,9 @@ export class CompletionEngine {
     // right after the accept, finds it and waits for it instead of stopping it.
     this.cancelPrefetch();
     const id = this.nextPrefetchId++;
+    this.prefetchTriggers.set(id, trigger);
+    // As many as the cache can hold entries of (older ones cannot serve any more).
+    if (this.prefetchTriggers.size > 64) this.prefetchTriggers.delete(this.prefetchTriggers.keys().next().value!);
     const controller = new AbortController();
     const started = this.now();
     let settle!: () => void;

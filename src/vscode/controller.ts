@@ -37,6 +37,9 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
+/** The scheme of the Show Stats document (a content provider's: read-only, changed by the extension). */
+const STATS_SCHEME = 'draftline-stats';
+
 export class DraftlineController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly statusBar = new StatusBar();
@@ -65,7 +68,7 @@ export class DraftlineController implements vscode.Disposable {
   private readonly activatedAt = performance.now();
   /** Activation to the first models ready, in ms (null until then): the cold-start figure. */
   activationToReadyMs: number | null = null;
-  readonly statsUri = vscode.Uri.parse('draftline-stats:Draftline%20Report.md');
+  readonly statsUri = vscode.Uri.parse(`${STATS_SCHEME}:Draftline%20Report.md`);
   private readonly statsChanged = new vscode.EventEmitter<vscode.Uri>();
   private readonly editArrivals = new EditArrivals();
   private readonly hugeFileAdvice: HugeFileAdvice;
@@ -107,7 +110,10 @@ export class DraftlineController implements vscode.Disposable {
       debounceMs: () => debounceMs(this.reportSettingProblem),
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
       onCompleted: (completion) => {
-        if (completion.prefetched) this.log.info(`ghost text served from the prefetch (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+        if (completion.prefetched) {
+          const made = completion.prefetchedBy === 'shown' ? ' made while the ghost text before it was shown' : completion.prefetchedBy === 'accepted' ? ' made at the accept' : '';
+          this.log.info(`ghost text served from the prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+        }
         this.refreshStats();
       },
       onError: (error) => this.log.warn(`completion failed: ${error.message}`),
@@ -132,15 +138,19 @@ export class DraftlineController implements vscode.Disposable {
       this.documentSync,
       this.statsChanged,
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
-      vscode.workspace.registerTextDocumentContentProvider('draftline-stats', {
+      vscode.workspace.registerTextDocumentContentProvider(STATS_SCHEME, {
         onDidChange: this.statsChanged.event,
         provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
       }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
       vscode.workspace.onDidChangeTextDocument((e) => {
-        // Output channels (this extension's log among them) are documents too: their lines are no keystrokes.
-        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
+        // Output channels (this extension's log among them) and Show Stats are documents too, changed
+        // by the extension itself (Show Stats on each completion, while its document stays loaded after
+        // its tab is closed): their changes are no keystrokes. Nor is a change to a document no editor
+        // shows (another extension's work in the background): the user types where an editor is.
+        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output' || e.document.uri.scheme === STATS_SCHEME) return;
+        if (!vscode.window.visibleTextEditors.some((editor) => editor.document === e.document)) return;
         this.engine.documentEdited(
           e.document.uri.toString(),
           e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { minifiedJs } from '../support/syntheticText';
 import {
+  draftlineLogs,
   clickNotificationButton,
   closeWorkbench,
   e2eUnavailableReason,
@@ -39,17 +40,6 @@ const ANSWER_BOUND_MS = 15_000;
 /** How long the test waits for the ghost text: VS Code's part is not bounded by us (seen: 35 s, and a renderer blocked for minutes). */
 const GHOST_DEADLINE_MS = 300_000;
 const skip = e2eUnavailableReason();
-
-/** The Draftline output channel's log file(s) under code-server's user data. */
-function draftlineLogs(dir: string): string[] {
-  const found: string[] = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) found.push(...draftlineLogs(p));
-    else if (entry.name === 'Draftline.log') found.push(p);
-  }
-  return found;
-}
 
 const asMs = (value: string, unit: string) => Number(value) * (unit === 's' ? 1000 : 1);
 

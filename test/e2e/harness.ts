@@ -978,3 +978,14 @@ export async function clickNotificationButton(page: Page, label: RegExp, timeout
   );
   await button.click();
 }
+
+/** The Draftline output channel's log file(s) under code-server's user data. */
+export function draftlineLogs(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...draftlineLogs(p));
+    else if (entry.name === 'Draftline.log') found.push(p);
+  }
+  return found;
+}

@@ -104,6 +104,7 @@ describe('prefetch: the key is exactly the next request', () => {
     assert.ok(!(result instanceof SkippedCompletion));
     assert.equal(result.text, 'return 1;');
     assert.equal(result.prefetched, true);
+    assert.equal(result.prefetchedBy, 'accepted');
     assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 0, 'no model call of its own');
     assert.equal(debounced, false, 'a prefetched completion skips the debounce');
     assert.equal(engine.stats.prefetch.served, 1);
@@ -296,6 +297,7 @@ describe('prefetch: while a ghost text is shown (the first accept of a chain)', 
     assert.ok(!(next instanceof SkippedCompletion));
     assert.equal(next.text, 'step2;');
     assert.equal(next.prefetched, true);
+    assert.equal(next.prefetchedBy, 'shown', 'made while the ghost text before it was shown');
     assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 1, 'one model call in all: the first ghost text');
   });
 
