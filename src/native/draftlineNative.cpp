@@ -180,6 +180,18 @@ llama_context* liveContext(Napi::Env env, AddonContext* addon) {
     return addon->ctx;
 }
 
+// The logits of batch output `batchIndex`, as the library samples from them: refused where the
+// context samples on its backend (the logits there are not what the library's sampler reads).
+const float* libraryLogits(Napi::Env env, LlamaApi& llama, llama_context* ctx, int32_t batchIndex, int32_t vocabularySize) {
+    if ((llama.get_sampled_logits_ith && llama.get_sampled_logits_ith(ctx, batchIndex) != nullptr) ||
+        (llama.get_sampled_probs_ith && llama.get_sampled_probs_ith(ctx, batchIndex) != nullptr)) {
+        throw Napi::Error::New(env, "the context samples on its backend: its logits are not what the library samples from");
+    }
+    const float* logits = llama.get_logits_ith(ctx, batchIndex);
+    if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
+    return logits;
+}
+
 // probe(context, contextCells, batchSize, sequences) → { vocabularySize, library }
 // Checks, before dereferencing anything the object points to, that the C++ object has the layout of
 // the header this was built against: its copy of the context parameters must hold the sizes the JS
@@ -239,12 +251,7 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     int32_t read = 0;
     for (int32_t j = 0; j < count; j++) {
         const int32_t batchIndex = batchIndexes[j];
-        if ((llama.get_sampled_logits_ith && llama.get_sampled_logits_ith(ctx, batchIndex) != nullptr) ||
-            (llama.get_sampled_probs_ith && llama.get_sampled_probs_ith(ctx, batchIndex) != nullptr)) {
-            throw Napi::Error::New(env, "the context samples on its backend: its logits are not what the library samples from");
-        }
-        const float* logits = llama.get_logits_ith(ctx, batchIndex);
-        if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
+        const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
         const int32_t selected = firstArgmax(logits, vocabularySize);
         const float best = logits[selected];
         outTokens[j] = selected;
@@ -287,12 +294,7 @@ Napi::Value ReadTop(const Napi::CallbackInfo& info) {
     const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
     for (int32_t j = 0; j < count; j++) {
         const int32_t batchIndex = batchIndexes[j];
-        if ((llama.get_sampled_logits_ith && llama.get_sampled_logits_ith(ctx, batchIndex) != nullptr) ||
-            (llama.get_sampled_probs_ith && llama.get_sampled_probs_ith(ctx, batchIndex) != nullptr)) {
-            throw Napi::Error::New(env, "the context samples on its backend: its logits are not what the library samples from");
-        }
-        const float* logits = llama.get_logits_ith(ctx, batchIndex);
-        if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
+        const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
         int32_t* tokens = outTokens.Data() + static_cast<size_t>(j) * top;
         float* values = outLogits.Data() + static_cast<size_t>(j) * top;
         int32_t filled = 0;
