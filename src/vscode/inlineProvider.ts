@@ -109,8 +109,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     const editAt = this.hooks.lastEditAt?.(document);
     const engine = this.hooks.engine();
     if (!engine?.settings.enabled) return undefined;
-    const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
-    const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
+    const doc = this.documentAt(document, position);
     const controller = new AbortController();
     const sub = token.onCancellationRequested(() => controller.abort());
     let busy = false;
@@ -124,11 +123,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
           this.hooks.onBusy(true);
         }
       });
-      if (result instanceof SkippedCompletion) {
-        if (result.reason !== 'cancelled') this.hooks.onSkipped(result);
-        return undefined;
-      }
-      this.hooks.onSkipped(null);
+      if (this.skipped(result)) return undefined;
       if (token.isCancellationRequested || !result.text) return undefined;
       this.hooks.onCompleted(result);
       const last = result.fromCache ? undefined : engine.stats.last;
@@ -148,6 +143,22 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     }
   }
 
+  /** The engine's view of the document at the cursor (with its editor's indentation and the extra context). */
+  private documentAt(document: vscode.TextDocument, position: vscode.Position): EngineDocument {
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
+    return engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
+  }
+
+  /** Whether the engine skipped the request; the editor is told why (not for a cancelled one), or that nothing holds it back. */
+  private skipped<T>(answer: T | SkippedCompletion): answer is SkippedCompletion {
+    if (answer instanceof SkippedCompletion) {
+      if (answer.reason !== 'cancelled') this.hooks.onSkipped(answer);
+      return true;
+    }
+    this.hooks.onSkipped(null);
+    return false;
+  }
+
   /**
    * The greedy suggestion (the one already shown, from the cache) then up to ALTERNATIVES_ASKED
    * distinct alternatives, for VS Code to cycle through; typing cancels the token, which stops them.
@@ -155,8 +166,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
   private async provideAlternatives(document: vscode.TextDocument, position: vscode.Position, token: vscode.CancellationToken): Promise<vscode.InlineCompletionItem[] | undefined> {
     const engine = this.hooks.engine();
     if (!engine?.settings.enabled) return undefined;
-    const editor = vscode.window.visibleTextEditors.find((e) => e.document === document);
-    const doc = engineDocument(document, position, editor, this.hooks.extraContext && ((d) => this.hooks.extraContext!(d)));
+    const doc = this.documentAt(document, position);
     const controller = new AbortController();
     const sub = token.onCancellationRequested(() => controller.abort());
     // The greedy one usually comes from the cache; the spinner shows while the model computes the
@@ -165,11 +175,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     if (busy) this.hooks.onBusy(true);
     try {
       const answer = await engine.alternatives(doc, ALTERNATIVES_ASKED, controller.signal);
-      if (answer instanceof SkippedCompletion) {
-        if (answer.reason !== 'cancelled') this.hooks.onSkipped(answer);
-        return undefined;
-      }
-      this.hooks.onSkipped(null);
+      if (this.skipped(answer)) return undefined;
       if (token.isCancellationRequested) return undefined;
       if (answer.greedy.text) this.hooks.onCompleted(answer.greedy);
       this.hooks.onAlternatives?.(answer);
