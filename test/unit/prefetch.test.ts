@@ -8,7 +8,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, documentAfterInsertion, type EngineDocument, prefetchWhileShownFor, SkippedCompletion, wastedPrefetches } from '../../src/engine/completionEngine';
+import {
+  CompletionEngine,
+  DEFAULT_ENGINE_SETTINGS,
+  documentAfterInsertion,
+  type EngineDocument,
+  type PrefetchWhileShown,
+  prefetchWhileShownFor,
+  SkippedCompletion,
+  wastedPrefetches,
+} from '../../src/engine/completionEngine';
 import { DECLARATIONS } from '../../src/engine/declaredSettings';
 import { statsReport } from '../../src/engine/statsReport';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
@@ -276,14 +285,22 @@ describe('prefetch: a chain of accepts', () => {
 });
 
 describe('prefetch: while a ghost text is shown (the first accept of a chain)', () => {
-  it('a ghost text the model just computed prefetches the one after it; the Tab is then served with no model call', async () => {
-    let n = 0;
-    const { backend, engine } = engineWith(() => `step${++n};`);
-    engine.prefetchWhileShown = () => 'all';
+  /** An engine with `whileShown`, after the model computed the ghost text at CURSOR (the backend answers `answer`). */
+  async function shownAtCursor(whileShown: PrefetchWhileShown, answer: (request: CompletionRequest) => string) {
+    const { backend, engine } = engineWith(answer);
+    engine.prefetchWhileShown = () => whileShown;
     const doc = textDocument(SOURCE, CURSOR);
     const asked = engine.complete(doc);
     await backend.finishLast();
-    const shown = await asked;
+    return { backend, engine, doc, shown: await asked };
+  }
+  const counted = () => {
+    let n = 0;
+    return () => `step${++n};`;
+  };
+
+  it('a ghost text the model just computed prefetches the one after it; the Tab is then served with no model call', async () => {
+    const { backend, engine, doc, shown } = await shownAtCursor('all', counted());
     assert.ok(!(shown instanceof SkippedCompletion));
     assert.equal(shown.text, 'step1;');
     assert.equal(engine.prefetchRunning, true, 'computed while the user reads the ghost text');
@@ -302,13 +319,7 @@ describe('prefetch: while a ghost text is shown (the first accept of a chain)', 
   });
 
   it("typing the ghost text's first characters keeps the prefetch; the accept of the rest is served from it", async () => {
-    let n = 0;
-    const { backend, engine } = engineWith(() => `step${++n};`);
-    engine.prefetchWhileShown = () => 'all';
-    const doc = textDocument(SOURCE, CURSOR);
-    const asked = engine.complete(doc);
-    await backend.finishLast();
-    await asked;
+    const { backend, engine, doc } = await shownAtCursor('all', counted());
     const prefetch = backend.calls.at(-1)!;
     // The user types "st": the editor asks again and the cache serves the rest ("ep1;").
     engine.documentEdited(doc.uri, [{ offset: CURSOR, deleteCount: 0, text: 's' }]);
@@ -329,22 +340,13 @@ describe('prefetch: while a ghost text is shown (the first accept of a chain)', 
   });
 
   it('a keystroke that does not type the ghost text stops it; with "prefetched" only a prefetched ghost text prefetches', async () => {
-    const { backend, engine } = engineWith(() => 'step;');
-    engine.prefetchWhileShown = () => 'all';
-    const doc = textDocument(SOURCE, CURSOR);
-    const asked = engine.complete(doc);
-    await backend.finishLast();
-    await asked;
+    const { backend, engine, doc } = await shownAtCursor('all', () => 'step;');
     engine.documentEdited(doc.uri, [{ offset: CURSOR, deleteCount: 0, text: 'x' }]);
     assert.equal(backend.calls.at(-1)!.aborted, true);
     await tick();
     assert.equal(engine.prefetchRunning, false);
 
-    const other = engineWith(() => 'step;');
-    other.engine.prefetchWhileShown = () => 'prefetched';
-    const asked2 = other.engine.complete(doc);
-    await other.backend.finishLast();
-    await asked2;
+    const other = await shownAtCursor('prefetched', () => 'step;');
     assert.equal(other.engine.prefetchRunning, false);
     assert.equal(other.backend.calls.length, 1);
   });
