@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { CATALOG } from '../../src/models/catalog';
 import { startModelServer } from '../support/modelServer';
 import {
+  draftlineLogs,
   clickNotificationButton,
   closeWorkbench,
   e2eUnavailableReason,
@@ -92,10 +93,7 @@ describe('first run: download the recommended pair and complete with it', { skip
     await typeLikeAPerson(page, 'for (const value of values', 40);
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await screenshot(page, OUT, '03-completion-from-downloaded-pair');
-    const log = fs
-      .readdirSync(path.join(server.userDataDir, 'logs'))
-      .map((d) => path.join(server.userDataDir, 'logs', d, 'exthost1', 'draftline.draftline', 'Draftline.log'))
-      .filter(fs.existsSync)
+    const log = draftlineLogs(server.userDataDir)
       .map((f) => fs.readFileSync(f, 'utf8'))
       .join('\n');
     assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
