@@ -1,4 +1,5 @@
 import type { ShownCompletion } from '../postprocess';
+import type { PrefetchTrigger } from './completionEngine';
 
 interface Entry {
   prefix: string;
@@ -8,11 +9,14 @@ interface Entry {
   replaceSuffixChars: number;
   /** Set when a prefetch computed it (engine/completionEngine.ts prefetch): its number, for the served/wasted count. */
   prefetchId?: number;
+  /** ...and why that prefetch was made (the log says where a served ghost text came from). */
+  prefetchedBy?: PrefetchTrigger;
 }
 
 /** A cache hit, and the prefetch that computed it (if one did). */
 export interface CacheHit extends ShownCompletion {
   prefetchId?: number;
+  prefetchedBy?: PrefetchTrigger;
 }
 
 /**
@@ -34,10 +38,10 @@ export class CompletionCache {
    * prefix and suffix: the request that follows an accept then costs no model call to learn that the
    * model has nothing to add there (the same greedy decoding would say the same).
    */
-  put(prefix: string, suffix: string, shown: ShownCompletion, prefetchId?: number): void {
-    if (!shown.text && prefetchId === undefined) return;
+  put(prefix: string, suffix: string, shown: ShownCompletion, prefetch?: { id: number; by: PrefetchTrigger }): void {
+    if (!shown.text && prefetch === undefined) return;
     this.entries = this.entries.filter((e) => !(e.prefix === prefix && e.suffix === suffix));
-    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars, prefetchId });
+    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars, prefetchId: prefetch?.id, prefetchedBy: prefetch?.by });
     if (this.entries.length > this.capacity) this.entries.shift();
   }
 
@@ -52,7 +56,10 @@ export class CompletionCache {
         this.entries.splice(i, 1);
         this.entries.push(e);
         const hit: CacheHit = { text: e.completion.slice(typed.length), replaceSuffixChars: e.replaceSuffixChars };
-        if (e.prefetchId !== undefined) hit.prefetchId = e.prefetchId;
+        if (e.prefetchId !== undefined) {
+          hit.prefetchId = e.prefetchId;
+          hit.prefetchedBy = e.prefetchedBy;
+        }
         return hit;
       }
     }

@@ -179,8 +179,6 @@ export class CompletionEngine {
   /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
   private prefetching: RunningPrefetch | null = null;
   private nextPrefetchId = 1;
-  /** Why each recent prefetch was made, by id (the log says where a served ghost text came from). */
-  private readonly prefetchTriggers = new Map<number, PrefetchTrigger>();
   /** Prefetch ids a real request was answered from (each counts once, however often it serves). */
   private readonly servedPrefetches = new Set<number>();
   /** Real model requests in flight (from the model call to its end). */
@@ -305,7 +303,7 @@ export class CompletionEngine {
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
     const whileShown = this.prefetchWhileShown();
     if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
-    const prefetchedBy = prefetched ? this.prefetchTriggers.get(hit.prefetchId!) : undefined;
+    const prefetchedBy = hit.prefetchedBy;
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, ...(prefetchedBy ? { prefetchedBy } : {}), result: null, latencyMs };
   }
 
@@ -439,9 +437,6 @@ export class CompletionEngine {
     // right after the accept, finds it and waits for it instead of stopping it.
     this.cancelPrefetch();
     const id = this.nextPrefetchId++;
-    this.prefetchTriggers.set(id, trigger);
-    // As many as the cache can hold entries of (older ones cannot serve any more).
-    if (this.prefetchTriggers.size > 64) this.prefetchTriggers.delete(this.prefetchTriggers.keys().next().value!);
     const controller = new AbortController();
     const started = this.now();
     let settle!: () => void;
@@ -475,7 +470,7 @@ export class CompletionEngine {
         return end('cancelled', 'stopped by a keystroke or a request');
       }
       const shown = this.shownFor(result, request, doc);
-      this.cache.put(request.prefix, request.suffix, shown, id);
+      this.cache.put(request.prefix, request.suffix, shown, { id, by: trigger });
       tally.ready++;
       return end('ready', `${shown.text.length} chars in ${Math.round(this.now() - started)} ms`);
     } catch (error) {
