@@ -36,10 +36,10 @@ import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 
-/** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 /** The scheme of the Show Stats document (a content provider's: read-only, changed by the extension). */
 const STATS_SCHEME = 'draftline-stats';
 
+/** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly statusBar = new StatusBar();
