@@ -7,16 +7,21 @@ interface Entry {
   completion: string;
   /** Characters of the cursor line's suffix the completion replaces: the suffix is the same on a hit, so this is too. */
   replaceSuffixChars: number;
-  /** Set when a prefetch computed it (engine/completionEngine.ts prefetch): its number, for the served/wasted count. */
-  prefetchId?: number;
-  /** ...and why that prefetch was made (the log says where a served ghost text came from). */
-  prefetchedBy?: PrefetchTrigger;
+  prefetch?: PrefetchMark;
+}
+
+/**
+ * The prefetch that computed a cached completion (engine/completionEngine.ts prefetch): its number,
+ * for the served/wasted count, and why it was made (the log says where a served ghost text came from).
+ */
+export interface PrefetchMark {
+  id: number;
+  by: PrefetchTrigger;
 }
 
 /** A cache hit, and the prefetch that computed it (if one did). */
 export interface CacheHit extends ShownCompletion {
-  prefetchId?: number;
-  prefetchedBy?: PrefetchTrigger;
+  prefetch?: PrefetchMark;
 }
 
 /**
@@ -38,10 +43,10 @@ export class CompletionCache {
    * prefix and suffix: the request that follows an accept then costs no model call to learn that the
    * model has nothing to add there (the same greedy decoding would say the same).
    */
-  put(prefix: string, suffix: string, shown: ShownCompletion, prefetch?: { id: number; by: PrefetchTrigger }): void {
+  put(prefix: string, suffix: string, shown: ShownCompletion, prefetch?: PrefetchMark): void {
     if (!shown.text && prefetch === undefined) return;
     this.entries = this.entries.filter((e) => !(e.prefix === prefix && e.suffix === suffix));
-    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars, prefetchId: prefetch?.id, prefetchedBy: prefetch?.by });
+    this.entries.push({ prefix, suffix, completion: shown.text, replaceSuffixChars: shown.replaceSuffixChars, prefetch });
     if (this.entries.length > this.capacity) this.entries.shift();
   }
 
@@ -56,10 +61,7 @@ export class CompletionCache {
         this.entries.splice(i, 1);
         this.entries.push(e);
         const hit: CacheHit = { text: e.completion.slice(typed.length), replaceSuffixChars: e.replaceSuffixChars };
-        if (e.prefetchId !== undefined) {
-          hit.prefetchId = e.prefetchId;
-          hit.prefetchedBy = e.prefetchedBy;
-        }
+        if (e.prefetch) hit.prefetch = e.prefetch;
         return hit;
       }
     }

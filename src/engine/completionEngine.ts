@@ -294,16 +294,16 @@ export class CompletionEngine {
 
   private served(doc: EngineDocument, hit: CacheHit, started: number): EngineCompletion {
     const latencyMs = this.now() - started;
-    const prefetched = hit.prefetchId !== undefined;
-    if (prefetched && !this.servedPrefetches.has(hit.prefetchId!)) {
-      this.servedPrefetches.add(hit.prefetchId!);
+    const prefetched = hit.prefetch !== undefined;
+    if (hit.prefetch && !this.servedPrefetches.has(hit.prefetch.id)) {
+      this.servedPrefetches.add(hit.prefetch.id);
       this.stats.prefetch.served++;
       if (hit.text) this.stats.prefetch.shown++;
     }
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
     const whileShown = this.prefetchWhileShown();
     if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
-    const prefetchedBy = hit.prefetchedBy;
+    const prefetchedBy = hit.prefetch?.by;
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, ...(prefetchedBy ? { prefetchedBy } : {}), result: null, latencyMs };
   }
 
