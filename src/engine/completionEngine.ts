@@ -310,7 +310,12 @@ export class CompletionEngine {
   /** Whether alternatives at `doc`'s cursor are remembered (asking again costs no model time: no spinner). */
   hasAlternatives(doc: EngineDocument): boolean {
     const request = this.buildRequest(doc);
-    return !(request instanceof SkippedCompletion) && this.alternativesCache.some((e) => e.prefix === request.prefix && e.suffix === request.suffix);
+    return !(request instanceof SkippedCompletion) && this.rememberedAlternatives(request) !== undefined;
+  }
+
+  /** The alternatives already computed for exactly this request (cycling back over them costs nothing). */
+  private rememberedAlternatives(request: CompletionRequest) {
+    return this.alternativesCache.find((e) => e.prefix === request.prefix && e.suffix === request.suffix)?.answer;
   }
 
   /**
@@ -338,8 +343,8 @@ export class CompletionEngine {
       return { ...answer, greedy, fromCache, latencyMs };
     };
     const greedyItem: ShownCompletion[] = greedy.text ? [{ text: greedy.text, replaceSuffixChars: greedy.replaceSuffixChars }] : [];
-    const known = this.alternativesCache.find((e) => e.prefix === request.prefix && e.suffix === request.suffix);
-    if (known) return done(known.answer, true);
+    const known = this.rememberedAlternatives(request);
+    if (known) return done(known, true);
     if (!this.backend.alternatives) return done({ items: greedyItem, limitedBy: 'this backend computes one suggestion only' }, false);
     this.cancelPrefetch();
     this.realRequests++;
