@@ -300,10 +300,10 @@ export class CompletionEngine {
       this.stats.prefetch.served++;
       if (hit.text) this.stats.prefetch.shown++;
     }
-    this.stats.record({ at: Date.now(), latencyMs, fromCache: true, prefetched, chars: hit.text.length, stats: null });
+    const prefetchedBy = hit.prefetch?.by;
+    this.stats.record({ at: Date.now(), latencyMs, fromCache: true, ...(prefetchedBy ? { prefetchedBy } : {}), chars: hit.text.length, stats: null });
     const whileShown = this.prefetchWhileShown();
     if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
-    const prefetchedBy = hit.prefetch?.by;
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, ...(prefetchedBy ? { prefetchedBy } : {}), result: null, latencyMs };
   }
 

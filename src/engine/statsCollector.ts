@@ -1,4 +1,5 @@
 import type { DecodeMode, GenerationStats, ProposalSource, SpeculationStats } from '../shared/types';
+import type { PrefetchTrigger } from './completionEngine';
 
 export interface CompletionRecord {
   at: number;
@@ -10,8 +11,8 @@ export interface CompletionRecord {
    */
   waitMs?: number;
   fromCache: boolean;
-  /** Served from what a prefetch computed (after an accepted completion). */
-  prefetched?: boolean;
+  /** Served from what a prefetch computed: why that prefetch was made (at an accept, or while a ghost text was shown). */
+  prefetchedBy?: PrefetchTrigger;
   chars: number;
   stats: GenerationStats | null;
 }

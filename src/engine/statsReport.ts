@@ -1,4 +1,4 @@
-import type { EngineAlternatives } from './completionEngine';
+import type { EngineAlternatives, PrefetchTrigger } from './completionEngine';
 import { type AlternativesTally, acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
 import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
@@ -58,7 +58,7 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
   const last = stats.last;
   lines.push('## Last completion', '');
   if (!last) lines.push('none yet');
-  else if (last.fromCache) lines.push(`served from ${last.prefetched ? 'the prefetch (computed after the accepted completion before it)' : 'cache'} in ${ms(last.latencyMs)}`);
+  else if (last.fromCache) lines.push(`served from ${last.prefetchedBy ? `the prefetch (${prefetchOrigin(last.prefetchedBy)})` : 'cache'} in ${ms(last.latencyMs)}`);
   else if (last.stats) {
     const s = last.stats;
     const spec = s.speculation;
@@ -143,6 +143,11 @@ export function alternativesReport(t: AlternativesTally): string[] {
     `| time to the alternatives, mean | ${ms(t.computed ? t.totalMs / t.computed : null)} |`,
     ...(t.lastLimitedBy ? [`| fewer than asked, last time, because | ${t.lastLimitedBy} |`] : []),
   ];
+}
+
+/** Where a prefetched ghost text came from, as the log and Show Stats say it. */
+export function prefetchOrigin(by: PrefetchTrigger): string {
+  return by === 'shown' ? 'made while the ghost text before it was shown' : 'made at the accept';
 }
 
 /** One log line per alternatives answer: how many, how fast, where they branch, and why fewer when so. */

@@ -7,7 +7,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend, pref
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { describeAlternatives, type ModelFilesProvenance, statsReport, type WorkerStatus } from '../engine/statsReport';
+import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, statsReport, type WorkerStatus } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
@@ -111,7 +111,7 @@ export class DraftlineController implements vscode.Disposable {
       onBusy: (busy) => this.statusBar.setState(busy ? { kind: 'busy' } : this.restingState()),
       onCompleted: (completion) => {
         if (completion.prefetched) {
-          const made = completion.prefetchedBy === 'shown' ? ' made while the ghost text before it was shown' : completion.prefetchedBy === 'accepted' ? ' made at the accept' : '';
+          const made = completion.prefetchedBy ? ` ${prefetchOrigin(completion.prefetchedBy)}` : '';
           this.log.info(`ghost text served from the prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
         }
         this.refreshStats();
