@@ -44,6 +44,11 @@ export interface StormFigures {
   maxConcurrentGenerations: number;
   /** Abort sent -> aborted response received, for every request aborted before it answered. */
   cancelToStopMs: number[];
+  /**
+   * Prompt tokens each request evaluated beyond what its KV cache kept (promptTokens −
+   * reusedPromptTokens), for every answer that reached its prompt's end: what a keystroke costs.
+   */
+  reevaluatedPromptTokens: number[];
   /** Worker RSS at the end of the warm-up and at the end, and the growth per minute in between. */
   rssAfterWarmupMb: number | null;
   rssEndMb: number | null;
@@ -90,6 +95,7 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
     prefetchesRefused: 0,
     maxConcurrentGenerations: 0,
     cancelToStopMs: [],
+    reevaluatedPromptTokens: [],
     rssAfterWarmupMb: null,
     rssEndMb: null,
     rssGrowthMbPerMinute: null,
@@ -110,6 +116,8 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
     latest.request = entry;
     const done = client.request('complete', { request }, entry.controller.signal).then(
       (result: CompletionResult) => {
+        // An answer stopped before its prompt was evaluated reports no prompt tokens.
+        if (result.stats.promptTokens > 0 && (result.stats.timeToFirstTokenMs ?? 0) > 0) figures.reevaluatedPromptTokens.push(result.stats.promptTokens - result.stats.reusedPromptTokens);
         if (result.stats.stopReason === 'abort') {
           figures.aborted++;
           if (entry.abortedAt !== null) figures.cancelToStopMs.push(performance.now() - entry.abortedAt);
@@ -173,11 +181,13 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
 export function describeStorm(f: StormFigures, durationMs: number): string {
   const fmt = (v: number | null, digits = 1) => (v === null || Number.isNaN(v) ? '-' : v.toFixed(digits));
   const c = f.cancelToStopMs;
+  const r = f.reevaluatedPromptTokens;
   const failures = [...f.failures].map(([m, n]) => `${n}x ${m}`).join('; ') || 'none';
   return [
     `${f.keystrokes} keystrokes in ${(durationMs / 1000).toFixed(0)} s: ${f.completed} completed, ${f.aborted} aborted; failures: ${failures}${f.prefetches ? `; ${f.prefetches} of them prefetches (${f.prefetchesRefused} refused: a real completion still ran)` : ''}`,
     `generations in flight at once: max ${f.maxConcurrentGenerations}`,
     `cancel -> stop (${c.length} aborts): p50 ${fmt(percentile(c, 50))} ms, p95 ${fmt(percentile(c, 95))} ms, max ${fmt(c.length ? Math.max(...c) : null)} ms`,
+    `prompt tokens evaluated again per request (${r.length} that reached their prompt's end): p50 ${fmt(percentile(r, 50), 0)}, p90 ${fmt(percentile(r, 90), 0)}, max ${fmt(r.length ? Math.max(...r) : null, 0)}`,
     `worker RSS: ${fmt(f.rssAfterWarmupMb)} MB after warm-up -> ${fmt(f.rssEndMb)} MB at the end (${fmt(f.rssGrowthMbPerMinute, 2)} MB/min)`,
   ].join('\n');
 }
