@@ -75,6 +75,7 @@ export function modelSettingsFrom(config: SettingsReader, embedded: { target: st
     gpuLayers: config.numberOrKeyword('gpuLayers', ['auto'] as const),
     threads: config.threads('threads', cores),
     contextSize: config.number('contextSize'),
+    kvSequences: config.numberOrKeyword('kvSequences', ['auto'] as const),
     flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
   };
 }
@@ -86,7 +87,9 @@ export interface LoadInputs {
 }
 
 /** Settings a load is made from (the backend, the models and how they run). */
-export const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'flashAttention', 'huggingFaceEndpoint'].map((k) => `${SECTION}.${k}`);
+export const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'kvSequences', 'flashAttention', 'huggingFaceEndpoint'].map(
+  (k) => `${SECTION}.${k}`,
+);
 
 /**
  * Whether a settings change takes a reload: only when a load setting was touched (`affects`, VS

@@ -24,6 +24,17 @@ export interface WorkerStatus {
   windows: number;
   /** How long a shared worker outlives its last window (this window's setting). */
   idleMinutes: number;
+  /** The target's KV sequences as this window sees them (WorkerDiagnostics.kvSequences). */
+  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number } | null;
+}
+
+/** The KV sequences, one a line: whose prompt each holds, its tokens and their memory. */
+export function describeKvSequences(k: NonNullable<WorkerStatus['kvSequences']>): string[] {
+  const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+  return [
+    `KV sequences: ${k.sequences.length}, ${k.evictions === 0 ? 'none taken from another prompt yet' : `${k.evictions} taken from the least recently used prompt when all were in use`}`,
+    ...k.sequences.map((q, i) => `- sequence ${i}: ${q.owner ?? 'free'}, ${q.tokens} tokens (${mb(q.bytes)})`),
+  ];
 }
 
 export function describeWorker(w: WorkerStatus): string {
@@ -49,7 +60,9 @@ export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: Ba
       `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
       ...(models.nativeAddon ? [`Decoding: ${decodePathExplanation(models)}`] : []),
       ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),
+      ...(models.kvSequences ? [`KV sequences: ${models.kvSequences.reason}`] : []),
       ...(worker ? [describeWorker(worker)] : []),
+      ...(worker?.kvSequences ? describeKvSequences(worker.kvSequences) : []),
       '',
     );
   } else {

@@ -1,5 +1,4 @@
-import type { Llama, LlamaContext, LlamaModel, LlamaToken } from './llamaTypes';
-import * as os from 'node:os';
+import type { Llama, LlamaToken } from './llamaTypes';
 import {
   type AlternativesResult,
   type CompletionRequest,
@@ -8,17 +7,13 @@ import {
   type GenerationStats,
   type LocalCompletionResult,
   type LoadedModelsInfo,
-  type ModelDescription,
   type ModelSettings,
   type SpeculationSettings,
   type Token,
 } from '../shared/types';
-import { describeLoadTimings } from '../engine/loadTimings';
-import { backendExplanation, gpuName } from '../engine/statusText';
-import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { NgramIndex, findInSequence } from '../ngram';
 import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
-import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
+import type { PromptTemplate } from '../prompt/templates';
 import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
@@ -30,9 +25,14 @@ import { chooseBranchPoint } from '../speculation/branchPoint';
 import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
-import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
-import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
+import type { AttachedThreadpool } from './nativeAddon';
+import type { LlamaContext } from './llamaTypes';
+import { createContext, disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
+import type { RuntimeLog } from './llamaRuntime';
+import { DEFAULT_OWNER, PromptStates, type SequenceEvaluators, type SequenceReport } from './promptStates';
+import { kvBytesPerToken } from './sequenceBudget';
+
+export { gpuLayersFor } from './loadedPair';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
 export interface DecodeOverrides {
@@ -47,6 +47,11 @@ export interface DecodeOverrides {
    * window's own, with `policy` the window's own policy over the same object).
    */
   speculation?: SpeculationSettings;
+  /**
+   * Whose prompt state (KV sequence) the request decodes on: the shared worker names each window's
+   * completions apart (inference/promptStates.ts); the default owner's otherwise.
+   */
+  owner?: string;
 }
 
 /** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */
@@ -73,41 +78,13 @@ type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' |
 /** A prompt like a user's: a few lines of code, the cursor inside a function body. */
 const WARM_UP_PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values) {\n    total += ';
 
+/** The warm-up's prompt state (freed once it ran). */
+const WARM_UP_OWNER = 'warm-up';
+
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
 export { DEFAULT_SPECULATION } from '../engine/declaredSettings';
-
-interface LoadedModel {
-  info: ModelFileInfo;
-  model: LlamaModel;
-  context: LlamaContext;
-  evaluator: LlamaSequenceEvaluator;
-  /** The context's persistent CPU threadpool (2+ threads), or why it has none. */
-  threadpool: AttachedThreadpool | { error: string };
-  /** Flash attention as the context was created with it, and why (inference/flashAttention.ts). */
-  attention: FlashAttentionChoice;
-}
-
-/**
- * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
- * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
- * slower than a 1-thread one here (src/inference/nativeAddon.ts).
- */
-async function createContext(
-  model: LlamaModel,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean | 'auto' },
-): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
-  const context = await model.createContext({ ...options, sequences: 1 });
-  return { context, threadpool: attachThreadpool(context, options.threads) };
-}
-
-/** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
-async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
-  if (!c) return;
-  await c.context.dispose();
-  if ('release' in c.threadpool) c.threadpool.release();
-}
 
 /**
  * Everything that runs next to the models: loading, prompt layout, the speculative decoder, the
@@ -132,142 +109,44 @@ export class InferenceSession {
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
   promptLayout: PromptLayout = 'lineAnchored';
 
-  private constructor(
-    readonly llama: Llama,
-    readonly target: LoadedModel,
-    readonly draft: LoadedModel | null,
-    readonly info: LoadedModelsInfo,
-    readonly template: PromptTemplate,
-    speculation: SpeculationSettings,
-  ) {
+  readonly llama: Llama;
+  readonly target: LoadedModel;
+  readonly draft: LoadedModel | null;
+  readonly info: LoadedModelsInfo;
+  readonly template: PromptTemplate;
+  /** The KV sequences, one per prompt state (window and task). */
+  private readonly states: PromptStates<LlamaSequenceEvaluator>;
+
+  private constructor(pair: LoadedPair, speculation: SpeculationSettings, log: RuntimeLog) {
+    ({ llama: this.llama, target: this.target, draft: this.draft, info: this.info, template: this.template } = pair);
     this.speculation = { ...speculation };
     this.policy = new SpeculationPolicy(this.speculation);
+    const target = this.target;
     this.documents = new NgramIndex({
       minN: speculation.ngramMinMatch,
       maxN: speculation.ngramMaxMatch,
       tokenize: (text: string): Token[] => target.model.tokenize(text, false),
     });
+    this.states = new PromptStates(this.target.sequences, this.draft?.sequences ?? null, kvBytesPerToken(this.target.info), (message) => log('info', message));
   }
 
   /**
-   * Loads the pair on the backend asked for. When a GPU backend fails to start or to take a model
-   * (a broken driver, too little memory), the pair is loaded on the CPU instead and the reason kept
-   * in `info.gpuFallback` for the status bar: completions keep working, and the user is told why
-   * they are slower. File problems (missing, corrupt, vocabulary) are not GPU failures: they throw.
+   * Loads the pair (inference/loadedPair.ts: the GPU when asked and usable, else the CPU) with as
+   * many KV sequences as the memory budget allows. `onNativeLoad` is told each model file just
+   * before llama.cpp reads it (a native abort then is that file's).
    */
   static async load(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<InferenceSession> {
-    try {
-      return await InferenceSession.loadOn(settings, speculation, log, onNativeLoad);
-    } catch (error) {
-      if (!(error instanceof GpuFailure)) throw error;
-      log('warn', `${error.message}; loading the models on the CPU instead`);
-      return InferenceSession.loadOn({ ...settings, gpu: 'cpu', gpuLayers: 0, gpuFallback: error.message }, speculation, log, onNativeLoad);
-    }
+    return new InferenceSession(await loadPair(settings, speculation, log, onNativeLoad), speculation, log);
   }
 
-  /** `onNativeLoad` is told each model file just before llama.cpp reads it (a native abort then is that file's). */
-  private static async loadOn(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<InferenceSession> {
-    const started = performance.now();
-    const threads = resolveThreads(settings.threads, os.availableParallelism());
-    // The binding (library import, binary test in a child process) is the slowest part of a cold
-    // start and needs no model: it loads while the GGUF headers are checked.
-    const runtime = getRuntime(settings, threads, log);
-    runtime.catch(() => undefined);
-    // Check files before the native loader sees them: a malformed GGUF can abort the process.
-    const targetInfo = await inspectModelFile(settings.targetModel);
-    let draftInfo: ModelFileInfo | null = null;
-    let draftProblem: string | null = null;
-    if (settings.draftModel) {
-      try {
-        draftInfo = await inspectModelFile(settings.draftModel);
-        const compatible = checkVocabularyCompatible(targetInfo, draftInfo);
-        if (!compatible.compatible) {
-          draftProblem = `Draft model ${basename(settings.draftModel)} cannot be used with ${basename(settings.targetModel)}: ${compatible.reason}. Speculation uses n-gram reuse only.`;
-          draftInfo = null;
-        }
-      } catch (error) {
-        draftProblem = `Draft model not used: ${(error as Error).message}`;
-        draftInfo = null;
-      }
-      if (draftProblem) log('warn', draftProblem);
-    }
-    const inspected = performance.now();
-    const llama = await runtime.catch((error: Error) => {
-      throw settings.gpu !== 'cpu' ? new GpuFailure(`${gpuName(settings.gpu)} did not start (${error.message})`) : error;
-    });
-    const runtimeReady = performance.now();
-    const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
-    const backend = llama.gpu === false ? 'cpu' : llama.gpu;
-    const memo = settings.attentionMemoFile ? new AttentionMemo(settings.attentionMemoFile) : undefined;
-    const placement = (role: ModelRole): ModelPlacement => ({
-      role,
-      gpuLayers: gpuLayersFor(role, settings, contextSize),
-      contextSize,
-      threads,
-      flashAttention: settings.flashAttention ?? 'auto',
-      memo,
-      verifySize: speculation.maxProposal + 1,
-      runtime: `${backend} ${llama.llamaCppRelease.release}`,
-    });
-    // The draft first: it is small, and only worth running if it is as fast as it can be (all on
-    // the GPU when there is one); the target then takes the GPU memory that is left.
-    let draft: LoadedModel | null = null;
-    if (draftInfo) {
-      try {
-        onNativeLoad?.(draftInfo.path);
-        draft = await loadModel(llama, draftInfo, placement('draft'));
-      } catch (error) {
-        draftProblem = `Draft model failed to load: ${(error as Error).message}`;
-        log('warn', draftProblem);
-      }
-    }
-    const draftLoaded = performance.now();
-    let target: LoadedModel;
-    try {
-      onNativeLoad?.(targetInfo.path);
-      target = await loadModel(llama, targetInfo, placement('target'));
-    } catch (error) {
-      await draft?.evaluator.dispose().catch(() => undefined);
-      await disposeContext(draft).catch(() => undefined);
-      await draft?.model.dispose().catch(() => undefined);
-      if (backend !== 'cpu') throw new GpuFailure(`${gpuName(backend)} failed to load ${basename(settings.targetModel)}: ${(error as Error).message}`);
-      throw error;
-    }
-    const done = performance.now();
-    // The target's prompt template, chosen from its vocabulary (prompt/templates.ts).
-    const template = chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim });
-    const info: LoadedModelsInfo = {
-      target: describe(targetInfo),
-      draft: draft ? describe(draft.info) : null,
-      draftProblem,
-      backend,
-      gpuLayers: { target: target.model.gpuLayers, draft: draft?.model.gpuLayers ?? 0 },
-      contextSize: target.context.contextSize,
-      threads,
-      promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
-      promptTemplate: template.spec.label,
-      loadTimings: {
-        workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
-        inspectMs: round1(inspected - started),
-        runtimeMs: round1(runtimeReady - inspected),
-        draftMs: round1(draftLoaded - runtimeReady),
-        targetMs: round1(done - draftLoaded),
-        totalMs: round1(done - started),
-        ...runtimeMilestones,
-      },
-      // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
-      runtime: await describeRuntimeChoice(settings, llama),
-      ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
-      tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
-      nativeAddon: target.evaluator.path === 'native' ? { used: true } : { used: false, reason: target.evaluator.nativeUnavailable ?? `the ${target.evaluator.path} path was asked for` },
-      threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
-      flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
-    };
-    log(
-      'info',
-      `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
-    );
-    return new InferenceSession(llama, target, draft, info, template, speculation);
+  /** The live KV sequences: whose prompt each holds, its tokens and their bytes (Show Stats). */
+  sequences(): { sequences: SequenceReport[]; evictions: number } {
+    return { sequences: this.states.report(), evictions: this.states.evictions };
+  }
+
+  /** Frees the sequences of owners `matches` accepts (a window that went away): others may take them. */
+  releaseOwners(matches: (owner: string) => boolean): void {
+    this.states.release(matches);
   }
 
   configure(speculation: Partial<SpeculationSettings>): void {
@@ -359,11 +238,12 @@ export class InferenceSession {
     }
     if (greedy.tokens.length === 0) return done({ completions: [], limitedBy: 'the greedy completion is empty' });
     let ranked: RankedNext[] | null;
+    const state = this.states.acquire(overrides.owner ?? DEFAULT_OWNER, prompt);
     try {
-      ranked = await this.rankAlong(prompt, greedy.tokens.slice(0, this.branchablePositions(greedy.tokens)), count + ALTERNATIVE_SPARES, signal);
+      ranked = await this.rankAlong(state.target, prompt, greedy.tokens.slice(0, this.branchablePositions(greedy.tokens)), count + ALTERNATIVE_SPARES, signal);
     } catch (error) {
       // As after a failed completion: the library's state is unknown, start the cache afresh.
-      await this.target.evaluator.reset().catch(() => undefined);
+      await state.target.reset().catch(() => undefined);
       throw error;
     }
     if (!ranked) return done({ completions: [], limitedBy: 'cancelled' });
@@ -420,8 +300,7 @@ export class InferenceSession {
    * and greedy[0..n-1) are evaluated again with an output at every position, in batches (the abort
    * checked in between). Null when aborted. The cache then holds prompt + greedy[0..n-1).
    */
-  private async rankAlong(prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
-    const evaluator = this.target.evaluator;
+  private async rankAlong(evaluator: LlamaSequenceEvaluator, prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
     const keep = Math.min(commonPrefixLength(evaluator.tokens, prompt), prompt.length - 1);
     await evaluator.truncate(keep);
     for (let at = keep; at < prompt.length - 1; at += PROMPT_CHUNK) {
@@ -455,8 +334,13 @@ export class InferenceSession {
   async warmUp(signal?: AbortSignal): Promise<number> {
     const started = performance.now();
     // A policy of its own: the cold steps' costs must not teach the session's policy that speculation is dear.
-    const overrides: DecodeOverrides = { policy: new SpeculationPolicy({ ...this.speculation }), lookahead: false };
-    await this.complete({ prefix: WARM_UP_PREFIX, suffix: '\n}\n', maxTokens: 4, mode: this.draft ? 'hybrid' : 'plain', stopAtBlockEnd: false }, signal, overrides);
+    // Its own prompt state, freed after: the first window's prompt then takes a sequence nobody owns.
+    const overrides: DecodeOverrides = { policy: new SpeculationPolicy({ ...this.speculation }), lookahead: false, owner: WARM_UP_OWNER };
+    try {
+      await this.complete({ prefix: WARM_UP_PREFIX, suffix: '\n}\n', maxTokens: 4, mode: this.draft ? 'hybrid' : 'plain', stopAtBlockEnd: false }, signal, overrides);
+    } finally {
+      this.states.release((owner) => owner === WARM_UP_OWNER);
+    }
     return performance.now() - started;
   }
 
@@ -467,8 +351,10 @@ export class InferenceSession {
 
   /** Empties both KV caches (the benchmark starts every measured completion cold). */
   async resetCaches(): Promise<void> {
-    await this.target.evaluator.truncate(0);
-    await this.draft?.evaluator.truncate(0);
+    for (const state of this.states.all()) {
+      await state.target.truncate(0);
+      await state.draft?.truncate(0);
+    }
   }
 
   /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
@@ -479,8 +365,10 @@ export class InferenceSession {
   /** The prompt's tokens and what its extra context showed (for the completion's stats). */
   private layoutPrompt(request: PromptRequest, speculation = this.speculation): { tokens: Token[]; extraContext: GenerationStats['extraContext'] } {
     const maxTokens = clampMaxTokens(request.maxTokens);
-    const budget = this.target.evaluator.capacity - maxTokens - speculation.maxProposal - 2;
-    if (budget < 8) throw new Error(`context size ${this.target.evaluator.capacity} is too small for ${maxTokens} new tokens`);
+    // Every sequence holds the same number of cells.
+    const capacity = this.target.evaluator.capacity;
+    const budget = capacity - maxTokens - speculation.maxProposal - 2;
+    if (budget < 8) throw new Error(`context size ${capacity} is too small for ${maxTokens} new tokens`);
     const extra = request.extraContext;
     // The file's own text matters most: other files get at most a third of the prompt.
     const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
@@ -588,7 +476,9 @@ export class InferenceSession {
     overrides: DecodeOverrides,
   ): Promise<LocalCompletionResult> {
     const speculation = overrides.speculation ?? this.speculation;
-    const draft = overrides.draft ?? (this.draft ? new DraftModelProposer(this.draft.evaluator, speculation.draftMinConfidence) : undefined);
+    // The owner's KV sequence (and its draft's): its cache holds its previous prompt, whatever others asked since.
+    const state: SequenceEvaluators<LlamaSequenceEvaluator> = this.states.acquire(overrides.owner ?? DEFAULT_OWNER, prompt);
+    const draft = overrides.draft ?? (state.draft ? new DraftModelProposer(state.draft, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
     const stop = this.stopRulesFor(request);
@@ -614,7 +504,7 @@ export class InferenceSession {
     try {
       const stats = await decode({
         mode,
-        target: this.target.evaluator,
+        target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
         ngram: this.ngramProposer(request.documentKey, speculation),
@@ -627,8 +517,8 @@ export class InferenceSession {
       return { text: shown(), tokens: [...stop.tokens], stats };
     } catch (error) {
       // The library's state is unknown after a failed evaluation: start the caches afresh.
-      await this.target.evaluator.reset().catch(() => undefined);
-      await this.draft?.evaluator.reset().catch(() => undefined);
+      await state.target.reset().catch(() => undefined);
+      await state.draft?.reset().catch(() => undefined);
       throw error;
     }
   }
@@ -662,8 +552,8 @@ export class InferenceSession {
     };
     await attempt(() => this.windowContext?.evaluator.dispose());
     await attempt(() => disposeContext(this.windowContext));
-    await attempt(() => this.draft?.evaluator.dispose());
-    await attempt(() => this.target.evaluator.dispose());
+    for (const evaluator of this.draft?.sequences ?? []) await attempt(() => evaluator.dispose());
+    for (const evaluator of this.target.sequences) await attempt(() => evaluator.dispose());
     await attempt(() => disposeContext(this.draft));
     await attempt(() => disposeContext(this.target));
     await attempt(() => this.draft?.model.dispose());
@@ -672,162 +562,7 @@ export class InferenceSession {
   }
 }
 
-/** A GPU backend that did not start or could not take the target: the session loads on the CPU instead. */
-class GpuFailure extends Error {}
-
-export type GpuLayersOption = number | { fitContext: { contextSize: number } };
-
-/**
- * node-llama-cpp's gpuLayers for one model. "auto" fits as many layers as the free GPU memory holds
- * next to a context of the size we will create (node-llama-cpp's own "auto" reserves one of the
- * model's whole training context, 32k tokens for Qwen2.5-Coder: far fewer layers). A number set by
- * the user is the target's; the draft then fits what it can, or stays off the GPU with 0.
- */
-export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSettings, 'gpu' | 'gpuLayers'>, contextSize: number): GpuLayersOption {
-  if (settings.gpu === 'cpu') return 0;
-  if (settings.gpuLayers === 'auto' || (role === 'draft' && settings.gpuLayers > 0)) return { fitContext: { contextSize } };
-  return settings.gpuLayers;
-}
-
-/** How a model's context is set up beyond its file: thread count, flash attention and where choices are remembered. */
-interface ModelPlacement {
-  role: ModelRole;
-  gpuLayers: GpuLayersOption;
-  contextSize: number;
-  threads: number;
-  flashAttention: FlashAttentionSetting;
-  memo: AttentionMemo | undefined;
-  /** Verify batch size the target's measurement times (maxProposal + 1). */
-  verifySize: number;
-  runtime: string;
-}
-
-/**
- * Test hook (DRAFTLINE_TEST_HOOKS=1 only): a model whose GGUF general.name starts with
- * `abort-in-load` or `abort-in-gen` ends the process with a native abort while llama.cpp
- * loads it, or while a generation with it evaluates: what a hostile or broken model file, or a GPU
- * out-of-memory GGML_ABORT, does. Returns the loader's progress callback for the load phase.
- */
-function testAbortHook(phase: 'load' | 'generation', ...models: (ModelFileInfo | undefined)[]): (() => void) | undefined {
-  const marker = phase === 'load' ? 'abort-in-load' : 'abort-in-gen';
-  if (process.env.DRAFTLINE_TEST_HOOKS !== '1' || !models.some((m) => m?.name?.startsWith(marker))) return undefined;
-  // The abort comes from inside the native call under way: the loader's progress callback runs
-  // while llama.cpp reads the file; for a generation, the next turn of the event loop finds the
-  // first evaluation running on llama.cpp's thread.
-  if (phase === 'load') return () => process.abort();
-  setImmediate(() => process.abort());
-  return undefined;
-}
-
-async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
-  const abortInLoad = testAbortHook('load', info);
-  const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers, ...(abortInLoad ? { onLoadProgress: abortInLoad } : {}) });
-  const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };
-  const work = attentionWorkload(placement.role, placement.contextSize, placement.verifySize);
-  try {
-    const attention = await chooseFlashAttention({
-      setting: placement.flashAttention,
-      gpuLayers: model.gpuLayers,
-      supported: model.flashAttentionSupported,
-      role: placement.role,
-      memo: placement.memo,
-      memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, verifySize: placement.verifySize, runtime: placement.runtime },
-      measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, work),
-    });
-    const { context, threadpool } = await createContext(model, { ...options, flashAttention: attention.flashAttention });
-    return { info, model, context, threadpool, attention, evaluator: new LlamaSequenceEvaluator(context.getSequence(), model) };
-  } catch (error) {
-    await model.dispose().catch(() => undefined);
-    throw error;
-  }
-}
-
-/** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
-const PROMPT_BUDGET_MS = 500;
-
-/**
- * Times a completion's work for one model and flash-attention setting on a context of its own:
- * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
- * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
- * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
- * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
- */
-async function timeCompletionWork(
-  model: LlamaModel,
-  info: ModelFileInfo,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
-  work: ReturnType<typeof attentionWorkload>,
-): Promise<number> {
-  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
-  const STEPS = 10;
-  const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
-  const WARM_UP = 16;
-  const created = await createContext(model, options);
-  try {
-    const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
-    try {
-      const room = evaluator.capacity - STEPS - (VERIFIES > 0 ? work.verifySize : 0);
-      if (room < WARM_UP) throw new Error(`a ${evaluator.capacity}-token context leaves no room to measure`);
-      const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
-      const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
-      // Warm-up, also the estimate of a prompt token's cost: the first evaluation after a load pages
-      // in the weights and plans the graph, and whichever setting runs first must not pay for it.
-      let t = performance.now();
-      await evaluator.append(tokens(WARM_UP, 0), 1);
-      const estimate = (performance.now() - t) / WARM_UP;
-      await evaluator.truncate(0);
-      const depth = Math.max(WARM_UP, Math.min(work.depth, room, Math.floor(PROMPT_BUDGET_MS / Math.max(estimate, 1e-3))));
-      t = performance.now();
-      for (let at = 0; at < depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, depth - at), at), 0);
-      const promptMsPerToken = (performance.now() - t) / depth;
-      const timed = async (count: number, keep: boolean) => {
-        const base = evaluator.tokens.length;
-        t = performance.now();
-        await evaluator.append(tokens(count, base), count);
-        const ms = performance.now() - t;
-        if (!keep) await evaluator.truncate(base);
-        return ms;
-      };
-      const steps: number[] = [];
-      for (let i = 0; i < STEPS; i++) steps.push(await timed(1, true));
-      const verifies: number[] = [];
-      for (let i = 0; i < VERIFIES; i++) verifies.push(await timed(work.verifySize, false));
-      return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
-    } finally {
-      await evaluator.dispose().catch(() => undefined);
-    }
-  } finally {
-    // A context whose dispose fails keeps its threadpool (freeing a pool a live context may still
-    // use could deadlock llama.cpp); disposeContext releases it only after a clean dispose.
-    await disposeContext(created).catch(() => undefined);
-  }
-}
-
-function middle(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 /** Longest completion a request may ask for. */
 function clampMaxTokens(maxTokens: number): number {
   return Math.max(1, Math.min(maxTokens, 1024));
-}
-
-function describe(info: ModelFileInfo): ModelDescription {
-  return {
-    path: info.path,
-    name: info.name || basename(info.path),
-    sizeBytes: info.fileSize,
-    contextLength: info.contextLength,
-    vocabSize: info.vocabSize,
-    hasFim: info.fim !== null,
-  };
-}
-
-function round1(ms: number): number {
-  return Math.round(ms * 10) / 10;
-}
-
-function basename(path: string): string {
-  return path.split(/[\\/]/).pop() ?? path;
 }

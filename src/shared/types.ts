@@ -15,6 +15,11 @@ export interface ModelSettings {
   gpuLayers: number | 'auto';
   threads: number;
   contextSize: number;
+  /**
+   * KV sequences of the target's context (one per prompt state): 'auto' (the default) lets the free
+   * memory decide, up to inference/sequenceBudget.ts's DEFAULT_MAX_SEQUENCES; a number caps it.
+   */
+  kvSequences?: number | 'auto';
   /** Flash attention: 'auto' measures each CPU model at load and keeps the faster (default). */
   flashAttention?: 'auto' | 'on' | 'off';
   /** JSON file where measured flash-attention choices are remembered (VS Code's global storage). */
@@ -106,6 +111,11 @@ export interface GenerationStats {
   promptTokens: number;
   /** Prompt tokens whose KV was reused from the previous request (a server's prompt cache included). */
   reusedPromptTokens: number;
+  /**
+   * Prompt tokens this request evaluated (its cache misses), counted also when it was stopped while
+   * evaluating its prompt; absent when it stopped before starting (local decoding only).
+   */
+  promptTokensEvaluated?: number;
   generatedTokens: number;
   promptMs: number;
   timeToFirstTokenMs: number;
@@ -202,6 +212,8 @@ export interface LoadedModelsInfo {
   backend: string;
   gpuLayers: { target: number; draft: number };
   contextSize: number;
+  /** KV sequences of the target's context (one per prompt state), the bytes each takes, and why this many. */
+  kvSequences?: { count: number; bytesPerSequence: number; reason: string };
   threads: number;
   promptFormat: 'fim' | 'prefix-only';
   /** The prompt template chosen for the target's family (prompt/templates.ts), e.g. "Qwen2.5-Coder (repo-level)". */

@@ -1,7 +1,7 @@
 import type { LookaheadPool } from './lookaheadPool';
 import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
-import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
+import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
 import type { DraftProposer, NgramProposer, Proposal } from './proposers';
 
@@ -86,7 +86,12 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     stop.stop('contextFull');
     return finish();
   }
+  // What the cache keeps of the prompt: a request stopped while evaluating the rest still reports
+  // what it evaluated (the cost of a keystroke, of a switch between prompts).
+  const reusable = Math.min(commonPrefixLength(target.tokens, input.prompt), input.prompt.length - 1);
+  stats.reusedPromptTokens = reusable;
   const prefill = await syncPromptAndPredictNext(target, input.prompt, signal);
+  stats.promptTokensEvaluated = Math.max(0, (prefill ? input.prompt.length : target.tokens.length) - reusable);
   if (!prefill) {
     stop.stop('abort');
     return finish();

@@ -413,7 +413,7 @@ export class DraftlineController implements vscode.Disposable {
     }
     try {
       const d = await backend.worker.request('diagnostics', {});
-      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000 };
+      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000, kvSequences: d.kvSequences ?? null };
     } catch {
       this.workerStatus = null;
     }

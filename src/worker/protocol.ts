@@ -66,6 +66,12 @@ export interface WorkerDiagnostics {
   /** Windows connected (1 for a private worker) and the model pairs loaded for them. */
   clients: number;
   loadedModels: number;
+  /**
+   * The KV sequences of the asking window's models (null before they are loaded): whose prompt
+   * each holds (this window's by task, another window's, or nobody's), its tokens and their KV
+   * bytes; and how often a sequence was taken from an owner because all were in use.
+   */
+  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number } | null;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */

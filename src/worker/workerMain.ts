@@ -17,7 +17,7 @@ import { downloadModels } from '../inference/modelDownloader';
 import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type ModelSettings, type SpeculationSettings } from '../shared/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
-import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
+import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerDiagnostics, type WorkerMethods, type WorkerNotification } from './protocol';
 import { readFrames, writeFrame } from './frames';
 import { connectSocket } from './sharedWorker';
 
@@ -89,6 +89,8 @@ const recentGenerationEnds: number[] = [];
 let maxConcurrentGenerations = 0;
 
 const requestKey = (connection: Connection, id: number) => `${connection.id}:${id}`;
+/** A window's prompt states are named `window N · task` (InferenceSession's owners). */
+const ownerPrefix = (connection: Connection) => `window ${connection.id} · `;
 /** Two windows may have the same file open, and each opens and closes it on its own. */
 const documentKey = (connection: Connection, key: string) => `${connection.id}|${key}`;
 
@@ -134,6 +136,8 @@ function leaveModels(connection: Connection, keep = false): void {
   connection.completion?.controller.abort();
   const session = entry.session;
   for (const key of connection.documents) session?.documents.removeDocument(key);
+  // Its KV sequences go to whoever asks next (their caches stay: a reloaded window's prompt reuses them).
+  session?.releaseOwners((owner) => owner.startsWith(ownerPrefix(connection)));
   if (entry.users.size > 0 || (keep && session)) return;
   unloadModels(entry);
 }
@@ -323,7 +327,9 @@ function serveNext(entry: LoadedModels): void {
   entry.generating = completion;
   generationsRunning++;
   const { connection, request } = completion;
-  const overrides = { speculation: connection.speculation, policy: connection.policy };
+  // Each window decodes on its own KV sequence while the budget allows (alternatives and prefetches
+  // too: they share the completion's prompt).
+  const overrides = { speculation: connection.speculation, policy: connection.policy, owner: `${ownerPrefix(connection)}completion` };
   const signal = completion.controller.signal;
   const work: Promise<{ result: LocalCompletionResult | AlternativesResult; ms: number }> =
     completion.alternatives !== undefined
@@ -407,7 +413,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
       downloads.delete(key);
     }
   },
-  diagnostics: async () => {
+  diagnostics: async (_params, _id, connection) => {
     const memory = process.memoryUsage();
     const sessions = [...loadedModels.values()].map((e) => e.session).filter((s): s is InferenceSession => s !== null);
     const stats = sessions.map((s) => s.documents.stats());
@@ -427,6 +433,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
             },
       clients: connections.size,
       loadedModels: sessions.length,
+      kvSequences: kvSequencesSeenBy(connection),
     };
   },
   crash: async () => {
@@ -434,6 +441,22 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     process.abort();
   },
 };
+
+/** The KV sequences of a window's models as that window sees them: its own prompt states named, other windows' not. */
+function kvSequencesSeenBy(connection: Connection): WorkerDiagnostics['kvSequences'] {
+  const session = connection.models?.session;
+  if (!session) return null;
+  const { sequences, evictions } = session.sequences();
+  const mine = ownerPrefix(connection);
+  return {
+    evictions,
+    sequences: sequences.map(({ owner, tokens, bytes }) => ({
+      owner: owner === null ? null : owner.startsWith(mine) ? `this window · ${owner.slice(mine.length)}` : owner.startsWith('window ') ? 'another window' : owner,
+      tokens,
+      bytes,
+    })),
+  };
+}
 
 /**
  * A generation just ended after running `durationMs`: it overlapped every recent one that ended after

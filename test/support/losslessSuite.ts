@@ -134,6 +134,36 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);
     });
 
+    it('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
+      let reusedWhole = 0;
+      const cases = promptCases(Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
+      for (let i = 0; i + 1 < cases.length; i += 2) {
+        const [a, b] = [cases[i]!, cases[i + 1]!];
+        const plainA = await session.complete(request_(a, 'plain'));
+        const plainB = await session.complete(request_(b, 'plain'));
+        for (const mode of ['hybrid', 'ngram', 'draft'] as const) {
+          // A, then B (its verify steps erase rejected tokens in its own sequence), then each again:
+          // the second request of each reuses its own cache whole, so any cell B's decoding read or
+          // erased in A's sequence would show up as a different token.
+          for (const round of [1, 2]) {
+            for (const [owner, c, plain] of [
+              ['window A · completion', a, plainA],
+              ['window B · completion', b, plainB],
+            ] as const) {
+              const spec = await session.complete(request_(c, mode), undefined, { owner });
+              await same(spec, plain, request_(c, mode), `${mode}, ${owner}, request ${round}, on ${c.name}`);
+              if (round === 2) {
+                assert.equal(spec.stats.reusedPromptTokens, session.promptFor(request_(c, mode)).length - 1, `${owner}'s second request reuses its whole prompt`);
+                reusedWhole++;
+              }
+            }
+          }
+        }
+      }
+      session.releaseOwners((owner) => owner.startsWith('window '));
+      assert.ok(reusedWhole > 0);
+    });
+
     it('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(options.stopCases ?? 12, 99)) {
         const plainFree = await session.complete(request_(c, 'plain', { maxTokens: 60 }));

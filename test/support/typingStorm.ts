@@ -45,8 +45,8 @@ export interface StormFigures {
   /** Abort sent -> aborted response received, for every request aborted before it answered. */
   cancelToStopMs: number[];
   /**
-   * Prompt tokens each request evaluated beyond what its KV cache kept (promptTokens −
-   * reusedPromptTokens), for every answer that reached its prompt's end: what a keystroke costs.
+   * Prompt tokens each request evaluated beyond what its KV cache kept (stopped ones too, with what
+   * they evaluated before the stop), for every request that started: what a keystroke costs.
    */
   reevaluatedPromptTokens: number[];
   /** Worker RSS at the end of the warm-up and at the end, and the growth per minute in between. */
@@ -116,8 +116,8 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
     latest.request = entry;
     const done = client.request('complete', { request }, entry.controller.signal).then(
       (result: CompletionResult) => {
-        // An answer stopped before its prompt was evaluated reports no prompt tokens.
-        if (result.stats.promptTokens > 0 && (result.stats.timeToFirstTokenMs ?? 0) > 0) figures.reevaluatedPromptTokens.push(result.stats.promptTokens - result.stats.reusedPromptTokens);
+        // Answers stopped before they started report none.
+        if (result.stats.promptTokensEvaluated !== undefined) figures.reevaluatedPromptTokens.push(result.stats.promptTokensEvaluated);
         if (result.stats.stopReason === 'abort') {
           figures.aborted++;
           if (entry.abortedAt !== null) figures.cancelToStopMs.push(performance.now() - entry.abortedAt);
@@ -187,7 +187,7 @@ export function describeStorm(f: StormFigures, durationMs: number): string {
     `${f.keystrokes} keystrokes in ${(durationMs / 1000).toFixed(0)} s: ${f.completed} completed, ${f.aborted} aborted; failures: ${failures}${f.prefetches ? `; ${f.prefetches} of them prefetches (${f.prefetchesRefused} refused: a real completion still ran)` : ''}`,
     `generations in flight at once: max ${f.maxConcurrentGenerations}`,
     `cancel -> stop (${c.length} aborts): p50 ${fmt(percentile(c, 50))} ms, p95 ${fmt(percentile(c, 95))} ms, max ${fmt(c.length ? Math.max(...c) : null)} ms`,
-    `prompt tokens evaluated again per request (${r.length} that reached their prompt's end): p50 ${fmt(percentile(r, 50), 0)}, p90 ${fmt(percentile(r, 90), 0)}, max ${fmt(r.length ? Math.max(...r) : null, 0)}`,
+    `prompt tokens evaluated again per request (${r.length} that started): p50 ${fmt(percentile(r, 50), 0)}, p90 ${fmt(percentile(r, 90), 0)}, max ${fmt(r.length ? Math.max(...r) : null, 0)}`,
     `worker RSS: ${fmt(f.rssAfterWarmupMb)} MB after warm-up -> ${fmt(f.rssEndMb)} MB at the end (${fmt(f.rssGrowthMbPerMinute, 2)} MB/min)`,
   ].join('\n');
 }

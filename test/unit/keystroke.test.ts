@@ -119,6 +119,51 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
     assert.equal(withBlank.text, without.text.startsWith(' ') ? without.text.slice(1) : without.text);
   });
 
+  /**
+   * Two windows typing in turn, each in its own file, as two VS Code windows on one shared worker
+   * do: the prompt tokens each keystroke evaluates, per window, after each window's first request.
+   */
+  async function typeInTurns(on: InferenceSession, keystrokes: number): Promise<number[]> {
+    const windows = [
+      { owner: 'window 1 · completion', text: HEAD },
+      { owner: 'window 2 · completion', text: `# another file in another window\nimport math\n\ndef area(radius: float) -> float:\n    return math.pi * radius` },
+    ];
+    await on.resetCaches();
+    for (const w of windows) await on.complete(request(w.text), undefined, { owner: w.owner });
+    const evaluated: number[] = [];
+    for (let k = 0; k < keystrokes; k++) {
+      for (const w of windows) {
+        w.text += 'x*'[k % 2];
+        const r = await on.complete(request(w.text), undefined, { owner: w.owner });
+        evaluated.push(r.stats.promptTokens - r.stats.reusedPromptTokens);
+      }
+    }
+    on.releaseOwners(() => true);
+    return evaluated;
+  }
+
+  it('two windows typing in turn: each keystroke evaluates a few tokens of its own prompt, whatever the other window asked', async () => {
+    assert.ok(session.info.kvSequences!.count >= 2, `${session.info.kvSequences!.count} KV sequences`);
+    const evaluated = await typeInTurns(session, 6);
+    assert.ok(Math.max(...evaluated) <= 3, `evaluated ${evaluated.join(', ')}`);
+  });
+
+  it('with one KV sequence (draftline.kvSequences 1) the same turns evaluate the whole prompt each time', async () => {
+    const single = await InferenceSession.load(
+      { targetModel: embeddedPairPaths(ROOT).target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024, kvSequences: 1 },
+      DEFAULT_SPECULATION,
+      () => undefined,
+    );
+    try {
+      assert.equal(single.info.kvSequences!.count, 1);
+      assert.match(single.info.kvSequences!.reason, /draftline\.kvSequences 1/);
+      const evaluated = await typeInTurns(single, 3);
+      assert.ok(Math.min(...evaluated) > 20, `evaluated ${evaluated.join(', ')}`);
+    } finally {
+      await single.dispose();
+    }
+  });
+
   it('a warm keystroke decodes what a cold start from the same prompt decodes', { skip: false }, async () => {
     const warm = await cost(request(HEAD), request(`${HEAD}.`));
     await session.resetCaches();

@@ -38,7 +38,7 @@ describe('settings declared in package.json', () => {
   });
 
   it('settings that cost resources or reach the network are machine or application scoped', () => {
-    for (const key of ['threads', 'gpu', 'gpuLayers', 'contextSize', 'flashAttention', 'huggingFaceEndpoint', 'targetModel', 'draftModel']) {
+    for (const key of ['threads', 'gpu', 'gpuLayers', 'contextSize', 'kvSequences', 'flashAttention', 'huggingFaceEndpoint', 'targetModel', 'draftModel']) {
       assert.ok(['machine', 'application'].includes(DECLARATIONS[`draftline.${key}`]!.scope ?? 'window'), `draftline.${key}`);
     }
   });

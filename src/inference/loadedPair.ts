@@ -1,0 +1,377 @@
+// The loaded pair: the target and draft models, their contexts (one KV sequence per prompt state,
+// as many as the memory budget allows: inference/sequenceBudget.ts) and where they were placed
+// (CPU or GPU, threads, flash attention). Loading checks the files before llama.cpp reads them and
+// falls back to the CPU when a GPU backend fails. InferenceSession decodes on what this loads.
+import type { Llama, LlamaContext, LlamaModel } from './llamaTypes';
+import * as os from 'node:os';
+import type { LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
+import { describeLoadTimings } from '../engine/loadTimings';
+import { backendExplanation, gpuName } from '../engine/statusText';
+import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
+import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
+import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
+import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
+import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
+import { chooseSequenceBudget, kvBytesPerToken, type SequenceBudget } from './sequenceBudget';
+
+export interface LoadedModel {
+  info: ModelFileInfo;
+  model: LlamaModel;
+  context: LlamaContext;
+  /**
+   * One evaluator per KV sequence of the context (as many as the pair's sequence budget), each a
+   * prompt state's (inference/promptStates.ts); `evaluator` is the first, on which a session used
+   * by one caller decodes.
+   */
+  sequences: LlamaSequenceEvaluator[];
+  evaluator: LlamaSequenceEvaluator;
+  /** The context's persistent CPU threadpool (2+ threads), or why it has none. */
+  threadpool: AttachedThreadpool | { error: string };
+  /** Flash attention as the context was created with it, and why (inference/flashAttention.ts). */
+  attention: FlashAttentionChoice;
+}
+
+/**
+ * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
+ * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
+ * slower than a 1-thread one here (src/inference/nativeAddon.ts).
+ */
+export async function createContext(
+  model: LlamaModel,
+  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean | 'auto'; sequences?: number },
+): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
+  // contextSize is each sequence's: node-llama-cpp gives the context contextSize × sequences cells.
+  const context = await model.createContext({ ...options, sequences: options.sequences ?? 1 });
+  return { context, threadpool: attachThreadpool(context, options.threads) };
+}
+
+/** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
+export async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
+  if (!c) return;
+  await c.context.dispose();
+  if ('release' in c.threadpool) c.threadpool.release();
+}
+
+/** What loadPair gives the session: the runtime, the models with their contexts, and what the status bar shows. */
+export interface LoadedPair {
+  llama: Llama;
+  target: LoadedModel;
+  draft: LoadedModel | null;
+  info: LoadedModelsInfo;
+  /** The target's prompt template, chosen from its vocabulary (prompt/templates.ts). */
+  template: PromptTemplate;
+  /** How many KV sequences each context holds, and why. */
+  sequences: SequenceBudget;
+}
+
+/**
+ * Loads the pair on the backend asked for. When a GPU backend fails to start or to take a model
+ * (a broken driver, too little memory), the pair is loaded on the CPU instead and the reason kept
+ * in `info.gpuFallback` for the status bar: completions keep working, and the user is told why
+ * they are slower. File problems (missing, corrupt, vocabulary) are not GPU failures: they throw.
+ */
+export async function loadPair(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<LoadedPair> {
+  try {
+    return await loadOn(settings, speculation, log, onNativeLoad);
+  } catch (error) {
+    if (!(error instanceof GpuFailure)) throw error;
+    log('warn', `${error.message}; loading the models on the CPU instead`);
+    return loadOn({ ...settings, gpu: 'cpu', gpuLayers: 0, gpuFallback: error.message }, speculation, log, onNativeLoad);
+  }
+}
+
+/** `onNativeLoad` is told each model file just before llama.cpp reads it (a native abort then is that file's). */
+async function loadOn(settings: ModelSettings, speculation: SpeculationSettings, log: RuntimeLog, onNativeLoad?: (file: string) => void): Promise<LoadedPair> {
+  const started = performance.now();
+  const threads = resolveThreads(settings.threads, os.availableParallelism());
+  // The binding (library import, binary test in a child process) is the slowest part of a cold
+  // start and needs no model: it loads while the GGUF headers are checked.
+  const runtime = getRuntime(settings, threads, log);
+  runtime.catch(() => undefined);
+  // Check files before the native loader sees them: a malformed GGUF can abort the process.
+  const targetInfo = await inspectModelFile(settings.targetModel);
+  let draftInfo: ModelFileInfo | null = null;
+  let draftProblem: string | null = null;
+  if (settings.draftModel) {
+    try {
+      draftInfo = await inspectModelFile(settings.draftModel);
+      const compatible = checkVocabularyCompatible(targetInfo, draftInfo);
+      if (!compatible.compatible) {
+        draftProblem = `Draft model ${basename(settings.draftModel)} cannot be used with ${basename(settings.targetModel)}: ${compatible.reason}. Speculation uses n-gram reuse only.`;
+        draftInfo = null;
+      }
+    } catch (error) {
+      draftProblem = `Draft model not used: ${(error as Error).message}`;
+      draftInfo = null;
+    }
+    if (draftProblem) log('warn', draftProblem);
+  }
+  const inspected = performance.now();
+  const llama = await runtime.catch((error: Error) => {
+    throw settings.gpu !== 'cpu' ? new GpuFailure(`${gpuName(settings.gpu)} did not start (${error.message})`) : error;
+  });
+  const runtimeReady = performance.now();
+  const contextSize = Math.max(64, Math.min(settings.contextSize, targetInfo.contextLength || settings.contextSize));
+  const backend = llama.gpu === false ? 'cpu' : llama.gpu;
+  const memo = settings.attentionMemoFile ? new AttentionMemo(settings.attentionMemoFile) : undefined;
+  // The KV sequences (one per prompt state) from the memory they take where the contexts will live.
+  const onGpu = backend !== 'cpu' && settings.gpuLayers !== 0;
+  const budget = chooseSequenceBudget({
+    bytesPerToken: kvBytesPerToken(targetInfo) + (draftInfo ? kvBytesPerToken(draftInfo) : 0),
+    contextSize,
+    freeBytes: onGpu ? (await llama.getVramState()).free : os.freemem(),
+    weightBytes: targetInfo.fileSize + (draftInfo?.fileSize ?? 0),
+    cap: settings.kvSequences ?? 'auto',
+    memoryName: onGpu ? 'GPU memory' : 'RAM',
+  });
+  const placement = (role: ModelRole): ModelPlacement => ({
+    role,
+    // The layers that fit next to every sequence's cells.
+    gpuLayers: gpuLayersFor(role, settings, contextSize * budget.sequences),
+    sequences: budget.sequences,
+    contextSize,
+    threads,
+    flashAttention: settings.flashAttention ?? 'auto',
+    memo,
+    verifySize: speculation.maxProposal + 1,
+    runtime: `${backend} ${llama.llamaCppRelease.release}`,
+  });
+  // The draft first: it is small, and only worth running if it is as fast as it can be (all on
+  // the GPU when there is one); the target then takes the GPU memory that is left.
+  let draft: LoadedModel | null = null;
+  if (draftInfo) {
+    try {
+      onNativeLoad?.(draftInfo.path);
+      draft = await loadModel(llama, draftInfo, placement('draft'));
+    } catch (error) {
+      draftProblem = `Draft model failed to load: ${(error as Error).message}`;
+      log('warn', draftProblem);
+    }
+  }
+  const draftLoaded = performance.now();
+  let target: LoadedModel;
+  try {
+    onNativeLoad?.(targetInfo.path);
+    target = await loadModel(llama, targetInfo, placement('target'));
+  } catch (error) {
+    await draft?.evaluator.dispose().catch(() => undefined);
+    await disposeContext(draft).catch(() => undefined);
+    await draft?.model.dispose().catch(() => undefined);
+    if (backend !== 'cpu') throw new GpuFailure(`${gpuName(backend)} failed to load ${basename(settings.targetModel)}: ${(error as Error).message}`);
+    throw error;
+  }
+  const done = performance.now();
+  const sequences: SequenceBudget =
+    target.sequences.length === budget.sequences
+      ? budget
+      : { ...budget, sequences: target.sequences.length, reason: `${target.sequences.length}: a context of ${budget.sequences} sequences could not be created (${budget.reason})` };
+  log('info', `KV sequences: ${sequences.reason}`);
+  // The target's prompt template, chosen from its vocabulary (prompt/templates.ts).
+  const template = chooseTemplate({ tokens: targetInfo.tokens, fim: targetInfo.fim });
+  const info: LoadedModelsInfo = {
+    target: describe(targetInfo),
+    draft: draft ? describe(draft.info) : null,
+    draftProblem,
+    backend,
+    gpuLayers: { target: target.model.gpuLayers, draft: draft?.model.gpuLayers ?? 0 },
+    contextSize: target.context.contextSize,
+    kvSequences: { count: sequences.sequences, bytesPerSequence: sequences.bytesPerSequence, reason: sequences.reason },
+    threads,
+    promptFormat: targetInfo.fim ? 'fim' : 'prefix-only',
+    promptTemplate: template.spec.label,
+    loadTimings: {
+      workerAgeMs: Math.round(process.uptime() * 1000 - (done - started)),
+      inspectMs: round1(inspected - started),
+      runtimeMs: round1(runtimeReady - inspected),
+      draftMs: round1(draftLoaded - runtimeReady),
+      targetMs: round1(done - draftLoaded),
+      totalMs: round1(done - started),
+      ...runtimeMilestones,
+    },
+    // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
+    runtime: await describeRuntimeChoice(settings, llama),
+    ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
+    tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
+    nativeAddon: target.evaluator.path === 'native' ? { used: true } : { used: false, reason: target.evaluator.nativeUnavailable ?? `the ${target.evaluator.path} path was asked for` },
+    threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
+    flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
+  };
+  log(
+    'info',
+    `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
+  );
+  return { llama, target, draft, info, template, sequences };
+}
+
+/** A GPU backend that did not start or could not take the target: the session loads on the CPU instead. */
+class GpuFailure extends Error {}
+
+export type GpuLayersOption = number | { fitContext: { contextSize: number } };
+
+/**
+ * node-llama-cpp's gpuLayers for one model. "auto" fits as many layers as the free GPU memory holds
+ * next to a context of the size we will create (node-llama-cpp's own "auto" reserves one of the
+ * model's whole training context, 32k tokens for Qwen2.5-Coder: far fewer layers). A number set by
+ * the user is the target's; the draft then fits what it can, or stays off the GPU with 0.
+ */
+export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSettings, 'gpu' | 'gpuLayers'>, contextSize: number): GpuLayersOption {
+  if (settings.gpu === 'cpu') return 0;
+  if (settings.gpuLayers === 'auto' || (role === 'draft' && settings.gpuLayers > 0)) return { fitContext: { contextSize } };
+  return settings.gpuLayers;
+}
+
+/** How a model's context is set up beyond its file: thread count, flash attention and where choices are remembered. */
+interface ModelPlacement {
+  role: ModelRole;
+  gpuLayers: GpuLayersOption;
+  /** KV sequences of its context (the pair's sequence budget). */
+  sequences: number;
+  contextSize: number;
+  threads: number;
+  flashAttention: FlashAttentionSetting;
+  memo: AttentionMemo | undefined;
+  /** Verify batch size the target's measurement times (maxProposal + 1). */
+  verifySize: number;
+  runtime: string;
+}
+
+/**
+ * Test hook (DRAFTLINE_TEST_HOOKS=1 only): a model whose GGUF general.name starts with
+ * `abort-in-load` or `abort-in-gen` ends the process with a native abort while llama.cpp
+ * loads it, or while a generation with it evaluates: what a hostile or broken model file, or a GPU
+ * out-of-memory GGML_ABORT, does. Returns the loader's progress callback for the load phase.
+ */
+export function testAbortHook(phase: 'load' | 'generation', ...models: (ModelFileInfo | undefined)[]): (() => void) | undefined {
+  const marker = phase === 'load' ? 'abort-in-load' : 'abort-in-gen';
+  if (process.env.DRAFTLINE_TEST_HOOKS !== '1' || !models.some((m) => m?.name?.startsWith(marker))) return undefined;
+  // The abort comes from inside the native call under way: the loader's progress callback runs
+  // while llama.cpp reads the file; for a generation, the next turn of the event loop finds the
+  // first evaluation running on llama.cpp's thread.
+  if (phase === 'load') return () => process.abort();
+  setImmediate(() => process.abort());
+  return undefined;
+}
+
+async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
+  const abortInLoad = testAbortHook('load', info);
+  const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers, ...(abortInLoad ? { onLoadProgress: abortInLoad } : {}) });
+  const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };
+  const work = attentionWorkload(placement.role, placement.contextSize, placement.verifySize);
+  try {
+    const attention = await chooseFlashAttention({
+      setting: placement.flashAttention,
+      gpuLayers: model.gpuLayers,
+      supported: model.flashAttentionSupported,
+      role: placement.role,
+      memo: placement.memo,
+      memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, verifySize: placement.verifySize, runtime: placement.runtime },
+      measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, work),
+    });
+    const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
+    const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model));
+    return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]! };
+  } catch (error) {
+    await model.dispose().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * A context of `sequences` KV sequences, or of one when llama.cpp cannot allocate that many (the
+ * budget is an estimate; a GPU's memory may be taken meanwhile): completions then share one
+ * sequence, as before sequences were counted, rather than fail.
+ */
+async function createSequencedContext(model: LlamaModel, options: Parameters<typeof createContext>[1], sequences: number): ReturnType<typeof createContext> {
+  try {
+    return await createContext(model, { ...options, sequences });
+  } catch (error) {
+    if (sequences <= 1) throw error;
+    return createContext(model, { ...options, sequences: 1 });
+  }
+}
+
+/** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
+const PROMPT_BUDGET_MS = 500;
+
+/**
+ * Times a completion's work for one model and flash-attention setting on a context of its own:
+ * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
+ * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
+ * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
+ * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
+ */
+async function timeCompletionWork(
+  model: LlamaModel,
+  info: ModelFileInfo,
+  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
+  work: ReturnType<typeof attentionWorkload>,
+): Promise<number> {
+  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
+  const STEPS = 10;
+  const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
+  const WARM_UP = 16;
+  const created = await createContext(model, options);
+  try {
+    const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
+    try {
+      const room = evaluator.capacity - STEPS - (VERIFIES > 0 ? work.verifySize : 0);
+      if (room < WARM_UP) throw new Error(`a ${evaluator.capacity}-token context leaves no room to measure`);
+      const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
+      const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
+      // Warm-up, also the estimate of a prompt token's cost: the first evaluation after a load pages
+      // in the weights and plans the graph, and whichever setting runs first must not pay for it.
+      let t = performance.now();
+      await evaluator.append(tokens(WARM_UP, 0), 1);
+      const estimate = (performance.now() - t) / WARM_UP;
+      await evaluator.truncate(0);
+      const depth = Math.max(WARM_UP, Math.min(work.depth, room, Math.floor(PROMPT_BUDGET_MS / Math.max(estimate, 1e-3))));
+      t = performance.now();
+      for (let at = 0; at < depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, depth - at), at), 0);
+      const promptMsPerToken = (performance.now() - t) / depth;
+      const timed = async (count: number, keep: boolean) => {
+        const base = evaluator.tokens.length;
+        t = performance.now();
+        await evaluator.append(tokens(count, base), count);
+        const ms = performance.now() - t;
+        if (!keep) await evaluator.truncate(base);
+        return ms;
+      };
+      const steps: number[] = [];
+      for (let i = 0; i < STEPS; i++) steps.push(await timed(1, true));
+      const verifies: number[] = [];
+      for (let i = 0; i < VERIFIES; i++) verifies.push(await timed(work.verifySize, false));
+      return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
+    } finally {
+      await evaluator.dispose().catch(() => undefined);
+    }
+  } finally {
+    // A context whose dispose fails keeps its threadpool (freeing a pool a live context may still
+    // use could deadlock llama.cpp); disposeContext releases it only after a clean dispose.
+    await disposeContext(created).catch(() => undefined);
+  }
+}
+
+function middle(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function describe(info: ModelFileInfo): ModelDescription {
+  return {
+    path: info.path,
+    name: info.name || basename(info.path),
+    sizeBytes: info.fileSize,
+    contextLength: info.contextLength,
+    vocabSize: info.vocabSize,
+    hasFim: info.fim !== null,
+  };
+}
+
+function round1(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+function basename(path: string): string {
+  return path.split(/[\\/]/).pop() ?? path;
+}
