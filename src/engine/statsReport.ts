@@ -25,7 +25,7 @@ export interface WorkerStatus {
   /** How long a shared worker outlives its last window (this window's setting). */
   idleMinutes: number;
   /** The target's KV sequences as this window sees them (WorkerDiagnostics.kvSequences). */
-  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number } | null;
+  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number; saved?: { count: number; bytes: number; restored: number } } | null;
 }
 
 /** The KV sequences, one a line: whose prompt each holds, its tokens and their memory. */
@@ -34,6 +34,7 @@ export function describeKvSequences(k: NonNullable<WorkerStatus['kvSequences']>)
   return [
     `KV sequences: ${k.sequences.length}, ${k.evictions === 0 ? 'none taken from another prompt yet' : `${k.evictions} taken from the least recently used prompt when all were in use`}`,
     ...k.sequences.map((q, i) => `- sequence ${i}: ${q.owner ?? 'free'}, ${q.tokens} tokens (${mb(q.bytes)})`),
+    ...(k.saved && (k.saved.count > 0 || k.saved.restored > 0) ? [`- evicted prompts saved: ${k.saved.count} (${mb(k.saved.bytes)} on disk), loaded back ${k.saved.restored} times`] : []),
   ];
 }
 

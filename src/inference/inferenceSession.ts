@@ -19,18 +19,17 @@ import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
 import { LookaheadPool } from '../speculation/lookaheadPool';
-import { WINDOW_STEP, WindowDraftProposer } from '../speculation/windowDraft';
+import { WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
-import { chooseBranchPoint } from '../speculation/branchPoint';
-import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
-import { requestStops, StopRules } from '../stopping/stopRules';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import type { AttachedThreadpool } from './nativeAddon';
-import type { LlamaContext } from './llamaTypes';
-import { createContext, disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
+import { clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
+import { findAlternatives, RecentGreedy } from './completionAlternatives';
+import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
-import { DEFAULT_OWNER, PromptStates, type SequenceEvaluators, type SequenceReport } from './promptStates';
+import { DEFAULT_OWNER, describeOwner, PromptStates, type SequenceEvaluators, type SequenceReport } from './promptStates';
+import { SavedPromptStates } from './savedPromptStates';
 import { kvBytesPerToken } from './sequenceBudget';
+import { WindowDraftContext } from './windowDraftContext';
 
 export { gpuLayersFor } from './loadedPair';
 
@@ -54,21 +53,6 @@ export interface DecodeOverrides {
   owner?: string;
 }
 
-/** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */
-const MAX_WINDOW_GENERATION = 320;
-
-/** Greedy completions remembered for alternatives (the most recent requests'). */
-const RECENT_GREEDY = 8;
-
-/**
- * Tokens ranked at the branch point beyond those asked for: a candidate whose completion reads as
- * the greedy one (another tokenization of the same text) is skipped for the next.
- */
-const ALTERNATIVE_SPARES = 2;
-
-/** Positions evaluated per batch when ranking along a greedy completion (every one an output). */
-const RANK_BATCH = 256;
-
 /** Documents whose lookahead pools are kept (the most recently completed in). */
 const LOOKAHEAD_DOCUMENTS = 16;
 
@@ -77,6 +61,10 @@ type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' |
 
 /** A prompt like a user's: a few lines of code, the cursor inside a function body. */
 const WARM_UP_PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values) {\n    total += ';
+
+/** Evicted prompts' KV states kept on disk: at most this many sequences' worth, and at most SAVED_STATES_MAX_BYTES. */
+const SAVED_STATES_PER_SEQUENCE = 4;
+const SAVED_STATES_MAX_BYTES = 512 * 2 ** 20;
 
 /** The warm-up's prompt state (freed once it ran). */
 const WARM_UP_OWNER = 'warm-up';
@@ -116,8 +104,14 @@ export class InferenceSession {
   readonly template: PromptTemplate;
   /** The KV sequences, one per prompt state (window and task). */
   private readonly states: PromptStates<LlamaSequenceEvaluator>;
+  /** The KV states of prompts whose sequence another owner took, to load back when they return. */
+  private readonly saved: SavedPromptStates;
 
-  private constructor(pair: LoadedPair, speculation: SpeculationSettings, log: RuntimeLog) {
+  private constructor(
+    pair: LoadedPair,
+    speculation: SpeculationSettings,
+    private readonly log: RuntimeLog,
+  ) {
     ({ llama: this.llama, target: this.target, draft: this.draft, info: this.info, template: this.template } = pair);
     this.speculation = { ...speculation };
     this.policy = new SpeculationPolicy(this.speculation);
@@ -127,7 +121,11 @@ export class InferenceSession {
       maxN: speculation.ngramMaxMatch,
       tokenize: (text: string): Token[] => target.model.tokenize(text, false),
     });
-    this.states = new PromptStates(this.target.sequences, this.draft?.sequences ?? null, kvBytesPerToken(this.target.info), (message) => log('info', message));
+    const bytesPerToken = kvBytesPerToken(this.target.info);
+    this.states = new PromptStates(this.target.sequences, this.draft?.sequences ?? null, bytesPerToken, (message) => log('info', message));
+    // Room for a few evicted prompts' states on disk (each a sequence's cells at most), 512 MiB at most.
+    const sequenceBytes = pair.sequences.bytesPerSequence;
+    this.saved = new SavedPromptStates(Math.max(sequenceBytes, Math.min(SAVED_STATES_MAX_BYTES, SAVED_STATES_PER_SEQUENCE * sequenceBytes)), (message) => log('warn', message));
   }
 
   /**
@@ -139,14 +137,29 @@ export class InferenceSession {
     return new InferenceSession(await loadPair(settings, speculation, log, onNativeLoad), speculation, log);
   }
 
-  /** The live KV sequences: whose prompt each holds, its tokens and their bytes (Show Stats). */
-  sequences(): { sequences: SequenceReport[]; evictions: number } {
-    return { sequences: this.states.report(), evictions: this.states.evictions };
+  /** The live KV sequences: whose prompt each holds, its tokens and their bytes (Show Stats); the saved states. */
+  sequences(): { sequences: SequenceReport[]; evictions: number; saved: { count: number; bytes: number; restored: number } } {
+    return { sequences: this.states.report(), evictions: this.states.evictions, saved: { count: this.saved.count, bytes: this.saved.bytes, restored: this.saved.restored } };
   }
 
   /** Frees the sequences of owners `matches` accepts (a window that went away): others may take them. */
   releaseOwners(matches: (owner: string) => boolean): void {
     this.states.release(matches);
+    this.saved.release(matches);
+  }
+
+  /**
+   * The KV sequence `owner`'s prompt decodes on. When it takes one from another owner, that owner's
+   * cells are saved first; when the owner's own saved state holds more of the prompt than the
+   * sequence it got, it is loaded back (inference/savedPromptStates.ts).
+   */
+  private async sequenceFor(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<LlamaSequenceEvaluator>> {
+    const state = this.states.acquire(owner, prompt);
+    if (state.evicted !== null) await this.saved.save(state.evicted, state.target);
+    if (state.taken && (await this.saved.restore(owner, prompt, state.target))) {
+      this.log('info', `KV state of ${describeOwner(owner)} loaded back (${state.target.tokens.length} tokens) instead of evaluating its prompt again`);
+    }
+    return state;
   }
 
   configure(speculation: Partial<SpeculationSettings>): void {
@@ -199,125 +212,29 @@ export class InferenceSession {
     return run;
   }
 
-  /**
-   * The greedy completions of recent requests, by prompt and stop rules: alternatives are asked for
-   * right after the completion the user saw, whose tokens need not be decoded again.
-   */
-  private readonly recentGreedy: { key: string; tokens: Token[]; text: string }[] = [];
-
-  /** What decides a completion's tokens besides the model: the prompt and the stop rules. */
-  private greedyKey(prompt: readonly Token[], request: CompletionRequest): string {
-    const { maxTokens, stop, singleLine, maxLines, stopAtBlockEnd, languageId, tabSize, suffix, prefix } = request;
-    // The prefix's end and the suffix decide where a block ends (the prompt may hold only part of them).
-    const stops = { maxTokens: clampMaxTokens(maxTokens), stop, singleLine, maxLines, stopAtBlockEnd, ...(stopAtBlockEnd ? { languageId, tabSize, suffix, prefix } : {}) };
-    return `${JSON.stringify(stops)}|${prompt.join(',')}`;
-  }
-
-  private rememberGreedy(prompt: readonly Token[], request: CompletionRequest, result: LocalCompletionResult): void {
-    const key = this.greedyKey(prompt, request);
-    const at = this.recentGreedy.findIndex((e) => e.key === key);
-    if (at >= 0) this.recentGreedy.splice(at, 1);
-    this.recentGreedy.push({ key, tokens: [...result.tokens], text: result.text });
-    if (this.recentGreedy.length > RECENT_GREEDY) this.recentGreedy.shift();
-  }
-
-  private async alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
-    const started = performance.now();
-    const done = (result: Omit<AlternativesResult, 'totalMs'>): AlternativesResult => ({ ...result, totalMs: performance.now() - started });
-    if (count < 1) return done({ completions: [], limitedBy: 'no alternatives asked for' });
+  private alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
     const speculation = overrides.speculation ?? this.speculation;
-    const { tokens: prompt } = this.layoutPrompt(request, speculation);
-    this.indexExtraContext(request);
-    // The greedy completion: remembered from the request the user saw, else decoded (the same tokens).
-    let greedy = this.recentGreedy.find((e) => e.key === this.greedyKey(prompt, request));
-    if (!greedy) {
-      const first = await this.decodeAfter(request, prompt, [], signal, overrides);
-      if (first.stats.stopReason === 'abort') return done({ completions: [], limitedBy: 'cancelled' });
-      this.rememberGreedy(prompt, request, first);
-      greedy = this.recentGreedy.at(-1)!;
-    }
-    if (greedy.tokens.length === 0) return done({ completions: [], limitedBy: 'the greedy completion is empty' });
-    let ranked: RankedNext[] | null;
-    const state = this.states.acquire(overrides.owner ?? DEFAULT_OWNER, prompt);
-    try {
-      ranked = await this.rankAlong(state.target, prompt, greedy.tokens.slice(0, this.branchablePositions(greedy.tokens)), count + ALTERNATIVE_SPARES, signal);
-    } catch (error) {
-      // As after a failed completion: the library's state is unknown, start the cache afresh.
-      await state.target.reset().catch(() => undefined);
-      throw error;
-    }
-    if (!ranked) return done({ completions: [], limitedBy: 'cancelled' });
-    const { blank } = splitTrailingBlank(request.prefix);
-    // Only the positions ranked (with the first-line scope, those before the first line is complete).
-    const branch = chooseBranchPoint(greedy.tokens.slice(0, ranked.length), ranked, {
-      isEndToken: (token) => this.isEndToken(token),
-      allows: (position, token) => {
-        // Where the greedy completion writes the blank the user typed (the ghost text starts after it),
-        // an alternative must too: one that does not would rewrite text left of the cursor.
-        if (!blank) return true;
-        const writesBlank = (text: string) => text.startsWith(blank) || blank.startsWith(text);
-        return !writesBlank(this.detokenize(greedy.tokens.slice(0, position + 1))) || writesBlank(this.detokenize([...greedy.tokens.slice(0, position), token]));
+    return findAlternatives(
+      {
+        scope: this.alternativesScope,
+        recentGreedy: this.recentGreedy,
+        promptTokens: () => {
+          this.indexExtraContext(request);
+          return this.layoutPrompt(request, speculation).tokens;
+        },
+        decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
+        targetSequence: async (prompt) => (await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
+        detokenize: (tokens) => this.detokenize(tokens),
+        isEndToken: (token) => this.isEndToken(token),
       },
-    });
-    if (!branch) return done({ completions: [], limitedBy: 'the target offers no other token along the greedy completion' });
-    const completions: LocalCompletionResult[] = [];
-    // Texts already offered: another tokenization of the same text (or an empty one) is no alternative.
-    const seen = new Set([greedy.text, '']);
-    const forcedPrefix = greedy.tokens.slice(0, branch.tokenIndex);
-    for (const token of branch.candidates) {
-      if (completions.length >= count) break;
-      if (signal?.aborted) break;
-      const alternative = await this.decodeAfter(request, prompt, [...forcedPrefix, token], signal, overrides);
-      if (alternative.stats.stopReason === 'abort') break;
-      if (seen.has(alternative.text)) continue;
-      seen.add(alternative.text);
-      completions.push(alternative);
-    }
-    const limitedBy = signal?.aborted
-      ? 'cancelled'
-      : completions.length < count
-        ? `the target's ${branch.candidates.length} next most likely tokens at the branch point gave ${completions.length} distinct completions`
-        : undefined;
-    return done({ completions, branch: { tokenIndex: branch.tokenIndex, margin: branch.margin }, ...(limitedBy ? { limitedBy } : {}) });
+      request,
+      count,
+      signal,
+    );
   }
 
-  /**
-   * How many of the greedy completion's first positions a branch may replace: all of them, or with
-   * the first-line scope those up to the token that completes the first line with content (that
-   * token included: another one there changes how the line ends). Only these are ranked.
-   */
-  private branchablePositions(greedy: readonly Token[]): number {
-    if (this.alternativesScope !== 'firstLine') return greedy.length;
-    for (let position = 1; position < greedy.length; position++) {
-      if (/\S[^\n]*\n/.test(this.detokenize(greedy.slice(0, position)))) return position;
-    }
-    return greedy.length;
-  }
-
-  /**
-   * The top `top` tokens and margin at each position of the greedy completion `greedy` after
-   * `prompt` (ranked[j] predicts greedy[j]): the prompt's cached KV is reused, the last prompt token
-   * and greedy[0..n-1) are evaluated again with an output at every position, in batches (the abort
-   * checked in between). Null when aborted. The cache then holds prompt + greedy[0..n-1).
-   */
-  private async rankAlong(evaluator: LlamaSequenceEvaluator, prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
-    const keep = Math.min(commonPrefixLength(evaluator.tokens, prompt), prompt.length - 1);
-    await evaluator.truncate(keep);
-    for (let at = keep; at < prompt.length - 1; at += PROMPT_CHUNK) {
-      if (signal?.aborted) return null;
-      await evaluator.append(prompt.slice(at, Math.min(at + PROMPT_CHUNK, prompt.length - 1)), 0);
-    }
-    const input = [prompt[prompt.length - 1], ...greedy.slice(0, -1)];
-    // Every position of a batch is an output: batches within the context's batch size.
-    const batch = Math.max(1, Math.min(RANK_BATCH, evaluator.capacity));
-    const ranked: RankedNext[] = [];
-    for (let at = 0; at < input.length; at += batch) {
-      if (signal?.aborted) return null;
-      const chunk = input.slice(at, at + batch);
-      ranked.push(...(await evaluator.appendRanked(chunk, chunk.length, top)));
-    }
-    return ranked;
-  }
+  /** Greedy completions of recent requests: alternatives are asked for right after the one the user saw. */
+  private readonly recentGreedy = new RecentGreedy();
 
   /** llama.cpp's end-of-generation tokens and the template's stop tokens: a completion ends at one. */
   isEndToken(token: Token): boolean {
@@ -390,26 +307,15 @@ export class InferenceSession {
   }
 
   /** A second context of the target for self-speculation on a KV window (made on first use). */
-  private windowContext: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string }; evaluator: LlamaSequenceEvaluator; size: number } | null = null;
+  private readonly windowContext = new WindowDraftContext();
 
   /**
    * A draft for one completion: the target itself on a window of about `window` tokens of the prompt
    * (speculation/windowDraft.ts). Measured by the benchmark (bench/windowDraft.ts); not a setting yet.
    */
   async windowDraft(request: CompletionRequest, window: number): Promise<WindowDraftProposer> {
-    const size = window + WINDOW_STEP + MAX_WINDOW_GENERATION;
-    if (!this.windowContext || this.windowContext.size < size) {
-      await this.windowContext?.evaluator.dispose();
-      await disposeContext(this.windowContext);
-      const { context, threadpool } = await createContext(this.target.model, {
-        contextSize: size,
-        threads: this.target.context.currentThreads,
-        batchSize: Math.min(size, 512),
-        flashAttention: this.target.attention.flashAttention,
-      });
-      this.windowContext = { context, threadpool, evaluator: new LlamaSequenceEvaluator(context.getSequence(), this.target.model), size };
-    }
-    return new WindowDraftProposer(this.windowContext.evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
+    const evaluator = await this.windowContext.evaluatorFor(this.target, window);
+    return new WindowDraftProposer(evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
   }
 
   /** The target's outputs after rejected guesses, per document: they recur in later completions there. */
@@ -458,7 +364,7 @@ export class InferenceSession {
     testAbortHook('generation', this.target.info, this.draft?.info);
     const result = await this.decodeAfter(request, prompt, [], signal, overrides);
     if (extraContext) result.stats.extraContext = extraContext;
-    if (result.stats.stopReason !== 'abort') this.rememberGreedy(prompt, request, result);
+    if (result.stats.stopReason !== 'abort') this.recentGreedy.remember(prompt, request, result);
     return result;
   }
 
@@ -477,7 +383,7 @@ export class InferenceSession {
   ): Promise<LocalCompletionResult> {
     const speculation = overrides.speculation ?? this.speculation;
     // The owner's KV sequence (and its draft's): its cache holds its previous prompt, whatever others asked since.
-    const state: SequenceEvaluators<LlamaSequenceEvaluator> = this.states.acquire(overrides.owner ?? DEFAULT_OWNER, prompt);
+    const state = await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt);
     const draft = overrides.draft ?? (state.draft ? new DraftModelProposer(state.draft, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
@@ -550,8 +456,8 @@ export class InferenceSession {
         failures.push(error);
       }
     };
-    await attempt(() => this.windowContext?.evaluator.dispose());
-    await attempt(() => disposeContext(this.windowContext));
+    await attempt(() => this.windowContext.dispose());
+    this.saved.dispose();
     for (const evaluator of this.draft?.sequences ?? []) await attempt(() => evaluator.dispose());
     for (const evaluator of this.target.sequences) await attempt(() => evaluator.dispose());
     await attempt(() => disposeContext(this.draft));
@@ -560,9 +466,4 @@ export class InferenceSession {
     await attempt(() => this.target.model.dispose());
     if (failures.length) throw failures[0];
   }
-}
-
-/** Longest completion a request may ask for. */
-function clampMaxTokens(maxTokens: number): number {
-  return Math.max(1, Math.min(maxTokens, 1024));
 }

@@ -430,6 +430,26 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.cached = [];
   }
 
+  /** Saves the sequence's KV cells and tokens to `file` (a prompt state evicted for another); returns its size. */
+  async saveState(file: string): Promise<number> {
+    return (await this.sequence.saveStateToFile(file)).fileSize;
+  }
+
+  /**
+   * Replaces the sequence's cache by a state saveState wrote from a sequence of the same model and
+   * context size (the file is the session's own: see inference/savedPromptStates.ts).
+   */
+  async loadState(file: string): Promise<void> {
+    await this.reset();
+    try {
+      await this.sequence.loadStateFromFile(file, { acceptRisk: true });
+      this.cached = [...this.sequence.contextTokens];
+    } catch (error) {
+      await this.reset().catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Frees the native sampler (the context and its sequence belong to the caller). */
   async dispose(): Promise<void> {
     this.sampler?.dispose();

@@ -103,21 +103,26 @@ export class PromptStates<E extends { readonly tokens: readonly Token[] }> {
     return this.states.length;
   }
 
-  /** The sequence `owner`'s prompt decodes on, now its own and the most recently used. */
-  acquire(owner: string, prompt: readonly Token[]): SequenceEvaluators<E> {
+  /**
+   * The sequence `owner`'s prompt decodes on, now its own and the most recently used; `taken` says
+   * whether it was not the owner's before, `evicted` whose it was (its cache still holds that
+   * owner's prompt: the caller may save it first).
+   */
+  acquire(owner: string, prompt: readonly Token[]): SequenceEvaluators<E> & { taken: boolean; evicted: string | null } {
     const choice = chooseSlot(this.states, owner, prompt);
     const state = this.states[choice.index]!;
-    if (state.owner !== owner) {
+    const taken = state.owner !== owner;
+    if (taken) {
       if (choice.evicted !== null) {
         this.evictions++;
         this.log(
-          `KV sequence ${choice.index} (${state.tokens.length} tokens of ${describeOwner(choice.evicted)}) given to ${describeOwner(owner)}: all ${this.states.length} sequences were in use and it was the least recently used; ${describeOwner(choice.evicted)} evaluates its prompt again next time`,
+          `KV sequence ${choice.index} (${state.tokens.length} tokens of ${describeOwner(choice.evicted)}) given to ${describeOwner(owner)}: all ${this.states.length} sequences were in use and it was the least recently used`,
         );
       }
       state.owner = owner;
     }
     state.lastUsed = ++this.clock;
-    return state;
+    return { target: state.target, draft: state.draft, taken, evicted: choice.evicted };
   }
 
   /** Frees the sequences of every owner `matches` accepts (their caches stay, for a prompt that shares them). */

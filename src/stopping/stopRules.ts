@@ -110,3 +110,8 @@ export class StopRules {
     return best;
   }
 }
+
+/** Longest completion a request may ask for. */
+export function clampMaxTokens(maxTokens: number): number {
+  return Math.max(1, Math.min(maxTokens, 1024));
+}
