@@ -296,6 +296,37 @@ describe('window isolation in the shared worker', { skip }, () => {
     assert.notEqual((await runningA).stats.stopReason, 'abort');
   });
 
+  it('each window keeps its own KV sequence: taking turns, a keystroke evaluates only what changed in its own prompt', async () => {
+    const address = isolatedAddress(sharedWorkerAddress(WORKER, freshDir()), 'sequences');
+    const a = client(address);
+    const b = client(address);
+    const loaded = await a.request('load', { models: MODELS, speculation: SPECULATION });
+    await b.request('load', { models: MODELS, speculation: SPECULATION });
+    pids.push(a.pid!);
+    assert.ok(loaded.kvSequences!.count >= 2, loaded.kvSequences!.reason);
+    const texts = [PREFIX, '# another window, another file\nimport os\n\ndef size_of(path):\n    return os.path.getsize(path'];
+    const evaluated: number[] = [];
+    for (let k = 0; k < 4; k++) {
+      for (const [i, c] of [a, b].entries()) {
+        texts[i] += 'x)'[k % 2];
+        const r = await c.request('complete', { request: request(texts[i]!, { maxTokens: 4 }) });
+        if (k > 0) evaluated.push(r.stats.promptTokensEvaluated!);
+      }
+    }
+    assert.ok(Math.max(...evaluated) <= 3, `prompt tokens evaluated per keystroke: ${evaluated.join(', ')}`);
+    // Show Stats' list: this window's sequence by task, the other window's unnamed.
+    const seen = (await a.request('diagnostics', {})).kvSequences!;
+    assert.deepEqual(
+      seen.sequences
+        .map((q) => q.owner)
+        .filter((o) => o !== null)
+        .sort(),
+      ['another window', 'this window · completion'],
+    );
+    assert.ok(seen.sequences.every((q) => q.owner === null || (q.tokens > 0 && q.bytes > 0)));
+    assert.equal(seen.evictions, 0);
+  });
+
   it('two windows typing at 20 keys/s each on one pair: both get completions, one generation at a time, prompt cancels', async () => {
     const address = isolatedAddress(sharedWorkerAddress(WORKER, freshDir()), 'storm');
     const windows = [client(address), client(address)];
