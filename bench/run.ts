@@ -610,7 +610,11 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(1)) {
     for (const pair of bench.pairs) {
       const perTask = threads === 1 ? REFERENCE_SECONDS.modesPerTask[pair.name] : undefined;
-      list.push({ name: `regime 1 (${pair.name} pair)`, estimateSeconds: perTask === undefined ? null : perTask * (bench.tasks.length + bench.autoClosedTasks.length), run: (b) => modesSection(b, pair) });
+      list.push({
+        name: `regime 1 (${pair.name} pair)`,
+        estimateSeconds: perTask === undefined ? null : perTask * (bench.tasks.length + bench.autoClosedTasks.length),
+        run: (b) => modesSection(b, pair),
+      });
     }
     if (bench.pairs.length > 1) list.push({ name: 'pair comparison', estimateSeconds: 0, run: comparisonSection });
   }

@@ -79,9 +79,7 @@ describe('replaceSameLineSuffix', () => {
 const BEFORE_AUTO_CLOSED: { name: string; ctx: CompletionContext; completion: string; text: string; replace: number }[] = [
   {
     name: 'the issue’s case (start.sh’s example.ts): `) return 0;` before the auto-closed `)`',
-    ctx: at(
-      'export function average(values: number[]): number {\n  if (values.length === 0║)\n}\n',
-    ),
+    ctx: at('export function average(values: number[]): number {\n  if (values.length === 0║)\n}\n'),
     completion: ') return 0;\n  let i = 0;\n  for (let i = 0; i < values.length; i++) {\n    const value = values[i];',
     text: ') return 0;',
     replace: 1,

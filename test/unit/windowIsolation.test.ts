@@ -278,7 +278,10 @@ describe('window isolation in the shared worker', { skip }, () => {
     pids.push(window.b.worker.pid!);
     assert.ok((await window.b.complete(request(PREFIX))).tokens!.length > 0);
     // Through the shared worker, the window learns how it ended (from the window that started it).
-    assert.ok(logs.some((l) => l.startsWith('the shared inference worker ended (killed by SIGKILL)')), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => l.startsWith('the shared inference worker ended (killed by SIGKILL)')),
+      logs.join('\n'),
+    );
   });
 
   it('each window decodes with its own speculation settings, and configures only its own', async () => {
