@@ -644,7 +644,9 @@ async function serveSocket(socketPath: string): Promise<void> {
     if (idleTimer) clearTimeout(idleTimer);
     if (connections.size > 0) served = true;
     // Before its first client the window that started it is still connecting (an idle time of 0 must not end it then).
-    const wait = served ? SHARED_IDLE_MS : Math.max(SHARED_IDLE_MS, FIRST_CLIENT_WAIT_MS);
+    // After, it idles on only for models kept for a window that comes back: with none (a load that
+    // failed, a window that moved to another pair's worker) it is a process nobody needs (issue #41).
+    const wait = !served ? Math.max(SHARED_IDLE_MS, FIRST_CLIENT_WAIT_MS) : loadedModels.size > 0 ? SHARED_IDLE_MS : 0;
     idleTimer = connections.size > 0 ? null : setTimeout(() => shutDown(), wait);
   };
   const server = net.createServer((socket) => {

@@ -284,6 +284,31 @@ describe('window isolation in the shared worker', { skip }, () => {
     );
   });
 
+  it('a failed load leaves no worker behind: the window moves to the next pair’s, and the one with nothing loaded exits (issue #41)', async () => {
+    const dir = freshDir();
+    let target = path.join(dir, 'missing.gguf');
+    const idleMinutes = new LocalBackend(
+      // An idle time as a user has it (10 minutes): kept models wait that long for a window that comes back.
+      { workerPath: WORKER, shared: sharedWorkerAddress(WORKER, dir), sharedIdleMs: 10 * 60_000, settings: async () => ({ models: { ...MODELS, targetModel: target }, speculation: SPECULATION }) },
+      { log: () => undefined, onOutage: () => undefined, onRecovered: () => undefined, onResync: () => undefined },
+    );
+    disposables.push(idleMinutes);
+    await assert.rejects(idleMinutes.load(), /not found/i);
+    const failedPid = idleMinutes.worker.pid!;
+    pids.push(failedPid);
+    target = TINY.target;
+    await idleMinutes.load();
+    const goodPid = idleMinutes.worker.pid!;
+    assert.notEqual(goodPid, failedPid);
+    await until(() => !isAlive(failedPid), 10_000, 'the worker of the load that failed exits once the window left it');
+    // The models that loaded are kept for a window that comes back (a reload): that worker stays.
+    idleMinutes.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.ok(isAlive(goodPid), 'the worker with models kept idles on');
+    process.kill(goodPid, 'SIGTERM');
+    pids.push(goodPid);
+  });
+
   it('each window decodes with its own speculation settings, and configures only its own', async () => {
     const address = isolatedAddress(sharedWorkerAddress(WORKER, freshDir()), 'spec');
     const a = client(address);
