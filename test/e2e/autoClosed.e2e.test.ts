@@ -1,7 +1,8 @@
 // Issue #41 in a real VS Code (code-server + chromium, the extension from this folder, the demo's
 // example.ts and embedded models), as the user met it:
 // - item 2: typing `if (values.length === 0` with the editor's auto-closing on (VS Code inserts the
-//   `)`), the cursor before the `)`: ghost text shows, and Tab gives a whole line with one `)`.
+//   `)`), the cursor before the `)`: the ghost text is the engine's (the model writes `) return 0;`),
+//   and Tab gives the whole line with one `)`.
 // - item 1: two kill -9s of the inference worker while it generates do not lock the models out:
 //   completions come back after each restart, and nothing is quarantined.
 import assert from 'node:assert/strict';
@@ -29,11 +30,14 @@ import {
   type Workbench,
 } from './harness';
 import { isAlive } from '../support/processes';
+import { directCompletion } from './expected';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-auto-closed');
 /** example.ts's empty line inside average() (scripts/demo-example.sh). */
 const AVERAGE_BODY_LINE = 12;
+/** What the user of issue #41 typed there; VS Code adds the `)`. */
+const TYPED = 'if (values.length === 0';
 
 /** The active editor's line `line` (1-based) as rendered. */
 async function editorLine(page: Page, line: number): Promise<string> {
@@ -61,7 +65,8 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
       outDir: path.join(OUT, 'server'),
       // The editor's defaults for auto-closing (the other e2e tests turn it off).
       env: { DRAFTLINE_SHARED_WORKER_DIR: workerDir },
-      settings: { 'draftline.debounceMs': 100, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
+      // Flash attention pinned as in expected.ts (the direct engine this test compares with).
+      settings: { 'draftline.flashAttention': 'on', 'draftline.debounceMs': 100, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
     });
     wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
   });
@@ -72,24 +77,31 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
     fs.rmSync(workerDir, { recursive: true, force: true });
   });
 
-  it('ghost text before the auto-closed `)`; Tab gives the line with one `)`', async () => {
+  it('ghost text before the auto-closed `)`, as the engine gives it; Tab gives the line with one `)`', async () => {
     const page = wb.page;
     await openFile(page, 'example.ts');
     await gotoLineEnd(page, AVERAGE_BODY_LINE);
-    await typeLikeAPerson(page, 'if (values.length === 0', 60);
-    assert.equal(await editorLine(page, AVERAGE_BODY_LINE), '  if (values.length === 0)', 'VS Code auto-closed the paren');
+    await typeLikeAPerson(page, TYPED, 40);
+    assert.equal(await editorLine(page, AVERAGE_BODY_LINE), `  ${TYPED})`, 'VS Code auto-closed the paren');
+    // The engine called directly on the same document and cursor: here the model writes the closer
+    // and the rest of the line (`) return 0;`), which the post-processing used to turn into nothing.
+    const source = fs.readFileSync(path.join(workspace, 'example.ts'), 'utf8');
+    const cursor = source.indexOf('{\n  \n}') + 4;
+    const expected = await directCompletion(`${source.slice(0, cursor)}${TYPED})${source.slice(cursor)}`, cursor + TYPED.length, 'typescript', 2);
+    assert.ok(expected.startsWith(')') && expected.length > 1, `the engine shows the closer and more here: ${JSON.stringify(expected)}`);
     const ghost = await waitForGhostText(page, { timeoutMs: 120_000 });
     await screenshot(page, OUT, '01-ghost-before-auto-closed-paren');
     await page.keyboard.press('Tab');
     const line = await waitFor(
       async () => {
         const now = await editorLine(page, AVERAGE_BODY_LINE);
-        return now !== '  if (values.length === 0)' ? now : undefined;
+        return now !== `  ${TYPED})` ? now : undefined;
       },
       { timeoutMs: 5000, what: 'the accepted line' },
     );
     await screenshot(page, OUT, '02-accepted');
-    assert.ok(line.startsWith('  if (values.length === 0)') && !line.includes('))'), `ghost ${JSON.stringify(ghost)} gave ${JSON.stringify(line)}`);
+    // The ghost text replaced the auto-closed `)` (VS Code draws the part after it).
+    assert.equal(line, `  ${TYPED}${expected.split('\n')[0]}`, `ghost ${JSON.stringify(ghost)}`);
   });
 
   it('two kill -9s of the worker while it generates leave the models loaded and serving', async () => {
