@@ -48,7 +48,7 @@ export function sourceFiles(root: string): SourceFile[] {
   return files;
 }
 
-export type CursorKind = 'mid-line' | 'end-of-line' | 'empty-line-in-block';
+export type CursorKind = 'mid-line' | 'end-of-line' | 'empty-line-in-block' | 'before-auto-closed';
 
 export interface BenchTask {
   id: number;
@@ -67,11 +67,17 @@ export interface BenchTask {
   truth: string;
   /** How much of `truth` is missing from `text`: the rest of the first line with content. */
   hiddenChars: number;
+  /**
+   * before-auto-closed only: what the editor inserted after the cursor by itself (the closers of the
+   * brackets and the quote open at the cursor on its line, innermost first), in `text` at `offset`
+   * in place of the hidden rest of the line.
+   */
+  autoClosed?: string;
 }
 
 /** The file as it is on disk: the document with the hidden continuation put back at the cursor. */
 export function fileTextOf(task: BenchTask): string {
-  return task.text.slice(0, task.offset) + task.truth.slice(0, task.hiddenChars) + task.text.slice(task.offset);
+  return task.text.slice(0, task.offset) + task.truth.slice(0, task.hiddenChars) + task.text.slice(task.offset + (task.autoClosed?.length ?? 0));
 }
 
 /**
@@ -116,6 +122,79 @@ export function sampleTasks(files: SourceFile[], count: number, seed: number): B
     if (continuation.slice(0, hiddenChars).trim() === '' || hiddenChars > 400) continue;
     const text = file.text.slice(0, offset) + continuation.slice(hiddenChars);
     tasks.push({ id: tasks.length, file: file.name, kind, offset, text, truth: continuation.slice(0, 400), hiddenChars });
+  }
+  return tasks;
+}
+
+const CLOSER_OF: Record<string, string> = { '(': ')', '[': ']', '{': '}' };
+
+/**
+ * The closers still owed at each offset of a line that balances on itself (every bracket and quote
+ * it opens it closes), innermost first: what an editor that auto-closes pairs shows after the cursor
+ * there while the line is typed left to right. Null for a line that does not balance or that a
+ * simple scan cannot read (template literals, comments, regular expressions, escapes).
+ */
+export function owedClosers(line: string): string[] | null {
+  if (/[`\\/]/.test(line)) return null;
+  const owed: string[] = [];
+  const stack: string[] = [];
+  for (const char of line) {
+    owed.push([...stack].reverse().join(''));
+    const quote = stack[stack.length - 1] === '"' || stack[stack.length - 1] === "'";
+    if (quote) {
+      if (char === stack[stack.length - 1]) stack.pop();
+    } else if (char === '"' || char === "'") stack.push(char);
+    else if (CLOSER_OF[char]) stack.push(CLOSER_OF[char]!);
+    else if (char === ')' || char === ']' || char === '}') {
+      if (stack.pop() !== char) return null;
+    }
+  }
+  return stack.length === 0 ? owed : null;
+}
+
+/** The innermost closer a before-auto-closed task's editor inserted: the groups its tasks rotate over. */
+export type AutoClosedKind = ')' | ']' | '}' | 'quote';
+export const AUTO_CLOSED_KINDS: readonly AutoClosedKind[] = [')', ']', '}', 'quote'];
+export const autoClosedKindOf = (autoClosed: string): AutoClosedKind => (autoClosed[0] === '"' || autoClosed[0] === "'" ? 'quote' : (autoClosed[0] as AutoClosedKind));
+
+/**
+ * before-auto-closed tasks (issue #41): the cursor inside a line, where the editor shows after it only
+ * what it auto-closed for the brackets and quote open there (`if (n === 0|)`, `[a, |]`, `{ a: |}`,
+ * `'|'`): the most common place a person types in. The rest of the real line is what is to be
+ * written; the document shows the auto-closed characters in its place, as the editor would. The
+ * innermost closer rotates over `)`, `]`, `}` and a quote. Sampled with their own seed, after the
+ * other kinds, so adding them leaves those tasks as they were; ids go on from `firstId`.
+ */
+export function sampleAutoClosedTasks(files: SourceFile[], count: number, seed: number, firstId = 0): BenchTask[] {
+  const rand = mulberry32(seed);
+  const tasks: BenchTask[] = [];
+  let guard = 0;
+  while (tasks.length < count && guard++ < count * 2000) {
+    const file = files[Math.floor(rand() * files.length)]!;
+    const want = AUTO_CLOSED_KINDS[tasks.length % AUTO_CLOSED_KINDS.length]!;
+    const lines = file.text.split('\n');
+    const li = 3 + Math.floor(rand() * Math.max(1, lines.length - 6));
+    const line = lines[li];
+    // Not in a comment's text (a JSDoc line): nobody's editor auto-closes there as in code.
+    if (line === undefined || line.trim().length < 8 || /^\s*\*/.test(line)) continue;
+    const owed = owedClosers(line);
+    if (!owed) continue;
+    const indent = line.length - line.trimStart().length;
+    // Cursors inside the line's text with something owed, whose innermost closer is the kind wanted,
+    // and with more to write than the closers themselves.
+    const cursors: number[] = [];
+    for (let c = indent + 1; c < line.length; c++) {
+      const closers = owed[c]!;
+      if (closers !== '' && autoClosedKindOf(closers) === want && line.slice(c) !== closers) cursors.push(c);
+    }
+    if (!cursors.length) continue;
+    const column = cursors[Math.floor(rand() * cursors.length)]!;
+    const lineStart = lines.slice(0, li).reduce((n, l) => n + l.length + 1, 0);
+    const offset = lineStart + column;
+    const autoClosed = owed[column]!;
+    const hiddenChars = line.length - column;
+    const text = file.text.slice(0, offset) + autoClosed + file.text.slice(lineStart + line.length);
+    tasks.push({ id: firstId + tasks.length, file: file.name, kind: 'before-auto-closed', offset, text, truth: file.text.slice(offset, offset + 400), hiddenChars, autoClosed });
   }
   return tasks;
 }

@@ -3,9 +3,9 @@
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { CompletionRequest, LocalCompletionResult, ModelSettings, ProposalSource } from '../src/shared/types';
-import { defaultFilters, postprocess } from '../src/postprocess';
+import { currentLineSuffix, defaultFilters, postprocess, type ShownCompletion } from '../src/postprocess';
 import type { BenchTask } from './corpus';
-import { scoreCompletion, type TimedCompletion } from './quality';
+import { scoreShown, type TimedCompletion } from './quality';
 
 export function engineDocument(task: BenchTask): EngineDocument {
   return {
@@ -20,13 +20,13 @@ export function engineDocument(task: BenchTask): EngineDocument {
 }
 
 /**
- * The ghost text a raw completion becomes: the same post-processing as CompletionEngine.complete.
- * Its replaced characters of the cursor's line are not scored: the tasks hide the rest of that line,
- * so the completion never replaces any (replaceSuffixChars is 0).
+ * The ghost text a raw completion becomes: the same post-processing as CompletionEngine.complete,
+ * with how many characters of the rest of the cursor's line it replaces (only before-auto-closed
+ * tasks have any there: the others hide the rest of that line). Score it with scoreShown.
  */
-export function shownText(raw: string, request: CompletionRequest, doc: EngineDocument, maxLines: number): string {
+export function shownText(raw: string, request: CompletionRequest, doc: EngineDocument, maxLines: number): ShownCompletion {
   const ctx = { prefix: request.prefix, suffix: request.suffix, languageId: doc.languageId, tabSize: doc.tabSize, insertSpaces: doc.insertSpaces };
-  return postprocess(raw, ctx, defaultFilters(maxLines)).text;
+  return postprocess(raw, ctx, defaultFilters(maxLines));
 }
 
 /** The benches' --flash-attention value: auto (Draftline's default, measured per CPU model at load), on or off. */
@@ -96,6 +96,6 @@ export async function timedCompletion(session: InferenceSession, request: Comple
     ttftMs: r.stats.timeToFirstTokenMs,
     promptTokens: r.stats.promptTokens,
     promptTokensEvaluated: r.stats.promptTokens - r.stats.reusedPromptTokens,
-    quality: scoreCompletion(shownText(r.text, request, doc, maxLines), task.truth),
+    quality: scoreShown(shownText(r.text, request, doc, maxLines), currentLineSuffix(request), task.truth),
   };
 }

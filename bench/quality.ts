@@ -85,6 +85,17 @@ export function scoreCompletion(completion: string, truth: string): QualityScore
   return { firstLineExact: firstLineExactMatch(completion, truth), similarity: editSimilarity(completion, truth), empty: completion.trim() === '' };
 }
 
+/**
+ * The score of a ghost text as the line reads once it is accepted: `shown.text` in place of the first
+ * `shown.replaceSuffixChars` characters of `restOfLine` (the cursor line's rest in the document, e.g.
+ * what the editor auto-closed), the rest of them after it. Nothing shown is a miss however well the
+ * auto-closed characters alone would match.
+ */
+export function scoreShown(shown: { text: string; replaceSuffixChars: number }, restOfLine: string, truth: string): QualityScore {
+  if (shown.text.trim() === '') return { firstLineExact: truth.trim() === '', similarity: truth.trim() === '' ? 1 : 0, empty: true };
+  return scoreCompletion(shown.text + restOfLine.slice(shown.replaceSuffixChars), truth);
+}
+
 export interface QualitySummary {
   /** Share of tasks whose first line with content is exactly right. */
   firstLineExact: number;

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--regimes 1,2,3,4,5,6,7,8,9,10] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -24,9 +24,10 @@ import { ALTERNATIVES_ASKED, regimeAlternatives, SCOPES } from './alternatives';
 import { DEFAULT_DEBOUNCE_MS } from '../src/engine/declaredSettings';
 import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
-import { CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleTasks, sourceFiles, type BenchTask } from './corpus';
+import { AUTO_CLOSED_KINDS, autoClosedKindOf, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleAutoClosedTasks, sampleTasks, sourceFiles, type BenchTask } from './corpus';
+import { currentLineSuffix } from '../src/postprocess';
 import { OracleProposer } from './oracleProposer';
-import { scoreCompletion, summarizeQuality, type QualityScore } from './quality';
+import { scoreShown, summarizeQuality, type QualityScore } from './quality';
 import { fmt, median, pct, percentile, Progress } from './stats';
 import { LlamaServer } from './llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
@@ -51,6 +52,10 @@ const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3
  */
 const DEFAULT_TASKS = { quick: 20, full: 80 };
 const taskCount = Number(opt('tasks', String(quick ? DEFAULT_TASKS.quick : DEFAULT_TASKS.full)));
+/** Regime 1's before-auto-closed tasks (bench/corpus.ts sampleAutoClosedTasks), besides the others. */
+const autoClosedTaskCount = Number(opt('auto-closed-tasks', String(quick ? 12 : 40)));
+/** `--modes plain,hybrid`: regime 1 runs only these (all by default); quality needs plain alone. */
+const onlyModes = opt('modes')?.split(',').filter(Boolean);
 const threads = Number(opt('threads', '1'));
 const maxTokens = Number(opt('max-tokens', '48'));
 const gpu = (opt('gpu', 'auto') ?? 'auto') as ModelSettings['gpu'];
@@ -109,6 +114,8 @@ interface Run {
   tie?: DivergenceVerdict;
   /** What the user would see: the completion after the engine's post-processing. */
   shown: string;
+  /** How many characters of the rest of the cursor's line it replaces (auto-closed ones). */
+  replaceSuffixChars: number;
   quality: QualityScore;
 }
 
@@ -133,9 +140,12 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
-  const modes: Mode[] = MODES.filter((m) => (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
+  const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
+  const modes: Mode[] = MODES.filter((m) => wanted(m) && (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
   const servers: Partial<Record<Mode, LlamaServer>> = {};
-  if (!LlamaServer.available()) {
+  if (!wanted('llama-server') && !wanted('llama-server-md')) {
+    // Not asked for (--modes).
+  } else if (!LlamaServer.available()) {
     process.stderr.write(`llama-server: skipped (not built; bash scripts/build-llama-server.sh builds it into bench/cache, ~30 min; in the bench kit, build-cuda.sh)\n`);
   } else {
     const opts = {
@@ -147,7 +157,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
     };
     servers['llama-server'] = await LlamaServer.start(pair.target, null, opts);
     modes.push('llama-server');
-    if (session.draft) {
+    if (session.draft && wanted('llama-server-md')) {
       servers['llama-server-md'] = await LlamaServer.start(pair.target, pair.draft, opts);
       modes.push('llama-server-md');
     }
@@ -160,9 +170,10 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
     const doc = engineDocument(task);
     const request = engine.buildRequest(doc) as CompletionRequest;
     requests.set(task.id, request);
+    const restOfLine = currentLineSuffix(request);
     const score = (raw: string) => {
       const shown = shownText(raw, request, doc, engine.settings.maxLines);
-      return { shown, quality: scoreCompletion(shown, task.truth) };
+      return { shown: shown.text, replaceSuffixChars: shown.replaceSuffixChars, quality: scoreShown(shown, restOfLine, task.truth) };
     };
     // The open file is in the n-gram index, as in the editor.
     if (previousKey) session.documents.removeDocument(previousKey);
@@ -256,7 +267,25 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   for (const server of Object.values(servers)) await server.stop();
   await stock.dispose();
   await session.dispose();
-  return { pair, info, modes, ties, rows: summarize(modes, runs), raw: runs };
+  // The standard tasks' rows as before; the before-auto-closed ones apart (autoClosedRows).
+  const autoClosed = new Set(tasks.filter((t) => t.kind === 'before-auto-closed').map((t) => t.id));
+  const standard = runs.filter((r) => !autoClosed.has(r.task));
+  return { pair, info, modes, ties, rows: summarize(modes, standard), allRows: summarize(modes, runs), autoClosedRows: summarizeAutoClosed(modes, tasks, runs), raw: runs };
+}
+
+/** Quality of each mode on the before-auto-closed tasks, all and by the innermost closer. */
+function summarizeAutoClosed(modes: Mode[], tasks: BenchTask[], runs: Run[]) {
+  const kindOf = new Map(tasks.filter((t) => t.autoClosed).map((t) => [t.id, autoClosedKindOf(t.autoClosed!)]));
+  return modes.map((mode) => {
+    const rs = runs.filter((r) => r.mode === mode && kindOf.has(r.task));
+    const byKind = Object.fromEntries(
+      AUTO_CLOSED_KINDS.map((kind) => {
+        const of = rs.filter((r) => kindOf.get(r.task) === kind);
+        return [kind, { tasks: of.length, quality: summarizeQuality(of.map((r) => r.quality)) }];
+      }),
+    );
+    return { mode, tasks: rs.length, quality: summarizeQuality(rs.map((r) => r.quality)), replacedAutoClosed: rs.filter((r) => r.replaceSuffixChars > 0).length, byKind };
+  });
 }
 
 type ModesResult = Awaited<ReturnType<typeof regimeModes>>;
@@ -526,6 +555,8 @@ function machine() {
 /** Shared by the sections of one run: the tasks, and what each section adds to the report and results. */
 interface Bench {
   tasks: BenchTask[];
+  /** Regime 1 runs these too, reported apart (sampleAutoClosedTasks). */
+  autoClosedTasks: BenchTask[];
   pairs: ModelPair[];
   outDir: string;
   results: Record<string, unknown>;
@@ -579,7 +610,11 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(1)) {
     for (const pair of bench.pairs) {
       const perTask = threads === 1 ? REFERENCE_SECONDS.modesPerTask[pair.name] : undefined;
-      list.push({ name: `regime 1 (${pair.name} pair)`, estimateSeconds: perTask === undefined ? null : perTask * bench.tasks.length, run: (b) => modesSection(b, pair) });
+      list.push({
+        name: `regime 1 (${pair.name} pair)`,
+        estimateSeconds: perTask === undefined ? null : perTask * (bench.tasks.length + bench.autoClosedTasks.length),
+        run: (b) => modesSection(b, pair),
+      });
     }
     if (bench.pairs.length > 1) list.push({ name: 'pair comparison', estimateSeconds: 0, run: comparisonSection });
   }
@@ -628,7 +663,7 @@ function modeTableRow(x: ModeRow): string {
 
 async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const started = Date.now();
-  const r = await regimeModes(bench.tasks, pair);
+  const r = await regimeModes([...bench.tasks, ...bench.autoClosedTasks], pair);
   const seconds = (Date.now() - started) / 1000;
   bench.modes.push(r);
   const table = [...modeHeader, ...r.rows.map(modeTableRow)];
@@ -636,14 +671,16 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
     r.ties.drift === 0
       ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
       : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
-  const timeLine = `${bench.tasks.length} tasks in ${seconds.toFixed(0)} s (${(seconds / bench.tasks.length).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
+  const allTasks = bench.tasks.length + bench.autoClosedTasks.length;
+  const timeLine = `${allTasks} tasks in ${seconds.toFixed(0)} s (${(seconds / allTasks).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
   const legend =
     'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
   const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)}, context ${r.info.contextSize})`;
   const attentionLine = `Flash attention (chosen at load; the stock modes use the same per model, llama-server the target's, which its -fa applies to its draft too): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
+  const autoClosed = autoClosedTable(r, bench.autoClosedTasks.length);
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${autoClosed.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
   fs.writeFileSync(
     path.join(bench.outDir, chart),
     barChart(
@@ -654,13 +691,29 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   );
   // Every number of every run (the completion texts go to runs.json).
   const raw = r.raw.map(({ tokens, shown, ...rest }) => ({ ...rest, tokens: tokens.length }));
-  (bench.results.modes as Record<string, unknown>)[pair.name] = { models: r.info, ties: r.ties, seconds, rows: r.rows, runs: raw };
-  for (const x of r.rows) {
+  (bench.results.modes as Record<string, unknown>)[pair.name] = { models: r.info, ties: r.ties, seconds, rows: r.rows, autoClosedRows: r.autoClosedRows, runs: raw };
+  for (const x of r.allRows) {
     if (LOSSLESS.includes(x.mode) && x.identical !== true) {
       bench.failed = true;
       console.error(`LOSSLESS VIOLATION (${pair.name} pair): mode ${x.mode} differs from plain on ${x.tasks - x.identicalTasks - x.tieTasks} task(s) away from a numerical tie`);
     }
   }
+}
+
+/** Regime 1's quality on the before-auto-closed tasks: per mode, and per innermost closer. */
+function autoClosedTable(r: ModesResult, taskCount: number): string[] {
+  if (taskCount === 0) return [];
+  const cell = (q: { firstLineExact: number; similarity: number; empty: number } | null) => `${pct(q?.firstLineExact)} | ${fmt(q?.similarity, 3)} | ${pct(q?.empty)}`;
+  return [
+    `Before auto-closed characters (${taskCount} tasks): the cursor inside a line with only what the editor auto-closed after it (\`if (n === 0|)\`), the rest of the real line to be written; scored as the line reads once the ghost text is accepted (its replaced auto-closed characters included). By innermost closer: ${AUTO_CLOSED_KINDS.map((k) => `${k} ${r.autoClosedRows[0]?.byKind[k]?.tasks ?? 0}`).join(', ')} tasks.`,
+    '',
+    `| mode | first line exact | similarity | no ghost text | replaces auto-closed | ${AUTO_CLOSED_KINDS.map((k) => `${k}: exact / sim. / none`).join(' | ')} |`,
+    `|---|---|---|---|---|${AUTO_CLOSED_KINDS.map(() => '---|').join('')}`,
+    ...r.autoClosedRows.map(
+      (x) => `| ${x.mode} | ${cell(x.quality)} | ${x.replacedAutoClosed}/${x.tasks} | ${AUTO_CLOSED_KINDS.map((k) => cell(x.byKind[k]?.quality ?? null).replace(/ \| /g, ' / ')).join(' | ')} |`,
+    ),
+    '',
+  ];
 }
 
 /** One line a pair: plain decoding's speed and quality (the lossless modes score the same), and what hybrid gains. */
@@ -990,6 +1043,7 @@ async function main() {
   const corpusRoot = ensureCorpus();
   const files = sourceFiles(corpusRoot);
   const tasks = sampleTasks(files, taskCount, 20261122);
+  const autoClosedTasks = sampleAutoClosedTasks(files, regimes.has(1) ? autoClosedTaskCount : 0, 20261125, tasks.length);
   process.stderr.write(`${tasks.length} tasks from ${files.length} files of ${CORPUS_PACKAGES.join(', ')}; pairs: ${pairs.map((p) => p.name).join(', ')}\n`);
   const results: Record<string, unknown> = {
     date: new Date().toISOString(),
@@ -998,7 +1052,7 @@ async function main() {
     maxTokens,
     corpus: CORPUS_PACKAGES,
     tasks: tasks.length,
-    taskList: tasks.map(({ id, file, kind, offset, hiddenChars }) => ({ id, file, kind, offset, hiddenChars })),
+    taskList: [...tasks, ...autoClosedTasks].map(({ id, file, kind, offset, hiddenChars, autoClosed }) => ({ id, file, kind, offset, hiddenChars, autoClosed })),
     modes: {},
   };
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
@@ -1009,10 +1063,10 @@ async function main() {
     '',
     `Machine: ${JSON.stringify(results.machine)}`,
     '',
-    `Tasks: ${tasks.length} cursor positions in ${files.length} files of ${CORPUS_PACKAGES.join(', ')} (mid-line, end of line, empty line in a block, in turn); the rest of the first line with content after the cursor is taken out of the document, and completions are scored against the file's own continuation. Max ${maxTokens} tokens; modes interleaved per task. Each measured completion follows an untimed one at the same spot one character earlier (the keystroke case: KV caches warm as in the editor).`,
+    `Tasks: ${tasks.length} cursor positions in ${files.length} files of ${CORPUS_PACKAGES.join(', ')} (mid-line, end of line, empty line in a block, in turn); the rest of the first line with content after the cursor is taken out of the document, and completions are scored against the file's own continuation. Max ${maxTokens} tokens; modes interleaved per task. Each measured completion follows an untimed one at the same spot one character earlier (the keystroke case: KV caches warm as in the editor).${autoClosedTasks.length ? ` Regime 1 also runs ${autoClosedTasks.length} before-auto-closed tasks, reported apart: the cursor inside a line, with only what the editor auto-closed after it.` : ''}`,
     '',
   ];
-  const bench: Bench = { tasks, pairs, outDir, results, md, modes: [], failed: false };
+  const bench: Bench = { tasks, autoClosedTasks, pairs, outDir, results, md, modes: [], failed: false };
   const list = sections(bench);
   const estimates = list.map((s) => s.estimateSeconds);
   const estimatedSeconds = estimates.every((e) => e !== null) ? estimates.reduce((n, e) => n! + e!, 0)! : null;

@@ -17,23 +17,8 @@ RUN=$(cd "$RUN" && pwd)
 if git -C "$RUN/workspace" rev-parse --show-toplevel >/dev/null 2>&1; then
   echo "note: $RUN/workspace is inside a git repository ($(git -C "$RUN/workspace" rev-parse --show-toplevel)); set DRAFTLINE_DEMO_DIR to a folder outside one" >&2
 fi
-if [ ! -f "$RUN/workspace/example.ts" ]; then
-  cat > "$RUN/workspace/example.ts" <<'TS'
-// Type below: Draftline completes with its embedded demo models ("draftline-code": small but real,
-// trained here; see models/README.md in the Draftline repository). Weak, but local.
-export function sum(values: number[]): number {
-  let total = 0;
-  for (const value of values) {
-    total += value;
-  }
-  return total;
-}
-
-export function average(values: number[]): number {
-  
-}
-TS
-fi
+# The demo's example.ts: made on the first run, kept with the user's edits after (said so at the URL).
+EXAMPLE_NOTE=$(bash scripts/demo-example.sh "$RUN/workspace")
 cat > "$RUN/user-data/User/settings.json" <<'JSON'
 {
   "workbench.startupEditor": "none",
@@ -69,6 +54,7 @@ trap 'exit 130' INT TERM
 echo
 echo "Draftline is running in VS Code at:  http://127.0.0.1:$PORT/?folder=$RUN/workspace"
 echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it, and the inference worker with it.)"
+echo "$EXAMPLE_NOTE"
 echo
 # In the background and waited for (not exec'd): the trap above must run when it ends.
 "$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \

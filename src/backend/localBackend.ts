@@ -34,10 +34,14 @@ export interface LocalBackendOptions {
 const GPU_CRASH = /SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE/;
 
 /**
- * How a worker that a model file may have ended ends: anything but a kill from outside (the OOM
- * killer, a user's kill, a stop) or a clean exit. A shared worker's end has no signal to tell.
+ * Whether the worker's end (`description`, as WorkerClient tells it) is one a model file can cause: a
+ * crash signal from native code (llama.cpp's GGML_ABORT is SIGABRT; a bad read, SIGSEGV or SIGBUS).
+ * Never a kill from outside (SIGKILL from the OOM killer or a user, SIGTERM, SIGINT, SIGHUP), an exit,
+ * or an end whose cause is not known (a shared worker's whose starting window is gone).
  */
-const NOT_THE_MODEL = /SIGKILL|SIGTERM|SIGINT|SIGHUP|exited with code/;
+export function blamesTheModel(description: string): boolean {
+  return /\b(SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE|SIGTRAP)\b/.test(description);
+}
 
 /** The models as the worker keys a loaded pair (workerMain.ts modelsKey, without the files' stamps): windows with the same share its worker. */
 const pairKey = (m: ModelSettings) => {
@@ -121,7 +125,7 @@ export class LocalBackend implements InferenceBackend {
    */
   private noteModelCrash(description: string, during: CrashContext, log: BackendEvents['log']): void {
     const models = this.lastModels;
-    if (!models || NOT_THE_MODEL.test(description)) return;
+    if (!models || !blamesTheModel(description)) return;
     const loading = during.pending.includes('load');
     if (!loading && !during.pending.includes('complete') && !during.pending.includes('alternatives')) return;
     const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));

@@ -100,7 +100,9 @@ function closesOwnOpenBlock(text: string, closerOffset: number, ctx: CompletionC
  * `);`), or, from a line start, one the suffix starts with (the completion's last lines equal the
  * suffix's first lines), unless that tail is a closing line for a block still open at its own
  * indentation while the suffix's closer sits at another one (closesOwnOpenBlock). Failing that, a
- * tail on the last line that goes on past the rest of the line (`a);` before `)` keeps `a`).
+ * tail on the last line that goes on past the rest of the line (`a);` before `)` keeps `a`), unless
+ * nothing would be left and the rest of the line is only auto-closed characters (`) return 0;` before
+ * `)`): then the whole text, for replaceSameLineSuffix to replace them with.
  */
 export function trimSuffixOverlap(completion: string, ctx: CompletionContext): string {
   const restOfLine = currentLineSuffix(ctx);
@@ -129,7 +131,14 @@ export function trimSuffixOverlap(completion: string, ctx: CompletionContext): s
     }
   }
   if (lineTarget !== '') {
-    for (const p of starts) if (p >= lastLineStart && tailOf(p).startsWith(lineTarget)) return text.slice(0, p);
+    for (const p of starts) {
+      if (p < lastLineStart || !tailOf(p).startsWith(lineTarget)) continue;
+      // Cut there, nothing would be left: `) return 0;` before the auto-closed `)` of `if (n === 0|)`
+      // is the rest of the line, not a repeat of it. Kept whole: replaceSameLineSuffix replaces the
+      // auto-closed characters it writes again (or cuts before them if they do not pair).
+      if (isBlank(text.slice(0, p)) && AUTO_CLOSED.test(restOfLine)) return text;
+      return text.slice(0, p);
+    }
   }
   return text;
 }

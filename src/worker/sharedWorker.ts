@@ -182,6 +182,46 @@ export function connectSocket(socketPath: string): Promise<net.Socket> {
   });
 }
 
+/**
+ * Where the window that started a shared worker writes how the worker ended ("killed by SIGABRT",
+ * "exited with code 0"): only a process's parent learns that, and the other windows see no more than
+ * their connection close. The model quarantine needs it to tell a crash in llama.cpp (a model's
+ * fault) from a kill from outside (the OOM killer, the user's kill -9).
+ */
+export function workerEndRecordPath(address: SharedWorkerAddress, pid: number): string {
+  return path.join(address.dir, `${path.basename(address.socketPath, '.sock')}.ended-${pid}`);
+}
+
+/** Records older than this are a former worker's whose pid came round again: ignored, and removed at the next start. */
+const END_RECORD_MAX_AGE_MS = 60_000;
+
+/**
+ * How the shared worker `pid` ended, as the window that started it recorded it, waiting up to
+ * `waitMs` for that window to hear of it; null when no record comes (that window is gone, or the
+ * worker is still running): how it ended is then not known.
+ */
+export async function sharedWorkerEnd(address: SharedWorkerAddress, pid: number, waitMs = 1000): Promise<string | null> {
+  const file = workerEndRecordPath(address, pid);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      if (Date.now() - fs.statSync(file).mtimeMs < END_RECORD_MAX_AGE_MS) return fs.readFileSync(file, 'utf8').trim() || null;
+    } catch {}
+    if (Date.now() >= deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function removeOldEndRecords(dir: string): void {
+  try {
+    for (const name of fs.readdirSync(dir)) {
+      if (!/\.ended-\d+$/.test(name)) continue;
+      const file = path.join(dir, name);
+      if (Date.now() - fs.statSync(file).mtimeMs > END_RECORD_MAX_AGE_MS) fs.rmSync(file, { force: true });
+    }
+  } catch {}
+}
+
 const NOT_LISTENING = new Set(['ENOENT', 'ECONNREFUSED']);
 /** Keep the worker's log file from growing without end: it is started again on each start. */
 const MAX_LOG_BYTES = 1024 * 1024;
@@ -202,6 +242,7 @@ export async function connectSharedWorker(options: { workerPath: string; address
   try {
     if (fs.statSync(address.logPath).size > MAX_LOG_BYTES) fs.truncateSync(address.logPath, 0);
   } catch {}
+  removeOldEndRecords(address.dir);
   const logFd = fs.openSync(address.logPath, 'a', 0o600);
   let exit: string | null = null;
   try {
@@ -217,6 +258,9 @@ export async function connectSharedWorker(options: { workerPath: string; address
     });
     child.on('exit', (code, signal) => {
       exit = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      try {
+        if (child.pid !== undefined) fs.writeFileSync(workerEndRecordPath(address, child.pid), exit, { mode: 0o600 });
+      } catch {}
     });
     child.on('error', (error) => {
       exit = error.message;

@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { readFrames, writeFrame } from './frames';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
-import { connectSharedWorker, type SharedWorkerAddress, workerEnvironment } from './sharedWorker';
+import { connectSharedWorker, type SharedWorkerAddress, sharedWorkerEnd, workerEnvironment } from './sharedWorker';
 
 export interface WorkerClientOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -235,7 +235,7 @@ export class WorkerClient {
           throw new WorkerError('worker client is disposed', 'disposed');
         }
         started = connection.started;
-        this.channel = this.socketChannel(connection.socket);
+        this.channel = this.socketChannel(connection.socket, shared);
       } else {
         this.channel = this.forkChannel();
       }
@@ -289,7 +289,7 @@ export class WorkerClient {
     return channel;
   }
 
-  private socketChannel(socket: import('node:net').Socket): Channel {
+  private socketChannel(socket: import('node:net').Socket, address: SharedWorkerAddress): Channel {
     const channel: Channel = {
       send: (message) => {
         if (socket.destroyed || !socket.writable) return false;
@@ -307,8 +307,14 @@ export class WorkerClient {
       },
     );
     socket.on('error', (error) => this.options.log?.('warn', `shared inference worker connection: ${error.message}`));
-    // The worker died (a native abort takes every window's connection) or was stopped.
-    socket.on('close', () => this.onExit(channel, 'the shared inference worker ended'));
+    // The worker died (a native abort takes every window's connection) or was stopped. How, only the
+    // window that started it learns (a signal goes to a process's parent): it writes it down.
+    socket.on('close', () => {
+      const pid = this.workerPid;
+      const ended = (how: string | null) => this.onExit(channel, `the shared inference worker ended (${how ?? 'how is not known'})`);
+      if (pid === undefined || this.channel !== channel) ended(null);
+      else void sharedWorkerEnd(address, pid).then(ended);
+    });
     return channel;
   }
 

@@ -353,9 +353,11 @@ function serveParent(): void {
 }
 
 if (sharedSocket) {
-  serveSocket(sharedSocket, { open: openConnection, onMessage: onClientMessage, close: closeConnection, clients: () => connections.size, log }).catch((error: Error) => {
-    console.error(`shared inference worker: ${error.message}`);
-    process.exit(1);
-  });
+  serveSocket(sharedSocket, { open: openConnection, onMessage: onClientMessage, close: closeConnection, clients: () => connections.size, modelsLoaded: () => loadedModels.size > 0, log }).catch(
+    (error: Error) => {
+      console.error(`shared inference worker: ${error.message}`);
+      process.exit(1);
+    },
+  );
 } else serveParent();
 process.on('unhandledRejection', (reason) => log('error', `unhandled rejection: ${String((reason as Error)?.stack ?? reason)}`));

@@ -1,7 +1,8 @@
 // The benchmark's completion-quality metrics (bench/quality.ts) on hand-checked cases.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { editSimilarity, firstContentLine, firstLineExactMatch, levenshtein, scoreCompletion, summarizeQuality, truthCutToLines } from '../../bench/quality';
+import { autoClosedKindOf, fileTextOf, owedClosers, sampleAutoClosedTasks } from '../../bench/corpus';
+import { editSimilarity, firstContentLine, firstLineExactMatch, levenshtein, scoreCompletion, scoreShown, summarizeQuality, truthCutToLines } from '../../bench/quality';
 
 describe('levenshtein', () => {
   const GOLDEN: [string, string, number][] = [
@@ -87,4 +88,47 @@ describe('summary', () => {
     assert.equal(summary.empty, 1 / 3, 'the blank completion shows no ghost text');
   });
   it('is null with nothing scored', () => assert.equal(summarizeQuality([]), null));
+});
+
+describe('before-auto-closed tasks (issue #41)', () => {
+  it('owes, at each offset of a line, the closers an auto-closing editor shows there', () => {
+    const line = "if (f(a, 'x') === [1]) {}";
+    const owed = owedClosers(line)!;
+    assert.equal(owed[line.indexOf('a')], '))');
+    assert.equal(owed[line.indexOf('x')], "'))");
+    assert.equal(owed[line.indexOf('1')], '])');
+    assert.equal(owed[line.indexOf('{') + 1], '}');
+    assert.equal(owed[0], '');
+    assert.equal(owedClosers('foo(a, () => {'), null, 'a line that does not balance');
+    assert.equal(owedClosers('const re = /[(]/;'), null, 'what a simple scan cannot read');
+  });
+
+  it('shows the auto-closed characters in place of the rest of the line; the file comes back whole', () => {
+    const lines = ['// a', '// b', '// c'];
+    for (let i = 0; i < 40; i++) lines.push(`  const v${i} = call(items[${i}], { key: "k${i}" });`, `  if (check(v${i})) total += v${i};`);
+    lines.push('', '', '');
+    const file = { name: 'f.ts', text: lines.join('\n') };
+    const tasks = sampleAutoClosedTasks([file], 16, 7, 100);
+    assert.equal(tasks.length, 16);
+    assert.deepEqual(
+      tasks.map((t) => autoClosedKindOf(t.autoClosed!)),
+      Array.from({ length: 16 }, (_, i) => [')', ']', '}', 'quote'][i % 4]),
+    );
+    for (const t of tasks) {
+      assert.equal(t.kind, 'before-auto-closed');
+      assert.ok(t.id >= 100);
+      const lineEnd = t.text.indexOf('\n', t.offset);
+      assert.equal(t.text.slice(t.offset, lineEnd), t.autoClosed, 'only the auto-closed characters after the cursor');
+      assert.equal(fileTextOf(t), file.text);
+      assert.equal(t.truth, file.text.slice(t.offset, t.offset + 400));
+    }
+  });
+
+  it('scores the line as it reads once accepted: the replaced auto-closed characters included, nothing shown a miss', () => {
+    const truth = ') return 0;\n  let i = 0;';
+    assert.deepEqual(scoreShown({ text: ') return 0;', replaceSuffixChars: 1 }, ')', truth), { firstLineExact: true, similarity: 1, empty: false });
+    assert.equal(scoreShown({ text: ' return 0;', replaceSuffixChars: 0 }, ')', truth).firstLineExact, false, 'the paren stays after it');
+    assert.deepEqual(scoreShown({ text: '', replaceSuffixChars: 0 }, ')', truth), { firstLineExact: false, similarity: 0, empty: true });
+    assert.deepEqual(scoreShown({ text: 'a + b;', replaceSuffixChars: 0 }, '', 'a + b;\n'), scoreCompletion('a + b;', 'a + b;\n'), 'no rest of line: as before');
+  });
 });

@@ -71,6 +71,35 @@ describe('replaceSameLineSuffix', () => {
   }
 });
 
+/**
+ * The most common place a person types in (issue #41): before what the editor auto-closed. The
+ * model writes the closer and the rest of the line; the ghost text is that, replacing the closer.
+ * Before the fix trimSuffixOverlap cut each of these at its first character: no ghost text.
+ */
+const BEFORE_AUTO_CLOSED: { name: string; ctx: CompletionContext; completion: string; text: string; replace: number }[] = [
+  {
+    name: 'the issue’s case (start.sh’s example.ts): `) return 0;` before the auto-closed `)`',
+    ctx: at('export function average(values: number[]): number {\n  if (values.length === 0║)\n}\n'),
+    completion: ') return 0;\n  let i = 0;\n  for (let i = 0; i < values.length; i++) {\n    const value = values[i];',
+    text: ') return 0;',
+    replace: 1,
+  },
+  { name: 'a condition closed and a block opened', ctx: at('  if (ready║)\n'), completion: ') {', text: ') {', replace: 1 },
+  { name: 'before an auto-closed `]`', ctx: at('const xs = [1, 2║]\n'), completion: '].map(double);', text: '].map(double);', replace: 1 },
+  { name: 'before an auto-closed `}`', ctx: at('const point = { x: 1║}\n'), completion: ' };', text: ' };', replace: 1 },
+  { name: 'before an auto-closed quote', ctx: at("const name = 'Ada║'\n"), completion: "' + suffix;", text: "' + suffix;", replace: 1 },
+  { name: 'before an auto-closed quote and paren', ctx: at('log("done║")\n'), completion: '");', text: '");', replace: 2 },
+  { name: 'only the closer, nothing new: nothing shown', ctx: at('  if (ready║)\n'), completion: ')', text: '', replace: 0 },
+  { name: 'text, then the closer and more: cut before the closer as before', ctx: at('sum(║)\n'), completion: 'a);', text: 'a', replace: 0 },
+  { name: 'a closer that is not the one awaited: nothing shown', ctx: at('call(a║)\n'), completion: '] + 1', text: '', replace: 0 },
+];
+
+describe('postprocess before auto-closed characters', () => {
+  for (const { name, ctx, completion, text, replace } of BEFORE_AUTO_CLOSED) {
+    it(name, () => assert.deepEqual(postprocess(completion, ctx), { text, replaceSuffixChars: replace }));
+  }
+});
+
 describe('CompletionCache and the replaced characters', () => {
   it('a hit for text typed into the completion keeps its replaced characters (the suffix is the same)', () => {
     const cache = new CompletionCache();

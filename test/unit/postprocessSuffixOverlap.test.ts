@@ -16,6 +16,14 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
   { name: 'completion ends with ")" and ");" follows', ctx: at('console.log(║);'), completion: "'done')", expected: "'done'" },
   { name: 'completion ends with ");" and ");" follows', ctx: at('console.log(║);'), completion: "'done');", expected: "'done'" },
   { name: 'completion goes on past the rest of the line: cut where it starts', ctx: at('sum(║)'), completion: 'a);', expected: 'a' },
+  {
+    name: 'the rest of the line, written from the auto-closed closer on: kept whole (replaceSameLineSuffix replaces the closer)',
+    ctx: at('if (n === 0║)\n'),
+    completion: ') return 0;',
+    expected: ') return 0;',
+  },
+  { name: 'the same after spaces', ctx: at('const point = { x: 1║}'), completion: ' };', expected: ' };' },
+  { name: 'code after the cursor is not auto-closed: still cut', ctx: at('foo(║x)'), completion: 'x), y', expected: '' },
   { name: 'closes one bracket of its own before the duplicate', ctx: at('outer(inner(║)'), completion: 'x))', expected: 'x)' },
   {
     name: 'whitespace does not hide a duplicate',

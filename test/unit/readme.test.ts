@@ -5,6 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
+import { backendExplanation } from '../../src/engine/statusText';
+import type { RuntimeChoice } from '../../src/shared/types';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -21,6 +23,21 @@ describe('README', () => {
       .split(/, (?![^(]*\))/)
       .map((item) => item.replace(/ \((?!local or server)[^)]*\)$/, '').trim());
     assert.deepEqual([...listed].sort(), [...palette].sort());
+  });
+
+  it('quotes the tooltip’s CPU wordings as the tooltip says them (issue #41: it quoted one the user never saw)', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    const sentence = /the status bar tooltip says why: (.*?)\. On Linux x64/.exec(readme);
+    assert.ok(sentence, 'the README has its sentence on the CPU fallback');
+    const quoted = [...sentence[1]!.matchAll(/"(CPU \(.*?\))"/g)].map((m) => m[1]);
+    const runtime: RuntimeChoice = { requestedGpu: 'auto', gpuBinaries: ['vulkan'], gpuDetected: [], gpuDevices: [], cores: 2, requestedThreads: 0 };
+    const cpu = { gpuLayers: { target: 0, draft: 0 } };
+    assert.deepEqual(quoted, [
+      // The Vulkan build started and sees no device (the demo on a VM; the user of issue #41).
+      backendExplanation({ ...cpu, backend: 'vulkan', runtime: { ...runtime, gpuDetected: ['vulkan'] } }),
+      // No Vulkan driver: the CPU build runs.
+      backendExplanation({ ...cpu, backend: 'cpu', runtime }),
+    ]);
   });
 
   it('its links, and those of docs/ (moved there from the README), point at files that exist', () => {

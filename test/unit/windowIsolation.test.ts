@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
-import { LocalBackend } from '../../src/backend/localBackend';
+import { blamesTheModel, LocalBackend } from '../../src/backend/localBackend';
 import { ModelQuarantine } from '../../src/backend/modelQuarantine';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../../src/shared/types';
@@ -61,6 +61,23 @@ const freshDir = () => {
 };
 after(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('what a worker’s end blames on the model', () => {
+  it('a crash signal from native code, never a kill from outside, an exit, or an end whose cause is not known', () => {
+    for (const end of ['inference worker was killed by SIGSEGV', 'the shared inference worker ended (killed by SIGABRT)', 'inference worker was killed by SIGBUS']) {
+      assert.ok(blamesTheModel(end), end);
+    }
+    for (const end of [
+      'inference worker was killed by SIGKILL',
+      'the shared inference worker ended (killed by SIGKILL)',
+      'the shared inference worker ended (killed by SIGTERM)',
+      'inference worker exited with code 1',
+      'the shared inference worker ended (how is not known)',
+    ]) {
+      assert.ok(!blamesTheModel(end), end);
+    }
+  });
 });
 
 describe('the worker environment', () => {
@@ -236,6 +253,60 @@ describe('window isolation in the shared worker', { skip }, () => {
     } finally {
       delete process.env.DRAFTLINE_TEST_HOOKS;
     }
+  });
+
+  it('an outside kill (SIGKILL, the OOM killer’s) while generating never counts against the models, however often (issue #41)', async () => {
+    const dir = freshDir();
+    const address = sharedWorkerAddress(WORKER, dir);
+    const quarantine = new ModelQuarantine(path.join(dir, 'quarantine.json'));
+    const logs: string[] = [];
+    const window = backend(address, () => MODELS, quarantine, logs);
+    for (let kill = 1; kill <= 3; kill++) {
+      await window.b.load();
+      const pid = window.b.worker.pid!;
+      pids.push(pid);
+      const restarted = window.restarted();
+      const generating = window.b.complete(request(PREFIX, { mode: 'plain', maxTokens: 64 }));
+      // The request is sent (the worker is ready), and its answer cannot have come back yet.
+      await new Promise((resolve) => setImmediate(resolve));
+      process.kill(pid, 'SIGKILL');
+      await assert.rejects(generating, /the shared inference worker ended/);
+      await restarted;
+    }
+    assert.deepEqual(quarantine.list(), [], logs.join('\n'));
+    await window.b.load();
+    pids.push(window.b.worker.pid!);
+    assert.ok((await window.b.complete(request(PREFIX))).tokens!.length > 0);
+    // Through the shared worker, the window learns how it ended (from the window that started it).
+    assert.ok(
+      logs.some((l) => l.startsWith('the shared inference worker ended (killed by SIGKILL)')),
+      logs.join('\n'),
+    );
+  });
+
+  it('a failed load leaves no worker behind: the window moves to the next pair’s, and the one with nothing loaded exits (issue #41)', async () => {
+    const dir = freshDir();
+    let target = path.join(dir, 'missing.gguf');
+    const idleMinutes = new LocalBackend(
+      // An idle time as a user has it (10 minutes): kept models wait that long for a window that comes back.
+      { workerPath: WORKER, shared: sharedWorkerAddress(WORKER, dir), sharedIdleMs: 10 * 60_000, settings: async () => ({ models: { ...MODELS, targetModel: target }, speculation: SPECULATION }) },
+      { log: () => undefined, onOutage: () => undefined, onRecovered: () => undefined, onResync: () => undefined },
+    );
+    disposables.push(idleMinutes);
+    await assert.rejects(idleMinutes.load(), /not found/i);
+    const failedPid = idleMinutes.worker.pid!;
+    pids.push(failedPid);
+    target = TINY.target;
+    await idleMinutes.load();
+    const goodPid = idleMinutes.worker.pid!;
+    assert.notEqual(goodPid, failedPid);
+    await until(() => !isAlive(failedPid), 10_000, 'the worker of the load that failed exits once the window left it');
+    // The models that loaded are kept for a window that comes back (a reload): that worker stays.
+    idleMinutes.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.ok(isAlive(goodPid), 'the worker with models kept idles on');
+    process.kill(goodPid, 'SIGTERM');
+    pids.push(goodPid);
   });
 
   it('each window decodes with its own speculation settings, and configures only its own', async () => {

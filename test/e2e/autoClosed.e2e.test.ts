@@ -1,0 +1,138 @@
+// Issue #41 in a real VS Code (code-server + chromium, the extension from this folder, the demo's
+// example.ts and embedded models), as the user met it:
+// - item 2: typing `if (values.length === 0` with the editor's auto-closing on (VS Code inserts the
+//   `)`), the cursor before the `)`: the ghost text is the engine's (the model writes `) return 0;`),
+//   and Tab gives the whole line with one `)`.
+// - item 1: two kill -9s of the inference worker while it generates do not lock the models out:
+//   completions come back after each restart, and nothing is quarantined.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import {
+  closeWorkbench,
+  draftlineLogs,
+  e2eUnavailableReason,
+  gotoLineEnd,
+  openFile,
+  openWorkbench,
+  repoRoot,
+  screenshot,
+  sleep,
+  startCodeServer,
+  typeLikeAPerson,
+  waitFor,
+  waitForGhostText,
+  type CodeServer,
+  type Workbench,
+} from './harness';
+import { isAlive } from '../support/processes';
+import { directCompletion } from './expected';
+
+const ROOT = repoRoot();
+const OUT = path.join(ROOT, 'test-output', 'e2e-auto-closed');
+/** example.ts's empty line inside average() (scripts/demo-example.sh). */
+const AVERAGE_BODY_LINE = 12;
+/** What the user of issue #41 typed there; VS Code adds the `)`. */
+const TYPED = 'if (values.length === 0';
+
+/** The active editor's line `line` (1-based) as rendered. */
+async function editorLine(page: Page, line: number): Promise<string> {
+  return page.evaluate((index) => {
+    const doc = (globalThis as any).document;
+    const view = doc.querySelector('.part.editor .editor-group-container.active .monaco-editor .view-lines');
+    const lines: any[] = view ? Array.from(view.querySelectorAll('.view-line')) : [];
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return String(lines[index]?.textContent ?? '').replace(/\u00a0/g, ' ');
+  }, line - 1);
+}
+
+describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false }, () => {
+  let server: CodeServer;
+  let wb: Workbench;
+  const workspace = path.join(OUT, 'workspace');
+  // Short: a unix socket's path has room for ~100 bytes, and a worktree's test-output may be deep.
+  const workerDir = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-e2e41-'));
+
+  before(async () => {
+    fs.rmSync(OUT, { recursive: true, force: true });
+    execFileSync('bash', [path.join(ROOT, 'scripts/demo-example.sh'), workspace]);
+    server = await startCodeServer({
+      workspaceDir: workspace,
+      outDir: path.join(OUT, 'server'),
+      // The editor's defaults for auto-closing (the other e2e tests turn it off).
+      env: { DRAFTLINE_SHARED_WORKER_DIR: workerDir },
+      // Flash attention pinned as in expected.ts (the direct engine this test compares with).
+      settings: { 'draftline.flashAttention': 'on', 'draftline.debounceMs': 100, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
+    });
+    wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
+  });
+
+  after(async () => {
+    await closeWorkbench(wb);
+    await server?.stop();
+    fs.rmSync(workerDir, { recursive: true, force: true });
+  });
+
+  it('ghost text before the auto-closed `)`, as the engine gives it; Tab gives the line with one `)`', async () => {
+    const page = wb.page;
+    await openFile(page, 'example.ts');
+    await gotoLineEnd(page, AVERAGE_BODY_LINE);
+    await typeLikeAPerson(page, TYPED, 40);
+    assert.equal(await editorLine(page, AVERAGE_BODY_LINE), `  ${TYPED})`, 'VS Code auto-closed the paren');
+    // The engine called directly on the same document and cursor: here the model writes the closer
+    // and the rest of the line (`) return 0;`), which the post-processing used to turn into nothing.
+    const source = fs.readFileSync(path.join(workspace, 'example.ts'), 'utf8');
+    const cursor = source.indexOf('{\n  \n}') + 4;
+    const expected = await directCompletion(`${source.slice(0, cursor)}${TYPED})${source.slice(cursor)}`, cursor + TYPED.length, 'typescript', 2);
+    assert.ok(expected.startsWith(')') && expected.length > 1, `the engine shows the closer and more here: ${JSON.stringify(expected)}`);
+    const ghost = await waitForGhostText(page, { timeoutMs: 120_000 });
+    await screenshot(page, OUT, '01-ghost-before-auto-closed-paren');
+    await page.keyboard.press('Tab');
+    const line = await waitFor(
+      async () => {
+        const now = await editorLine(page, AVERAGE_BODY_LINE);
+        return now !== `  ${TYPED})` ? now : undefined;
+      },
+      { timeoutMs: 5000, what: 'the accepted line' },
+    );
+    await screenshot(page, OUT, '02-accepted');
+    // The ghost text replaced the auto-closed `)` (VS Code draws the part after it).
+    assert.equal(line, `  ${TYPED}${expected.split('\n')[0]}`, `ghost ${JSON.stringify(ghost)}`);
+  });
+
+  it('two kill -9s of the worker while it generates leave the models loaded and serving', async () => {
+    const page = wb.page;
+    const pairWorker = () => {
+      for (const name of fs.readdirSync(workerDir).filter((n) => n.startsWith('pair-') && n.endsWith('.sock.lock'))) {
+        const pid = Number(fs.readFileSync(path.join(workerDir, name, 'pid'), 'utf8'));
+        if (isAlive(pid)) return pid;
+      }
+      return undefined;
+    };
+    for (let kill = 1; kill <= 2; kill++) {
+      const pid = await waitFor(async () => pairWorker(), { timeoutMs: 120_000, what: 'the pair’s worker running' });
+      // A new line in average(): the next completion starts 100 ms after the last key.
+      await page.keyboard.press('End');
+      await page.keyboard.press('Enter');
+      await typeLikeAPerson(page, 'const n', 60);
+      await sleep(130);
+      process.kill(pid, 'SIGKILL');
+      await waitFor(async () => (isAlive(pid) ? undefined : true), { timeoutMs: 5000, what: `worker ${pid} gone` });
+    }
+    // Restarted, the models load again (not refused), and ghost text comes back.
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    await typeLikeAPerson(page, 'return ', 60);
+    await waitForGhostText(page, { timeoutMs: 120_000 });
+    await screenshot(page, OUT, '03-serving-after-two-kills');
+    const log = draftlineLogs(server.userDataDir)
+      .map((f) => fs.readFileSync(f, 'utf8'))
+      .join('\n');
+    assert.match(log, /the shared inference worker ended \(killed by SIGKILL\)/);
+    assert.doesNotMatch(log, /not loaded again until the file changes/);
+  });
+});
