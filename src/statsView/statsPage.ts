@@ -99,10 +99,12 @@ export function statsPageHtml(view: StatsView, nonce: string): string {
     '</head>',
     '<body>',
     '<header><h1>Draftline stats</h1><button id="copy" type="button">Copy as Markdown</button></header>',
-    `<div class="overview" id="part-overview">${parts.overview}</div>`,
+    // The pictures first, then the figures, then what computes them.
     '<section aria-labelledby="section-charts"><h2 id="section-charts">This session, per completion</h2>',
     `<div class="charts" id="part-charts">${parts.charts}</div></section>`,
     `<div id="part-sections">${parts.sections}</div>`,
+    '<section aria-labelledby="section-overview"><h2 id="section-overview">What computes the completions</h2>',
+    `<div class="overview" id="part-overview">${parts.overview}</div></section>`,
     `<details><summary>Every completion, newest first (<span id="part-count">${parts.count}</span>)</summary>`,
     `<div id="part-completions">${parts.completions}</div></details>`,
     `<script nonce="${nonce}">${SCRIPT}</script>`,
@@ -129,8 +131,8 @@ const SCRIPT = `(() => {
 const STYLE = `
 body { color: var(--vscode-editor-foreground); background: var(--vscode-editor-background); font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); padding: 0 20px 24px; max-width: 1200px; }
 header { display: flex; align-items: center; justify-content: space-between; gap: 1em; }
-h1 { font-size: 1.6em; font-weight: 600; margin: 0.6em 0 0.4em; }
-h2 { font-size: 1.15em; font-weight: 600; margin: 1.4em 0 0.5em; padding-bottom: 0.25em; border-bottom: 1px solid var(--vscode-widget-border, rgba(128, 128, 128, 0.35)); }
+h1 { font-size: 1.6em; font-weight: 600; margin: 0.5em 0 0; }
+h2 { font-size: 1.15em; font-weight: 600; margin: 1.2em 0 0.5em; padding-bottom: 0.25em; border-bottom: 1px solid var(--vscode-widget-border, rgba(128, 128, 128, 0.35)); }
 .overview p { margin: 0.15em 0; }
 .overview .label { font-weight: 600; }
 table { border-collapse: collapse; margin: 0.3em 0; }

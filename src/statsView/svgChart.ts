@@ -5,7 +5,7 @@ import { escapeHtml } from './html';
 import { formatValue, type SessionChart } from './sessionCharts';
 
 const WIDTH = 640;
-const HEIGHT = 180;
+const HEIGHT = 160;
 const PLOT = { left: 56, right: WIDTH - 12, top: 12, bottom: HEIGHT - 24 };
 /** Above this many completions, a line chart draws no dot on every point (its lines show them). */
 const DOTS_UP_TO = 60;
