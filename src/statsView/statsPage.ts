@@ -8,15 +8,25 @@ import { escapeHtml } from './html';
 import { completionTable, type SessionChart, sessionCharts } from './sessionCharts';
 import { chartSvg, legendHtml } from './svgChart';
 
+/**
+ * The completions charted and listed: the last ones. More would be bars under a pixel wide, and the
+ * page is rendered again in the extension host after each completion while it is open.
+ */
+export const CHARTED_COMPLETIONS = 100;
+
 export interface StatsView {
   report: StatsReportModel;
   charts: SessionChart[];
   completions: { columns: string[]; rows: string[][] };
+  /** Completions of the session before the charted ones (0: all are charted). */
+  notCharted: number;
 }
 
 /** The view of a report and the completions the collector keeps (oldest first, the first numbered `firstNumber`). */
 export function statsView(report: StatsReportModel, records: readonly CompletionRecord[], firstNumber = 1): StatsView {
-  return { report, charts: sessionCharts(records, firstNumber), completions: completionTable(records, firstNumber) };
+  const charted = records.slice(-CHARTED_COMPLETIONS);
+  const first = firstNumber + records.length - charted.length;
+  return { report, charts: sessionCharts(charted, first), completions: completionTable(charted, first), notCharted: first - 1 };
 }
 
 /** The parts of the page the extension replaces when the figures change, by id (part-<id> in the page). */
@@ -25,7 +35,8 @@ export type StatsViewParts = Record<'overview' | 'charts' | 'sections' | 'count'
 export function statsViewParts(view: StatsView): StatsViewParts {
   return {
     overview: view.report.overview.map(([label, value]) => `<p><span class="label">${escapeHtml(label)}:</span> ${escapeHtml(value)}</p>`).join(''),
-    charts: view.charts.map(chartFigure).join(''),
+    charts:
+      (view.notCharted ? `<p class="note">The last ${view.completions.rows.length} completions of ${view.notCharted + view.completions.rows.length}.</p>` : '') + view.charts.map(chartFigure).join(''),
     sections: view.report.sections.map(sectionHtml).join(''),
     count: `${view.completions.rows.length}`,
     completions: view.completions.rows.length
@@ -105,7 +116,7 @@ export function statsPageHtml(view: StatsView, nonce: string): string {
     `<div id="part-sections">${parts.sections}</div>`,
     '<section aria-labelledby="section-overview"><h2 id="section-overview">What computes the completions</h2>',
     `<div class="overview" id="part-overview">${parts.overview}</div></section>`,
-    `<details><summary>Every completion, newest first (<span id="part-count">${parts.count}</span>)</summary>`,
+    `<details><summary>The completions charted, newest first (<span id="part-count">${parts.count}</span>)</summary>`,
     `<div id="part-completions">${parts.completions}</div></details>`,
     `<script nonce="${nonce}">${SCRIPT}</script>`,
     '</body>',
@@ -158,7 +169,8 @@ figcaption { font-weight: 600; margin: 0.3em 0; }
 .series .line { fill: none; stroke: var(--series); stroke-width: 2; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; list-style: none; margin: 0.2em 0; padding: 0; }
 .swatch { width: 0.8em; height: 0.8em; margin-right: 0.4em; vertical-align: -0.05em; }
-.summary { color: var(--vscode-descriptionForeground); margin: 0.3em 0 0.6em; }
+.summary, .note { color: var(--vscode-descriptionForeground); margin: 0.3em 0 0.6em; }
+.note { grid-column: 1 / -1; }
 button { font: inherit; color: var(--vscode-button-foreground); background: var(--vscode-button-background); border: none; border-radius: 2px; padding: 4px 12px; cursor: pointer; }
 button:hover { background: var(--vscode-button-hoverBackground); }
 button:focus-visible, summary:focus-visible { outline: 1px solid var(--vscode-focusBorder); outline-offset: 2px; }

@@ -42,7 +42,10 @@ export class StatsPanel implements vscode.Disposable {
         this.shown = {};
         this.update();
       } else if (type === 'copy') {
-        void vscode.env.clipboard.writeText(this.markdown()).then(() => vscode.window.setStatusBarMessage('Draftline: stats copied as Markdown', 3000));
+        void vscode.env.clipboard.writeText(this.markdown()).then(
+          () => vscode.window.setStatusBarMessage('Draftline: stats copied as Markdown', 3000),
+          (error: Error) => void vscode.window.showWarningMessage(`Draftline: the stats could not be copied (${error.message}).`),
+        );
       }
     });
     panel.onDidDispose(() => {

@@ -21,6 +21,7 @@ import {
   openWorkbench,
   quickPickRows,
   readGhostText,
+  readNotifications,
   readStatusBarItem,
   repoRoot,
   runCommand,
@@ -234,6 +235,15 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       return { variable: style.getPropertyValue('--vscode-editor-foreground').trim(), color: style.color, background: style.backgroundColor };
     });
     assert.ok(themed.variable.length > 0, `the page has the theme's colour variables: ${JSON.stringify(themed)}`);
+    // Copy as Markdown: the figures as the text Show Stats was before.
+    await view.locator('button#copy').click();
+    await waitFor(async () => (((await page.locator('.part.statusbar').textContent()) ?? '').includes('stats copied as Markdown') ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the status bar saying the stats were copied',
+      describe: async () => `notifications: ${JSON.stringify(await readNotifications(page))}`,
+    });
+    const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText() as Promise<string>).catch((e: Error) => `(clipboard not readable here: ${e.message})`);
+    console.log(`copied: ${copied.slice(0, 200)}`);
     // The README's pictures of it, in VS Code's dark theme and its light one (the harness's browser starts light).
     const inTheme = async (theme: string, bodyClass: string) => {
       await runCommand(page, 'Preferences: Color Theme');

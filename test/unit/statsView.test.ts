@@ -7,7 +7,7 @@ import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../s
 import { statsReport, statsReportModel } from '../../src/engine/statsReport';
 import type { GenerationStats, LoadedModelsInfo } from '../../src/shared/types';
 import { sessionCharts } from '../../src/statsView/sessionCharts';
-import { changedParts, statsPageHtml, statsView, statsViewParts } from '../../src/statsView/statsPage';
+import { CHARTED_COMPLETIONS, changedParts, statsPageHtml, statsView, statsViewParts } from '../../src/statsView/statsPage';
 import { chartSvg, niceTop } from '../../src/statsView/svgChart';
 
 const NONCE = 'abcdef0123456789abcdef';
@@ -169,6 +169,22 @@ describe('Show Stats view: the charts of the session', () => {
     assert.equal(stats.firstKeptNumber, 1);
   });
 
+  it(`charts and lists the last ${CHARTED_COMPLETIONS} completions of a longer session, and says so`, () => {
+    const stats = new StatsCollector(500);
+    for (let i = 1; i <= 600; i++) stats.record(i % 2 ? cached(2) : computed(100 + i, decoded(10, 5, { oneStepMs: 10 })));
+    const view = statsView(statsReportModel(stats, 'hybrid', null), stats.all, stats.firstKeptNumber);
+    const latency = view.charts.find((c) => c.id === 'latency')!;
+    assert.equal(latency.completions.length, CHARTED_COMPLETIONS);
+    assert.deepEqual([latency.completions[0], latency.completions.at(-1)], [501, 600]);
+    assert.equal(count(chartSvg(latency)!, /<rect class="point"/), CHARTED_COMPLETIONS);
+    assert.equal(view.completions.rows.length, CHARTED_COMPLETIONS);
+    assert.equal(view.completions.rows[0]![0], '600', 'newest first');
+    const parts = statsViewParts(view);
+    assert.match(parts.charts, /^<p class="note">The last 100 completions of 600\.<\/p>/);
+    // The session's figures still cover every kept completion.
+    assert.match(parts.sections, /completions \(from cache\)<\/th><td>500 \(250\)/);
+  });
+
   it('the y axis tops at a round number above the highest value', () => {
     assert.deepEqual([0.3, 1, 1.2, 3.7, 9.99, 10, 287, 412, 0].map(niceTop), [0.5, 1, 2, 5, 10, 10, 500, 500, 1]);
   });
@@ -194,7 +210,8 @@ describe('Show Stats view: every figure as text', () => {
     // The completions, newest first, with what the charts draw.
     assert.match(html, /<tr><th scope="row">7<\/th><td>from the cache<\/td><td>4 ms<\/td>/);
     assert.match(html, /<tr><th scope="row">1<\/th><td>computed<\/td><td>412 ms<\/td><td>24<\/td><td>2\.40<\/td><td>n-gram 75%, draft model 50%<\/td><td>2\.30x<\/td><\/tr>/);
-    assert.match(html, /Every completion, newest first \(<span id="part-count">7<\/span>\)/);
+    assert.match(html, /The completions charted, newest first \(<span id="part-count">7<\/span>\)/);
+    assert.doesNotMatch(html, /class="note"/, 'all of them are charted');
   });
 
   it('the Markdown text (Copy as Markdown) has the same figures, the speedup included', () => {
