@@ -42,10 +42,15 @@ export function describeSlowGhostText(t: GhostTextTimeline): string | null {
   return `slow ghost text: ${seconds(total)} from the edit reaching Draftline to the answer${why} — VS Code asked ${seconds(t.askedAfterEditMs)} after the edit; ${ours(t)}`;
 }
 
-/** Show Stats' rows for the last answered request (Markdown table rows). */
-export function timelineRows(t: GhostTextTimeline): string[] {
+/** Show Stats' steps of the last answered request, each with its time. */
+export function timelineFigures(t: GhostTextTimeline): [step: string, time: string][] {
   return [
-    `| VS Code asked, after the edit reached Draftline | ${t.askedAfterEditMs === null ? '- (no edit: a cursor move or an explicit request)' : seconds(t.askedAfterEditMs)} |`,
-    `| Draftline answered, after VS Code asked | ${seconds(t.answeredInMs)}${t.fromCache ? ' (from the cache)' : ''} |`,
+    ['VS Code asked, after the edit reached Draftline', t.askedAfterEditMs === null ? '- (no edit: a cursor move or an explicit request)' : seconds(t.askedAfterEditMs)],
+    ['Draftline answered, after VS Code asked', `${seconds(t.answeredInMs)}${t.fromCache ? ' (from the cache)' : ''}`],
   ];
+}
+
+/** The same as Markdown table rows. */
+export function timelineRows(t: GhostTextTimeline): string[] {
+  return timelineFigures(t).map(([step, time]) => `| ${step} | ${time} |`);
 }

@@ -47,6 +47,30 @@ export function tokensPerEvaluation(s: GenerationStats): number | null {
   return evaluations > 0 ? s.generatedTokens / evaluations : null;
 }
 
+/** A completion's decoding time against plain decoding's, estimated. */
+export interface SpeedupEstimate {
+  /** Plain decoding's time: one one-token target step per token after the first, as measured on this machine. */
+  plainMs: number;
+  /** Decoding's time as it ran (after the prompt). */
+  decodeMs: number;
+  speedup: number;
+}
+
+/**
+ * What speculation saved on a completion: plain decoding would have taken a one-token step for each
+ * token after the first (the prompt's evaluation yields the first either way), at the cost of a
+ * one-token step the policy measured on this machine. Null where that cost is unknown (plain mode
+ * keeps no policy; a server keeps no record) or there was nothing to decode.
+ */
+export function speedupOverPlain(s: GenerationStats): SpeedupEstimate | null {
+  const step = s.speculation?.policy?.verifyMs[1];
+  const decodeMs = s.totalMs - s.promptMs;
+  const steps = s.generatedTokens - 1;
+  if (step === undefined || !(step > 0) || steps < 1 || !(decodeMs > 0)) return null;
+  const plainMs = steps * step;
+  return { plainMs, decodeMs, speedup: plainMs / decodeMs };
+}
+
 /** Accepted / proposed tokens: Draftline's own speculation by source, or a server's draft model. */
 export function acceptanceRate(s: GenerationStats, source?: ProposalSource): number | null {
   if (!s.speculation) {
@@ -102,6 +126,8 @@ export const emptyAlternativesTally = (): AlternativesTally => ({ asked: 0, comp
 /** Completion statistics for the status bar and Show Stats: the last completion and the session. */
 export class StatsCollector {
   private records: CompletionRecord[] = [];
+  /** Completions recorded this session, the ones no longer kept included. */
+  private recorded = 0;
   /** The session's prefetches (CompletionEngine.prefetch). */
   prefetch: PrefetchTally = emptyPrefetchTally();
   /** The session's alternatives (CompletionEngine.alternatives). */
@@ -111,6 +137,7 @@ export class StatsCollector {
 
   record(record: CompletionRecord): void {
     this.records.push(record);
+    this.recorded++;
     if (this.records.length > this.keep) this.records.shift();
   }
 
@@ -118,8 +145,14 @@ export class StatsCollector {
     return this.records.at(-1);
   }
 
+  /** The kept completions (the last `keep`), oldest first. */
   get all(): readonly CompletionRecord[] {
     return this.records;
+  }
+
+  /** The session's number of the oldest kept completion (1 until more than `keep` were recorded). */
+  get firstKeptNumber(): number {
+    return this.recorded - this.records.length + 1;
   }
 
   summary(): StatusSummary {
@@ -147,6 +180,9 @@ export class StatsCollector {
     });
     const tokens = sum(generated, (s) => s.generatedTokens);
     const evaluations = sumSpeculation(generated, (s) => s.targetEvaluations);
+    const speedups = generated.flatMap((r) => speedupOverPlain(r.stats!) ?? []);
+    const plainMs = speedups.reduce((t, x) => t + x.plainMs, 0);
+    const speedupDecodeMs = speedups.reduce((t, x) => t + x.decodeMs, 0);
     return {
       completions: this.records.length,
       cacheHits: this.records.filter((r) => r.fromCache).length,
@@ -161,6 +197,8 @@ export class StatsCollector {
       latencyMedianMs: pct(0.5),
       latencyP90Ms: pct(0.9),
       bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead') },
+      /** Over the completions with an estimate (speedupOverPlain). */
+      speedup: speedups.length ? { completions: speedups.length, plainMs, decodeMs: speedupDecodeMs, speedup: plainMs / speedupDecodeMs } : null,
       serverDraft: {
         proposedTokens: sum(generated, (s) => s.serverDraft?.proposedTokens ?? 0),
         acceptedTokens: sum(generated, (s) => s.serverDraft?.acceptedTokens ?? 0),
@@ -170,6 +208,7 @@ export class StatsCollector {
 
   clear(): void {
     this.records = [];
+    this.recorded = 0;
     this.prefetch = emptyPrefetchTally();
     this.alternatives = emptyAlternativesTally();
   }

@@ -1,6 +1,6 @@
 import type { EngineAlternatives, PrefetchTrigger } from './completionEngine';
-import { type AlternativesTally, acceptanceRate, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
-import { type GhostTextTimeline, timelineRows } from './ghostTextTimeline';
+import { type AlternativesTally, acceptanceRate, speedupOverPlain, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
+import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
 import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '../shared/types';
@@ -8,6 +8,7 @@ import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '..
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
 const ms = (x: number | null) => (x === null ? '-' : `${Math.round(x)} ms`);
+const times = (x: number | null) => (x === null ? '-' : `${x.toFixed(2)}x`);
 
 /** Where the loaded model files come from (src/models/downloadIndex.ts describeProvenance), as Show Stats says it. */
 export interface ModelFilesProvenance {
@@ -28,135 +29,207 @@ export interface WorkerStatus {
   kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number; saved?: { count: number; bytes: number; restored: number } } | null;
 }
 
-/** The KV sequences, one a line: whose prompt each holds, its tokens and their memory. */
-export function describeKvSequences(k: NonNullable<WorkerStatus['kvSequences']>): string[] {
+/** The KV sequences, a row each: whose prompt each holds, its tokens and their memory. */
+export function describeKvSequences(k: NonNullable<WorkerStatus['kvSequences']>): FigureRow[] {
   const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
   return [
-    `KV sequences: ${k.sequences.length}, ${k.evictions === 0 ? 'none taken from another prompt yet' : `${k.evictions} taken from the least recently used prompt when all were in use`}`,
-    ...k.sequences.map((q, i) => `- sequence ${i}: ${q.owner ?? 'free'}, ${q.tokens} tokens (${mb(q.bytes)})`),
-    ...(k.saved && (k.saved.count > 0 || k.saved.restored > 0) ? [`- evicted prompts saved: ${k.saved.count} (${mb(k.saved.bytes)} on disk), loaded back ${k.saved.restored} times`] : []),
+    ['KV sequences taken', k.evictions === 0 ? 'none taken from another prompt yet' : `${k.evictions} taken from the least recently used prompt when all were in use`],
+    ...k.sequences.map((q, i): FigureRow => [`KV sequence ${i}`, `${q.owner ?? 'free'}, ${q.tokens} tokens (${mb(q.bytes)})`]),
+    ...(k.saved && (k.saved.count > 0 || k.saved.restored > 0) ? [['Evicted prompts saved', `${k.saved.count} (${mb(k.saved.bytes)} on disk), loaded back ${k.saved.restored} times`] as const] : []),
   ];
 }
 
-export function describeWorker(w: WorkerStatus): string {
-  if (!w.shared) return `Inference worker: this window's own (pid ${w.pid})`;
+/** A figure of Show Stats and its value: a table row, or a `label: value` line above the tables. */
+export type FigureRow = readonly [figure: string, value: string];
+
+export function describeWorker(w: WorkerStatus): FigureRow {
+  if (!w.shared) return ['Inference worker', `this window's own (pid ${w.pid})`];
   const after = w.idleMinutes === 0 ? 'exits with the last window' : `stays up ${w.idleMinutes} min after the last window closes`;
-  return `Inference worker: shared, running for ${w.windows} window${w.windows === 1 ? '' : 's'} with these models (pid ${w.pid}; ${after})`;
+  return ['Inference worker', `shared, running for ${w.windows} window${w.windows === 1 ? '' : 's'} with these models (pid ${w.pid}; ${after})`];
 }
 
+/** A section of Show Stats: a table, or one sentence where there is no table (e.g. "none yet"). */
+export interface StatsSection {
+  /** Stable: the rendered view replaces a section by it when its figures change. */
+  id: 'last' | 'session' | 'alternatives' | 'policy' | 'timeline';
+  heading: string;
+  /** The table's two column headings. */
+  columns: readonly [string, string];
+  rows: FigureRow[];
+  /** Said instead of the table. */
+  sentence?: string;
+}
+
+/** Show Stats' content, for its Markdown text and its rendered view alike. */
+export interface StatsReportModel {
+  /** The lines above the sections: the mode, the models (or the server) and the worker. */
+  overview: FigureRow[];
+  sections: StatsSection[];
+}
+
+const table = (id: StatsSection['id'], heading: string, rows: FigureRow[]): StatsSection => ({ id, heading, columns: ['figure', 'value'], rows });
+
 /**
- * Show Stats as Markdown: the mode, the models (and whether their files were verified), the worker
- * that runs them, the last completion and the session totals.
+ * Show Stats' content: the mode, the models (and whether their files were verified), the worker that
+ * runs them, the last completion and the session totals.
  */
-export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance, worker?: WorkerStatus, timeline?: GhostTextTimeline): string {
-  const lines: string[] = ['# Draftline stats', '', `Mode: ${backend?.remote ? `${backend.kind} server (its own decoding)` : mode}`, ''];
+export function statsReportModel(
+  stats: StatsCollector,
+  mode: DecodeMode,
+  backend: BackendInfo | null,
+  provenance?: ModelFilesProvenance,
+  worker?: WorkerStatus,
+  timeline?: GhostTextTimeline,
+): StatsReportModel {
+  const overview: FigureRow[] = [['Mode', backend?.remote ? `${backend.kind} server (its own decoding)` : mode]];
   const models = backend?.local;
-  if (backend?.remote) lines.push(...remoteReport(backend, backend.remote), '');
+  if (backend?.remote) overview.push(...remoteReport(backend, backend.remote));
   else if (models) {
-    lines.push(
-      `Target: ${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptTemplate ?? models.promptFormat})`,
-      `Draft: ${models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`}`,
-      ...(provenance ? [`Target file: ${provenance.target}`, ...(models.draft && provenance.draft ? [`Draft file: ${provenance.draft}`] : [])] : []),
-      `Backend: ${backendExplanation(models)}; context ${models.contextSize}`,
-      `Threads: ${threadsExplanation(models.threads, models.runtime)}`,
-      ...(models.nativeAddon ? [`Decoding: ${decodePathExplanation(models)}`] : []),
-      ...(models.loadTimings ? [`Model load: ${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] : []),
-      ...(models.kvSequences ? [`KV sequences: ${models.kvSequences.reason}`] : []),
+    overview.push(
+      ['Target', `${models.target.name} (${(models.target.sizeBytes / 1e6).toFixed(1)} MB, ${models.promptTemplate ?? models.promptFormat})`],
+      ['Draft', models.draft ? `${models.draft.name} (${(models.draft.sizeBytes / 1e6).toFixed(1)} MB)` : `none${models.draftProblem ? ` — ${models.draftProblem}` : ''}`],
+      ...(provenance ? [['Target file', provenance.target] as const, ...(models.draft && provenance.draft ? [['Draft file', provenance.draft] as const] : [])] : []),
+      ['Backend', `${backendExplanation(models)}; context ${models.contextSize}`],
+      ['Threads', threadsExplanation(models.threads, models.runtime)],
+      ...(models.nativeAddon ? [['Decoding', decodePathExplanation(models)] as const] : []),
+      ...(models.loadTimings ? [['Model load', `${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] as const] : []),
+      ...(models.kvSequences ? [['KV sequences', models.kvSequences.reason] as const] : []),
       ...(worker ? [describeWorker(worker)] : []),
       ...(worker?.kvSequences ? describeKvSequences(worker.kvSequences) : []),
-      '',
     );
   } else {
-    lines.push('Models: not loaded', '');
+    overview.push(['Models', 'not loaded']);
   }
-  const last = stats.last;
-  lines.push('## Last completion', '');
-  if (!last) lines.push('none yet');
-  else if (last.fromCache) lines.push(`served from ${last.prefetchedBy ? `the prefetch (${prefetchOrigin(last.prefetchedBy)})` : 'cache'} in ${ms(last.latencyMs)}`);
-  else if (last.stats) {
-    const s = last.stats;
-    const spec = s.speculation;
-    lines.push(
-      '| figure | value |',
-      '|---|---|',
-      ...(spec ? [`| mode | ${spec.mode} |`] : []),
-      ...(last.waitMs !== undefined ? [`| wait before the model request (debounce) | ${ms(last.waitMs)} |`] : []),
-      `| latency (end to end) | ${ms(last.latencyMs)} |`,
-      `| time to first token | ${ms(s.timeToFirstTokenMs)} |`,
-      `| prompt tokens (reused from cache) | ${s.promptTokens} (${s.reusedPromptTokens}) |`,
-      `| generated tokens | ${s.generatedTokens} |`,
-      `| tokens/s (decoding) | ${num(tokensPerSecond(s))} |`,
-      ...(spec
-        ? [
-            `| target evaluations | ${spec.targetEvaluations} |`,
-            `| tokens per target evaluation | ${num(tokensPerEvaluation(s), 2)} |`,
-            `| acceptance n-gram | ${pct(acceptanceRate(s, 'ngram'))} (${spec.bySource.ngram.acceptedTokens}/${spec.bySource.ngram.proposedTokens} in ${spec.bySource.ngram.steps} proposals) |`,
-            `| acceptance draft | ${pct(acceptanceRate(s, 'draft'))} (${spec.bySource.draft.acceptedTokens}/${spec.bySource.draft.proposedTokens} in ${spec.bySource.draft.steps} proposals) |`,
-            ...(spec.bySource.lookahead.steps > 0
-              ? [
-                  `| acceptance lookahead | ${pct(acceptanceRate(s, 'lookahead'))} (${spec.bySource.lookahead.acceptedTokens}/${spec.bySource.lookahead.proposedTokens} in ${spec.bySource.lookahead.steps} proposals) |`,
-                ]
-              : []),
-            `| time in target / draft | ${ms(spec.targetMs)} / ${ms(spec.draftMs)} |`,
-          ]
-        : []),
-      ...(s.serverDraft ? [`| server's draft model: accepted | ${pct(acceptanceRate(s))} (${s.serverDraft.acceptedTokens}/${s.serverDraft.proposedTokens} tokens) |`] : []),
-      `| stop reason | ${s.stopReason} |`,
-      `| extra context | ${s.extraContext ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}` : 'none'} |`,
-    );
-  }
-  const a = stats.aggregate();
-  const p = stats.prefetch;
-  const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
-  lines.push(
-    '',
-    '## Session',
-    '',
-    '| figure | value |',
-    '|---|---|',
-    `| completions (from cache) | ${a.completions} (${a.cacheHits}) |`,
-    `| prefetches: started / served (with ghost text) / never shown / cancelled | ${p.started} / ${p.served} (${p.shown}) / ${wastedPrefetches(p)} / ${p.cancelled} |`,
-    `| prefetches not started: a completion ran / off or on battery | ${p.busy} / ${p.blocked} |`,
-    `| latency median / p90 | ${ms(a.latencyMedianMs)} / ${ms(a.latencyP90Ms)} |`,
-    `| generated tokens | ${a.generatedTokens} |`,
-    // In-process speculation figures, once any completion of the session came from the local worker.
-    ...(a.targetEvaluations > 0
-      ? [
-          `| target evaluations | ${a.targetEvaluations} |`,
-          `| tokens per target evaluation | ${num(a.tokensPerEvaluation, 2)} |`,
-          `| acceptance n-gram | ${pct(accepted(a.bySource.ngram))} (${a.bySource.ngram.acceptedTokens}/${a.bySource.ngram.proposedTokens} in ${a.bySource.ngram.steps} proposals) |`,
-          `| acceptance draft | ${pct(accepted(a.bySource.draft))} (${a.bySource.draft.acceptedTokens}/${a.bySource.draft.proposedTokens} in ${a.bySource.draft.steps} proposals) |`,
-          ...(a.bySource.lookahead.steps > 0
-            ? [
-                `| acceptance lookahead | ${pct(accepted(a.bySource.lookahead))} (${a.bySource.lookahead.acceptedTokens}/${a.bySource.lookahead.proposedTokens} in ${a.bySource.lookahead.steps} proposals) |`,
-              ]
-            : []),
-          `| draft evaluations | ${a.draftEvaluations} |`,
-          `| time in prompt / target decode / draft | ${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)} |`,
-        ]
-      : [`| time to first token / decoding | ${ms(a.promptMs)} / ${ms(a.decodeMs)} |`]),
-    ...(a.serverDraft.proposedTokens > 0 ? [`| server's draft model: accepted | ${pct(accepted(a.serverDraft))} (${a.serverDraft.acceptedTokens}/${a.serverDraft.proposedTokens} tokens) |`] : []),
-  );
-  if (stats.alternatives.asked > 0) lines.push('', ...alternativesReport(stats.alternatives));
-  const policy = last?.stats?.speculation?.policy;
-  if (policy) lines.push('', ...policyReport(policy));
+  const sections = [lastCompletionSection(stats), sessionSection(stats)];
+  if (stats.alternatives.asked > 0) sections.push(alternativesSection(stats.alternatives));
+  const policy = stats.last?.stats?.speculation?.policy;
+  if (policy) sections.push(policySection(policy));
   // Last: a diagnostic, after the figures the report is read for.
-  if (timeline) lines.push('', '## The last ghost text, in the editor', '', '| step | time |', '|---|---|', ...timelineRows(timeline));
+  if (timeline) sections.push({ id: 'timeline', heading: 'The last ghost text, in the editor', columns: ['step', 'time'], rows: timelineFigures(timeline) });
+  return { overview, sections };
+}
+
+/** Show Stats as Markdown (Copy as Markdown, and the tests' reading of it). */
+export function statsReport(stats: StatsCollector, mode: DecodeMode, backend: BackendInfo | null, provenance?: ModelFilesProvenance, worker?: WorkerStatus, timeline?: GhostTextTimeline): string {
+  return reportMarkdown(statsReportModel(stats, mode, backend, provenance, worker, timeline));
+}
+
+export function reportMarkdown(report: StatsReportModel): string {
+  const line = ([label, value]: FigureRow) => `${label}: ${value}`;
+  const [mode, ...rest] = report.overview;
+  const lines = ['# Draftline stats', '', ...(mode ? [line(mode), ''] : []), ...rest.map(line), ''];
+  for (const [i, section] of report.sections.entries()) lines.push(...(i > 0 ? [''] : []), ...sectionMarkdown(section));
   return `${lines.join('\n')}\n`;
 }
 
+/** A section as Markdown lines: its heading, then its sentence or its table. */
+export function sectionMarkdown(section: StatsSection): string[] {
+  const [left, right] = section.columns;
+  const body = section.sentence !== undefined ? [section.sentence] : section.rows.length ? [`| ${left} | ${right} |`, '|---|---|', ...section.rows.map(([f, v]) => `| ${f} | ${v} |`)] : [];
+  return [`## ${section.heading}`, '', ...body];
+}
+
+function lastCompletionSection(stats: StatsCollector): StatsSection {
+  const section = table('last', 'Last completion', []);
+  const last = stats.last;
+  if (!last) return { ...section, sentence: 'none yet' };
+  if (last.fromCache) return { ...section, sentence: `served from ${last.prefetchedBy ? `the prefetch (${prefetchOrigin(last.prefetchedBy)})` : 'cache'} in ${ms(last.latencyMs)}` };
+  const s = last.stats;
+  if (!s) return section;
+  const spec = s.speculation;
+  const acceptance = (source: ProposalSource, name: string): FigureRow => {
+    const by = spec!.bySource[source];
+    return [`acceptance ${name}`, `${pct(acceptanceRate(s, source))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
+  };
+  const speedup = speedupOverPlain(s);
+  section.rows.push(
+    ...(spec ? [['mode', spec.mode] as const] : []),
+    ...(last.waitMs !== undefined ? [['wait before the model request (debounce)', ms(last.waitMs)] as const] : []),
+    ['latency (end to end)', ms(last.latencyMs)],
+    ['time to first token', ms(s.timeToFirstTokenMs)],
+    ['prompt tokens (reused from cache)', `${s.promptTokens} (${s.reusedPromptTokens})`],
+    ['generated tokens', `${s.generatedTokens}`],
+    ['tokens/s (decoding)', num(tokensPerSecond(s))],
+    ...(spec
+      ? [
+          ['target evaluations', `${spec.targetEvaluations}`] as const,
+          ['tokens per target evaluation', num(tokensPerEvaluation(s), 2)] as const,
+          acceptance('ngram', 'n-gram'),
+          acceptance('draft', 'draft'),
+          ...(spec.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
+          ['time in target / draft', `${ms(spec.targetMs)} / ${ms(spec.draftMs)}`] as const,
+        ]
+      : []),
+    ...(speedup ? [[SPEEDUP_FIGURE, `${times(speedup.speedup)} (${ms(speedup.plainMs)} estimated, ${ms(speedup.decodeMs)} taken)`] as const] : []),
+    ...(s.serverDraft ? [["server's draft model: accepted", `${pct(acceptanceRate(s))} (${s.serverDraft.acceptedTokens}/${s.serverDraft.proposedTokens} tokens)`] as const] : []),
+    ['stop reason', s.stopReason],
+    [
+      'extra context',
+      s.extraContext
+        ? `${s.extraContext.files} file${s.extraContext.files === 1 ? '' : 's'}, ${s.extraContext.tokens} tokens${s.extraContext.repoLevel ? ', as repo-level file sections' : ', as comments'}`
+        : 'none',
+    ],
+  );
+  return section;
+}
+
+/** How the speedup row is named, in the last completion's table and the session's. */
+const SPEEDUP_FIGURE = 'speedup vs plain decoding (estimated)';
+
+function sessionSection(stats: StatsCollector): StatsSection {
+  const a = stats.aggregate();
+  const p = stats.prefetch;
+  const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
+  const acceptance = (source: ProposalSource, name: string): FigureRow => {
+    const by = a.bySource[source];
+    return [`acceptance ${name}`, `${pct(accepted(by))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
+  };
+  const speedup = a.speedup;
+  return table('session', 'Session', [
+    ['completions (from cache)', `${a.completions} (${a.cacheHits})`],
+    ['prefetches: started / served (with ghost text) / never shown / cancelled', `${p.started} / ${p.served} (${p.shown}) / ${wastedPrefetches(p)} / ${p.cancelled}`],
+    ['prefetches not started: a completion ran / off or on battery', `${p.busy} / ${p.blocked}`],
+    ['latency median / p90', `${ms(a.latencyMedianMs)} / ${ms(a.latencyP90Ms)}`],
+    ['generated tokens', `${a.generatedTokens}`],
+    // In-process speculation figures, once any completion of the session came from the local worker.
+    ...(a.targetEvaluations > 0
+      ? [
+          ['target evaluations', `${a.targetEvaluations}`] as const,
+          ['tokens per target evaluation', num(a.tokensPerEvaluation, 2)] as const,
+          acceptance('ngram', 'n-gram'),
+          acceptance('draft', 'draft'),
+          ...(a.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
+          ['draft evaluations', `${a.draftEvaluations}`] as const,
+          ['time in prompt / target decode / draft', `${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)}`] as const,
+        ]
+      : [['time to first token / decoding', `${ms(a.promptMs)} / ${ms(a.decodeMs)}`] as const]),
+    ...(speedup
+      ? [
+          [
+            SPEEDUP_FIGURE,
+            `${times(speedup.speedup)} over ${speedup.completions} completion${speedup.completions === 1 ? '' : 's'} (${ms(speedup.plainMs)} estimated, ${ms(speedup.decodeMs)} taken)`,
+          ] as const,
+        ]
+      : []),
+    ...(a.serverDraft.proposedTokens > 0
+      ? [["server's draft model: accepted", `${pct(accepted(a.serverDraft))} (${a.serverDraft.acceptedTokens}/${a.serverDraft.proposedTokens} tokens)`] as const]
+      : []),
+  ]);
+}
+
 /** The suggestions the user cycled through (Alt+] / Alt+[), and why fewer than three when there were. */
+export function alternativesSection(t: AlternativesTally): StatsSection {
+  return table('alternatives', 'Alternatives (Alt+] / Alt+[)', [
+    ['asked (computed; the rest served again)', `${t.asked} (${t.computed})`],
+    ['suggestions offered, mean (the greedy one included)', num(t.asked ? t.items / t.asked : null)],
+    ['time to the alternatives, mean', ms(t.computed ? t.totalMs / t.computed : null)],
+    ...(t.lastLimitedBy ? [['fewer than asked, last time, because', t.lastLimitedBy] as const] : []),
+  ]);
+}
+
+/** The alternatives section as Markdown lines. */
 export function alternativesReport(t: AlternativesTally): string[] {
-  return [
-    '## Alternatives (Alt+] / Alt+[)',
-    '',
-    '| figure | value |',
-    '|---|---|',
-    `| asked (computed; the rest served again) | ${t.asked} (${t.computed}) |`,
-    `| suggestions offered, mean (the greedy one included) | ${num(t.asked ? t.items / t.asked : null)} |`,
-    `| time to the alternatives, mean | ${ms(t.computed ? t.totalMs / t.computed : null)} |`,
-    ...(t.lastLimitedBy ? [`| fewer than asked, last time, because | ${t.lastLimitedBy} |`] : []),
-  ];
+  return sectionMarkdown(alternativesSection(t));
 }
 
 /** Where a prefetched ghost text came from, as the log and Show Stats say it. */
@@ -172,17 +245,17 @@ export function describeAlternatives(a: Pick<EngineAlternatives, 'items' | 'bran
 }
 
 /** A server backend: where, which model, and what the server does itself. */
-function remoteReport(backend: BackendInfo, remote: NonNullable<BackendInfo['remote']>): string[] {
+function remoteReport(backend: BackendInfo, remote: NonNullable<BackendInfo['remote']>): FigureRow[] {
   return [
-    `Backend: ${backend.kind} at ${remote.endpoint} (${remote.server})`,
-    `Model: ${backend.model}${remote.contextSize ? `; context ${remote.contextSize}` : ''}`,
-    `Prompt: ${remote.promptFormat}`,
-    `Server-side speculation: ${remote.speculation ?? 'none reported'}`,
+    ['Backend', `${backend.kind} at ${remote.endpoint} (${remote.server})`],
+    ['Model', `${backend.model}${remote.contextSize ? `; context ${remote.contextSize}` : ''}`],
+    ['Prompt', remote.promptFormat],
+    ['Server-side speculation', remote.speculation ?? 'none reported'],
   ];
 }
 
 /** What the speculation policy learned on this machine, in words a user can act on. */
-export function policyReport(p: PolicySnapshot): string[] {
+export function policySection(p: PolicySnapshot): StatsSection {
   const one = p.verifyMs[1];
   const sizes = Object.keys(p.verifyMs)
     .map(Number)
@@ -190,15 +263,16 @@ export function policyReport(p: PolicySnapshot): string[] {
     .sort((a, b) => a - b);
   const verdict = (source: ProposalSource) =>
     p.bestLength[source] > 0 ? `proposals of up to ${p.bestLength[source]} tokens pay` : `off: plain decoding is faster (retried every ${p.retryInterval[source]} steps)`;
-  return [
-    '## Speculation policy (learned on this machine)',
-    '',
-    '| figure | value |',
-    '|---|---|',
-    `| verifying b tokens in one target evaluation, vs 1 | ${one && sizes.length ? sizes.map((b) => `${b}: ${(p.verifyMs[b] / one).toFixed(2)}x`).join(', ') : 'not measured yet'} |`,
-    `| draft model | ${p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`} |`,
-    `| n-gram: acceptance estimate, verdict | ${pct(p.acceptance.ngram)}, ${verdict('ngram')} |`,
-    `| draft: acceptance estimate, verdict | ${pct(p.acceptance.draft)}, ${verdict('draft')} |`,
-    `| lookahead: acceptance estimate, verdict | ${pct(p.acceptance.lookahead)}, ${verdict('lookahead')} |`,
-  ];
+  return table('policy', 'Speculation policy (learned on this machine)', [
+    ['verifying b tokens in one target evaluation, vs 1', one && sizes.length ? sizes.map((b) => `${b}: ${(p.verifyMs[b] / one).toFixed(2)}x`).join(', ') : 'not measured yet'],
+    ['draft model', p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`],
+    ['n-gram: acceptance estimate, verdict', `${pct(p.acceptance.ngram)}, ${verdict('ngram')}`],
+    ['draft: acceptance estimate, verdict', `${pct(p.acceptance.draft)}, ${verdict('draft')}`],
+    ['lookahead: acceptance estimate, verdict', `${pct(p.acceptance.lookahead)}, ${verdict('lookahead')}`],
+  ]);
+}
+
+/** The policy section as Markdown lines. */
+export function policyReport(p: PolicySnapshot): string[] {
+  return sectionMarkdown(policySection(p));
 }

@@ -35,9 +35,7 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       await controller.refreshWorkerStatus();
-      controller.refreshStats();
-      const doc = await vscode.workspace.openTextDocument(controller.statsUri);
-      await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false });
+      controller.showStats();
     }),
     vscode.commands.registerCommand('draftline.showLog', () => controller.log.show()),
     vscode.commands.registerCommand('draftline.clearModelQuarantine', () => controller.clearModelQuarantine()),

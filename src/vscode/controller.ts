@@ -7,7 +7,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend, pref
 import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
 import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
 import { describeLoadTimings } from '../engine/loadTimings';
-import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, statsReport, type WorkerStatus } from '../engine/statsReport';
+import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, reportMarkdown, type StatsReportModel, statsReportModel, type WorkerStatus } from '../engine/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
@@ -35,9 +35,8 @@ import {
 import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
-
-/** The scheme of the Show Stats document (a content provider's: read-only, changed by the extension). */
-const STATS_SCHEME = 'draftline-stats';
+import { StatsPanel } from './statsPanel';
+import { statsView } from '../statsView/statsPage';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -68,8 +67,11 @@ export class DraftlineController implements vscode.Disposable {
   private readonly activatedAt = performance.now();
   /** Activation to the first models ready, in ms (null until then): the cold-start figure. */
   activationToReadyMs: number | null = null;
-  readonly statsUri = vscode.Uri.parse(`${STATS_SCHEME}:Draftline%20Report.md`);
-  private readonly statsChanged = new vscode.EventEmitter<vscode.Uri>();
+  /** Show Stats' view, updated after each completion while it is open. */
+  private readonly statsPanel = new StatsPanel(
+    () => statsView(this.statsReport(), this.engine.stats.all, this.engine.stats.firstKeptNumber),
+    () => reportMarkdown(this.statsReport()),
+  );
   private readonly editArrivals = new EditArrivals();
   private readonly hugeFileAdvice: HugeFileAdvice;
   /** Where the time went for the last ghost text (Show Stats). */
@@ -136,20 +138,16 @@ export class DraftlineController implements vscode.Disposable {
       this.log,
       this.statusBar,
       this.documentSync,
-      this.statsChanged,
+      this.statsPanel,
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
-      vscode.workspace.registerTextDocumentContentProvider(STATS_SCHEME, {
-        onDidChange: this.statsChanged.event,
-        provideTextDocumentContent: () => statsReport(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline),
-      }),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
       vscode.workspace.onDidChangeTextDocument((e) => {
-        // Output channels (this extension's log among them) and Show Stats are documents too, changed
-        // by the extension itself (Show Stats on each completion, while its document stays loaded after
-        // its tab is closed): their changes are no keystrokes. Nor is a change to a document no editor
-        // shows (another extension's work in the background): the user types where an editor is.
-        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output' || e.document.uri.scheme === STATS_SCHEME) return;
+        // Output channels (this extension's log among them) are documents too, changed by the extension
+        // itself: their changes are no keystrokes (Show Stats is a webview, no document). Nor is a change
+        // to a document no editor shows (another extension's work in the background): the user types
+        // where an editor is.
+        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
         if (!vscode.window.visibleTextEditors.some((editor) => editor.document === e.document)) return;
         this.engine.documentEdited(
           e.document.uri.toString(),
@@ -421,7 +419,16 @@ export class DraftlineController implements vscode.Disposable {
 
   refreshStats(): void {
     this.statusBar.setSummary(this.engine.stats.summary(), this.modeLabel);
-    this.statsChanged.fire(this.statsUri);
+    this.statsPanel.refresh();
+  }
+
+  /** Draftline: Show Stats. */
+  showStats(): void {
+    this.statsPanel.show();
+  }
+
+  private statsReport(): StatsReportModel {
+    return statsReportModel(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline);
   }
 
   /** A setting was out of bounds, mistyped or set where it is not read: say so, once, and carry on. */

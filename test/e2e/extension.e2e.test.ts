@@ -21,6 +21,7 @@ import {
   openWorkbench,
   quickPickRows,
   readGhostText,
+  readNotifications,
   readStatusBarItem,
   repoRoot,
   runCommand,
@@ -39,8 +40,8 @@ import {
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e');
-/** Cropped screenshots for the README (copied by hand into media/ when they should change). */
-const SCREENSHOTS = path.join(ROOT, 'test-output', 'screenshots');
+/** The README's screenshots: each run of this test makes them again, so they always show this build. */
+const SCREENSHOTS = path.join(ROOT, 'media');
 const STATUS_ID = 'draftline.draftline.status';
 const FILE = 'mathUtils.ts';
 const SOURCE = `export function sum(values: number[]): number {
@@ -82,30 +83,29 @@ const skip = e2eUnavailableReason();
 const noLlamaServer = LlamaServer.available() ? false : `no llama-server at ${LLAMA_SERVER} (scripts/build-llama-server.sh builds it)`;
 if (noLlamaServer && process.env.DRAFTLINE_REQUIRE_LLAMA_SERVER === '1') throw new Error(noLlamaServer);
 
-/** Text of the active editor, as rendered (enough for the short Show Stats document). */
-async function activeEditorText(page: Page): Promise<string> {
-  return page.evaluate(() => {
-    const doc = (globalThis as any).document;
-    const view = doc.querySelector('.part.editor .editor-group-container.active .monaco-editor .view-lines');
-    const lines: any[] = view ? Array.from(view.querySelectorAll('.view-line')) : [];
-    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
-    return lines.map((l) => String(l.textContent ?? '').replace(/\u00a0/g, ' ')).join('\n');
-  });
+/**
+ * Show Stats' page: a webview is an iframe of VS Code's (iframe.webview) holding the extension's page in
+ * an inner one (#active-frame).
+ */
+const statsPage = (page: Page) => page.locator('iframe.webview.ready').last().contentFrame().locator('iframe#active-frame').contentFrame();
+
+/** The text of Show Stats' page as shown (a table row reads "figure<tab>value"; a closed <details> not at all). */
+async function statsText(page: Page): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: the text as laid out (a row per line, cells apart), as a person reads it
+  return statsPage(page).locator('body').innerText({ timeout: 2000 });
 }
 
 /** Opens Show Stats, reads it, closes it again (the code file is active afterwards); `whileOpen` runs before it closes. */
-async function showStats(page: Page, expect: RegExp = /## Session/, whileOpen?: () => Promise<unknown>): Promise<string> {
+async function showStats(page: Page, expect: RegExp = /^Session$/m, whileOpen?: () => Promise<unknown>): Promise<string> {
   return waitFor(
     async () => {
       await runCommand(page, 'Draftline: Show Stats');
       const text = await waitFor(
         async () => {
-          // Only the lines in view are rendered: wait for the document and what the caller looks for
-          // (a long report can push its later sections out of view).
-          const t = await activeEditorText(page);
-          return t.includes('# Draftline stats') && expect.test(t) ? t : undefined;
+          const t = await statsText(page);
+          return t.startsWith('Draftline stats') && expect.test(t) ? t : undefined;
         },
-        { timeoutMs: 15_000, what: `the Show Stats document showing ${expect}` },
+        { timeoutMs: 15_000, what: `the Show Stats view showing ${expect}` },
       );
       if (expect.test(text)) await whileOpen?.();
       await runCommand(page, 'View: Close Editor');
@@ -175,7 +175,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
   it('status bar shows tokens/s, acceptance and latency from the engine stats', async () => {
     // After the Tab the next ghost text comes from the prefetch, and VS Code may ask for it once more
     // (a cache hit) while this reads: the status bar and Show Stats must agree once it is quiet.
-    const latencyIn = (stats: string) => /latency \(end to end\) \| (\d+) ms/.exec(stats)?.[1] ?? /served from (?:cache|the prefetch \([^)]*\)) in (\d+) ms/.exec(stats)?.[1];
+    const latencyIn = (stats: string) => /latency \(end to end\)\s+(\d+) ms/.exec(stats)?.[1] ?? /served from (?:cache|the prefetch \([^)]*\)) in (\d+) ms/.exec(stats)?.[1];
     const { item, stats } = await waitFor(
       async () => {
         const stats = await showStats(page);
@@ -185,13 +185,6 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       },
       { timeoutMs: 60_000, intervalMs: 1000, what: "the status bar showing Show Stats' last latency" },
     );
-    // The README's screenshot of Show Stats, once the figures agree.
-    await showStats(page, /## Session/, async () => {
-      await page.mouse.move(0, 0); // no tab tooltip over the document
-      await sleep(300);
-      return screenshotOf(page, SCREENSHOTS, 'screenshot-show-stats', ['.part.editor .editor-group-container.active'], { margin: 0, maxHeight: 560 });
-    });
-    await snap('show-stats');
     assert.match(item.text, /(\d+ tok\/s|- tok\/s|cache) · (\d+%|-) · \d+ ms/);
     assert.ok(latencyIn(stats), `stats document lists the latency:\n${stats}`);
     assert.match(stats, /Mode: hybrid/);
@@ -221,6 +214,81 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     assert.match(stats, /Threads: \d+ \(/, 'Show Stats explains the threads too');
   });
 
+  it("Show Stats is a rendered view: the figures as text, a chart point per completion, the theme's colours, live updates; the README's screenshots, dark and light", async () => {
+    await runCommand(page, 'Draftline: Show Stats');
+    const view = statsPage(page);
+    const text = await waitFor(async () => ((await statsText(page)).startsWith('Draftline stats') ? statsText(page) : undefined), { timeoutMs: 15_000, what: 'the Show Stats view' });
+    const completionsIn = (t: string) => Number(/completions \(from cache\)\s+(\d+) \(/.exec(t)?.[1] ?? Number.NaN);
+    const completions = completionsIn(text);
+    assert.ok(completions >= 1, `Show Stats counts the completions so far:\n${text}`);
+    // The figures as text, the charts as pictures with words.
+    assert.match(text, /latency median \/ p90\s+\d+ ms \/ \d+ ms/, text);
+    assert.match(text, /Mode: hybrid/, text);
+    assert.equal(await view.locator('figure.chart-figure').count(), 4);
+    assert.equal(await view.locator('#figure-latency svg.chart rect.point').count(), completions, 'a latency bar per completion');
+    assert.equal(await view.locator('#part-count').textContent(), `${completions}`);
+    assert.match((await view.locator('#chart-latency-summary').textContent()) ?? '', /computed: .*\d+ ms/);
+    assert.ok((await view.locator('#figure-tokens-per-evaluation svg.chart rect.point').count()) >= 1, 'tokens per target evaluation of the computed completion');
+    // VS Code's theme reaches the page: its colour variables, and the page's text in that colour.
+    const themed = await view.locator('body').evaluate((body) => {
+      const style = (globalThis as any).getComputedStyle(body);
+      return { variable: style.getPropertyValue('--vscode-editor-foreground').trim(), color: style.color, background: style.backgroundColor };
+    });
+    assert.ok(themed.variable.length > 0, `the page has the theme's colour variables: ${JSON.stringify(themed)}`);
+    // Copy as Markdown: the figures as the text Show Stats was before.
+    await view.locator('button#copy').click();
+    await waitFor(async () => (((await page.locator('.part.statusbar').textContent()) ?? '').includes('stats copied as Markdown') ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the status bar saying the stats were copied',
+      describe: async () => `notifications: ${JSON.stringify(await readNotifications(page))}`,
+    });
+    await page.context().grantPermissions(['clipboard-read'], { origin: server.url });
+    const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText() as Promise<string>);
+    assert.match(copied, /^# Draftline stats\n/, copied);
+    assert.match(copied, /\| completions \(from cache\) \| \d+ \(\d+\) \|/, copied);
+    // The README's pictures of it, in VS Code's dark theme and its light one (the harness's browser starts light).
+    const inTheme = async (theme: string, bodyClass: string) => {
+      await runCommand(page, 'Preferences: Color Theme');
+      await page.keyboard.type(theme, { delay: 10 });
+      await sleep(300);
+      await snap(`theme-${bodyClass}`);
+      await page.keyboard.press('Enter');
+      await waitFor(async () => (await view.locator('body').evaluate((b) => b.className)).includes(bodyClass) || undefined, { timeoutMs: 15_000, what: `the view in ${theme}` });
+      await page.mouse.move(0, 0); // no tab tooltip over the view
+      await sleep(500);
+      return view.locator('body').evaluate((body) => (globalThis as any).getComputedStyle(body).backgroundColor as string);
+    };
+    const darkBackground = await inTheme('Dark Modern', 'vscode-dark');
+    await screenshotOf(page, SCREENSHOTS, 'screenshot-show-stats', ['.part.editor .editor-group-container.active'], { margin: 0, maxHeight: 720 });
+    const lightBackground = await inTheme('Light Modern', 'vscode-light');
+    await screenshotOf(page, SCREENSHOTS, 'screenshot-show-stats-light', ['.part.editor .editor-group-container.active'], { margin: 0, maxHeight: 720 });
+    assert.notEqual(darkBackground, lightBackground, "the page's background follows the theme");
+    // Live: with the view beside the code, a new completion shows in it without opening it again.
+    await runCommand(page, 'View: Move Editor into Right Group');
+    await page.keyboard.press('Control+1');
+    await resetDocument();
+    await gotoLineEnd(page, 10);
+    await typeLikeAPerson(page, TYPED, 40);
+    await waitForGhostText(page, { timeoutMs: 60_000 });
+    // More may come (VS Code asks again, prefetches end): the count and the chart agree once quiet.
+    let seen = '';
+    await waitFor(
+      async () => {
+        seen = await statsText(page);
+        const bars = await view.locator('#figure-latency svg.chart rect.point').count();
+        return completionsIn(seen) > completions && bars === completionsIn(seen) ? true : undefined;
+      },
+      { timeoutMs: 20_000, what: 'the open view counting the new completion, with a latency bar for it', describe: () => seen },
+    );
+    await snap('show-stats-live');
+    await page.keyboard.press('Escape');
+    const tab = page.locator('.part.editor .tab', { hasText: 'Draftline Stats' });
+    await tab.hover();
+    await tab.locator('.codicon-close').click();
+    await waitFor(async () => ((await tab.count()) === 0 ? true : undefined), { timeoutMs: 10_000, what: 'the Show Stats tab to close' });
+    await resetDocument();
+  });
+
   it('typing exactly what the ghost text showed is served from the cache', async () => {
     await focusEditor(page);
     // A fresh line: type a prefix, wait for ghost text, then type its first characters.
@@ -233,15 +301,15 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     const rest = await waitForGhostText(page, { timeoutMs: 20_000, predicate: (g) => g.length > 0 && ghost.startsWith(chunk + g.split('\n')[0]) });
     await snap('typed-through');
     assert.ok(ghost.slice(chunk.length).startsWith(rest.split('\n')[0]));
-    const stats = await showStats(page, /completions \(from cache\) \| \d+ \([1-9]\d*\)/);
-    const cache = /completions \(from cache\) \| (\d+) \((\d+)\)/.exec(stats);
+    const stats = await showStats(page, /completions \(from cache\)\s+\d+ \([1-9]\d*\)/);
+    const cache = /completions \(from cache\)\s+(\d+) \((\d+)\)/.exec(stats);
     assert.ok(cache && Number(cache[2]) >= 1, `a completion was served from the cache:\n${stats}`);
     await snap('cache-stats');
   });
 
   it('accepting twice with Tab: each next ghost text comes from the prefetch, with no model call', async () => {
     const prefetchCounts = (stats: string) => {
-      const p = /prefetches: started \/ served \(with ghost text\) \/ never shown \/ cancelled \| (\d+) \/ (\d+) \((\d+)\)/.exec(stats);
+      const p = /prefetches: started \/ served \(with ghost text\) \/ never shown \/ cancelled\s+(\d+) \/ (\d+) \((\d+)\)/.exec(stats);
       assert.ok(p, `Show Stats counts prefetches:\n${stats}`);
       return { started: Number(p[1]), served: Number(p[2]), shown: Number(p[3]) };
     };
@@ -278,7 +346,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await snap('prefetch-stats');
     const after = prefetchCounts(stats);
     // A request answered from a prefetch made no model call of its own.
-    assert.match(stats, /## Last completion\s+served from the prefetch/, `the last ghost text came from the prefetch:\n${stats}`);
+    assert.match(stats, /^Last completion\s+served from the prefetch/m, `the last ghost text came from the prefetch:\n${stats}`);
     assert.ok(after.shown - before.shown >= 2, `both ghost texts after the accepts came from prefetches (${before.shown} -> ${after.shown} served with ghost text):\n${stats}`);
     await focusEditor(page);
     await saveActiveFile(page);
@@ -429,7 +497,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       await selectBackend('llama-server', llama.url);
       const stats = await showStats(page, /Backend: llama-server at/);
       assert.match(stats, /Server-side speculation: a draft model on the server/, stats);
-      const prefetchesStarted = (text: string) => Number(/prefetches: started \/ served \(with ghost text\) \/ never shown \/ cancelled \| (\d+)/.exec(text)?.[1] ?? Number.NaN);
+      const prefetchesStarted = (text: string) => Number(/prefetches: started \/ served \(with ghost text\) \/ never shown \/ cancelled\s+(\d+)/.exec(text)?.[1] ?? Number.NaN);
       const prefetchesBefore = prefetchesStarted(stats);
       assert.ok(Number.isFinite(prefetchesBefore), stats);
       await openFile(page, FILE);
