@@ -39,6 +39,13 @@ export interface TemplateSpec {
    * prompts need none: llama.cpp's SentencePiece tokenizer adds the space before the prefix itself.
    */
   textSpacing?: { afterPrefixToken: string; beforeSuffixToken: string; beforeMiddleToken: string };
+  /**
+   * The suffix and the middle are tokenized without SentencePiece's word-start space, as the family
+   * was trained (CodeLlama: Meta's encode_infilling, `sp.encode("☺" + s)[2:]`). llama.cpp puts that
+   * space before every text it tokenizes, so ") {" after <SUF> became "▁)" and a suffix or middle
+   * that starts with a newline began with a lone "▁" token the document does not have.
+   */
+  infillingWithoutSpace?: boolean;
 }
 
 /** Most specific first: the first whose tokens are all in the vocabulary is chosen. */
@@ -85,6 +92,7 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
     text: { prefix: '<PRE>', suffix: '<SUF>', middle: '<MID>' },
     stop: ['▁<EOT>', '<EOT>', '</s>'],
     textSpacing: { afterPrefixToken: ' ', beforeSuffixToken: ' ', beforeMiddleToken: ' ' },
+    infillingWithoutSpace: true,
   },
   {
     family: 'codestral',
@@ -217,7 +225,9 @@ export function renderTextPrompt(spec: TemplateSpec, parts: TextPromptParts): st
       return `${head}${suf}${parts.suffix}${pre}${parts.prefix}`;
     case 'psm':
       if (!pre || !suf || !mid) throw new Error(`the ${spec.label} template needs its token texts to render text`);
-      return `${head}${pre}${s.afterPrefixToken}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}${parts.middle ?? ''}`;
+      // The space after the prefix token is the prefix's own word-start space: none when it is empty
+      // (a line-anchored prompt of one line), or CodeLlama reads a lone "▁" token there.
+      return `${head}${pre}${parts.prefix ? s.afterPrefixToken : ''}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}${parts.middle ?? ''}`;
   }
 }
 
