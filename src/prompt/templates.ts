@@ -35,6 +35,13 @@ export interface TemplateSpec {
   /** Token texts that end a completion (besides the model's end-of-generation tokens). */
   stop: readonly string[];
   /**
+   * Stop tokens that llama.cpp neither ends a generation at (they are not in its end-of-generation
+   * list) nor hides (they are not control tokens), as llama-server writes them in its text stream: a
+   * completion read from a server ends where one appears. CodeLlama's ▁<EOT> is an ordinary piece,
+   * written " <EOT>"; DeepSeek-Coder's <|EOT|> a user-defined token, written as it is.
+   */
+  writtenStops?: readonly string[];
+  /**
    * Text-prompt spacing (CodeLlama: `<PRE> {prefix} <SUF>{suffix} <MID>`, Meta's reference). Token
    * prompts need none: llama.cpp's SentencePiece tokenizer adds the space before the prefix itself.
    */
@@ -80,6 +87,7 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
     suffix: '<｜fim▁hole｜>',
     middle: '<｜fim▁end｜>',
     stop: ['<|EOT|>', '<｜end▁of▁sentence｜>', '<｜fim▁begin｜>', '<｜fim▁hole｜>', '<｜fim▁end｜>'],
+    writtenStops: ['<|EOT|>'],
   },
   {
     family: 'codellama',
@@ -91,6 +99,7 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
     middle: ['▁<MID>', '<MID>'],
     text: { prefix: '<PRE>', suffix: '<SUF>', middle: '<MID>' },
     stop: ['▁<EOT>', '<EOT>', '</s>'],
+    writtenStops: [' <EOT>'],
     textSpacing: { afterPrefixToken: ' ', beforeSuffixToken: ' ', beforeMiddleToken: ' ' },
     infillingWithoutSpace: true,
   },

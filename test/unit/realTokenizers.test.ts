@@ -52,6 +52,22 @@ const CASES: FamilyCase[] = [
   { variant: 'gpt-2', family: 'prefix-only', ids: {}, stops: ['<|endoftext|>'] },
 ];
 
+/**
+ * Stop tokens a llama-server stream neither ends at nor shows: the FIM structure tokens (a model that
+ * writes one has left the middle; rare), and StarCoder2's <file_sep> and <repo_name>, which llama.cpp
+ * does not count as end-of-generation (it knows Qwen's <|file_sep|> and <|repo_name|>). A server's
+ * completion goes on past them where the local one ends; /completion takes no stop token ids.
+ */
+const fimTokens = (pre: string, suf: string, mid: string) => [pre, suf, mid];
+const HIDDEN_ON_SERVER: Partial<Record<VariantName, string[]>> = {
+  'qwen2.5-coder-1.5b': fimTokens('<|fim_prefix|>', '<|fim_suffix|>', '<|fim_middle|>'),
+  'qwen2.5-coder-7b': fimTokens('<|fim_prefix|>', '<|fim_suffix|>', '<|fim_middle|>'),
+  codellama: fimTokens('▁<PRE>', '▁<SUF>', '▁<MID>'),
+  'deepseek-coder': fimTokens('<｜fim▁begin｜>', '<｜fim▁hole｜>', '<｜fim▁end｜>'),
+  starcoder2: [...fimTokens('<fim_prefix>', '<fim_suffix>', '<fim_middle>'), '<file_sep>', '<repo_name>'],
+  refact: fimTokens('<fim_prefix>', '<fim_suffix>', '<fim_middle>'),
+};
+
 /** Text around the cursor with what tokenizers differ on: indentation, leading spaces, a newline run, non-ASCII. */
 const PREFIX = 'import math\n\n\ndef area(r):\n    """Área of a circle."""\n    return math.pi * r';
 const SUFFIX = ' ** 2\n\n\nprint(area(2))  # → 12.57\n';
@@ -174,6 +190,26 @@ describe('real tokenizers per model family', () => {
           const remote = [...(bos === null ? [] : [bos]), ...(model.tokenize(prompt, true) as number[])];
           assert.deepEqual(remote, local.tokens, JSON.stringify(prompt));
         }
+      });
+
+      it("a server's text stream ends where the local completion does: each stop token ends llama.cpp's generation or is cut as text", async () => {
+        const { model, template, info } = await load(c.variant);
+        const written = template.spec.writtenStops ?? [];
+        const hidden: string[] = [];
+        for (const t of template.stopIds) {
+          if (model.isEogToken(t as never)) continue;
+          // As llama-server streams a token (special tokens not rendered), after an ordinary one.
+          const text = model.detokenize([t] as never, false, [model.tokenize('x', false)[0]!]);
+          if (text === '') hidden.push(info.tokens[t]!);
+          else
+            assert.ok(
+              written.some((w) => text.includes(w)),
+              `${info.tokens[t]} is written ${JSON.stringify(text)}: a server's completion must end there`,
+            );
+        }
+        // Control tokens llama.cpp does not end at: a server writes nothing for them and goes on (no
+        // stop string can see them); the local path ends there. Listed so that a change shows.
+        assert.deepEqual(hidden.sort(), [...(HIDDEN_ON_SERVER[c.variant] ?? [])].sort());
       });
 
       it("llama-server's answers about this vocabulary choose the same template", async () => {
