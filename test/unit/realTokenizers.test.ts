@@ -278,7 +278,8 @@ function fakeLlamaServer(model: LlamaModel, info: ModelFileInfo) {
       if (route === '/infill') {
         if (!info.fim) throw new ServerError('Infill is not supported by this model', 'badRequest', 501);
         const ids = [...(info.addBos && info.bos !== null ? [info.bos] : []), info.fim.prefix, info.fim.suffix, info.fim.middle];
-        return { prompt: model.detokenize(ids as never, true) };
+        // Token by token, special tokens as text (tools/server: tokens_to_str, common_token_to_piece).
+        return { prompt: ids.map((id, i) => model.detokenize([id] as never, true, ids.slice(0, i) as never)).join('') };
       }
       if (route === '/tokenize') {
         const { content } = body as { content: string };
