@@ -14,6 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { extractFromLlamaBundle } from './llamaSource.mjs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,22 +38,9 @@ function inputs() {
 }
 
 /** llama.cpp's public headers of the release node-llama-cpp ships, extracted once from its git bundle. */
-function llamaHeaders(library, release) {
+function llamaHeaders(release) {
   const dir = join(repo, '.cache', 'native', `llama.cpp-${release}`);
-  if (existsSync(join(dir, 'include', 'llama.h'))) return dir;
-  const bundle = join(library, 'llama', 'gitRelease.bundle');
-  if (!existsSync(bundle)) throw new Error('node-llama-cpp ships no llama.cpp source bundle');
-  const clone = `${dir}.clone`;
-  const staged = `${dir}.partial`;
-  rmSync(clone, { recursive: true, force: true });
-  rmSync(staged, { recursive: true, force: true });
-  mkdirSync(staged, { recursive: true });
-  execFileSync('git', ['clone', '--quiet', '--no-checkout', bundle, clone]);
-  const archive = execFileSync('git', ['-C', clone, 'archive', 'HEAD', 'include', 'ggml/include', 'LICENSE'], { maxBuffer: 64 << 20 });
-  execFileSync('tar', ['-x', '-C', staged], { input: archive });
-  rmSync(clone, { recursive: true, force: true });
-  renameSync(staged, dir);
-  return dir;
+  return extractFromLlamaBundle(repo, dir, ['include', 'ggml/include', 'LICENSE'], join('include', 'llama.h'));
 }
 
 export function buildNative({ quiet = false } = {}) {
@@ -61,9 +49,9 @@ export function buildNative({ quiet = false } = {}) {
     log(`skipped on ${process.platform}: the greedy reader is Linux-only; decoding reads tokens through node-llama-cpp`);
     return false;
   }
-  const { library, version, release, addonHeaders, addonApi, nodeHeaders } = inputs();
+  const { version, release, addonHeaders, addonApi, nodeHeaders } = inputs();
   const compiler = process.env.CXX || 'g++';
-  const headers = llamaHeaders(library, release);
+  const headers = llamaHeaders(release);
   mkdirSync(dirname(nativeAddonPath), { recursive: true });
   const partial = `${nativeAddonPath}.partial`;
   // -O3 without -ffast-math: the probability sum must add in the library's order.

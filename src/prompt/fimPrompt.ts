@@ -101,10 +101,11 @@ export function buildPrompt(
     };
   }
   if (ids.middle === undefined) throw new Error('a prefix-suffix-middle template needs a middle token');
+  const tokenizeInfilling = vocab.template?.spec.infillingWithoutSpace ? (text: string) => withoutWordStartSpace(vocab, text) : vocab.tokenize;
   const fixed = head.length + 3;
   const room = Math.max(0, budget - fixed);
   let anchor = layout === 'standard' ? prefix.length : anchorOf(prefix, anchorLines);
-  let middleTokens = anchor < prefix.length ? vocab.tokenize(prefix.slice(anchor)) : [];
+  let middleTokens = anchor < prefix.length ? tokenizeInfilling(prefix.slice(anchor)) : [];
   if (middleTokens.length > Math.min(MAX_MIDDLE_TOKENS, Math.floor(room / 2))) {
     anchor = prefix.length;
     middleTokens = [];
@@ -112,7 +113,7 @@ export function buildPrompt(
   // Never more than half the room: a small context (the tiny test pair's 256) keeps room for the rest.
   const reserve = layout === 'standard' ? 0 : Math.min(Math.floor(room / 2), Math.max(2, Math.ceil(middleTokens.length / MIDDLE_RESERVE_STEP)) * MIDDLE_RESERVE_STEP);
   const available = Math.max(0, room - reserve);
-  const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix.slice(0, anchor)), vocab.tokenize(suffix), available);
+  const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix.slice(0, anchor)), tokenizeInfilling(suffix), available);
   return {
     tokens: [...head, ids.prefix, ...context.afterPrefixToken, ...prefixTokens, ids.suffix, ...suffixTokens, ids.middle, ...middleTokens],
     format: 'fim',
@@ -120,6 +121,21 @@ export function buildPrompt(
     suffixTokens: suffixTokens.length,
     middleTokens: middleTokens.length,
   };
+}
+
+/** The character Meta's CodeLlama tokenizer puts before a text to take SentencePiece's word-start space off it. */
+const SPACE_TAKER = '☺';
+
+/**
+ * `text` tokenized without the word-start space a SentencePiece tokenizer puts before it (Meta's
+ * encode_infilling): after SPACE_TAKER, whose tokens are then dropped. A tokenizer that does not
+ * tokenize SPACE_TAKER apart from what follows gets the text tokenized as it is.
+ */
+function withoutWordStartSpace(vocab: PromptVocabulary, text: string): Token[] {
+  if (text === '') return [];
+  const taker = vocab.tokenize(SPACE_TAKER);
+  const tokens = vocab.tokenize(SPACE_TAKER + text);
+  return taker.length > 0 && taker.every((t, i) => tokens[i] === t) ? tokens.slice(taker.length) : vocab.tokenize(text);
 }
 
 /**

@@ -35,10 +35,24 @@ export interface TemplateSpec {
   /** Token texts that end a completion (besides the model's end-of-generation tokens). */
   stop: readonly string[];
   /**
+   * Stop tokens that llama.cpp neither ends a generation at (they are not in its end-of-generation
+   * list) nor hides (they are not control tokens), as llama-server writes them in its text stream: a
+   * completion read from a server ends where one appears. CodeLlama's ▁<EOT> is an ordinary piece,
+   * written " <EOT>"; DeepSeek-Coder's <|EOT|> a user-defined token, written as it is.
+   */
+  writtenStops?: readonly string[];
+  /**
    * Text-prompt spacing (CodeLlama: `<PRE> {prefix} <SUF>{suffix} <MID>`, Meta's reference). Token
    * prompts need none: llama.cpp's SentencePiece tokenizer adds the space before the prefix itself.
    */
   textSpacing?: { afterPrefixToken: string; beforeSuffixToken: string; beforeMiddleToken: string };
+  /**
+   * The suffix and the middle are tokenized without SentencePiece's word-start space, as the family
+   * was trained (CodeLlama: Meta's encode_infilling, `sp.encode("☺" + s)[2:]`). llama.cpp puts that
+   * space before every text it tokenizes, so ") {" after <SUF> became "▁)" and a suffix or middle
+   * that starts with a newline began with a lone "▁" token the document does not have.
+   */
+  infillingWithoutSpace?: boolean;
 }
 
 /** Most specific first: the first whose tokens are all in the vocabulary is chosen. */
@@ -73,6 +87,7 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
     suffix: '<｜fim▁hole｜>',
     middle: '<｜fim▁end｜>',
     stop: ['<|EOT|>', '<｜end▁of▁sentence｜>', '<｜fim▁begin｜>', '<｜fim▁hole｜>', '<｜fim▁end｜>'],
+    writtenStops: ['<|EOT|>'],
   },
   {
     family: 'codellama',
@@ -84,7 +99,9 @@ export const TEMPLATE_SPECS: readonly TemplateSpec[] = [
     middle: ['▁<MID>', '<MID>'],
     text: { prefix: '<PRE>', suffix: '<SUF>', middle: '<MID>' },
     stop: ['▁<EOT>', '<EOT>', '</s>'],
+    writtenStops: [' <EOT>'],
     textSpacing: { afterPrefixToken: ' ', beforeSuffixToken: ' ', beforeMiddleToken: ' ' },
+    infillingWithoutSpace: true,
   },
   {
     family: 'codestral',
@@ -217,7 +234,9 @@ export function renderTextPrompt(spec: TemplateSpec, parts: TextPromptParts): st
       return `${head}${suf}${parts.suffix}${pre}${parts.prefix}`;
     case 'psm':
       if (!pre || !suf || !mid) throw new Error(`the ${spec.label} template needs its token texts to render text`);
-      return `${head}${pre}${s.afterPrefixToken}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}${parts.middle ?? ''}`;
+      // The space after the prefix token is the prefix's own word-start space: none when it is empty
+      // (a line-anchored prompt of one line), or CodeLlama reads a lone "▁" token there.
+      return `${head}${pre}${parts.prefix ? s.afterPrefixToken : ''}${parts.prefix}${s.beforeSuffixToken}${suf}${parts.suffix}${s.beforeMiddleToken}${mid}${parts.middle ?? ''}`;
   }
 }
 

@@ -293,12 +293,15 @@ export class ServerBackend implements InferenceBackend {
   /** Reads the stream through the same stop rules as local decoding; stops the server once they say stop. */
   private async readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined, extra: CompletionExtra = {}): Promise<CompletionResult> {
     const chunks: string[] = [];
+    // The template's stop tokens the server writes as text end the completion as they do locally.
+    const writtenStops = this.description?.template?.spec.writtenStops ?? [];
     const stop = new StopRules({
       // Each streamed piece is one "token" here: the rules only need the text so far.
       detokenize: (ids) => ids.map((i) => chunks[i]).join(''),
       isEndToken: () => false,
       maxTokens: Number.MAX_SAFE_INTEGER,
       ...requestStops(request),
+      ...(writtenStops.length ? { stopStrings: [...(request.stop ?? []), ...writtenStops] } : {}),
     });
     let firstTokenAt: number | undefined;
     const figures: ServerFigures = {};

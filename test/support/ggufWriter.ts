@@ -418,6 +418,13 @@ export interface RandomLlamaOptions {
   outputScale?: number;
   /** general.name, default "random-llama-<seed>". */
   name?: string;
+  /**
+   * Embedding rows written as another row times a factor: `to` = `from` * scale. With a tied output
+   * and large embeddings the model repeats its last input token (see embeddingScale); a copy of that
+   * token's row scaled a little up makes it write `to` instead, e.g. a stop token after the FIM
+   * middle token.
+   */
+  embeddingCopies?: { from: number; to: number; scale: number }[];
 }
 
 export const DEFAULT_WEIGHT_SCALE = 2;
@@ -513,6 +520,8 @@ function llamaTensors(opts: RandomLlamaOptions, vocabSize: number): TensorSpec[]
   const norm = (name: string) => t.push({ name, dims: [d], type: 0, fill: constFill(1) });
 
   matrix('token_embd.weight', d, vocabSize, opts.embeddingScale ?? (opts.tiedOutput ? 0.1 : 1));
+  if (opts.embeddingCopies?.length)
+    t[0]!.fill = withRowCopies(t[0]!.fill, d, opts.embeddingCopies, () => normalFill(opts.seed, 'token_embd.weight', opts.embeddingScale ?? (opts.tiedOutput ? 0.1 : 1)));
   for (let i = 0; i < opts.nLayers; i++) {
     const p = `blk.${i}.`;
     norm(`${p}attn_norm.weight`);
@@ -528,6 +537,28 @@ function llamaTensors(opts: RandomLlamaOptions, vocabSize: number): TensorSpec[]
   norm('output_norm.weight');
   if (!opts.tiedOutput) matrix('output.weight', d, vocabSize, (ws * (opts.outputScale ?? 1)) / Math.sqrt(d));
   return t;
+}
+
+/** A fill whose rows `to` hold row `from` (as `source` generates it) times `scale`. */
+function withRowCopies(fill: TensorSpec['fill'], rowLength: number, copies: readonly { from: number; to: number; scale: number }[], source: () => TensorSpec['fill']): TensorSpec['fill'] {
+  const rows = new Map<number, Float32Array>();
+  for (const { from, to, scale } of copies) {
+    const row = new Float32Array(rowLength);
+    source()(row, from * rowLength);
+    rows.set(
+      to,
+      row.map((v) => v * scale),
+    );
+  }
+  return (out, start) => {
+    fill(out, start);
+    for (const [to, row] of rows) {
+      for (let i = 0; i < rowLength; i++) {
+        const at = to * rowLength + i - start;
+        if (at >= 0 && at < out.length) out[at] = row[i]!;
+      }
+    }
+  };
 }
 
 function checkShape(opts: RandomLlamaOptions) {

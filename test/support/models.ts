@@ -36,7 +36,15 @@ export function testModelHash(opts: RandomLlamaOptions): string {
  */
 export function ensureTestModel(name: string, opts: RandomLlamaOptions, dir = TEST_MODEL_DIR): Promise<string> {
   const safe = name.replace(/[^A-Za-z0-9._-]+/g, '_');
-  const file = path.join(dir, `${safe}-${testModelHash(opts)}.gguf`);
+  return ensureCachedModel(path.join(dir, `${safe}-${testModelHash(opts)}.gguf`), (file) => writeRandomLlamaModel(file, opts));
+}
+
+/**
+ * `file`, written by `write` first if it does not exist yet (its name must say everything the bytes
+ * depend on). Written under a temporary name and renamed, so a concurrent or interrupted run never
+ * sees a half-written model.
+ */
+export function ensureCachedModel(file: string, write: (file: string) => Promise<void>): Promise<string> {
   let p = inFlight.get(file);
   if (!p) {
     p = (async () => {
@@ -45,12 +53,10 @@ export function ensureTestModel(name: string, opts: RandomLlamaOptions, dir = TE
       } catch {
         /* not cached yet */
       }
-      await mkdir(dir, { recursive: true });
-      // Write under a temporary name and rename, so a concurrent or interrupted run never
-      // sees a half-written model.
+      await mkdir(path.dirname(file), { recursive: true });
       const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
       try {
-        await writeRandomLlamaModel(tmp, opts);
+        await write(tmp);
         await rename(tmp, file);
       } catch (e) {
         await rm(tmp, { force: true });

@@ -112,6 +112,7 @@ function inputsHash(): string {
     'scripts/package.mjs',
     'scripts/platforms.mjs',
     'scripts/build-native.mjs',
+    'scripts/llamaSource.mjs',
     '.vscodeignore',
     'src',
     'README.md',

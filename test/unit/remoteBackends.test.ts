@@ -496,6 +496,29 @@ describe("the prompt template llama-server's model calls for", () => {
     assert.equal(stub.to('/completion')[0]!.json.prompt, `<|repo_name|>demo\n<|file_sep|>src/math.ts\n${EXTRA.files[0]!.text}<|file_sep|>src/add.ts\n${QWEN_ANCHORED}`);
   });
 
+  it("llama-server: CodeLlama's ▁<EOT> and DeepSeek-Coder's <|EOT|>, which llama.cpp writes as text and does not end at, end the completion as locally", async () => {
+    // The ids of the real vocabularies (test/unit/realTokenizers.test.ts); /infill's check shows the FIM tokens after the BOS.
+    const families: { specials: Record<string, number>; prompt: string; eot: string; label: RegExp }[] = [
+      { specials: { '<s>': 1, '▁<PRE>': 32007, '▁<SUF>': 32008, '▁<MID>': 32009, '▁<EOT>': 32010 }, prompt: '<s>▁<PRE>▁<SUF>▁<MID>', eot: ' <EOT>', label: /^the CodeLlama template/ },
+      {
+        specials: { '<｜begin▁of▁sentence｜>': 32013, '<｜fim▁hole｜>': 32015, '<｜fim▁begin｜>': 32016, '<｜fim▁end｜>': 32017, '<|EOT|>': 32021 },
+        prompt: '<｜begin▁of▁sentence｜><｜fim▁begin｜><｜fim▁hole｜><｜fim▁end｜>',
+        eot: '<|EOT|>',
+        label: /^the DeepSeek-Coder template/,
+      },
+    ];
+    for (const f of families) {
+      // The model ends its middle with the token, and (llama-server not stopping there) goes on.
+      const completion = stream(sse([{ content: '\n  return a' }, { content: ' + b;' }, { content: f.eot }, { content: '\n}\n\nexport' }, { content: '', stop: true }]), 'sse');
+      const stub = await startStub(vocabularyRoutes(f.specials, { ...V3_CHECK, prompt: f.prompt }, completion));
+      const { backend } = makeBackend('llama-server', stub.url);
+      const info = await backend.load();
+      assert.match(info.remote?.promptFormat ?? '', f.label);
+      const result = await backend.complete(request());
+      assert.equal(result.text, '\n  return a + b;', JSON.stringify(f.eot));
+    }
+  });
+
   it("llama-server: a model's FIM tokens under other ids than the family's texts (chooseTemplate's metadata check): the model's own tokens", async () => {
     // /infill shows FIM tokens of no known family; the vocabulary also has Qwen's texts, but not as its FIM tokens.
     const specials = { ...QWEN_SPECIALS, '<fim-prefix>': 9, '<fim-suffix>': 10, '<fim-middle>': 11 };
