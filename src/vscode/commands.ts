@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { DraftlineController } from './controller';
 import { pickModel } from './modelPicker';
-import { readBackendSettings, SECTION, toggleSetting } from './settings';
+import { readBackendSettings, toggleSetting, writeSetting } from './settings';
 import { SERVER_APIS, serverApiKeyName } from '../remote/servers';
 import type { BackendKind } from '../shared/types';
 
@@ -23,9 +23,9 @@ const MENU: MenuItem[] = [
 export function registerCommands(controller: DraftlineController): vscode.Disposable[] {
   const { context } = controller;
   const toggle = (key: string, name: string) => async () => {
-    const on = await toggleSetting(key);
+    const { on, place } = await toggleSetting(key);
     controller.applyLiveSettings();
-    vscode.window.setStatusBarMessage(`Draftline: ${name} ${on ? 'on' : 'off'} (mode: ${controller.engine.mode})`, 3000);
+    vscode.window.setStatusBarMessage(`Draftline: ${name} ${on ? 'on' : 'off'} in the ${place} (mode: ${controller.engine.mode})`, 4000);
   };
   return [
     vscode.commands.registerCommand('draftline.toggleCompletions', toggle('enable', 'completions')),
@@ -69,7 +69,6 @@ async function selectBackend(): Promise<void> {
     { title: 'Draftline: where completions are computed' },
   );
   if (!choice) return;
-  const config = vscode.workspace.getConfiguration(SECTION);
   if (choice.backend !== 'local') {
     const fallback = SERVER_APIS[choice.backend].defaultEndpoint;
     const endpoint = await vscode.window.showInputBox({
@@ -79,9 +78,10 @@ async function selectBackend(): Promise<void> {
       validateInput: (value) => (/^https?:\/\/[^/]/.test(value.trim()) ? undefined : 'an http:// or https:// URL'),
     });
     if (endpoint === undefined) return;
-    await config.update('server.endpoint', endpoint.trim() === fallback ? '' : endpoint.trim(), vscode.ConfigurationTarget.Global);
+    await writeSetting('server.endpoint', endpoint.trim() === fallback ? '' : endpoint.trim());
   }
-  await config.update('backend', choice.backend, vscode.ConfigurationTarget.Global);
+  const place = await writeSetting('backend', choice.backend);
+  vscode.window.setStatusBarMessage(`Draftline: backend ${choice.label}, saved in the ${place}`, 4000);
 }
 
 /** Stores the API key of the configured endpoint in VS Code's secret storage (never in settings files). */
