@@ -70,17 +70,20 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
 }
 
 /** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */
-export function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel): Promise<void> {
-  return offerPair({
-    state: context.globalState,
-    machine: () => worker.request('systemInfo', {}),
-    ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
-    download: (uris, title) => downloadWithProgress(context, worker, uris, title),
-    useModels: async (targetUri, draftUri) => {
-      await writeSetting('targetModel', targetUri);
-      await writeSetting('draftModel', draftUri);
+export function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel, options: { again?: boolean } = {}): Promise<void> {
+  return offerPair(
+    {
+      state: context.globalState,
+      machine: () => worker.request('systemInfo', {}),
+      ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
+      download: (uris, title) => downloadWithProgress(context, worker, uris, title),
+      useModels: async (targetUri, draftUri) => {
+        await writeSetting('targetModel', targetUri);
+        await writeSetting('draftModel', draftUri);
+      },
+      showError: (message) => void vscode.window.showErrorMessage(`Draftline: ${message}`),
+      log: (message) => log.info(message),
     },
-    showError: (message) => void vscode.window.showErrorMessage(`Draftline: ${message}`),
-    log: (message) => log.info(message),
-  });
+    options,
+  );
 }
