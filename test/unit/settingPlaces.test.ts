@@ -26,6 +26,13 @@ describe('where a command writes a setting', () => {
     assert.equal(placeName('global', declared('targetModel'), 'ssh-remote'), 'Remote settings (ssh-remote)');
   });
 
+  it("every machine setting's description says where it lives in a remote window", () => {
+    const silent = Object.entries(DECLARATIONS as Record<string, { scope?: string; description?: string; markdownDescription?: string }>)
+      .filter(([, d]) => d.scope === 'machine' && !/the Remote settings in a remote window/.test(d.markdownDescription ?? d.description ?? ''))
+      .map(([key]) => key);
+    assert.deepEqual(silent, []);
+  });
+
   it('every setting a command writes is declared (its scope decides where it goes)', () => {
     for (const key of ['enable', 'speculation.enabled', 'speculation.ngramReuse', 'targetModel', 'draftModel', 'backend', 'server.endpoint']) {
       assert.ok(declared(key), `${SECTION}.${key} is declared in package.json`);
