@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
 import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, modelSettingsFrom, type ResolvedModelSettings, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
 import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
-import { SettingsReader } from '../engine/settingsReader';
+import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
 import type { SpeculationSettings } from '../shared/types';
 import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
@@ -76,7 +76,11 @@ const TARGETS: Record<WriteTarget, vscode.ConfigurationTarget> = {
  */
 export async function writeSetting(key: string, value: unknown): Promise<string> {
   const config = vscode.workspace.getConfiguration(SECTION, vscode.window.activeTextEditor?.document.uri);
-  const declaration = DECLARATIONS[`${SECTION}.${key}`];
+  return updateWhereItApplies(config, key, value, DECLARATIONS[`${SECTION}.${key}`]);
+}
+
+/** `config.update` where the value takes effect (see writeSetting), for any section; resolves to the place's name. */
+export async function updateWhereItApplies(config: vscode.WorkspaceConfiguration, key: string, value: unknown, declaration?: SettingDeclaration): Promise<string> {
   const target = writeTarget(declaration, config.inspect(key));
   await config.update(key, value, TARGETS[target]);
   return placeName(target, declaration, vscode.env.remoteName);

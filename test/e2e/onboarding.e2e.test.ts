@@ -18,6 +18,7 @@ import {
   openFile,
   openWorkbench,
   repoRoot,
+  runCommand,
   screenshot,
   startCodeServer,
   typeLikeAPerson,
@@ -76,7 +77,20 @@ describe('first run: download the recommended pair and complete with it', { skip
     // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
     assert.equal(hub.requests.length, 0, `requests to the hub before Download was clicked: ${hub.requests.join(', ')}`);
     await screenshot(page, OUT, '01-offer');
-    await clickNotificationButton(page, /^Download \(/);
+    // Every button of the offer shows its whole label (issue #41: "Download (217…", "Use embedded demo …").
+    const buttons = await page.$$eval('.notifications-toasts .notification-toast .monaco-button', (elements) =>
+      elements.map((b) => ({ label: (b.textContent ?? '').trim(), cut: (b as any).scrollWidth > (b as any).clientWidth + 1 })),
+    );
+    assert.deepEqual(
+      buttons.map((b) => b.label),
+      ['Download', 'Not Now'],
+    );
+    assert.deepEqual(
+      buttons.filter((b) => b.cut),
+      [],
+      'buttons cut off',
+    );
+    await clickNotificationButton(page, /^Download$/);
     await waitForNotification(page, /downloading/i, 30_000);
     await screenshot(page, OUT, '02-progress');
     // The settings now name the pair by URI (machine-scoped settings of a remote VS Code such as
@@ -97,5 +111,13 @@ describe('first run: download the recommended pair and complete with it', { skip
       .map((f) => fs.readFileSync(f, 'utf8'))
       .join('\n');
     assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  });
+
+  it('the offer comes back on demand: Draftline: Get Recommended Models', async () => {
+    const page = wb.page;
+    await runCommand(page, 'Draftline: Get Recommended Models');
+    await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 30_000);
+    await screenshot(page, OUT, '04-offer-again');
+    await clickNotificationButton(page, /^Not Now$/);
   });
 });
