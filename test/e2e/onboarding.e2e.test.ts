@@ -20,6 +20,7 @@ import {
   repoRoot,
   runCommand,
   screenshot,
+  sleep,
   startCodeServer,
   typeLikeAPerson,
   waitFor,
@@ -76,7 +77,6 @@ describe('first run: download the recommended pair and complete with it', { skip
     assert.match(offer, /2[.,]?\d* ?(GB|MB)|MB/);
     // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
     assert.equal(hub.requests.length, 0, `requests to the hub before Download was clicked: ${hub.requests.join(', ')}`);
-    await screenshot(page, OUT, '01-offer');
     // Every button of the offer shows its whole label (issue #41: "Download (217…", "Use embedded demo …").
     const buttons = await page.$$eval('.notifications-toasts .notification-toast .monaco-button', (elements) =>
       elements.map((b) => ({ label: (b.textContent ?? '').trim(), cut: (b as any).scrollWidth > (b as any).clientWidth + 1 })),
@@ -90,6 +90,8 @@ describe('first run: download the recommended pair and complete with it', { skip
       [],
       'buttons cut off',
     );
+    await sleep(1000); // the toast slides in
+    await screenshot(page, OUT, '01-offer');
     await clickNotificationButton(page, /^Download$/);
     await waitForNotification(page, /downloading/i, 30_000);
     await screenshot(page, OUT, '02-progress');
