@@ -35,7 +35,7 @@ test('a walkthrough with the first steps, each with its media and only commands 
   const steps: Step[] = walkthrough.steps;
   const topics = [/model/i, /type/i, /status bar/i, /on and off|toggle/i];
   assert.equal(steps.length, topics.length);
-  steps.forEach((step, i) => assert.match(step.title, topics[i]!, `step ${i + 1}`));
+  for (const [i, step] of steps.entries()) assert.match(step.title, topics[i]!, `step ${i + 1}`);
   for (const step of steps) {
     const media = step.media.markdown ?? step.media.image;
     assert.ok(media && fs.existsSync(path.join(ROOT, media)), `${step.id}: its media ${media} exists`);
