@@ -78,9 +78,10 @@ describe('first run: download the recommended pair and complete with it', { skip
     // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
     assert.equal(hub.requests.length, 0, `requests to the hub before Download was clicked: ${hub.requests.join(', ')}`);
     // Every button of the offer shows its whole label (issue #41: "Download (217…", "Use embedded demo …").
-    const buttons = await page.$$eval('.notifications-toasts .notification-toast .monaco-button', (elements) =>
-      elements.map((b) => ({ label: (b.textContent ?? '').trim(), cut: (b as any).scrollWidth > (b as any).clientWidth + 1 })),
-    );
+    const buttons = await page
+      .locator('.notifications-toasts .notification-toast', { hasText: 'Draftline runs on small demo models' })
+      .locator('.monaco-button')
+      .evaluateAll((elements) => elements.map((b) => ({ label: (b.textContent ?? '').trim(), cut: (b as any).scrollWidth > (b as any).clientWidth + 1 })));
     assert.deepEqual(
       buttons.map((b) => b.label),
       ['Download', 'Not Now'],

@@ -49,7 +49,7 @@ describe('machine settings in a remote window (code-server)', { skip: e2eUnavail
       workspaceDir: workspace,
       outDir: path.join(OUT, 'server'),
       // Where a user of the README's demo sets them: the User settings.
-      settings: { 'draftline.targetModel': TARGET, 'draftline.draftModel': DRAFT },
+      userSettingsVerbatim: { 'draftline.targetModel': TARGET, 'draftline.draftModel': DRAFT },
     });
     wb = await openWorkbench(server, { extensionDevelopmentPath: ROOT });
   });

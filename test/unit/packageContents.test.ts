@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import { builtinModules } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -25,6 +26,14 @@ const BUILD_ONLY = [
   /^extension\/node_modules\/node-api-headers\/include\//,
   /\.(cpp|cmake)$/,
 ];
+/** Modules only node-llama-cpp's and ipull's command lines load (the worker imports node-llama-cpp's library). */
+const COMMAND_LINE_ONLY = [
+  /^extension\/node_modules\/node-llama-cpp\/dist\/cli\/(cli|startCreateCli)\.js$/,
+  /^extension\/node_modules\/node-llama-cpp\/dist\/cli\/commands\//,
+  /^extension\/node_modules\/ipull\/dist\/(cli|settings)\//,
+];
+/** Imports that find nothing in a package by design: it carries its own target's node-llama-cpp binaries only; debug asks for supports-color inside a try. */
+const ABSENT_BY_DESIGN = [/^@node-llama-cpp\//, /^supports-color$/];
 const LICENCE = /\/(licen[cs]e)[^/]*$/i;
 /** Dependencies' documentation and lock files. */
 const DOCUMENTATION = (name: string) => name.startsWith('extension/node_modules/') && !LICENCE.test(name) && /(\.md|\.markdown|\/yarn\.lock|\/package-lock\.json)$/i.test(name);
@@ -69,6 +78,31 @@ describe("this machine's package carries what runs, and runs", { timeout: 10 * 6
     t.diagnostic(`${names.length} files (${js} .js), ${(fs.statSync(vsix).size / 1e6).toFixed(1)} MB`);
   });
 
+  it('every import its files leave unresolved, the full install leaves unresolved too, or is in a command-line tool', () => {
+    // A bare import in a packaged file must find its package in the package, like Node's walk up the
+    // node_modules folders, unless the repository's own node_modules does not have it either (optional
+    // dependencies: other platforms' binaries, supports-color, electron...) or the file belongs to a command
+    // line the extension never runs (COMMAND_LINE_ONLY): then what the package leaves out breaks nothing.
+    const specifier = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["']((?:@[\w.-]+\/)?[\w.-]+)(?:\/[^"']*)?["']/g;
+    const builtins = new Set(builtinModules);
+    const resolves = (fromFile: string, name: string, top: string) => {
+      for (let dir = path.dirname(fromFile); dir.startsWith(top); dir = path.dirname(dir)) if (fs.existsSync(path.join(dir, 'node_modules', name))) return true;
+      return false;
+    };
+    const broken: string[] = [];
+    for (const name of names.filter((n) => /^extension\/node_modules\/.*\.(c|m)?js$/.test(n) && !COMMAND_LINE_ONLY.some((re) => re.test(n)))) {
+      const text = fs.readFileSync(path.join(unpacked, name), 'utf8');
+      for (const [, dependency] of text.matchAll(specifier)) {
+        if (builtins.has(dependency!) || dependency!.startsWith('node:') || ABSENT_BY_DESIGN.some((re) => re.test(dependency!))) continue;
+        if (resolves(path.join(unpacked, name), dependency!, unpacked)) continue;
+        const inRepository = path.join(ROOT, name.slice('extension/'.length));
+        if (fs.existsSync(inRepository) && !resolves(inRepository, dependency!, ROOT)) continue;
+        broken.push(`${name} imports ${dependency}`);
+      }
+    }
+    assert.deepEqual([...new Set(broken)], []);
+  });
+
   it('its worker loads its embedded models, completes, and downloads a model', async () => {
     const extension = path.join(unpacked, 'extension');
     const client = new WorkerClient({ workerPath: path.join(extension, 'dist', 'worker.js'), onCrash: () => undefined, onRestart: () => undefined });
@@ -78,6 +112,19 @@ describe("this machine's package carries what runs, and runs", { timeout: 10 * 6
     };
     const hub = await startModelServer({ [hubPath(CATALOG.draft05.uri)]: { file: path.join(ROOT, 'models/tiny-code-draft.gguf') } });
     try {
+      // auto: node-llama-cpp's GPU detection runs (no GPU binary in a CPU package: it settles on the CPU).
+      const auto = await client.request('load', {
+        models: {
+          targetModel: path.join(extension, 'models', 'draftline-code-target.gguf'),
+          draftModel: path.join(extension, 'models', 'draftline-code-draft.gguf'),
+          gpu: 'auto',
+          gpuLayers: 'auto',
+          threads: 1,
+          contextSize: 512,
+        },
+        speculation: DEFAULT_SPECULATION,
+      });
+      assert.equal(auto.backend, 'cpu');
       const info = await client.request('load', {
         models: {
           targetModel: path.join(extension, 'models', 'draftline-code-target.gguf'),
