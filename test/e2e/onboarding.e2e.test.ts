@@ -17,6 +17,7 @@ import {
   gotoLineEnd,
   openFile,
   openWorkbench,
+  quickPickRows,
   repoRoot,
   runCommand,
   screenshot,
@@ -122,5 +123,22 @@ describe('first run: download the recommended pair and complete with it', { skip
     await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 30_000);
     await screenshot(page, OUT, '04-offer-again');
     await clickNotificationButton(page, /^Not Now$/);
+  });
+
+  it("the status bar menu opens Draftline's walkthrough: the first steps", async () => {
+    const page = wb.page;
+    await runCommand(page, 'Draftline: Show Menu');
+    await waitFor(async () => ((await quickPickRows(page)).some((r) => /Getting Started/.test(r)) ? true : undefined), { timeoutMs: 15_000, what: 'Getting Started in the menu' });
+    await page.keyboard.type('Getting Started', { delay: 10 });
+    await page.keyboard.press('Enter');
+    const text = await waitFor(
+      async () => {
+        const body = await page.evaluate(() => String((globalThis as any).document.querySelector('.part.editor')?.textContent ?? ''));
+        return /Get started with Draftline/.test(body) && /Pick a model/.test(body) ? body : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the Draftline walkthrough in the editor area' },
+    );
+    for (const step of ['Type, and accept with Tab', 'Read the status bar', 'Turn things on and off']) assert.ok(text.includes(step), step);
+    await screenshot(page, OUT, '05-walkthrough');
   });
 });
