@@ -162,6 +162,13 @@ function packageTarget({ target, gpu, packages }, sources, deps, out) {
   console.log(`${out}: ${(statSync(out).size / 1e6).toFixed(1)} MB (${target}; GPU: ${gpu}; node-llama-cpp ${llamaVersion} binaries: ${packages.join(', ')})`);
 }
 
+// vsce advises bundling whenever a package holds over 100 .js files. Draftline's own code is bundled; the
+// rest is node-llama-cpp with its dependencies, which ships as installed (it finds its prebuilt binaries and
+// its llama/ files relative to its own folder) and which only the inference worker process loads.
+const BUNDLE_NOTE =
+  'About vsce\'s "you should bundle your extension": Draftline is bundled (dist/extension.js, the one file VS Code loads, and dist/worker.js); ' +
+  "the other .js files are node-llama-cpp and its dependencies, loaded only by the inference worker, a process of its own, never by VS Code's extension host.";
+
 // Every binary package first: a target whose binaries cannot be had stops the run before anything is built.
 const sourcesOf = new Map();
 for (const plan of plans) {
@@ -179,3 +186,4 @@ for (const plan of plans) {
 execFileSync(process.execPath, ['esbuild.mjs'], { cwd: repo, stdio: 'inherit' });
 const deps = productionDependencies();
 for (const plan of plans) packageTarget(plan, sourcesOf.get(plan.target), deps, outFor(plan.target));
+console.log(BUNDLE_NOTE);

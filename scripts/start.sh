@@ -32,6 +32,8 @@ cat > "$RUN/user-data/User/settings.json" <<'JSON'
 JSON
 printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$RUN/config.yaml"
 CS=.cache/code-server/node_modules/.bin/code-server
+# Lines of code-server's output that are no problem (below): left out of what this script prints.
+CODE_SERVER_NOISE='^File not found: .*/node_modules/vsda/rust/web/vsda(_bg\.wasm|\.js)$'
 export XDG_DATA_HOME="$RUN/xdg-data" XDG_CONFIG_HOME="$RUN/xdg-config"
 "$CS" --config "$RUN/config.yaml" --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" \
   --install-extension .cache/draftline-linux-x64.vsix --force
@@ -57,8 +59,14 @@ echo "(open it in a browser; open example.ts and type. Ctrl+C here stops it, and
 echo "$EXAMPLE_NOTE"
 echo
 # In the background and waited for (not exec'd): the trap above must run when it ends.
+# code-server's output without its two "File not found: …/node_modules/vsda/rust/web/vsda_bg.wasm" and
+# "…/vsda.js" lines: vsda is the closed-source signing module of Microsoft's VS Code builds, which no
+# open-source build (code-server's included) has; the browser asks for it, is told it is missing, and
+# goes on without it. Nothing of Draftline's or of VS Code's features depends on it. $! stays
+# code-server's pid (the filter is a process substitution).
 "$CS" --config "$RUN/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override --ignore-last-opened \
-  --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" "$RUN/workspace" &
+  --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" "$RUN/workspace" \
+  > >(grep --line-buffered -v -E "$CODE_SERVER_NOISE") 2>&1 &
 CS_PID=$!
 wait "$CS_PID"

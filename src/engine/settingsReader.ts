@@ -34,7 +34,7 @@ export interface SettingsSource {
  * machine settings only as well: they cost resources or reach the network, and a cloned
  * repository's `.vscode/settings.json` must not choose them.
  */
-const USER_ONLY_SCOPES = new Set(['machine', 'application', 'machine-overridable']);
+export const USER_ONLY_SCOPES: ReadonlySet<string> = new Set(['machine', 'application', 'machine-overridable']);
 
 export class SettingsReader {
   /**

@@ -27,24 +27,32 @@ export interface OnboardingHost {
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
 
 /**
- * First run with no model configured: offer a recommended pair sized to this machine, the embedded
- * demo models, or never asking again. Nothing touches the network before the user clicks Download
- * (no connectivity probe either: offline, the download fails with its own message and the offer
- * comes back next start). Any answer, closing the notification included, is remembered.
+ * The offer's buttons. Short: VS Code gives a notification's buttons one row of a fixed-width toast and
+ * cuts longer labels ("Download (217…", "Use embedded demo …" in issue #41); the size goes in the message.
  */
-export async function offerRecommendedPair(host: OnboardingHost): Promise<void> {
-  if (host.state.get<boolean>(ONBOARDED_KEY)) return;
+export const OFFER_CHOICES = { download: 'Download', later: 'Not Now' } as const;
+/** Where the offer is found again once answered (the command, the status bar menu, the walkthrough). */
+export const OFFER_AGAIN = 'Draftline: Get Recommended Models (the status bar menu, the Draftline walkthrough)';
+
+/**
+ * First run with no model configured: offer a recommended pair sized to this machine, or keeping the
+ * embedded demo models for now. Nothing touches the network before the user clicks Download (no
+ * connectivity probe either: offline, the download fails with its own message and the offer comes
+ * back next start). Any answer, closing the notification included, is remembered; `again` (the
+ * command) asks whatever was answered before.
+ */
+export async function offerRecommendedPair(host: OnboardingHost, options: { again?: boolean } = {}): Promise<void> {
+  if (!options.again && host.state.get<boolean>(ONBOARDED_KEY)) return;
   const pair = recommendPair(await host.machine());
   const size = mb(pair.target.sizeBytes + pair.draft.sizeBytes);
   const choice = await host.ask(
-    `Draftline runs on small demo models. Download ${pair.target.name} with ${pair.draft.name} as draft (${size}, ${pair.reason}) for real completions?`,
-    `Download (${size})`,
-    'Use embedded demo models',
-    "Don't ask again",
+    `Draftline runs on small demo models. Download ${pair.target.name} with ${pair.draft.name} as draft (${size}, ${pair.reason}) for real completions? The offer stays in ${OFFER_AGAIN}.`,
+    OFFER_CHOICES.download,
+    OFFER_CHOICES.later,
   );
   await host.state.update(ONBOARDED_KEY, true);
-  if (!choice?.startsWith('Download')) {
-    host.log('model offer answered; Select Target Model lists the recommended models any time');
+  if (choice !== OFFER_CHOICES.download) {
+    host.log(`model offer answered; it stays in ${OFFER_AGAIN}, and Select Target Model lists the recommended models any time`);
     return;
   }
   try {

@@ -1,31 +1,39 @@
 import * as vscode from 'vscode';
 import type { DraftlineController } from './controller';
+import { LocalBackend } from '../backend/localBackend';
+import { offerRecommendedPair } from './modelDownloads';
 import { pickModel } from './modelPicker';
-import { readBackendSettings, SECTION, toggleSetting } from './settings';
+import { readBackendSettings, toggleSetting, writeSetting } from './settings';
 import { SERVER_APIS, serverApiKeyName } from '../remote/servers';
 import type { BackendKind } from '../shared/types';
 
 interface MenuItem extends vscode.QuickPickItem {
   command: string;
+  args?: unknown[];
 }
+
+/** The walkthrough contributed in package.json (contributes.walkthroughs), as VS Code names it. */
+export const WALKTHROUGH_ID = 'draftline.draftline#firstSteps';
 
 const MENU: MenuItem[] = [
   { label: '$(circle-slash) Toggle Completions', command: 'draftline.toggleCompletions' },
   { label: '$(rocket) Toggle Speculation', command: 'draftline.toggleSpeculation' },
   { label: '$(references) Toggle N-gram Reuse', command: 'draftline.toggleNgram' },
+  { label: '$(cloud-download) Get Recommended Models', command: 'draftline.getRecommendedModels' },
   { label: '$(server-process) Select Target Model', command: 'draftline.selectTargetModel' },
   { label: '$(server) Select Draft Model', command: 'draftline.selectDraftModel' },
   { label: '$(cloud) Select Backend (local or server)', command: 'draftline.selectBackend' },
   { label: '$(graph) Show Stats', command: 'draftline.showStats' },
   { label: '$(output) Show Log', command: 'draftline.showLog' },
+  { label: '$(book) Getting Started', command: 'workbench.action.openWalkthrough', args: [WALKTHROUGH_ID, false] },
 ];
 
 export function registerCommands(controller: DraftlineController): vscode.Disposable[] {
   const { context } = controller;
   const toggle = (key: string, name: string) => async () => {
-    const on = await toggleSetting(key);
+    const { on, place } = await toggleSetting(key);
     controller.applyLiveSettings();
-    vscode.window.setStatusBarMessage(`Draftline: ${name} ${on ? 'on' : 'off'} (mode: ${controller.engine.mode})`, 3000);
+    vscode.window.setStatusBarMessage(`Draftline: ${name} ${on ? 'on' : 'off'} in the ${place} (mode: ${controller.engine.mode})`, 4000);
   };
   return [
     vscode.commands.registerCommand('draftline.toggleCompletions', toggle('enable', 'completions')),
@@ -33,6 +41,7 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.toggleNgram', toggle('speculation.ngramReuse', 'n-gram reuse')),
     vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
     vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
+    vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       await controller.refreshWorkerStatus();
       controller.showStats();
@@ -43,13 +52,25 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.setServerApiKey', () => setServerApiKey(controller)),
     vscode.commands.registerCommand('draftline.showMenu', async () => {
       const choice = await vscode.window.showQuickPick(MENU, { title: `Draftline (mode: ${controller.engine.mode})` });
-      if (choice) await vscode.commands.executeCommand(choice.command);
+      if (choice) await vscode.commands.executeCommand(choice.command, ...(choice.args ?? []));
     }),
     // Internal: the user accepted ghost text; remember it as n-gram material, prefetch the next one.
     vscode.commands.registerCommand('draftline.accepted', (key: string, text: string) => {
       controller.accepted(key, text);
     }),
   ];
+}
+
+/** The first-run offer of a recommended pair, on demand (the command, the menu, the walkthrough). */
+async function offerModelsAgain(controller: DraftlineController): Promise<void> {
+  const { backend } = controller;
+  if (!(backend instanceof LocalBackend)) {
+    void vscode.window.showInformationMessage(
+      `Draftline: the recommended models run in Draftline's own worker; completions come from a ${backend.kind} server now. Pick Local first (Draftline: Select Backend).`,
+    );
+    return;
+  }
+  await offerRecommendedPair(controller.context, backend.worker, controller.log, { again: true });
 }
 
 const BACKENDS: (vscode.QuickPickItem & { backend: BackendKind })[] = [
@@ -67,7 +88,6 @@ async function selectBackend(): Promise<void> {
     { title: 'Draftline: where completions are computed' },
   );
   if (!choice) return;
-  const config = vscode.workspace.getConfiguration(SECTION);
   if (choice.backend !== 'local') {
     const fallback = SERVER_APIS[choice.backend].defaultEndpoint;
     const endpoint = await vscode.window.showInputBox({
@@ -77,9 +97,10 @@ async function selectBackend(): Promise<void> {
       validateInput: (value) => (/^https?:\/\/[^/]/.test(value.trim()) ? undefined : 'an http:// or https:// URL'),
     });
     if (endpoint === undefined) return;
-    await config.update('server.endpoint', endpoint.trim() === fallback ? '' : endpoint.trim(), vscode.ConfigurationTarget.Global);
+    await writeSetting('server.endpoint', endpoint.trim() === fallback ? '' : endpoint.trim());
   }
-  await config.update('backend', choice.backend, vscode.ConfigurationTarget.Global);
+  const place = await writeSetting('backend', choice.backend);
+  vscode.window.setStatusBarMessage(`Draftline: backend ${choice.label}, saved in the ${place}`, 4000);
 }
 
 /** Stores the API key of the configured endpoint in VS Code's secret storage (never in settings files). */

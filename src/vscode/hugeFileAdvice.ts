@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { updateWhereItApplies } from './settings';
 
 /** Remembered when the user keeps ghost-text coloring: the question is not asked again. */
 const DECLINED_KEY = 'draftline.hugeFileAdvice.declined';
@@ -37,8 +38,8 @@ export class HugeFileAdvice {
       KEEP,
     );
     if (choice === TURN_OFF) {
-      await inlineSuggest.update('syntaxHighlightingEnabled', false, vscode.ConfigurationTarget.Global);
-      this.log('ghost-text coloring turned off (editor.inlineSuggest.syntaxHighlightingEnabled: false, user settings)');
+      const place = await updateWhereItApplies(inlineSuggest, 'syntaxHighlightingEnabled', false);
+      this.log(`ghost-text coloring turned off (editor.inlineSuggest.syntaxHighlightingEnabled: false, ${place})`);
     } else if (choice === KEEP) {
       await this.state.update(DECLINED_KEY, true);
     }

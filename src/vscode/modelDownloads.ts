@@ -5,7 +5,7 @@ import { downloadInWorker } from '../models/downloadInWorker';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
-import { SECTION, type ResolvedModelSettings } from './settings';
+import { SECTION, type ResolvedModelSettings, writeSetting } from './settings';
 
 /** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
 export function huggingFaceEndpoint(): string | undefined {
@@ -70,18 +70,20 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
 }
 
 /** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */
-export function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel): Promise<void> {
-  return offerPair({
-    state: context.globalState,
-    machine: () => worker.request('systemInfo', {}),
-    ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
-    download: (uris, title) => downloadWithProgress(context, worker, uris, title),
-    useModels: async (targetUri, draftUri) => {
-      const config = vscode.workspace.getConfiguration(SECTION);
-      await config.update('targetModel', targetUri, vscode.ConfigurationTarget.Global);
-      await config.update('draftModel', draftUri, vscode.ConfigurationTarget.Global);
+export function offerRecommendedPair(context: vscode.ExtensionContext, worker: WorkerClient, log: vscode.LogOutputChannel, options: { again?: boolean } = {}): Promise<void> {
+  return offerPair(
+    {
+      state: context.globalState,
+      machine: () => worker.request('systemInfo', {}),
+      ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
+      download: (uris, title) => downloadWithProgress(context, worker, uris, title),
+      useModels: async (targetUri, draftUri) => {
+        await writeSetting('targetModel', targetUri);
+        await writeSetting('draftModel', draftUri);
+      },
+      showError: (message) => void vscode.window.showErrorMessage(`Draftline: ${message}`),
+      log: (message) => log.info(message),
     },
-    showError: (message) => void vscode.window.showErrorMessage(`Draftline: ${message}`),
-    log: (message) => log.info(message),
-  });
+    options,
+  );
 }

@@ -5,7 +5,7 @@ import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCh
 import { CATALOG } from '../models/catalog';
 import { describeProvenance, downloadedPath } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
-import { embeddedModels, readModelSettings, SECTION } from './settings';
+import { embeddedModels, readModelSettings, writeSetting } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
   value?: string;
@@ -95,6 +95,7 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
     value = await vscode.window.showInputBox({ title: 'Model path or hub URI', placeHolder: '/path/to/model.gguf or hf:user/repo:Q4_K_M', value: currentPath });
   }
   if (value === undefined) return;
-  // Model paths live in user settings only (never a workspace's).
-  await vscode.workspace.getConfiguration(SECTION).update(role === 'target' ? 'targetModel' : 'draftModel', value, vscode.ConfigurationTarget.Global);
+  // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.
+  const place = await writeSetting(role === 'target' ? 'targetModel' : 'draftModel', value);
+  vscode.window.setStatusBarMessage(`Draftline: ${role} model saved in the ${place}`, 4000);
 }

@@ -2,7 +2,8 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
 import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, modelSettingsFrom, type ResolvedModelSettings, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
-import { SettingsReader } from '../engine/settingsReader';
+import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
+import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
 import type { SpeculationSettings } from '../shared/types';
 import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
@@ -62,12 +63,33 @@ export function debounceMs(report?: SettingProblemReport): number {
   return settings(report).number('debounceMs');
 }
 
-/** Toggles persist in user settings. */
-export async function toggleSetting(key: string): Promise<boolean> {
-  const config = vscode.workspace.getConfiguration(SECTION);
-  const value = !config.get<boolean>(key, true);
-  await config.update(key, value, vscode.ConfigurationTarget.Global);
-  return value;
+const TARGETS: Record<WriteTarget, vscode.ConfigurationTarget> = {
+  global: vscode.ConfigurationTarget.Global,
+  workspace: vscode.ConfigurationTarget.Workspace,
+  workspaceFolder: vscode.ConfigurationTarget.WorkspaceFolder,
+};
+
+/**
+ * Writes a setting where it takes effect (src/engine/settingPlaces.ts: where a workspace already sets it,
+ * else the user settings, which are the Remote settings for a machine setting in a remote window).
+ * Resolves to the name of that place, for the message that confirms the change.
+ */
+export async function writeSetting(key: string, value: unknown): Promise<string> {
+  const config = vscode.workspace.getConfiguration(SECTION, vscode.window.activeTextEditor?.document.uri);
+  return updateWhereItApplies(config, key, value, DECLARATIONS[`${SECTION}.${key}`]);
+}
+
+/** `config.update` where the value takes effect (see writeSetting), for any section; resolves to the place's name. */
+export async function updateWhereItApplies(config: vscode.WorkspaceConfiguration, key: string, value: unknown, declaration?: SettingDeclaration): Promise<string> {
+  const target = writeTarget(declaration, config.inspect(key));
+  await config.update(key, value, TARGETS[target]);
+  return placeName(target, declaration, vscode.env.remoteName);
+}
+
+/** Turns a boolean setting over where it takes effect; resolves to the new value and where it was written. */
+export async function toggleSetting(key: string): Promise<{ on: boolean; place: string }> {
+  const on = !vscode.workspace.getConfiguration(SECTION, vscode.window.activeTextEditor?.document.uri).get<boolean>(key, true);
+  return { on, place: await writeSetting(key, on) };
 }
 
 /** The backend and, for a server, where it is (user/machine settings only: see package.json). */

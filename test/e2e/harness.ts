@@ -295,8 +295,14 @@ export interface StartCodeServerOptions {
   outDir: string;
   extensionsDir?: string;
   userDataDir?: string;
-  /** Merged over the harness defaults into <userDataDir>/User/settings.json. */
+  /**
+   * Merged over the harness defaults into <userDataDir>/User/settings.json; Draftline's machine-scoped
+   * settings go to <userDataDir>/Machine/settings.json instead, the Remote settings of code-server's
+   * remote window, the only place VS Code applies them there (issue #41).
+   */
   settings?: Record<string, unknown>;
+  /** Written into the User settings whatever their scope (a test of machine settings where VS Code ignores them). */
+  userSettingsVerbatim?: Record<string, unknown>;
   /** Extra environment for code-server (and so for the extension host). */
   env?: Record<string, string>;
   /** .vsix files installed into extensionsDir before the server starts. */
@@ -344,6 +350,18 @@ export const DEFAULT_SETTINGS: Record<string, unknown> = {
   'git.enabled': false,
   'chat.commandCenter.enabled': false,
 };
+
+/** Settings split into the User settings and, for the keys package.json declares machine-scoped, the Remote (Machine) settings. */
+export function splitMachineSettings(settings: Record<string, unknown>): { user: Record<string, unknown>; machine: Record<string, unknown> } {
+  const declared = JSON.parse(fs.readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')).contributes.configuration.properties as Record<string, { scope?: string }>;
+  const user: Record<string, unknown> = {};
+  const machine: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(settings)) {
+    if (['machine', 'machine-overridable'].includes(declared[key]?.scope ?? '')) machine[key] = value;
+    else user[key] = value;
+  }
+  return { user, machine };
+}
 
 function userDataDirs(opts: { outDir: string; userDataDir?: string; extensionsDir?: string }) {
   const outDir = path.resolve(opts.outDir);
@@ -407,7 +425,12 @@ export async function startCodeServer(opts: StartCodeServerOptions): Promise<Cod
   const userDir = path.join(dirs.userDataDir, 'User');
   fs.mkdirSync(userDir, { recursive: true });
   const settingsPath = path.join(userDir, 'settings.json');
-  fs.writeFileSync(settingsPath, JSON.stringify({ ...DEFAULT_SETTINGS, ...(opts.settings ?? {}) }, null, 2));
+  const { user, machine } = splitMachineSettings({ ...DEFAULT_SETTINGS, ...(opts.settings ?? {}) });
+  fs.writeFileSync(settingsPath, JSON.stringify({ ...user, ...(opts.userSettingsVerbatim ?? {}) }, null, 2));
+  if (Object.keys(machine).length > 0) {
+    fs.mkdirSync(path.join(dirs.userDataDir, 'Machine'), { recursive: true });
+    fs.writeFileSync(path.join(dirs.userDataDir, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
+  }
 
   for (const vsix of opts.vsixPaths ?? []) await installExtensionInto({ ...opts }, vsix);
 

@@ -17,8 +17,11 @@ import {
   gotoLineEnd,
   openFile,
   openWorkbench,
+  quickPickRows,
   repoRoot,
+  runCommand,
   screenshot,
+  sleep,
   startCodeServer,
   typeLikeAPerson,
   waitFor,
@@ -75,8 +78,23 @@ describe('first run: download the recommended pair and complete with it', { skip
     assert.match(offer, /2[.,]?\d* ?(GB|MB)|MB/);
     // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
     assert.equal(hub.requests.length, 0, `requests to the hub before Download was clicked: ${hub.requests.join(', ')}`);
+    // Every button of the offer shows its whole label (issue #41: "Download (217…", "Use embedded demo …").
+    const buttons = await page
+      .locator('.notifications-toasts .notification-toast', { hasText: 'Draftline runs on small demo models' })
+      .locator('.monaco-button')
+      .evaluateAll((elements) => elements.map((b) => ({ label: (b.textContent ?? '').trim(), cut: (b as any).scrollWidth > (b as any).clientWidth + 1 })));
+    assert.deepEqual(
+      buttons.map((b) => b.label),
+      ['Download', 'Not Now'],
+    );
+    assert.deepEqual(
+      buttons.filter((b) => b.cut),
+      [],
+      'buttons cut off',
+    );
+    await sleep(1000); // the toast slides in
     await screenshot(page, OUT, '01-offer');
-    await clickNotificationButton(page, /^Download \(/);
+    await clickNotificationButton(page, /^Download$/);
     await waitForNotification(page, /downloading/i, 30_000);
     await screenshot(page, OUT, '02-progress');
     // The settings now name the pair by URI (machine-scoped settings of a remote VS Code such as
@@ -97,5 +115,30 @@ describe('first run: download the recommended pair and complete with it', { skip
       .map((f) => fs.readFileSync(f, 'utf8'))
       .join('\n');
     assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  });
+
+  it('the offer comes back on demand: Draftline: Get Recommended Models', async () => {
+    const page = wb.page;
+    await runCommand(page, 'Draftline: Get Recommended Models');
+    await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 30_000);
+    await screenshot(page, OUT, '04-offer-again');
+    await clickNotificationButton(page, /^Not Now$/);
+  });
+
+  it("the status bar menu opens Draftline's walkthrough: the first steps", async () => {
+    const page = wb.page;
+    await runCommand(page, 'Draftline: Show Menu');
+    await waitFor(async () => ((await quickPickRows(page)).some((r) => /Getting Started/.test(r)) ? true : undefined), { timeoutMs: 15_000, what: 'Getting Started in the menu' });
+    await page.keyboard.type('Getting Started', { delay: 10 });
+    await page.keyboard.press('Enter');
+    const text = await waitFor(
+      async () => {
+        const body = await page.evaluate(() => String((globalThis as any).document.querySelector('.part.editor')?.textContent ?? ''));
+        return /Get started with Draftline/.test(body) && /Pick a model/.test(body) ? body : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the Draftline walkthrough in the editor area' },
+    );
+    for (const step of ['Type, and accept with Tab', 'Read the status bar', 'Turn things on and off']) assert.ok(text.includes(step), step);
+    await screenshot(page, OUT, '05-walkthrough');
   });
 });

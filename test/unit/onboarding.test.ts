@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CATALOG } from '../../src/models/catalog';
 import { downloadModels } from '../../src/inference/modelDownloader';
-import { ONBOARDED_KEY, offerRecommendedPair, type OnboardingHost } from '../../src/models/onboarding';
+import { OFFER_CHOICES, ONBOARDED_KEY, offerRecommendedPair, type OnboardingHost } from '../../src/models/onboarding';
 import { startModelServer } from '../support/modelServer';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -31,12 +31,14 @@ describe('first-run model offer', () => {
 
   /** A host answering `answer`, noting how many hub requests had been made when it was asked. */
   function host(stored: Map<string, unknown>, answer: (choices: string[]) => string | undefined) {
-    const seen = { asked: 0, requestsWhenAsked: -1, configured: null as [string, string] | null, errors: [] as string[] };
+    const seen = { asked: 0, requestsWhenAsked: -1, configured: null as [string, string] | null, errors: [] as string[], choices: [] as string[], message: '' };
     const h: OnboardingHost = {
       state: { get: <T>(key: string) => stored.get(key) as T | undefined, update: async (key, value) => void stored.set(key, value) },
       machine: async () => ({ vramBytes: 0, ramBytes: 8e9 }),
-      ask: async (_message, ...choices) => {
+      ask: async (message, ...choices) => {
         seen.asked++;
+        seen.message = message;
+        seen.choices = choices;
         seen.requestsWhenAsked = hub.requests.length;
         return answer(choices);
       },
@@ -48,10 +50,10 @@ describe('first-run model offer', () => {
     return { host: h, seen };
   }
 
-  it('asks without contacting the network; "Don\'t ask again" sticks', async () => {
+  it('asks without contacting the network; "Not Now" sticks', async () => {
     const requestsBefore = hub.requests.length;
     const stored = new Map<string, unknown>();
-    const first = host(stored, () => "Don't ask again");
+    const first = host(stored, () => OFFER_CHOICES.later);
     await offerRecommendedPair(first.host);
     assert.equal(first.seen.asked, 1);
     assert.equal(first.seen.requestsWhenAsked - requestsBefore, 0, `requests before the answer: ${hub.requests.slice(requestsBefore).join(', ')}`);
@@ -70,10 +72,31 @@ describe('first-run model offer', () => {
     assert.equal(next.seen.asked, 0);
   });
 
+  it('short buttons (a notification cuts long ones), the size and where to find the offer again in the message', async () => {
+    const run = host(new Map(), () => undefined);
+    await offerRecommendedPair(run.host);
+    assert.deepEqual(run.seen.choices, [OFFER_CHOICES.download, OFFER_CHOICES.later]);
+    // VS Code 1.100 cut "Download (2181 MB)", "Use embedded demo models" and "Don't ask again" to "Download (217…",
+    // "Use embedded demo …" and "Don't ask a…" in three buttons; two buttons of 12 characters or fewer fit.
+    for (const label of run.seen.choices) assert.ok(label.length <= 12, `"${label}" is ${label.length} characters`);
+    assert.match(run.seen.message, /\(\d[\d.]* (MB|GB), /, 'the size is in the message');
+    assert.match(run.seen.message, /Draftline: Get Recommended Models/, 'the message says where the offer stays');
+  });
+
+  it('the command asks again after any answer', async () => {
+    const stored = new Map<string, unknown>([[ONBOARDED_KEY, true]]);
+    const startup = host(stored, () => assert.fail('asked at startup after an answer'));
+    await offerRecommendedPair(startup.host);
+    assert.equal(startup.seen.asked, 0);
+    const command = host(stored, () => OFFER_CHOICES.later);
+    await offerRecommendedPair(command.host, { again: true });
+    assert.equal(command.seen.asked, 1);
+  });
+
   it('downloads the pair after the click, and only then', async () => {
     const requestsBefore = hub.requests.length;
     const stored = new Map<string, unknown>();
-    const run = host(stored, (choices) => choices.find((c) => c.startsWith('Download')));
+    const run = host(stored, (choices) => choices.find((c) => c === OFFER_CHOICES.download));
     await offerRecommendedPair(run.host);
     assert.equal(run.seen.requestsWhenAsked - requestsBefore, 0);
     assert.ok(

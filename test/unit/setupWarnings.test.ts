@@ -28,3 +28,22 @@ test("setup-e2e.sh drops npm's warnings about the options it passes on purpose, 
   assert.doesNotMatch(filtered.stdout, /Unknown (cli|env) config/, 'no warning about the options we pass on purpose is left');
   assert.ok(filtered.stdout.includes(other), 'other warnings still show');
 });
+
+// Issue #41 item 6: code-server prints "File not found: …/vsda/rust/web/vsda_bg.wasm" (and vsda.js) for
+// every window: Microsoft's closed signing module, absent from every open-source build and needed by
+// nothing. start.sh leaves exactly those lines out of what it prints.
+test("start.sh drops code-server's vsda lines, and no other line", () => {
+  const start = fs.readFileSync(path.join(__dirname, '../../scripts/start.sh'), 'utf8');
+  const noise = /^CODE_SERVER_NOISE='([^']+)'/m.exec(start)?.[1];
+  assert.ok(noise, 'start.sh defines CODE_SERVER_NOISE');
+  assert.match(
+    start,
+    /"\$RUN\/workspace" \\\n\s*> >\(grep --line-buffered -v -E "\$CODE_SERVER_NOISE"\) 2>&1 &\nCS_PID=\$!/,
+    "code-server's output goes through the filter, and CS_PID stays code-server's",
+  );
+  const lib = '/root/draftline/.cache/code-server/node_modules/code-server/lib/vscode/node_modules';
+  const vsda = [`File not found: ${lib}/vsda/rust/web/vsda_bg.wasm`, `File not found: ${lib}/vsda/rust/web/vsda.js`];
+  const kept = ['[2026-11-25T13:57:01.123Z] info  HTTP server listening on http://127.0.0.1:8080/', `File not found: ${lib}/other/missing.js`, 'Error: something else'];
+  const filtered = spawnSync('grep', ['-v', '-E', noise], { input: `${[...vsda, ...kept].join('\n')}\n`, encoding: 'utf8' });
+  assert.deepEqual(filtered.stdout.trim().split('\n'), kept);
+});
