@@ -144,11 +144,15 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
 
   it('two windows typing in turn: each keystroke evaluates a few tokens of its own prompt, whatever the other window asked', async () => {
     assert.ok(session.info.kvSequences!.count >= 2, `${session.info.kvSequences!.count} KV sequences`);
+    const before = session.sequences();
     const evaluated = await typeInTurns(session, 6);
     assert.ok(Math.max(...evaluated) <= 3, `evaluated ${evaluated.join(', ')}`);
+    // From each window's own sequence: none was taken from the other, nothing was loaded back.
+    assert.equal(session.sequences().evictions, before.evictions);
+    assert.equal(session.sequences().saved.restored, before.saved.restored);
   });
 
-  it('with one KV sequence (draftline.kvSequences 1) the same turns evaluate the whole prompt each time', async () => {
+  it('with one KV sequence (draftline.kvSequences 1) the windows take it in turns: each turn saves the other prompt and loads its own back', async () => {
     const single = await InferenceSession.load(
       { targetModel: embeddedPairPaths(ROOT).target, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024, kvSequences: 1 },
       DEFAULT_SPECULATION,
@@ -158,7 +162,11 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
       assert.equal(single.info.kvSequences!.count, 1);
       assert.match(single.info.kvSequences!.reason, /draftline\.kvSequences 1/);
       const evaluated = await typeInTurns(single, 3);
-      assert.ok(Math.min(...evaluated) > 20, `evaluated ${evaluated.join(', ')}`);
+      // Every turn takes the sequence from the other window: its state is saved, this one's loaded back.
+      const { evictions, saved } = single.sequences();
+      assert.equal(evictions, 1 + 2 * 3, 'the sequence changed hands at every turn');
+      assert.equal(saved.restored, 2 * 3, 'each keystroke found the prompt of its window in a saved state');
+      assert.ok(Math.max(...evaluated) <= 3, `evaluated ${evaluated.join(', ')}`);
     } finally {
       await single.dispose();
     }
