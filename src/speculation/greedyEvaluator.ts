@@ -86,15 +86,17 @@ export const PROMPT_CHUNK = 32;
 
 /**
  * syncAndPredictNext for a prompt, evaluated in PROMPT_CHUNK batches with the abort checked in
- * between. Resolves to null when aborted before the last batch.
+ * between. When aborted before the last batch, `next` is null and `evaluated` counts the prompt
+ * tokens evaluated until then (what a stopped request cost).
  */
-export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
+export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext | null; reused: number; evaluated: number }> {
   const reused = await keepCommonPrefix(evaluator, tokens);
+  const aborted = () => ({ next: null, reused, evaluated: evaluator.tokens.length - reused });
   for (let at = reused; tokens.length - at > PROMPT_CHUNK; at += PROMPT_CHUNK) {
-    if (signal?.aborted) return null;
+    if (signal?.aborted) return aborted();
     await evaluator.append(tokens.slice(at, at + PROMPT_CHUNK), 0);
   }
-  if (signal?.aborted) return null;
+  if (signal?.aborted) return aborted();
   const rest = tokens.slice(evaluator.tokens.length);
   const [next] = await evaluator.append(rest, 1);
   return { next, reused, evaluated: tokens.length - reused };
