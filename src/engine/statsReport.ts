@@ -3,7 +3,7 @@ import { type AlternativesTally, acceptanceRate, speedupOverPlain, tokensPerEval
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
-import type { BackendInfo, DecodeMode, PolicySnapshot, ProposalSource } from '../shared/types';
+import type { BackendInfo, DecodeMode, KvSequencesReport, PolicySnapshot, ProposalSource } from '../shared/types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
@@ -26,11 +26,11 @@ export interface WorkerStatus {
   /** How long a shared worker outlives its last window (this window's setting). */
   idleMinutes: number;
   /** The target's KV sequences as this window sees them (WorkerDiagnostics.kvSequences). */
-  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number; saved?: { count: number; bytes: number; restored: number } } | null;
+  kvSequences?: KvSequencesReport | null;
 }
 
 /** The KV sequences, a row each: whose prompt each holds, its tokens and their memory. */
-export function describeKvSequences(k: NonNullable<WorkerStatus['kvSequences']>): FigureRow[] {
+export function describeKvSequences(k: KvSequencesReport): FigureRow[] {
   const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
   return [
     ['KV sequences taken', k.evictions === 0 ? 'none taken from another prompt yet' : `${k.evictions} taken from the least recently used prompt when all were in use`],

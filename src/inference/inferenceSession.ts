@@ -5,6 +5,7 @@ import {
   type DecoderStats,
   emptySpeculationStats,
   type GenerationStats,
+  type KvSequencesReport,
   type LocalCompletionResult,
   type LoadedModelsInfo,
   type ModelSettings,
@@ -138,7 +139,7 @@ export class InferenceSession {
   }
 
   /** The live KV sequences: whose prompt each holds, its tokens and their bytes (Show Stats); the saved states. */
-  sequences(): { sequences: SequenceReport[]; evictions: number; saved: { count: number; bytes: number; restored: number } } {
+  sequences(): KvSequencesReport & { sequences: SequenceReport[]; saved: NonNullable<KvSequencesReport['saved']> } {
     return { sequences: this.states.report(), evictions: this.states.evictions, saved: { count: this.saved.count, bytes: this.saved.bytes, restored: this.saved.restored } };
   }
 

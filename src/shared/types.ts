@@ -204,6 +204,17 @@ export interface ModelDescription {
   hasFim: boolean;
 }
 
+/**
+ * The target's live KV sequences (Show Stats): whose prompt each holds (null: nobody's), its tokens and
+ * their KV bytes; how often one was taken from its owner because all were in use; and the evicted
+ * prompts' saved states.
+ */
+export interface KvSequencesReport {
+  sequences: { owner: string | null; tokens: number; bytes: number }[];
+  evictions: number;
+  saved?: { count: number; bytes: number; restored: number };
+}
+
 export interface LoadedModelsInfo {
   target: ModelDescription;
   draft: ModelDescription | null;

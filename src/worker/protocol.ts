@@ -1,4 +1,4 @@
-import type { AlternativesResult, CompletionRequest, DocumentEdit, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, DocumentEdit, KvSequencesReport, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 
 /**
@@ -71,7 +71,7 @@ export interface WorkerDiagnostics {
    * each holds (this window's by task, another window's, or nobody's), its tokens and their KV
    * bytes; and how often a sequence was taken from an owner because all were in use.
    */
-  kvSequences?: { sequences: { owner: string | null; tokens: number; bytes: number }[]; evictions: number; saved?: { count: number; bytes: number; restored: number } } | null;
+  kvSequences?: KvSequencesReport | null;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */
