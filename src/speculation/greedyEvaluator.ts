@@ -86,17 +86,15 @@ export const PROMPT_CHUNK = 32;
 
 /**
  * syncAndPredictNext for a prompt, evaluated in PROMPT_CHUNK batches with the abort checked in
- * between. When aborted before the last batch, `next` is null and `evaluated` counts the prompt
- * tokens evaluated until then (what a stopped request cost).
+ * between. Resolves to null when aborted before the last batch.
  */
-export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext | null; reused: number; evaluated: number }> {
+export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
   const reused = await keepCommonPrefix(evaluator, tokens);
-  const aborted = () => ({ next: null, reused, evaluated: evaluator.tokens.length - reused });
   for (let at = reused; tokens.length - at > PROMPT_CHUNK; at += PROMPT_CHUNK) {
-    if (signal?.aborted) return aborted();
+    if (signal?.aborted) return null;
     await evaluator.append(tokens.slice(at, at + PROMPT_CHUNK), 0);
   }
-  if (signal?.aborted) return aborted();
+  if (signal?.aborted) return null;
   const rest = tokens.slice(evaluator.tokens.length);
   const [next] = await evaluator.append(rest, 1);
   return { next, reused, evaluated: tokens.length - reused };

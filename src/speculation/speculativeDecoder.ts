@@ -1,7 +1,7 @@
 import type { LookaheadPool } from './lookaheadPool';
 import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
-import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
+import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
 import type { DraftProposer, NgramProposer, Proposal } from './proposers';
 
@@ -86,15 +86,17 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     stop.stop('contextFull');
     return finish();
   }
-  // A request stopped while evaluating its prompt still reports what it reused and evaluated (the
-  // cost of a keystroke, of a switch between prompts).
+  // What the cache keeps of the prompt: a request stopped while evaluating the rest still reports
+  // what it evaluated (the cost of a keystroke, of a switch between prompts).
+  const reusable = Math.min(commonPrefixLength(target.tokens, input.prompt), input.prompt.length - 1);
+  stats.reusedPromptTokens = reusable;
   const prefill = await syncPromptAndPredictNext(target, input.prompt, signal);
-  stats.reusedPromptTokens = prefill.reused;
-  stats.promptTokensEvaluated = prefill.evaluated;
-  if (!prefill.next) {
+  stats.promptTokensEvaluated = Math.max(0, (prefill ? input.prompt.length : target.tokens.length) - reusable);
+  if (!prefill) {
     stop.stop('abort');
     return finish();
   }
+  stats.reusedPromptTokens = prefill.reused;
   // The prompt's evaluation yields the first token: counted, so plain decoding is one per token.
   spec.targetEvaluations = 1;
   stats.promptMs = now() - started;
