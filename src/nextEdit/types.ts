@@ -1,0 +1,88 @@
+// Next-edit suggestions (NES): the contract between the text side (history, window, prompt formats,
+// output parsing, edits), the decode side (the copy proposer, speculative decoding of the window),
+// the worker and the backends. Plain data only: requests and results cross IPC.
+import type { DecodeMode, DecoderStats } from '../shared/types';
+
+/** One edit the user made to one file, as a unified diff (`--- a/path`, `+++ b/path`, hunks). */
+export interface EditEvent {
+  path: string;
+  diff: string;
+  /** When its last change happened (ms since the epoch); absent in recorded cases. */
+  at?: number;
+}
+
+/** Prompt layouts of the next-edit models we know (nextEdit/formats/). */
+export type NextEditFormatId = 'sweep' | 'zeta';
+
+/** A span of NextEditRequest.text, UTF-16 offsets, end exclusive. */
+export interface TextSpan {
+  start: number;
+  end: number;
+}
+
+/** Replace text[start, end) by `text` (offsets in the request's text, before any edit). */
+export interface TextReplacement extends TextSpan {
+  text: string;
+}
+
+export interface NextEditRequest {
+  /** The file's path as the model sees it (workspace-relative, forward slashes). */
+  path: string;
+  languageId?: string;
+  /** The document's current text (or the part of it the caller sends; offsets are into this). */
+  text: string;
+  cursorOffset: number;
+  /** Recent edits, oldest first: this file's and other open files'. */
+  events: EditEvent[];
+  /** The editable region; when absent, the format's window around the cursor. */
+  region?: TextSpan;
+  /** Forced prompt format; 'auto' or absent: the one the model's metadata and name say. */
+  format?: NextEditFormatId | 'auto';
+  /** Key of the document in the n-gram index (in-process only). */
+  documentKey?: string;
+  /** How the in-process backend decodes: 'plain', 'copy' (the window proposer), 'hybrid' (copy + draft + n-gram). */
+  mode: DecodeMode;
+  /** Bound on generated tokens; default: enough for the region twice over. */
+  maxTokens?: number;
+}
+
+/** A prompt built by a format, with what the decoder and the parser need to know about it. */
+export interface NextEditPrompt {
+  format: NextEditFormatId;
+  /** The whole prompt; control tokens written as their text (tokenized with special tokens on). */
+  prompt: string;
+  /** The editable region in the request's text. */
+  region: TextSpan;
+  /** The region's current text exactly as the prompt shows it (markers included): what the copy proposer copies. */
+  copySource: string;
+  /** Strings that end the model's output (cut before them). */
+  stop: string[];
+  /** Bound on generated tokens for this prompt. */
+  maxTokens: number;
+}
+
+/** Why a model output gives no suggestion (named in the log, never shown in the editor). */
+export type NoSuggestionReason =
+  | 'unparseable' // markers missing or garbled
+  | 'lineCount' // far more or fewer lines than the region
+  | 'outsideRegion' // it changes text the region does not hold
+  | 'unchanged' // the model kept the region as it is
+  | 'rewritesEverything' // no line of the region survives
+  | 'undoesLastEdit' // it only reverts the user's last edit
+  | 'noFormat' // the model has no next-edit format
+  | 'cancelled'
+  | 'error';
+
+export interface NextEditResult {
+  format: NextEditFormatId;
+  region: TextSpan;
+  /** The smallest edits that turn the region into the model's, in document order, none overlapping. */
+  edits: TextReplacement[];
+  /** The model's new region text when it parsed (also when it gives no suggestion). */
+  regionText: string | null;
+  /** Set when `edits` is empty on purpose: why. */
+  noSuggestion?: { reason: NoSuggestionReason; detail: string };
+  /** ms from the request's start to the first final edit (streamed), when there was one. */
+  timeToFirstEditMs?: number;
+  stats: DecoderStats;
+}
