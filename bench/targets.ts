@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { embeddedPairPaths } from '../src/models/embedded';
 import { writeRandomLlamaModel, type RandomLlamaOptions } from '../test/support/ggufWriter';
+import { realVocabModel } from '../test/support/realVocab';
 import { CACHE } from './corpus';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -55,7 +56,12 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
   },
 };
 
-export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES)];
+/*
+ * '1.5b-qwen-coder': the 1.5B body (stable, F16) carrying Qwen2.5-Coder's real tokenizer (test/support/realVocab.ts: the
+ * qwen2 vocabulary of llama.cpp's models/ plus the FIM and repository tokens, <|file_sep|> one control
+ * token): what Sweep's next-edit 1.5B is shaped like, for the edits regime's replay (3.5 GB on disk).
+ */
+export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder'];
 
 function fillerTokens(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `<|filler_${i}|>`);
@@ -77,6 +83,12 @@ export async function benchTarget(name: string): Promise<BenchTarget> {
     // The draft model as a target: what each drafted token costs.
     const file = embeddedPairPaths(ROOT, 'v3').draft;
     return { name, file, note: `embedded ${path.basename(file)}, the v3 pair's draft` };
+  }
+  if (name === '1.5b-qwen-coder') {
+    const { note: _note, ...body } = RANDOM_SHAPES['1.5b']!;
+    process.stderr.write('the random "1.5b-qwen-coder" target: written once into test-output/models/real-vocab (3.5 GB) when missing\n');
+    const file = await realVocabModel('qwen2.5-coder-1.5b', { seed: 4242, ...body });
+    return { name, file, note: "random, Qwen2.5-1.5B-shaped, stable, Qwen2.5-Coder's real tokenizer" };
   }
   const shape = RANDOM_SHAPES[name];
   if (!shape) throw new Error(`unknown target "${name}" (there are: ${TARGET_NAMES.join(', ')})`);
