@@ -18,11 +18,7 @@ export type NextEditModelPlan =
  * regard to case. `realpath` (fs.realpathSync in the worker) also sees through symbolic links;
  * a path it cannot resolve (not there) is compared as it is.
  */
-export function planNextEditModel(
-  nextEditFile: string,
-  targetFile: string,
-  options: { platform?: NodeJS.Platform; realpath?: (file: string) => string } = {},
-): NextEditModelPlan {
+export function planNextEditModel(nextEditFile: string, targetFile: string, options: { platform?: NodeJS.Platform; realpath?: (file: string) => string } = {}): NextEditModelPlan {
   const file = nextEditFile.trim();
   if (!file) return { kind: 'none' };
   return sameModelFile(file, targetFile, options) ? { kind: 'shareTarget', file: targetFile } : { kind: 'separate', file };

@@ -1,7 +1,17 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
-import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, modelSettingsFrom, type NextEditSettings, nextEditSettingsFrom, type ResolvedModelSettings, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
+import {
+  backendSettingsFrom,
+  DECLARATIONS,
+  engineSettingsFrom,
+  modelSettingsFrom,
+  type NextEditSettings,
+  nextEditSettingsFrom,
+  type ResolvedModelSettings,
+  SECTION,
+  speculationSettingsFrom,
+} from '../engine/declaredSettings';
 import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
 import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
 import type { SpeculationSettings } from '../shared/types';
