@@ -8,7 +8,9 @@ import type { NextEditFormatId } from '../nextEdit/types';
  * Each entry names the repository commit as well as the file (`hf:user/repo/file.gguf#<commit>`):
  * the bytes a user gets are the ones Draftline was tried with, not whatever `main` holds today. The
  * first successful download records the file's sha256 and size in the download index; a later
- * download of the same entry must give the same bytes (src/inference/modelDownloader.ts).
+ * download of the same entry must give the same bytes (src/inference/modelDownloader.ts). An entry
+ * that names its sha256 (the next-edit models below, from the hub's LFS pointers) is checked against
+ * it from the first download on.
  */
 export interface CatalogModel {
   id: string;
