@@ -3,28 +3,10 @@
 // from the model's name.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { unifiedDiff } from '../../src/nextEdit/editHistory';
 import { chooseFormat } from '../../src/nextEdit/formats';
 import { sweepFormat } from '../../src/nextEdit/formats/sweep';
 import { zetaFormat } from '../../src/nextEdit/formats/zeta';
-import type { NextEditRequest } from '../../src/nextEdit/types';
-
-// The example of Sweep's model card (run_model.py): the user made greet() take a name, then imported
-// get_time_of_day; the model should use it.
-const V1 = 'def greet():\n    print("Hello!")\n\ngreet("Alice")\n';
-const V2 = 'def greet(name):\n    print(f"Hello, {name}!")\n\ngreet("Alice")\n';
-const V3 = `from utils import get_time_of_day\n\n${V2}`;
-
-export const GREET_REQUEST: NextEditRequest = {
-  path: 'greet.py',
-  text: V3,
-  cursorOffset: V3.indexOf('\n'),
-  events: [
-    { path: 'greet.py', diff: unifiedDiff('greet.py', V1, V2)! },
-    { path: 'greet.py', diff: unifiedDiff('greet.py', V2, V3)! },
-  ],
-  mode: 'plain',
-};
+import { GREET_REQUEST, V2, V3 } from '../support/nextEditRequests';
 
 describe('Sweep Next-Edit prompt', () => {
   it('is the training layout: .diff blocks, original/, current/, updated/ joined by newlines', () => {
