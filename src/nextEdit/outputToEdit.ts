@@ -163,7 +163,23 @@ function refineBlock(removed: string, added: string, at: number): TextReplacemen
     if (!change.added) oldAt += change.value.length;
   }
   flush();
-  return edits;
+  return mergeWithinWords(edits, removed, at);
+}
+
+/**
+ * Joins replacements separated by at most MERGE_GAP characters that are not whitespace: "3.14" -> "math.pi"
+ * reads as one replacement, not "3" -> "math" and "14" -> "pi" around a kept ".".
+ */
+const MERGE_GAP = 2;
+function mergeWithinWords(edits: TextReplacement[], old: string, at: number): TextReplacement[] {
+  const merged: TextReplacement[] = [];
+  for (const edit of edits) {
+    const prev = merged[merged.length - 1];
+    const gap = prev ? old.slice(prev.end - at, edit.start - at) : null;
+    if (prev && gap !== null && gap.length <= MERGE_GAP && !/\s/.test(gap)) merged[merged.length - 1] = { start: prev.start, end: edit.end, text: prev.text + gap + edit.text };
+    else merged.push(edit);
+  }
+  return merged;
 }
 
 function trimShared(edit: TextReplacement, gone: string): TextReplacement {
