@@ -4,14 +4,62 @@
 import { applyPatch, parsePatch, reversePatch, type StructuredPatch } from 'diff';
 import type { EditEvent } from './types';
 
-/** The event's patches, or null when its diff does not parse. */
+/**
+ * The event's patches, or null when its diff does not parse. Diffs written by hand or copied through
+ * editors (Zed's evals) lose the space of blank context lines and then miscount their hunks; those are
+ * read leniently: a blank line in a hunk is a blank context line, and the counts are taken from the lines.
+ */
 export function parseEvent(event: EditEvent): StructuredPatch[] | null {
-  try {
-    const patches = parsePatch(event.diff);
-    return patches.some((p) => p.hunks.length > 0) ? patches : null;
-  } catch {
-    return null;
+  for (const diff of [event.diff, recountHunks(event.diff)]) {
+    try {
+      const patches = parsePatch(diff);
+      if (patches.some((p) => p.hunks.length > 0)) return patches;
+    } catch {
+      // Try the lenient reading next.
+    }
   }
+  return null;
+}
+
+/** The diff with blank hunk lines made context lines and each `@@` header's counts recomputed. */
+export function recountHunks(diff: string): string {
+  const lines = diff.split('\n');
+  const trailingNewline = lines[lines.length - 1] === '';
+  if (trailingNewline) lines.pop();
+  const out: string[] = [];
+  let header = -1;
+  let oldCount = 0;
+  let newCount = 0;
+  const closeHunk = () => {
+    if (header === -1) return;
+    out[header] = out[header]!.replace(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/, `@@ -$1,${oldCount} +$2,${newCount} @@`);
+    header = -1;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const fileHeader = line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ');
+    if (line.startsWith('@@') || fileHeader) {
+      closeHunk();
+      if (line.startsWith('@@')) {
+        header = out.length;
+        oldCount = 0;
+        newCount = 0;
+      }
+      out.push(line);
+      if (fileHeader) out.push(lines[++i]!);
+      continue;
+    }
+    if (header === -1 || line.startsWith('\\')) {
+      out.push(line);
+      continue;
+    }
+    const kind = line === '' ? ' ' : line[0];
+    if (kind === ' ' || kind === '-') oldCount++;
+    if (kind === ' ' || kind === '+') newCount++;
+    out.push(line === '' ? ' ' : line);
+  }
+  closeHunk();
+  return out.join('\n') + (trailingNewline ? '\n' : '');
 }
 
 /** The diff from its first `@@` line on, as Zed's `language::unified_diff` writes an event (no file headers). */
@@ -40,7 +88,7 @@ export function hunkSides(event: EditEvent): { original: string; updated: string
 /** `text` with the event undone, or null when the event does not apply to it in reverse. */
 export function undoEvent(text: string, event: EditEvent): string | null {
   const patches = parseEvent(event);
-  if (!patches || patches.length !== 1) return null;
+  if (patches?.length !== 1) return null;
   const undone = applyPatch(text, reversePatch(patches[0]!));
   return undone === false ? null : undone;
 }

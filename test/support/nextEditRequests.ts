@@ -18,4 +18,3 @@ export const GREET_REQUEST: NextEditRequest = {
   ],
   mode: 'plain',
 };
-

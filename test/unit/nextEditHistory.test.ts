@@ -45,7 +45,7 @@ describe('edit history', () => {
       ['src/x.ts', 'src/x.ts', 'src/x.ts', 'README.md'],
     );
     assert.match(events[0]!.diff, /\+ {2}return x1;/);
-    assert.match(events[1]!.diff, /-  return x1;\n\+ {2}return xy1;/);
+    assert.match(events[1]!.diff, /- {2}return x1;\n\+ {2}return xy1;/);
     assert.match(events[2]!.diff, /\+ {2}return z3;/);
     assert.match(events[3]!.diff, /^--- a\/README.md\n\+\+\+ b\/README.md\n/);
   });
@@ -64,7 +64,7 @@ describe('edit history', () => {
     const h = new EditHistory();
     const at = FILE.indexOf('1;');
     h.record('x.ts', FILE, { offset: at, deleteCount: 0, text: 'q' }, 0);
-    const typed = FILE.slice(0, at) + 'q' + FILE.slice(at);
+    const typed = `${FILE.slice(0, at)}q${FILE.slice(at)}`;
     h.record('x.ts', typed, { offset: at, deleteCount: 1, text: '' }, 100);
     assert.deepEqual(h.events(), []);
     // And it does not block the next event.

@@ -10,10 +10,15 @@ import type { NextEditRequest } from '../../src/nextEdit/types';
 describe('reducing a new region to the smallest edits', () => {
   const table: [string, string, string, { start: number; end: number; text: string }[]][] = [
     ['a rename replaces the differing part of the word', 'x = getUser(id)\ny = 1', 'x = fetchUser(id)\ny = 1', [{ start: 4, end: 7, text: 'fetch' }]],
-    ['a rename on two lines gives two edits', 'a(getUser)\nb\nc(getUser)', 'a(fetchUser)\nb\nc(fetchUser)', [
-      { start: 2, end: 5, text: 'fetch' },
-      { start: 15, end: 18, text: 'fetch' },
-    ]],
+    [
+      'a rename on two lines gives two edits',
+      'a(getUser)\nb\nc(getUser)',
+      'a(fetchUser)\nb\nc(fetchUser)',
+      [
+        { start: 2, end: 5, text: 'fetch' },
+        { start: 15, end: 18, text: 'fetch' },
+      ],
+    ],
     ['an inserted line is one insertion', 'a\nc', 'a\nb\nc', [{ start: 2, end: 2, text: 'b\n' }]],
     ['a deleted line is one deletion', 'a\nb\nc', 'a\nc', [{ start: 2, end: 4, text: '' }]],
     ['a line added after the last line (no final newline)', 'a\nb', 'a\nb\nc', [{ start: 3, end: 3, text: '\nc' }]],

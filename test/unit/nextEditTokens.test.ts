@@ -39,7 +39,10 @@ describe('next-edit prompts on the real Qwen2.5-Coder tokenizer', () => {
     );
     // Between the separators, the tokens are those of the text alone: the separator splits the text cleanly.
     const parts = prompt.split('<|file_sep|>').slice(1);
-    assert.deepEqual(tokens, parts.flatMap((p) => [FILE_SEP_ID, ...plain(p)]));
+    assert.deepEqual(
+      tokens,
+      parts.flatMap((p) => [FILE_SEP_ID, ...plain(p)]),
+    );
     assert.equal(model.detokenize(tokens as never, true), prompt);
   });
 

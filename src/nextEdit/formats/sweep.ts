@@ -41,9 +41,7 @@ export const sweepFormat: NextEditFormat = {
     const context = expandLinesByTokens(text, region, SWEEP_FILE_CONTEXT_TOKENS);
     if (context.start < region.start || context.end > region.end) parts.push(`${SWEEP_FILE_SEP}${path}`, text.slice(context.start, context.end));
 
-    const changes = request.events
-      .filter((e) => e !== lastOwn)
-      .flatMap((e) => hunkSides(e).map((side) => `${SWEEP_FILE_SEP}${e.path}.diff\noriginal:\n${side.original}\nupdated:\n${side.updated}`));
+    const changes = request.events.filter((e) => e !== lastOwn).flatMap((e) => hunkSides(e).map((side) => `${SWEEP_FILE_SEP}${e.path}.diff\noriginal:\n${side.original}\nupdated:\n${side.updated}`));
     parts.push(...newestThatFit(changes, SWEEP_HISTORY_TOKENS));
 
     parts.push(`${SWEEP_FILE_SEP}original/${path}`, originalWindow(text, region, lastOwn) ?? current);
