@@ -45,7 +45,16 @@ export class LlamaServer {
   static async start(
     target: string,
     draft: string | null,
-    opts: { threads: number; contextSize: number; maxProposal: number; minConfidence: number; apiKey?: string; flashAttention?: boolean | 'auto' },
+    opts: {
+      threads: number;
+      contextSize: number;
+      maxProposal: number;
+      minConfidence: number;
+      apiKey?: string;
+      flashAttention?: boolean | 'auto';
+      /** A model-free speculation type instead of the draft (`--spec-type ngram-simple`, `ngram-mod`: next edits), its own defaults. */
+      specType?: string;
+    },
   ): Promise<LlamaServer> {
     const port = await freePort();
     const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
@@ -68,6 +77,7 @@ export class LlamaServer {
         '-td',
         String(opts.threads),
       );
+    if (opts.specType) args.push('--spec-type', opts.specType);
     if (opts.apiKey) args.push('--api-key', opts.apiKey);
     const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
@@ -109,6 +119,48 @@ export class LlamaServer {
       promptTokensEvaluated: t.prompt_n ?? null,
       draftProposed: t.draft_n ?? 0,
       draftAccepted: t.draft_n_accepted ?? 0,
+    };
+  }
+
+  /**
+   * A raw prompt through /completion, greedy, streamed (control tokens in the text parsed as such);
+   * `onText` sees the output so far after each chunk. The next-edit path of a server backend.
+   */
+  async completion(prompt: string, nPredict: number, stop: string[], onText?: (textSoFar: string) => void): Promise<LlamaServerResult> {
+    const t0 = performance.now();
+    const response = await fetch(`${this.url}/completion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt, n_predict: nPredict, stop, temperature: 0, top_k: 1, cache_prompt: true, samplers: ['top_k'], stream: true }),
+    });
+    if (!response.ok || !response.body) throw new Error(`llama-server /completion: ${response.status} ${(await response.text()).slice(0, 300)}`);
+    let text = '';
+    let timings: { predicted_n?: number; prompt_n?: number; prompt_ms?: number; draft_n?: number; draft_n_accepted?: number } = {};
+    let pending = '';
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      pending += decoder.decode(chunk, { stream: true });
+      let at: number;
+      while ((at = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, at).trim();
+        pending = pending.slice(at + 1);
+        if (!line.startsWith('data:')) continue;
+        const event = JSON.parse(line.slice(5)) as { content?: string; stop?: boolean; timings?: typeof timings };
+        if (event.content) {
+          text += event.content;
+          onText?.(text);
+        }
+        if (event.timings) timings = event.timings;
+      }
+    }
+    return {
+      latencyMs: performance.now() - t0,
+      text,
+      predicted: timings.predicted_n ?? 0,
+      promptMs: timings.prompt_ms ?? 0,
+      promptTokensEvaluated: timings.prompt_n ?? null,
+      draftProposed: timings.draft_n ?? 0,
+      draftAccepted: timings.draft_n_accepted ?? 0,
     };
   }
 
