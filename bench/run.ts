@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -33,6 +33,10 @@ import { LlamaServer } from './llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget } from './targets';
+import { EDITS_HEADER, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replaySummary } from './edits';
+import { WINDOW_LINES } from './editCorpus';
+import { demoNextEditModel } from './demoNextEdit';
+import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -44,7 +48,11 @@ const opt = (name: string, fallback?: string) => {
 };
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
-const regimes = new Set((opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').map(Number));
+const regimeNames = (opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').filter(Boolean);
+if (regimeNames.some((n) => !/^([1-9]|10|edits)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10 and edits, comma-separated`);
+const regimes = new Set(regimeNames.filter((n) => /^\d+$/.test(n)).map(Number));
+/** `--regimes edits`: next-edit suggestions (issue #39, bench/edits.ts); only when named. */
+const editsRegime = regimeNames.includes('edits');
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -647,6 +655,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(8)) list.push({ name: 'regime 8 (window draft)', estimateSeconds: threads === 1 ? 9 * windowDraftTaskCount(bench.tasks.length) : null, run: windowDraftSection });
   if (regimes.has(9)) perPair(9, 'accept chain', ACCEPT_CHAIN_SECONDS_PER_TASK, acceptChainTaskCount(bench.tasks.length), acceptChainSection);
   if (regimes.has(10)) perPair(10, 'alternatives', ALTERNATIVES_SECONDS_PER_TASK, alternativesTaskCount(bench.tasks.length), alternativesSection);
+  if (editsRegime) list.push({ name: 'edits (next-edit suggestions)', estimateSeconds: null, run: editsSection });
   return list;
 }
 
@@ -1033,6 +1042,84 @@ async function alternativesSection(bench: Bench, pair: ModelPair): Promise<void>
   const legend = `${tasks.length} tasks; on each the greedy ghost text is computed first (median ${fmt(summaries[0].greedyMedianMs)} ms, for scale: a cold prompt), then ${ALTERNATIVES_ASKED} alternatives are asked for (Alt+]) through CompletionEngine.alternatives over the in-process session (the extension's default settings: hybrid speculation, the draft and n-grams; max ${maxTokens} tokens). Timed: from the ask to the suggestions (greedy from the cache, the others computed, post-processed and deduplicated). Branch scope: completion = at the smallest top-two margin anywhere in the greedy completion; firstLine = only before its first line with content is complete (side by side per task, order rotated). First line exact: the file's real continuation's first line with content equals that of the greedy suggestion alone, or of one of the up-to-3 suggestions (top-3). Another first line: the suggestions show more than one first line (an alternative that branches after the first line shows the greedy one's). Fewer than 3 suggestions, as the backend said: ${fewer} (the rest: removed by the engine as reading like another once post-processed).`;
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n`);
+}
+
+/** The edits regime's cases: all of both corpora, or (quick, --edits-cases N) N of the npm ones and N/2 public ones, evenly spaced. */
+function editsCaseLimit(): { npm: number; shared: number } | undefined {
+  const n = opt('edits-cases') !== undefined ? Number(opt('edits-cases')) : quick ? 8 : undefined;
+  return n === undefined ? undefined : { npm: n, shared: Math.ceil(n / 2) };
+}
+
+/**
+ * The model the edits regime's modes run on: --edits-target; else your --target; else the demo
+ * next-edit model when one is shipped (demoNextEditModel); else a random stand-in with the real
+ * Qwen2.5-Coder tokenizer, whose outputs are garbage: its rows check losslessness and the overheads
+ * only (the replay of a perfect model gives the speed a real one reaches).
+ */
+async function editsModel(): Promise<{ target: string; draft?: string; note: string; standIn?: boolean }> {
+  const draft = opt('edits-draft') ?? (opt('edits-target') === undefined && userPair ? opt('draft') : undefined);
+  const given = opt('edits-target') ?? (userPair ? opt('target') : undefined);
+  if (given) return { target: path.resolve(given), draft: draft && path.resolve(draft), note: `your model ${path.basename(given)}` };
+  const demo = demoNextEditModel(ROOT);
+  if (demo) return { target: demo, note: `the demo next-edit model ${path.basename(demo)}` };
+  const standIn = await benchTarget('qwen-coder-small');
+  return {
+    target: standIn.file,
+    standIn: true,
+    note: `no next-edit model: a stand-in (${standIn.note}) whose output is garbage, ${STAND_IN_MAX_TOKENS} tokens a window: losslessness and overheads only`,
+  };
+}
+
+/** A stand-in never ends its window: this many tokens of it are decoded. */
+const STAND_IN_MAX_TOKENS = 64;
+
+/** The replay's cases: all (full run), else --edits-replay-cases (quick: 3), evenly spaced over both corpora. */
+function replayCases<T>(cases: T[]): T[] {
+  const n = opt('edits-replay-cases') !== undefined ? Number(opt('edits-replay-cases')) : quick ? 3 : cases.length;
+  return cases.length <= n ? cases : Array.from({ length: n }, (_, i) => cases[Math.floor((i * cases.length) / n)]!);
+}
+
+async function editsSection(bench: Bench): Promise<void> {
+  const cases = editsCases(editsCaseLimit());
+  const model = await editsModel();
+  const format = opt('edits-format') as NextEditFormatId | undefined;
+  const r = await regimeEdits(cases, {
+    target: model.target,
+    draft: model.draft,
+    threads,
+    gpu,
+    flashAttention,
+    format,
+    contextSize: Number(opt('edits-context', '8192')),
+    maxTokens: model.standIn ? STAND_IN_MAX_TOKENS : undefined,
+    log,
+  });
+  const corpora = Object.entries(r.byCorpus).map(([corpus, rows]) => `${corpus} ${rows[0]?.cases ?? 0}`);
+  const heading = `Edits: next-edit suggestions, every mode on the same prompts (${model.note}; ${r.format} format; ${threads} thread${threads === 1 ? '' : 's'})`;
+  const table = [...EDITS_HEADER, ...r.rows.map(editsTableRow)];
+  const perCorpus = Object.entries(r.byCorpus).flatMap(([corpus, rows]) => ['', `${corpus}:`, '', ...EDITS_HEADER, ...rows.map(editsTableRow)]);
+  const legend = `${cases.length} cases (${corpora.join(', ')}): npm = the hunks between consecutive versions of bench/editCorpus.ts's EDIT_PAIRS (a hunk the next edit, the file's earlier hunks the history, ${WINDOW_LINES} lines around it the region); the others ../shared/nes-cases/. Modes interleaved per case, each after an untimed request that put the prompt into the KV caches. first edit: ms from the request to its first final edit (the output re-synchronised with the region after it), over the cases that streamed one (their count in brackets); whole window: to the end of the output. tok/eval: generated tokens per target evaluation after the prompt's. acceptance: proposed tokens accepted, per source (server: llama-server's own count). identical to plain: the same region text as plain decoding (in-process modes must be: lossless). window exact: the document with the suggestion applied is the expected one; right lines: an edit on a line the expected edit changes; no suggestion: no edit shown.`;
+  const results: Record<string, unknown> = { model: model.target, note: model.note, format: r.format, cases: cases.map((c) => c.id), rows: r.rows, byCorpus: r.byCorpus, runs: r.runs };
+  bench.results.edits = results;
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, ...perCorpus, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${perCorpus.join('\n')}\n`);
+
+  // The replay of a perfect model on the 1.5B shape with Qwen2.5-Coder's tokenizer (bench/editReplay.ts).
+  const replayTarget = await benchTarget(opt('edits-replay-target', '1.5b-qwen-coder')!);
+  const chosen = replayCases(cases);
+  const replay = await regimeEditsReplay(chosen, { target: replayTarget.file, threads, gpu, flashAttention, log });
+  const replayHeading = `Edits: replay of a perfect next-edit model (${replayTarget.note}; sweep format; ${threads} thread${threads === 1 ? '' : 's'})`;
+  const replayTable = replaySummary(replay.rows);
+  const replayLegend = `${replay.rows.length} cases${replay.skipped.length ? ` (${replay.skipped.length} more skipped: the window not read back, or no room in the context)` : ''}. The target's batches are real and timed; what the model writes is the true updated window (the expected region, then <|file_sep|>), so acceptance is decided against it: the speed a real next-edit model of this shape reaches at 100% accuracy, the window copy proposer alone feeding it (its own length schedule). plain: one evaluation a token on the same cached prompt. speedup: plain ms / replay ms per case. bound: plain's steps over the replay's, each weighed by issue #39's measured CPU verify cost V(b)/V(1) (llama-bench, 1.5B Q8_0, 2 threads): what the batches allow on that machine. Goal (issue #39, this CPU, 2 threads): >= 2x plain.`;
+  results.replay = { target: replayTarget, rows: replay.rows, skipped: replay.skipped, speedupMedian: median(replay.rows.map((x) => x.speedup)) };
+  bench.md.push(`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '');
+  console.log(`\n${replayHeading}\n${replayTable.join('\n')}\n${replayLegend}\n`);
+  for (const x of r.rows) {
+    if ((x.mode === 'copy' || x.mode === 'hybrid') && x.identical !== x.cases) {
+      bench.failed = true;
+      console.error(`LOSSLESS VIOLATION (edits): mode ${x.mode} differs from plain on ${x.cases - x.identical} case(s)`);
+    }
+  }
 }
 
 const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;

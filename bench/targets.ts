@@ -61,7 +61,7 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
  * qwen2 vocabulary of llama.cpp's models/ plus the FIM and repository tokens, <|file_sep|> one control
  * token): what Sweep's next-edit 1.5B is shaped like, for the edits regime's replay (3.5 GB on disk).
  */
-export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder'];
+export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder', 'qwen-coder-small'];
 
 function fillerTokens(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `<|filler_${i}|>`);
@@ -89,6 +89,11 @@ export async function benchTarget(name: string): Promise<BenchTarget> {
     process.stderr.write('the random "1.5b-qwen-coder" target: written once into test-output/models/real-vocab (3.5 GB) when missing\n');
     const file = await realVocabModel('qwen2.5-coder-1.5b', { seed: 4242, ...body });
     return { name, file, note: "random, Qwen2.5-1.5B-shaped, stable, Qwen2.5-Coder's real tokenizer" };
+  }
+  if (name === 'qwen-coder-small') {
+    // qwen-vocab's small body with the real tokenizer and room for next-edit prompts: fast, and garbage.
+    const file = await realVocabModel('qwen2.5-coder-1.5b', { seed: 39, dModel: 256, nLayers: 2, nHeads: 4, ffn: 768, contextLength: 8192 });
+    return { name, file, note: "random, d 256, 2 layers, Qwen2.5-Coder's real tokenizer, context 8192" };
   }
   const shape = RANDOM_SHAPES[name];
   if (!shape) throw new Error(`unknown target "${name}" (there are: ${TARGET_NAMES.join(', ')})`);

@@ -13,14 +13,7 @@ const numbered = (from: number, to: number, f: (i: number) => string) => Array.f
 describe('edit corpus: cases from two versions of a file', () => {
   // 60 lines; version b changes line 10, inserts a line after 30, and rewrites lines 45-59 (too big).
   const oldLines = numbered(0, 60, (i) => `  const v${i} = f(${i});`);
-  const newLines = [
-    ...oldLines.slice(0, 10),
-    '  const v10 = g(10);',
-    ...oldLines.slice(11, 31),
-    '  log(v30);',
-    ...oldLines.slice(31, 45),
-    ...numbered(45, 60, (i) => `  let w${i} = h(${i});`),
-  ];
+  const newLines = [...oldLines.slice(0, 10), '  const v10 = g(10);', ...oldLines.slice(11, 31), '  log(v30);', ...oldLines.slice(31, 45), ...numbered(45, 60, (i) => `  let w${i} = h(${i});`)];
   const oldText = `${oldLines.join('\n')}\n`;
   const newText = `${newLines.join('\n')}\n`;
   const cases = fileCases({ source: 'npm:x@1..2', idPrefix: 'x@1..2', file: 'src/a.ts', oldText, newText });
@@ -51,7 +44,9 @@ describe('edit corpus: cases from two versions of a file', () => {
     const c = cases[1]!;
     const afterFirst = `${[...oldLines.slice(0, 10), '  const v10 = g(10);', ...oldLines.slice(11)].join('\n')}\n`;
     assert.equal(c.before, afterFirst);
-    assert.deepEqual(c.events, ['--- a/src/a.ts\n+++ b/src/a.ts\n@@ -8,7 +8,7 @@\n   const v7 = f(7);\n   const v8 = f(8);\n   const v9 = f(9);\n-  const v10 = f(10);\n+  const v10 = g(10);\n   const v11 = f(11);\n   const v12 = f(12);\n   const v13 = f(13);\n']);
+    assert.deepEqual(c.events, [
+      '--- a/src/a.ts\n+++ b/src/a.ts\n@@ -8,7 +8,7 @@\n   const v7 = f(7);\n   const v8 = f(8);\n   const v9 = f(9);\n-  const v10 = f(10);\n+  const v10 = g(10);\n   const v11 = f(11);\n   const v12 = f(12);\n   const v13 = f(13);\n',
+    ]);
     const regionLines = c.before.slice(c.regionStart, c.regionEnd).split('\n').slice(0, -1);
     assert.equal(regionLines.length, WINDOW_LINES);
     // An insertion after line 30: the window is lines 21..41, the new line in its middle.
