@@ -241,18 +241,24 @@ export function casesFromVersions(pair: EditPair, oldFiles: ReadonlyMap<string, 
 }
 
 const EDIT_CACHE = path.join(CACHE, 'edit-corpus');
+export const EDIT_TARBALLS = path.join(EDIT_CACHE, 'tarballs');
 
-/** The package version's files (path -> text), `npm pack`ed once into bench/cache/edit-corpus. */
+/** The file name `npm pack` gives a version's tarball (`@scope/name` -> `scope-name-1.2.3.tgz`). */
+export const tarballName = (name: string, version: string) => `${name.replace(/^@/, '').replace('/', '-')}-${version}.tgz`;
+
+/** The package version's files (path -> text), `npm pack`ed once into bench/cache/edit-corpus (a tarball already there, as in the bench kit, is used as it is). */
 export function packageVersionFiles(name: string, version: string): Map<string, string> {
   const dir = path.join(EDIT_CACHE, 'unpacked', `${name.replace('/', '+')}@${version}`);
   if (!fs.existsSync(path.join(dir, '.done'))) {
-    const tarballs = path.join(EDIT_CACHE, 'tarballs');
-    fs.mkdirSync(tarballs, { recursive: true });
-    const out = execFileSync('npm', ['pack', `${name}@${version}`, '--json', '--pack-destination', tarballs], { cwd: tarballs, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-    const filename = (JSON.parse(out) as { filename: string }[])[0]!.filename;
+    fs.mkdirSync(EDIT_TARBALLS, { recursive: true });
+    let tarball = path.join(EDIT_TARBALLS, tarballName(name, version));
+    if (!fs.existsSync(tarball)) {
+      const out = execFileSync('npm', ['pack', `${name}@${version}`, '--json', '--pack-destination', EDIT_TARBALLS], { cwd: EDIT_TARBALLS, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      tarball = path.join(EDIT_TARBALLS, path.basename((JSON.parse(out) as { filename: string }[])[0]!.filename));
+    }
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(dir, { recursive: true });
-    execFileSync('tar', ['-xzf', path.join(tarballs, path.basename(filename)), '-C', dir, '--strip-components=1']);
+    execFileSync('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1']);
     fs.writeFileSync(path.join(dir, '.done'), '');
   }
   const files = new Map<string, string>();

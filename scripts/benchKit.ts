@@ -13,6 +13,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
 import { CORPUS_PACKAGES, ensureCorpus } from '../bench/corpus';
+import { EDIT_PAIRS, EDIT_TARBALLS, packageVersionFiles, parsePair, tarballName } from '../bench/editCorpus';
+import { realVocabDir } from '../test/support/realVocab';
 import { type EmbeddedPairName, embeddedPairPaths } from '../src/models/embedded';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -186,6 +188,19 @@ async function main(): Promise<void> {
   fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
   const corpus = path.dirname(ensureCorpus());
   fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
+  // The edits regime (--regimes edits) offline: its npm version pairs' tarballs (unpacked there on
+  // first use), and llama.cpp's vocabulary files its Qwen2.5-Coder-tokenizer models are written with
+  // (the kit has no llama.cpp source bundle to extract them from). ../shared/nes-cases/ is not carried:
+  // the regime runs on the npm corpus alone where it is absent.
+  for (const spec of EDIT_PAIRS) {
+    const { name, from, to } = parsePair(spec);
+    for (const version of [from, to]) {
+      packageVersionFiles(name, version);
+      fs.cpSync(path.join(EDIT_TARBALLS, tarballName(name, version)), path.join(KIT, 'bench', 'cache', 'edit-corpus', 'tarballs', tarballName(name, version)));
+    }
+  }
+  const vocab = await realVocabDir();
+  fs.cpSync(vocab, path.join(KIT, path.relative(ROOT, vocab)), { recursive: true });
   log("llama.cpp's source");
   llamaSource();
   copyNode();
