@@ -124,6 +124,8 @@ export interface EditsRow {
   windowExact: number;
   rightLines: number;
   noSuggestion: number;
+  /** Why, by reason (outputToEdit's refusals; `unchanged`: the model kept the region). */
+  noSuggestionReasons: Record<string, number>;
 }
 
 export interface EditsResult {
@@ -170,6 +172,10 @@ function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
       windowExact: mine.filter((r) => r.quality.windowExact).length,
       rightLines: mine.filter((r) => r.quality.rightLines).length,
       noSuggestion: mine.filter((r) => r.quality.noSuggestion).length,
+      noSuggestionReasons: mine.reduce<Record<string, number>>((n, r) => {
+        if (r.noSuggestion) n[r.noSuggestion] = (n[r.noSuggestion] ?? 0) + 1;
+        return n;
+      }, {}),
     };
   });
 }
@@ -287,9 +293,8 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
             const partial = NEXT_EDIT_FORMATS[format].partialRegion(text, prompt);
             if (partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length) firstEditMs = performance.now() - t0;
           });
-          const parsed = NEXT_EDIT_FORMATS[format].parseOutput(r.text, prompt);
-          const regionText = 'reason' in parsed ? null : parsed.regionText;
-          const edits = regionText === null ? [] : reduceToEdits(current, regionText, prompt.region.start);
+          // Read and checked as the server backend reads a server's answer (the same refusals as in-process).
+          const out = outputToEdits(nextEditRequestOf(c, 'plain', format), prompt, NEXT_EDIT_FORMATS[format], r.text);
           run = {
             case: c.id,
             corpus: c.corpus,
@@ -301,9 +306,9 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
             promptTokensEvaluated: r.promptTokensEvaluated,
             proposed: { server: r.draftProposed },
             accepted: { server: r.draftAccepted },
-            regionText,
-            noSuggestion: 'reason' in parsed ? parsed.reason : edits.length ? null : 'unchanged',
-            quality: editQuality(c, edits),
+            regionText: out.regionText,
+            noSuggestion: out.noSuggestion?.reason ?? null,
+            quality: editQuality(c, out.edits),
           };
         } else {
           const request = nextEditRequestOf(c, mode as NextEditRequest['mode'], format);
@@ -355,7 +360,13 @@ export function editsTableRow(x: EditsRow): string {
     Object.entries(x.acceptance)
       .map(([source, a]) => `${source} ${a!.proposed ? Math.round((100 * a!.accepted) / a!.proposed) : 0}% of ${a!.proposed}`)
       .join(', ') || '-';
-  return `| ${x.mode} | ${x.cases} | ${fmt(x.firstEditMedianMs)} (${x.firstEditCases}) | ${fmt(x.firstEditP90Ms)} | ${fmt(x.windowMedianMs)} | ${fmt(x.windowP90Ms)} | ${fmt(x.speedupMedian, 2)}x | ${fmt(x.tokensPerEvaluation, 2)} | ${acceptance} | ${x.identical}/${x.cases} | ${x.windowExact} | ${x.rightLines} | ${x.noSuggestion} |`;
+  return `| ${x.mode} | ${x.cases} | ${fmt(x.firstEditMedianMs)} (${x.firstEditCases}) | ${fmt(x.firstEditP90Ms)} | ${fmt(x.windowMedianMs)} | ${fmt(x.windowP90Ms)} | ${fmt(x.speedupMedian, 2)}x | ${fmt(x.tokensPerEvaluation, 2)} | ${acceptance} | ${x.identical}/${x.cases} | ${x.windowExact} | ${x.rightLines} | ${x.noSuggestion}${
+    Object.keys(x.noSuggestionReasons).length
+      ? ` (${Object.entries(x.noSuggestionReasons)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')})`
+      : ''
+  } |`;
 }
 
 export interface ReplayCaseRow {
