@@ -390,7 +390,13 @@ export interface ReplayCaseRow {
 export function perfectSweepOutput(c: CorpusCase, prompt: NextEditPrompt): string | null {
   const after = c.before.slice(0, c.regionStart) + c.expected + c.before.slice(c.regionEnd);
   const grown = after.length - c.before.length;
-  if (prompt.region.start > c.regionStart || prompt.region.end < c.regionEnd) return null;
+  // Where the documents differ (in `before`): it must lie in the prompt's region (whole lines, which
+  // may leave out the case region's last newline).
+  let head = 0;
+  while (head < c.before.length && c.before[head] === after[head]) head++;
+  let tail = 0;
+  while (tail < c.before.length - head && tail < after.length - head && c.before[c.before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
+  if (head < prompt.region.start || c.before.length - tail > prompt.region.end) return null;
   const window = after.slice(prompt.region.start, prompt.region.end + grown);
   const output = `${window}\n${prompt.stop[0]}`;
   const parsed = NEXT_EDIT_FORMATS.sweep.parseOutput(output, prompt);
