@@ -51,7 +51,7 @@ export function describeWorker(w: WorkerStatus): FigureRow {
 /** A section of Show Stats: a table, or one sentence where there is no table (e.g. "none yet"). */
 export interface StatsSection {
   /** Stable: the rendered view replaces a section by it when its figures change. */
-  id: 'last' | 'session' | 'alternatives' | 'policy' | 'timeline';
+  id: 'last' | 'session' | 'alternatives' | 'policy' | 'timeline' | 'nextEdits';
   heading: string;
   /** The table's two column headings. */
   columns: readonly [string, string];
