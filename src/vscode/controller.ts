@@ -37,6 +37,16 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { StatsPanel } from './statsPanel';
 import { statsView } from '../statsView/statsPage';
+import { NextEditController } from './nextEdit/controller';
+import { replaySourceFromEnvironment } from './nextEdit/replay';
+import type { NextEditSource } from '../nextEdit/ui/source';
+import { readNextEditSettings } from './settings';
+
+/** The backend's next-edit side, when this build's backend has one (the seam of issue #39). */
+function nextEditSourceOf(backend: InferenceBackend): NextEditSource | null {
+  const candidate = backend as InferenceBackend & Partial<NextEditSource>;
+  return typeof candidate.nextEdit === 'function' ? (candidate as NextEditSource) : null;
+}
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -82,6 +92,8 @@ export class DraftlineController implements vscode.Disposable {
   readonly quarantine: ModelQuarantine;
   /** The local worker as Show Stats last asked it (null: a server, or not asked yet). */
   private workerStatus: WorkerStatus | null = null;
+  /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
+  readonly nextEdits: NextEditController;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
@@ -131,8 +143,22 @@ export class DraftlineController implements vscode.Disposable {
         this.log.info(describeAlternatives(answer));
         this.refreshStats();
       },
+      nextEditItem: (document, position) => this.nextEdits.ghostItem(document, position),
+      onFim: (document, position, phase) => this.nextEdits.fimPhase(document, position, phase),
     }));
+    // The real-editor tests' recorded answers (DRAFTLINE_NEXT_EDIT_REPLAY), else the backend's nextEdit.
+    const replay = replaySourceFromEnvironment((message) => this.log.warn(message));
+    this.nextEdits = new NextEditController({
+      log: this.log,
+      source: () => replay ?? (this.info ? nextEditSourceOf(this.backend) : null),
+      noSourceReason: () => (!this.info ? 'no suggestion: the models are not loaded' : `no suggestion: the ${this.backend.kind} backend has no next-edit support in this build`),
+      settings: () => readNextEditSettings(this.reportSettingProblem),
+      mode: () => this.engine.mode,
+      lastEditAt: (document) => this.editArrivals.lastEditAt(document),
+      onStats: () => this.refreshStats(),
+    });
     this.disposables.push(
+      this.nextEdits,
       this.editArrivals,
       this.extraContext,
       this.log,
@@ -376,6 +402,7 @@ export class DraftlineController implements vscode.Disposable {
 
   /** Applies toggles and knobs that need no reload. */
   applyLiveSettings(): void {
+    this.nextEdits.settingsChanged();
     const wasEnabled = this.engine.settings.enabled;
     this.engine.settings = readEngineSettings(this.models?.draft != null, this.reportSettingProblem);
     // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
@@ -418,6 +445,7 @@ export class DraftlineController implements vscode.Disposable {
   }
 
   refreshStats(): void {
+    this.statusBar.setNextEdits(this.nextEdits.stats.tooltipLine());
     this.statusBar.setSummary(this.engine.stats.summary(), this.modeLabel);
     this.statsPanel.refresh();
   }
@@ -428,7 +456,8 @@ export class DraftlineController implements vscode.Disposable {
   }
 
   private statsReport(): StatsReportModel {
-    return statsReportModel(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline);
+    const report = statsReportModel(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline);
+    return { ...report, sections: [...report.sections, this.nextEdits.stats.section()] };
   }
 
   /** A setting was out of bounds, mistyped or set where it is not read: say so, once, and carry on. */
