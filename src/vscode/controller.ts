@@ -40,7 +40,7 @@ import { statsView } from '../statsView/statsPage';
 import { NextEditController } from './nextEdit/controller';
 import { replaySourceFromEnvironment } from './nextEdit/replay';
 import type { NextEditSource } from '../nextEdit/ui/source';
-import { readNextEditSettings } from './settings';
+import { readNextEditUiSettings } from './settings';
 
 /** The backend's next-edit side, when this build's backend has one (the seam of issue #39). */
 function nextEditSourceOf(backend: InferenceBackend): NextEditSource | null {
@@ -152,7 +152,7 @@ export class DraftlineController implements vscode.Disposable {
       log: this.log,
       source: () => replay ?? (this.info ? nextEditSourceOf(this.backend) : null),
       noSourceReason: () => (!this.info ? 'no suggestion: the models are not loaded' : `no suggestion: the ${this.backend.kind} backend has no next-edit support in this build`),
-      settings: () => readNextEditSettings(this.reportSettingProblem),
+      settings: () => readNextEditUiSettings(this.reportSettingProblem),
       mode: () => this.engine.mode,
       lastEditAt: (document) => this.editArrivals.lastEditAt(document),
       onStats: () => this.refreshStats(),

@@ -113,9 +113,8 @@ export function readBackendSettings(report?: SettingProblemReport): BackendSetti
   return backendSettingsFrom(settings(report));
 }
 
-/** Next-edit suggestions: on or off, the pause before a request, and a forced prompt format (when package.json declares it). */
-export function readNextEditSettings(report?: SettingProblemReport): { enabled: boolean; debounceMs: number; format?: NextEditFormatId | 'auto' } {
+/** Next-edit suggestions in the editor: on or off, the pause before a request, the prompt format (forced or 'auto'). */
+export function readNextEditUiSettings(report?: SettingProblemReport): { enabled: boolean; debounceMs: number; format: NextEditFormatId | 'auto' } {
   const config = settings(report);
-  const format = DECLARATIONS[`${SECTION}.nextEdit.format`] ? config.value<NextEditFormatId | 'auto'>('nextEdit.format') : undefined;
-  return { enabled: config.value<boolean>('nextEdit.enabled'), debounceMs: config.number('nextEdit.debounceMs'), ...(format ? { format } : {}) };
+  return { enabled: config.value<boolean>('nextEdit.enabled'), debounceMs: config.number('nextEdit.debounceMs'), format: config.choice<NextEditFormatId | 'auto'>('nextEdit.format') };
 }

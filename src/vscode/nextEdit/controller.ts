@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { NextEditFormatId, TextReplacement } from '../../nextEdit/types';
 import { shifted } from '../../nextEdit/ui/chain';
-import { RecentEdits } from '../../nextEdit/ui/recentEdits';
+import { RecordedEdits } from '../../nextEdit/ui/historyAdapter';
 import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/ui/session';
 import { classifyNextEdit, type ShapeText } from '../../nextEdit/ui/shape';
 import type { NextEditSource } from '../../nextEdit/ui/source';
@@ -42,7 +42,7 @@ export interface NextEditHooks {
 export class NextEditController implements vscode.Disposable {
   readonly stats = new NextEditStats();
   readonly fim = new FimTracker();
-  private readonly history = new RecentEdits();
+  private readonly history = new RecordedEdits();
   private readonly renderer = new NextEditRenderer();
   private readonly session: NextEditSession;
   private readonly disposables: vscode.Disposable[] = [];
