@@ -126,9 +126,9 @@ function blockOf(text: ShapeText, slice: (start: number, end: number) => string,
   let newLines = (slice(lineStart, edit.start) + edit.text + slice(edit.end, lineEnd)).split('\n');
   // Unchanged lines at both ends are the document's, not the edit's.
   let head = 0;
-  while (head < oldLines.length - 1 && head < newLines.length - 1 && oldLines[head] === newLines[head]) head++;
+  while (head < oldLines.length && head < newLines.length && oldLines[head] === newLines[head]) head++;
   let tail = 0;
-  while (tail < oldLines.length - 1 - head && tail < newLines.length - 1 - head && oldLines[oldLines.length - 1 - tail] === newLines[newLines.length - 1 - tail]) tail++;
+  while (tail < oldLines.length - head && tail < newLines.length - head && oldLines[oldLines.length - 1 - tail] === newLines[newLines.length - 1 - tail]) tail++;
   newLines = newLines.slice(head, newLines.length - tail);
   const changedOld = { first: first.line + head, last: last.line - tail };
   // Only new lines (nothing of the old changes): drawn beside the line above where they go.
