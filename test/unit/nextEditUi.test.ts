@@ -320,7 +320,7 @@ describe('next-edit readout', () => {
     const t = stringShapeText('let sum = 0;\nreturn count;\n');
     const edit = { start: 20, end: 25, text: 'sum' };
     const shape = classifyNextEdit(t, t.slice, edit, 7, []);
-    const line = describeSuggestion({ requestId: 1, cursor: 7, edit, shape, others: [], jumped: false, chainIndex: 0 }, 'applied', null, 412, (o) => t.positionAt(o).line);
+    const line = describeSuggestion({ requestId: 1, cursor: 7, edit, shape, others: [], jumped: false, chainIndex: 0 }, 'applied', null, 412);
     assert.equal(line, 'next edit applied: line 2, replace 5 chars with "sum", shown as inline 1 line from the cursor; on screen 412 ms after the last keystroke');
   });
 });

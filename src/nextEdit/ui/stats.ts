@@ -157,9 +157,10 @@ function push(values: number[], value: number): void {
 }
 
 /** The one log line of a suggestion, when it ends. */
-export function describeSuggestion(s: ShownSuggestion, outcome: NextEditOutcome, figures: NextEditRequestFigures | null, onScreenMs: number | null, lineOf: (offset: number) => number): string {
+export function describeSuggestion(s: ShownSuggestion, outcome: NextEditOutcome, figures: NextEditRequestFigures | null, onScreenMs: number | null): string {
   const e = s.edit;
-  const line = lineOf(e.start) + 1;
+  // The line where it was shown (the document may have changed since: typing removes it).
+  const line = s.shape.firstLine + 1;
   const what = e.start === e.end ? `insert ${JSON.stringify(clip(e.text))}` : e.text ? `replace ${e.end - e.start} chars with ${JSON.stringify(clip(e.text))}` : `delete ${e.end - e.start} chars`;
   const place = s.shape.distance === 0 ? 'on the cursor line' : `${s.shape.distance} line${s.shape.distance === 1 ? '' : 's'} from the cursor${s.shape.far ? ', far' : ''}`;
   const timing = [

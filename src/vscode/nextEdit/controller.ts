@@ -82,7 +82,8 @@ export class NextEditController implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((doc) => this.history.forget(doc.uri.toString())),
       vscode.workspace.onDidChangeTextDocument((e) => this.onDocumentChanged(e)),
       vscode.window.onDidChangeTextEditorSelection((e) => this.onSelectionChanged(e)),
-      vscode.window.onDidChangeActiveTextEditor(() => this.session.reset()),
+      // Another document in front (not the same one again, which VS Code reports too, e.g. after a notification).
+      vscode.window.onDidChangeActiveTextEditor((editor) => editor?.document !== this.editor?.document && this.session.reset()),
     );
   }
 
@@ -347,8 +348,7 @@ export class NextEditController implements vscode.Disposable {
   private ended(s: ShownSuggestion, outcome: NextEditOutcome): void {
     if (this.ghost?.suggestion === s) this.ghost = null;
     this.stats.ended(outcome);
-    const doc = this.editor?.document;
-    this.hooks.log.info(describeSuggestion(s, outcome, this.figures.get(s.requestId) ?? null, this.onScreen.get(s) ?? null, (o) => doc?.positionAt(o).line ?? 0));
+    this.hooks.log.info(describeSuggestion(s, outcome, this.figures.get(s.requestId) ?? null, this.onScreen.get(s) ?? null));
     this.hooks.onStats();
   }
 
