@@ -21,10 +21,10 @@ export function formatFromName(text: string): NextEditFormatId | null {
   // Zeta 2 (zed-industries/zeta-2, zeta-2.1) is trained on another layout (fill-in-the-middle with
   // merge markers), not Zeta's: no format of ours fits it.
   if (/(?:^|[^a-z])zeta[\s._-]*2(?:$|[^0-9])/.test(t)) return null;
-  // Zeta (zed-industries/zeta, its GGUFs: zed-industries_zeta-Q4_K_M.gguf, zeta-Q8_0.gguf, zeta.Q5_K_M.gguf)
-  // and Continue's Instinct, which issue #39 groups with it (`### User Edits:` / `### User Excerpt:`).
+  // Zeta (zed-industries/zeta, its GGUFs: zed-industries_zeta-Q4_K_M.gguf, zeta-Q8_0.gguf, zeta.Q5_K_M.gguf).
+  // Continue's Instinct is not Zeta's layout (a chat template with a system prompt and `### Context:`):
+  // no format of ours fits it, so it gets none rather than a prompt it was not trained on.
   if (/(?:^|[^a-z])zeta(?:$|[^a-z0-9])/.test(t)) return 'zeta';
-  if (/(?:^|[^a-z])instinct(?:$|[^a-z])/.test(t)) return 'zeta';
   return null;
 }
 
@@ -48,7 +48,8 @@ export function nextEditFormatOf(model: ModelIdentity, forced: NextEditFormatId 
 }
 
 function isKnownWithoutFormat(text: string): boolean {
-  return /(?:^|[^a-z])zeta[\s._-]*2(?:$|[^0-9])/.test(text.toLowerCase());
+  const t = text.toLowerCase();
+  return /(?:^|[^a-z])zeta[\s._-]*2(?:$|[^0-9])/.test(t) || /(?:^|[^a-z])instinct(?:$|[^a-z])/.test(t);
 }
 
 /** The identity fields of a GGUF's key/values (a Map as src/gguf/ggufReader.ts reads it, or a plain record as node-llama-cpp gives it). */
