@@ -153,7 +153,8 @@ export class DraftlineController implements vscode.Disposable {
       source: () => replay ?? (this.info ? nextEditSourceOf(this.backend) : null),
       noSourceReason: () => (!this.info ? 'no suggestion: the models are not loaded' : `no suggestion: the ${this.backend.kind} backend has no next-edit support in this build`),
       settings: () => readNextEditUiSettings(this.reportSettingProblem),
-      mode: () => this.engine.mode,
+      // The window copy proposer (with the draft and n-grams where there are): lossless, and where next edits are fast.
+      mode: () => (this.engine.settings.speculation ? 'hybrid' : 'plain'),
       lastEditAt: (document) => this.editArrivals.lastEditAt(document),
       onStats: () => this.refreshStats(),
     });
