@@ -20,6 +20,7 @@ import {
   openWorkbench,
   placeCursor,
   readGhostText,
+  readStatusBarItem,
   repoRoot,
   runCommand,
   saveActiveFile,
@@ -40,12 +41,15 @@ const EDITOR = '.part.editor .editor-group-container.active .monaco-editor';
 const EDITOR_GROUP = '.part.editor .editor-group-container.active';
 
 const comments = (from: number, count: number) => Array.from({ length: count }, (_, i) => `  // step ${from + i}`).join('\n');
-/** A rename: `count` on line 2, then its uses 11 lines apart (far from each other: Tab jumps first). */
+/**
+ * A rename: `count` on line 2, then its uses on lines 11 and 20: 9 lines apart, far from each other
+ * (Tab jumps first), and each in the 21-line window of a request made at the one before.
+ */
 const RENAME = `export function total(prices: number[]): number {
   let count = 0;
-${comments(1, 10)}
+${comments(1, 8)}
   for (const price of prices) count += price;
-${comments(11, 10)}
+${comments(9, 8)}
   return count;
 }
 `;
@@ -55,8 +59,8 @@ const renamed = (text: string, line: number) =>
     .map((l, i) => (i === line - 1 ? l.replace('count', 'sum') : l))
     .join('\n');
 const RENAME_1 = renamed(RENAME, 2);
-const RENAME_2 = renamed(RENAME_1, 13);
-const RENAME_3 = renamed(RENAME_2, 24);
+const RENAME_2 = renamed(RENAME_1, 11);
+const RENAME_3 = renamed(RENAME_2, 20);
 
 const INSERT = 'const values = [1, 2, 3];\nconst doubled = values.map\n';
 const INSERT_TYPED = 'const values = [1, 2, 3];\nconst doubled = values.map(\n';
@@ -215,9 +219,9 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
 
   it('rename: the next use, far, gets a "Tab to jump" marker; Tab jumps, Tab applies (one undo step); the chain reaches the third use', async () => {
     await renameAtFirstUse('rename.ts');
-    await timed('far (Tab to jump)', async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 13') || undefined, 'the Tab-to-jump marker');
+    await timed('far (Tab to jump)', async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 11') || undefined, 'the Tab-to-jump marker');
     const marker = await drawn(page);
-    assert.deepEqual(marker.struck, ['count'], 'the edit is drawn where it is too (line 13 is on screen)');
+    assert.deepEqual(marker.struck, ['count'], 'the edit is drawn where it is too (line 11 is on screen)');
     assert.ok(marker.gutterArrows >= 1, 'a gutter arrow at the edit');
     await snap('rename-far');
     await media('nes-jump-dark');
@@ -233,7 +237,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await page.keyboard.press('Tab');
     await waitFor(async () => (await viewText(page)).includes('for (const price of prices) sum += price;') || undefined, { timeoutMs: 5000, what: 'the edit applied' });
     // The chain: asked again at once, the third use comes up (far again).
-    await waitFor(async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 24') || undefined, { timeoutMs: 10_000, what: 'the chain: the third use proposed' });
+    await waitFor(async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 20') || undefined, { timeoutMs: 10_000, what: 'the chain: the third use proposed' });
     await snap('rename-chain');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
@@ -244,11 +248,11 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await page.keyboard.press('Control+Z');
     await saveActiveFile(page);
     assert.equal(file('rename.ts'), RENAME_2);
-    await waitFor(() => (/next edit applied: line 13, replace 5 chars with "sum", shown as inline/.test(log()) ? true : undefined), {
+    await waitFor(() => (/next edit applied: line 11, replace 5 chars with "sum", shown as inline/.test(log()) ? true : undefined), {
       timeoutMs: 10_000,
       what: 'the log line of the applied suggestion',
     });
-    assert.match(log(), /next edit applied: line 24, .*chain step 2/);
+    assert.match(log(), /next edit applied: line 20, .*chain step 2/);
   });
 
   it('an insertion at the cursor is ordinary ghost text, and Tab accepts it', async () => {
@@ -294,12 +298,14 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     assert.match(log(), /next edit removed by typing: line 4, insert " {2}z: number;\\n {2}label\?: string;\\n", shown as block/);
   });
 
-  it('Tab indents where no next edit is shown', async () => {
+  it('Tab indents where no next edit is shown; the status bar tooltip counts the next edits', async () => {
     await openFile(page, 'indent.ts');
     await placeCursor(page, 2, 1);
     await page.keyboard.press('Tab');
     await saveActiveFile(page);
     assert.equal(file('indent.ts'), 'function f() {\n  return 1;\n}\n');
+    const item = await readStatusBarItem(page, 'draftline.draftline.status', { hover: true });
+    assert.match(item?.tooltip ?? '', /Next edits: \d+ shown, 3 applied, \d+ dismissed · first edit \d+ ms/, item?.tooltip ?? 'no tooltip');
   });
 
   it('the same renderings in the light theme (the README pictures)', async () => {

@@ -1,6 +1,6 @@
 // Where the editor's next edits come from: the backend seam's nextEdit (the local worker or a server)
 // satisfies this, and so does a replay of recorded answers (the real-editor tests' backend).
-import type { DecoderStats } from '../../shared/types';
+import { type DecoderStats, emptySpeculationStats } from '../../shared/types';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../types';
 
 export interface NextEditSource {
@@ -88,14 +88,6 @@ function replayStats(totalMs: number, stopped: boolean): DecoderStats {
     timeToFirstTokenMs: 0,
     totalMs,
     stopReason: stopped ? 'abort' : 'eos',
-    speculation: {
-      mode: 'plain',
-      targetEvaluations: 0,
-      targetTokensEvaluated: 0,
-      draftEvaluations: 0,
-      bySource: { ngram: { steps: 0, proposedTokens: 0, acceptedTokens: 0 }, draft: { steps: 0, proposedTokens: 0, acceptedTokens: 0 }, lookahead: { steps: 0, proposedTokens: 0, acceptedTokens: 0 } },
-      targetMs: 0,
-      draftMs: 0,
-    },
-  } as DecoderStats;
+    speculation: emptySpeculationStats('plain'),
+  };
 }
