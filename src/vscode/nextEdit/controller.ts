@@ -59,6 +59,7 @@ export class NextEditController implements vscode.Disposable {
   private readonly figures = new Map<number, NextEditRequestFigures>();
   private readonly onScreen = new WeakMap<ShownSuggestion, number | null>();
   private noSourceLogged = false;
+  private lastFailure: string | null = null;
 
   constructor(private readonly hooks: NextEditHooks) {
     this.session = new NextEditSession(
@@ -245,6 +246,7 @@ export class NextEditController implements vscode.Disposable {
     try {
       const result = await source.nextEdit(request, abort.signal, onEdit);
       if (!current()) return;
+      this.lastFailure = null;
       const figures = requestFigures(result);
       this.figures.set(requestId, figures);
       this.stats.answered(figures);
@@ -268,7 +270,10 @@ export class NextEditController implements vscode.Disposable {
       }
       this.session.answered(requestId, shifted(result.edits, base));
     } catch (error) {
-      if (!abort.signal.aborted) this.hooks.log.warn(`next edit failed: ${(error as Error).message}`);
+      // Once per distinct failure (a model that cannot load fails every request the same way).
+      const message = (error as Error).message;
+      if (!abort.signal.aborted && message !== this.lastFailure) this.hooks.log.warn(`next edit failed: ${message}`);
+      this.lastFailure = message;
       this.session.failed(requestId);
     } finally {
       if (this.inFlight === abort) this.inFlight = null;
