@@ -11,6 +11,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
+import { ServerBackend } from '../../src/remote/serverBackend';
+import { fixture, json, type RecordedRequest, StubServer } from '../support/stubServer';
 import {
   closeWorkbench,
   draftlineLogs,
@@ -341,5 +343,122 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await media('nes-block-light');
     await focusEditor(page);
     await page.keyboard.press('Escape');
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// The same rename through a remote backend: Draftline's own server path (ServerBackend.nextEdit: the
+// Sweep prompt, llama-server's /completion, the output parser) against a stub llama-server whose
+// /completion answers as a model that proposes the recorded next text would: the window the prompt
+// shows as current/, rewritten as the recorded answer has it.
+
+/** The window a Sweep prompt shows as current (the request's region), or null. */
+function sweepCurrentWindow(prompt: string): string | null {
+  const m = /<\|file_sep\|>current\/[^\n]*\n([\s\S]*?)\n<\|file_sep\|>updated\//.exec(prompt);
+  return m ? m[1]! : null;
+}
+
+/** The model's output for a prompt: the recorded answer's lines in place of the window's, or the window unchanged. */
+export function recordedSweepOutput(prompt: string, cases: readonly { before: string; after: string }[]): string {
+  const window = sweepCurrentWindow(prompt);
+  if (window === null) return '';
+  for (const c of cases) {
+    const at = c.before.indexOf(window);
+    if (at === -1) continue;
+    const first = c.before.slice(0, at).split('\n').length - 1;
+    const count = window.split('\n').length;
+    const before = c.before.split('\n');
+    const after = c.after.split('\n');
+    if (before.length !== after.length) continue;
+    return `${after.slice(first, first + count).join('\n')}\n`;
+  }
+  return `${window}\n`;
+}
+
+/** Whether this build's server backend computes next edits (issue #39's seam, from another branch). */
+const serverHasNextEdit = (): boolean => typeof (ServerBackend.prototype as unknown as { nextEdit?: unknown }).nextEdit === 'function';
+
+describe('next-edit suggestions through llama-server (stub), in a real editor', {
+  skip: e2eUnavailableReason() ?? (serverHasNextEdit() ? false : 'the server backend has no nextEdit in this build'),
+}, () => {
+  let server: CodeServer;
+  let wb: Workbench;
+  let page: Page;
+  let stub: StubServer;
+  const OUT_REMOTE = path.join(ROOT, 'test-output', 'e2e-next-edit-remote');
+  const WS = path.join(OUT_REMOTE, 'workspace');
+
+  before(async () => {
+    const final = JSON.parse(fixture('llama-server/completion-continued-41-stream.sse').trim().split('\n\n').at(-1)!.slice(6));
+    const sse = (content: string, stop: boolean) =>
+      `data: ${JSON.stringify(stop ? { ...final, content, stop: true, stop_type: 'word', stopping_word: '<|file_sep|>' } : { index: 0, content, stop: false })}\n\n`;
+    stub = await StubServer.start({
+      'GET /health': json(200, fixture('llama-server/health.json')),
+      'GET /props': json(200, fixture('llama-server/props.json')),
+      'POST /infill': () => json(200, fixture('llama-server/infill.json')),
+      'POST /completion': (r: RecordedRequest) => {
+        const output = recordedSweepOutput(String(r.json?.prompt ?? ''), CASES);
+        const lines = output.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+        return { kind: 'stream' as const, contentType: 'text/event-stream', delayMs: 5, events: [...lines.map((l) => sse(l, false)), sse('', true)] };
+      },
+    });
+    fs.rmSync(OUT_REMOTE, { recursive: true, force: true });
+    fs.mkdirSync(WS, { recursive: true });
+    fs.writeFileSync(path.join(WS, 'rename.ts'), RENAME);
+    execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+    server = await startCodeServer({
+      workspaceDir: WS,
+      outDir: path.join(OUT_REMOTE, 'server'),
+      settings: {
+        'editor.tabSize': 2,
+        'editor.insertSpaces': true,
+        'draftline.enable': false,
+        'draftline.nextEdit.enabled': true,
+        'draftline.backend': 'llama-server',
+        'draftline.server.endpoint': stub.url,
+        'draftline.nextEdit.format': 'sweep',
+      },
+    });
+    wb = await openWorkbench(server, { extensionDevelopmentPath: ROOT, viewport: { width: 1100, height: 760 } });
+    page = wb.page;
+    await waitFor(async () => (await page.locator('[id="draftline.draftline.status"]').count()) > 0 || undefined, { timeoutMs: 90_000, what: 'Draftline active (its status bar item)' });
+  });
+
+  after(async () => {
+    await closeWorkbench(wb);
+    await server?.stop();
+    await stub?.close();
+  });
+
+  it('rename at one use → the next use proposed from /completion → Tab jumps, Tab applies → the chain reaches the third', async () => {
+    const log = () =>
+      draftlineLogs(server.userDataDir)
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
+    await waitFor(() => (/connected|llama-server at/i.test(log()) ? true : undefined), { timeoutMs: 60_000, what: 'the llama-server backend connected', describe: () => log() });
+    await openFile(page, 'rename.ts');
+    await placeCursor(page, 2, 12);
+    for (let i = 0; i < 5; i++) await page.keyboard.press('Backspace', { delay: 40 });
+    await page.keyboard.type('sum', { delay: 60 });
+    await waitFor(async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 11') || undefined, {
+      timeoutMs: 20_000,
+      what: 'the next use proposed through the server',
+      describe: async () => `view:\n${await viewText(page)}\nlog:\n${log().slice(-3000)}`,
+    });
+    await screenshot(page, OUT_REMOTE, '01-far');
+    await page.keyboard.press('Tab');
+    await waitFor(async () => (await viewText(page)).includes('Tab to apply') || undefined, { timeoutMs: 5000, what: 'the jump' });
+    await page.keyboard.press('Tab');
+    await waitFor(async () => (await viewText(page)).includes('Tab to jump ↓ next edit at line 20') || undefined, {
+      timeoutMs: 20_000,
+      what: 'the chain: the third use',
+      describe: () => log().slice(-3000),
+    });
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await waitFor(async () => (await viewText(page)).includes('return sum;') || undefined, { timeoutMs: 5000, what: 'the third use applied' });
+    await saveActiveFile(page);
+    assert.equal(fs.readFileSync(path.join(WS, 'rename.ts'), 'utf8'), RENAME_3);
+    assert.ok(stub.to('/completion', 'POST').length >= 2, 'the prompts went to /completion');
   });
 });
