@@ -226,7 +226,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     assert.deepEqual(marker.struck, ['count'], 'the edit is drawn where it is too (line 11 is on screen)');
     assert.ok(marker.gutterArrows >= 1, 'a gutter arrow at the edit');
     await snap('rename-far');
-    await media('nes-jump-dark');
+    await media('screenshot-nes-jump-dark');
     await page.keyboard.press('Tab');
     await waitFor(async () => ((await viewText(page)).includes('Tab to apply') && !(await viewText(page)).includes('Tab to jump')) || undefined, {
       timeoutMs: 5000,
@@ -235,7 +235,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     const text = await viewText(page);
     assert.match(text, /count\s*sum \+= price/, 'the removed text struck through, the new text beside it');
     await snap('rename-jumped');
-    await media('nes-inline-dark');
+    await media('screenshot-nes-inline-dark');
     await page.keyboard.press('Tab');
     await waitFor(async () => (await viewText(page)).includes('for (const price of prices) sum += price;') || undefined, { timeoutMs: 5000, what: 'the edit applied' });
     // The chain: asked again at once, the third use comes up (far again).
@@ -264,7 +264,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     const ghost = await timed('ghost text', async () => (await readGhostText(page)) || undefined, 'the next edit as ghost text');
     assert.equal(ghost, '(value) => value * 2);');
     await snap('insert-ghost');
-    await media('nes-ghost-dark');
+    await media('screenshot-nes-ghost-dark');
     await page.keyboard.press('Tab');
     await saveActiveFile(page);
     assert.equal(file('insert.ts'), CASES[2]!.after);
@@ -277,7 +277,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await timed('deletion', async () => (await drawn(page)).struck.join('').includes("console.log('area', r);") || undefined, 'the deletion drawn');
     assert.ok((await viewText(page)).includes('Tab to apply'));
     await snap('delete-shown');
-    await media('nes-deletion-dark');
+    await media('screenshot-nes-deletion-dark');
     await page.keyboard.press('Escape');
     await waitFor(async () => ((await drawn(page)).struck.length === 0 && !(await viewText(page)).includes('Tab to apply')) || undefined, { timeoutMs: 3000, what: 'Escape removing the suggestion' });
     await page.keyboard.press('Tab'); // nothing shown: Tab indents again (the cursor is at the line's end: two spaces)
@@ -292,7 +292,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await page.keyboard.type(';', { delay: 60 });
     await timed('block image', async () => (await drawn(page)).images > 0 || undefined, 'the block image');
     await snap('block-shown');
-    await media('nes-block-dark');
+    await media('screenshot-nes-block-dark');
     await page.keyboard.type(' ');
     const t0 = Date.now();
     await waitFor(async () => (await drawn(page)).images === 0 || undefined, { timeoutMs: 1000, intervalMs: 20, what: 'a keystroke removing the image' });
@@ -319,28 +319,28 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await sleep(500);
     await renameAtFirstUse('rename-light.ts');
     await waitFor(async () => (await viewText(page)).includes('Tab to jump') || undefined, { timeoutMs: 15_000, what: 'the marker (light)' });
-    await media('nes-jump-light');
+    await media('screenshot-nes-jump-light');
     await page.keyboard.press('Tab');
     await waitFor(async () => (await viewText(page)).includes('Tab to apply') || undefined, { timeoutMs: 5000, what: 'the jump (light)' });
-    await media('nes-inline-light');
+    await media('screenshot-nes-inline-light');
     await page.keyboard.press('Escape');
     await openFile(page, 'insert-light.ts');
     await placeCursor(page, 2, 27);
     await page.keyboard.type('(', { delay: 60 });
     await waitFor(async () => (await readGhostText(page)) || undefined, { timeoutMs: 15_000, what: 'ghost text (light)' });
-    await media('nes-ghost-light');
+    await media('screenshot-nes-ghost-light');
     await page.keyboard.press('Escape');
     await openFile(page, 'delete-light.ts');
     await placeCursor(page, 4, 20);
     await page.keyboard.type(';', { delay: 60 });
     await waitFor(async () => (await drawn(page)).struck.length > 0 || undefined, { timeoutMs: 15_000, what: 'the deletion (light)' });
-    await media('nes-deletion-light');
+    await media('screenshot-nes-deletion-light');
     await page.keyboard.press('Escape');
     await openFile(page, 'block-light.ts');
     await placeCursor(page, 2, 12);
     await page.keyboard.type(';', { delay: 60 });
     await waitFor(async () => (await drawn(page)).images > 0 || undefined, { timeoutMs: 15_000, what: 'the block image (light)' });
-    await media('nes-block-light');
+    await media('screenshot-nes-block-light');
     await focusEditor(page);
     await page.keyboard.press('Escape');
   });
