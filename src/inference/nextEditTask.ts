@@ -97,12 +97,13 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
 export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, request: NextEditRequest, run: NextEditRun): Promise<NextEditResult> {
   const started = performance.now();
   const { signal } = run;
-  const chosen = pieces.formatFor(request, host.model);
-  if ('none' in chosen) return noNextEdit(request, 'noFormat', chosen.none);
-  const format = chosen;
+  // A prompt built already is decoded as it is; its format reads the output.
+  const chosen = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, host.model);
+  if ('none' in chosen && !request.prompt) return noNextEdit(request, 'noFormat', chosen.none);
+  const format = 'none' in chosen ? { id: request.prompt!.format, buildPrompt: () => request.prompt! } : chosen;
   let prompt: NextEditPrompt;
   try {
-    prompt = format.buildPrompt(request);
+    prompt = request.prompt ?? format.buildPrompt(request);
   } catch (error) {
     return noNextEdit(request, 'error', `the ${format.id} prompt could not be built: ${(error as Error).message}`, { format: format.id });
   }
@@ -113,8 +114,13 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
     return noNextEdit(request, 'error', `the ${format.id} prompt (${promptTokens.length} tokens) and ${prompt.maxTokens} new tokens do not fit a KV sequence of ${host.capacity}`, base);
   }
   if (signal?.aborted) return noNextEdit(request, 'cancelled', 'cancelled before it started', base);
+  let parks = 0;
+  const onPark = () => {
+    parks++;
+    run.onPark?.();
+  };
   const hooks = {
-    onPark: run.onPark,
+    onPark,
     onResume: run.onResume,
     check: () => {
       if (!host.holds(run.owner, state.target)) throw new SequenceTaken(run.owner);
@@ -123,10 +129,11 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
   let state!: SequenceEvaluators<GreedyEvaluator>;
   try {
     // Taking (or loading back) the sequence is native work too: it waits for completions like a step.
-    state = await host.gate.evaluate(() => host.sequenceFor(run.owner, promptTokens), signal, { onPark: run.onPark, onResume: run.onResume });
+    state = await host.gate.evaluate(() => host.sequenceFor(run.owner, promptTokens), signal, { onPark, onResume: run.onResume });
     const target = gated(state.target, host.gate, signal, hooks);
     const draft = state.draft ? host.draftProposer(gated(state.draft, host.gate, signal, hooks), run.speculation) : undefined;
     const generated = await pieces.decode({
+      request,
       format,
       prompt,
       promptTokens,
@@ -141,8 +148,9 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
       signal,
       onEdit: (edit) => run.onEdit?.(edit, performance.now() - started),
     });
-    if (signal?.aborted && !generated.noSuggestion) return { ...base, ...generated, edits: [], noSuggestion: { reason: 'cancelled', detail: 'cancelled while decoding' } };
-    return { ...base, ...generated };
+    const yielded = parks > 0 ? { yieldedToCompletions: parks } : {};
+    if (signal?.aborted) return { ...base, ...generated, ...yielded, edits: [], noSuggestion: { reason: 'cancelled', detail: 'cancelled while decoding' } };
+    return { ...base, ...generated, ...yielded };
   } catch (error) {
     if (error instanceof ParkedAbort || (signal?.aborted && !(error instanceof SequenceTaken))) return noNextEdit(request, 'cancelled', 'cancelled while waiting for a completion', base);
     if (error instanceof SequenceTaken) return noNextEdit(request, 'cancelled', error.message, base);

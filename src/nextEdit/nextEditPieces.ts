@@ -5,6 +5,8 @@
 // with `fromOutput` (remote/serverBackend.ts). Injected, so tests and the bench can swap them.
 import type { ModelFileInfo } from '../gguf/modelFileCheck';
 import type { DecoderStats, Token } from '../shared/types';
+import { decode } from '../speculation/speculativeDecoder';
+import { StopRules } from '../stopping/stopRules';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';
@@ -18,6 +20,8 @@ export interface NextEditFormatLike {
 
 /** What decoding a next-edit prompt gives back (nextEdit/nextEditGeneration.ts on the decode side). */
 export interface GeneratedNextEdit {
+  /** The model's output, cut at the format's stop. */
+  output?: string;
   edits: TextReplacement[];
   regionText: string | null;
   noSuggestion?: { reason: NoSuggestionReason; detail: string };
@@ -27,6 +31,7 @@ export interface GeneratedNextEdit {
 
 /** What the decode of one next-edit prompt gets (mirrors generateNextEdit's input). */
 export interface NextEditDecodeInput {
+  request: NextEditRequest;
   format: NextEditFormatLike;
   prompt: NextEditPrompt;
   /** The prompt's tokens (control tokens as tokens, BOS first when the model wants one). */
@@ -61,10 +66,19 @@ export interface NextEditPieces {
   fromOutput(format: NextEditFormatLike, output: string, prompt: NextEditPrompt, request: NextEditRequest): Omit<GeneratedNextEdit, 'stats' | 'timeToFirstEditMs'>;
 }
 
+/**
+ * Until the decode side's generation lands: the prompt decoded by the completion decoder (the
+ * request's mode; 'copy' as plain), its whole output read at the end (no streamed edits).
+ */
+async function decodeWhole(input: NextEditDecodeInput): Promise<GeneratedNextEdit> {
+  const stop = new StopRules({ detokenize: input.detokenize, isEndToken: input.isEndToken, maxTokens: input.prompt.maxTokens, stopStrings: input.prompt.stop });
+  const mode = input.mode === 'hybrid' || input.mode === 'draft' || input.mode === 'ngram' ? input.mode : 'plain';
+  const stats = await decode({ mode, target: input.target, prompt: input.promptTokens, stop, policy: input.policy, ngram: input.ngram, draft: input.draft, signal: input.signal });
+  return { output: stop.finalText, ...nextEditPieces.fromOutput(input.format, stop.finalText, input.prompt, input.request), stats };
+}
+
 export const nextEditPieces: NextEditPieces = {
   formatFor: () => ({ none: 'no next-edit prompt formats are built in yet' }),
-  decode: async () => {
-    throw new Error('next-edit decoding is not built in yet');
-  },
+  decode: decodeWhole,
   fromOutput: () => ({ edits: [], regionText: null, noSuggestion: { reason: 'unparseable', detail: 'next-edit output parsing is not built in yet' } }),
 };

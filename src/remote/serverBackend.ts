@@ -218,9 +218,11 @@ export class ServerBackend implements InferenceBackend {
       noSuggestion: { reason, detail },
       stats: serverStats(cancelled(this.now() - started).stats),
     });
-    const format = pieces.formatFor(request, { name: description.model });
-    if ('none' in format) return none('noFormat', `${format.none} (the server's model is "${description.model}")`);
-    const prompt = format.buildPrompt(request);
+    // A prompt built already goes as it is; its format reads the output.
+    const chosen = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { name: description.model });
+    if ('none' in chosen && !request.prompt) return none('noFormat', `${chosen.none} (the server's model is "${description.model}")`);
+    const format = 'none' in chosen ? { id: request.prompt!.format, buildPrompt: () => request.prompt! } : chosen;
+    const prompt = request.prompt ?? format.buildPrompt(request);
     const call = this.api.rawCompletion(prompt.prompt, { maxTokens: prompt.maxTokens, stop: prompt.stop }, description, settings);
     // The stop rules of a completion with the format's stop texts and token budget (the server stops there too).
     const sent: CompletionRequest = { prefix: '', suffix: '', maxTokens: prompt.maxTokens, mode: 'plain', stop: prompt.stop };
@@ -246,7 +248,7 @@ export class ServerBackend implements InferenceBackend {
       if (output.stats.stopReason === 'abort' && signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
       const parsed = pieces.fromOutput(format, output.text, prompt, request);
       // Edits the stream showed as final and the whole output's: the same edits, the whole output's win.
-      return { format: format.id, region: prompt.region, ...parsed, ...(firstEditMs !== undefined ? { timeToFirstEditMs: firstEditMs } : {}), stats: serverStats(output.stats) };
+      return { format: format.id, region: prompt.region, output: output.text, ...parsed, ...(firstEditMs !== undefined ? { timeToFirstEditMs: firstEditMs } : {}), stats: serverStats(output.stats) };
     } catch (error) {
       const e = asServerError(error);
       if (e.code === 'cancelled' || signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
