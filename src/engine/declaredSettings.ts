@@ -5,6 +5,7 @@
 // Only `contributes` (a named import): esbuild then bundles that part of package.json alone.
 import { contributes } from '../../package.json';
 import { resolveModelPath } from '../models/modelPath';
+import type { NextEditFormatId } from '../nextEdit/types';
 import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { EngineSettings } from './completionEngine';
 import { type SettingDeclaration, SettingsReader, type SettingsSource } from './settingsReader';
@@ -78,6 +79,24 @@ export function modelSettingsFrom(config: SettingsReader, embedded: { target: st
     kvSequences: config.numberOrKeyword('kvSequences', ['auto'] as const),
     flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
   };
+}
+
+/** The next-edit model and its prompt layout (draftline.nextEdit.*, user/machine settings only). */
+export interface NextEditSettings {
+  /** A local path (resolved against the home folder), a hub URI or an http(s) URL; '' for none. */
+  model: string;
+  /** 'auto': the layout the model's metadata and name say (src/nextEdit/modelFormat.ts). */
+  format: NextEditFormatId | 'auto';
+}
+
+/** The next-edit settings, model path resolved as the completion models' are (`~`, relative paths against `home`). */
+export function nextEditSettingsFrom(config: SettingsReader, home: string, report?: (message: string) => void): NextEditSettings {
+  const raw = config.value<unknown>('nextEdit.model');
+  if (raw !== undefined && raw !== null && typeof raw !== 'string') report?.(`${SECTION}.nextEdit.model is ${JSON.stringify(raw)}, not a path or URI: no next-edit model.`);
+  const value = typeof raw === 'string' ? raw.trim() : '';
+  const resolved = resolveModelPath(`${SECTION}.nextEdit.model`, value === 'none' ? '' : value, home);
+  if (resolved.note) report?.(resolved.note);
+  return { model: resolved.path, format: config.choice<NextEditFormatId | 'auto'>('nextEdit.format') };
 }
 
 /** What a load is made from: where completions come from and, for the local backend, the models. */

@@ -13,8 +13,8 @@ import { type AnnouncedDigest, fetchAnnouncedDigest, modelFileUrl, sha256File } 
  * Downloads several models as ONE operation (a target and its draft) through node-llama-cpp's
  * downloader: hub URIs and https URLs, resumable (a partial file is kept on failure and continued
  * next time; a cancel removes it). Each finished file is hashed whole (sha256, streamed) and must
- * match what the hub announced for it and, for a catalog entry, the hash its first download
- * recorded; then it must be a valid GGUF. A file that fails is deleted and nothing is recorded.
+ * match what the hub announced for it and, for a catalog entry, its pin (the sha256 the catalog
+ * names, else the hash its first download recorded); then it must be a valid GGUF. A file that fails is deleted and nothing is recorded.
  */
 export async function downloadModels(uris: string[], options: DownloadOptions): Promise<string[]> {
   fs.mkdirSync(options.dirPath, { recursive: true });
@@ -108,7 +108,10 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       const pin = pins[i];
       const hub = hubDigests[i];
       const expected = pin
-        ? { sha256: pin.sha256, by: `the hash Draftline pinned when it first downloaded it${pin.checkedAt ? ` (${pin.checkedAt.slice(0, 10)})` : ''} is` }
+        ? {
+            sha256: pin.sha256,
+            by: pin.byCatalog ? 'the sha256 Draftline pins in its catalog is' : `the hash Draftline pinned when it first downloaded it${pin.checkedAt ? ` (${pin.checkedAt.slice(0, 10)})` : ''} is`,
+          }
         : hub.sha256
           ? { sha256: hub.sha256, by: 'the hub announced' }
           : null;
@@ -149,14 +152,25 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
  * catalog names a revision as well as a file, so the bytes must not change; if they do (a moved
  * revision, a mirror serving something else), the new file is reported, not used.
  */
-function pinOf(dirPath: string, uri: string): (DownloadRecord & { sha256: string }) | undefined {
-  if (!catalogModelByUri(uri, { exact: true })) return undefined;
+function pinOf(dirPath: string, uri: string): Pin | undefined {
+  const entry = catalogModelByUri(uri, { exact: true });
+  if (!entry) return undefined;
+  // Pinned by the catalog itself (from the hub's LFS pointer): checked from the first download on.
+  if (entry.sha256) return { sha256: entry.sha256, size: entry.sizeBytes, byCatalog: true };
   const record = readDownloadIndex(dirPath)[uri.trim()];
-  return record?.sha256 ? (record as DownloadRecord & { sha256: string }) : undefined;
+  return record?.sha256 ? { ...(record as DownloadRecord & { sha256: string }), byCatalog: false } : undefined;
 }
 
-function changedUpstream(uri: string, pin: DownloadRecord & { sha256: string }, announced: string): string {
-  return `${uri} changed upstream: the hub now announces sha256 ${announced}, Draftline pinned ${pin.sha256}${pin.size ? ` (${pin.size} bytes)` : ''} when it first downloaded it${pin.checkedAt ? ` on ${pin.checkedAt.slice(0, 10)}` : ''}. Not downloaded; the pinned file is the one Draftline was tested with.`;
+type Pin = Pick<DownloadRecord, 'size' | 'checkedAt'> & { sha256: string; byCatalog: boolean };
+
+/** Where a pin comes from, for the messages: the catalog, or the first download. */
+function pinnedWhen(pin: Pin): string {
+  if (pin.byCatalog) return 'in its catalog';
+  return `when it first downloaded it${pin.checkedAt ? ` on ${pin.checkedAt.slice(0, 10)}` : ''}`;
+}
+
+function changedUpstream(uri: string, pin: Pin, announced: string): string {
+  return `${uri} changed upstream: the hub now announces sha256 ${announced}, Draftline pinned ${pin.sha256}${pin.size ? ` (${pin.size} bytes)` : ''} ${pinnedWhen(pin)}. Not downloaded; the pinned file is the one Draftline was tested with.`;
 }
 
 /**

@@ -95,3 +95,16 @@ export interface NextEditResult {
   timeToFirstEditMs?: number;
   stats: DecoderStats;
 }
+
+/** A format's reading of a model output: the region's new text, or why there is none. */
+export type ParsedRegion = { regionText: string } | { reason: NoSuggestionReason; detail: string };
+
+/** One next-edit model's prompt layout and output reading (nextEdit/formats/). */
+export interface NextEditFormat {
+  id: NextEditFormatId;
+  buildPrompt(request: NextEditRequest): NextEditPrompt;
+  /** The region's new text from a whole output (cut before a stop string, or at the token bound). */
+  parseOutput(output: string, prompt: NextEditPrompt): ParsedRegion;
+  /** The region text written so far by an unfinished output; null while the output is still before the region. */
+  partialRegion(output: string, prompt: NextEditPrompt): string | null;
+}

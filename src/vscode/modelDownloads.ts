@@ -5,7 +5,7 @@ import { downloadInWorker } from '../models/downloadInWorker';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
-import { SECTION, type ResolvedModelSettings, writeSetting } from './settings';
+import { type NextEditSettings, SECTION, type ResolvedModelSettings, writeSetting } from './settings';
 
 /** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
 export function huggingFaceEndpoint(): string | undefined {
@@ -67,6 +67,26 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
   }
   const local = (m: string) => (m && isModelUri(m) ? downloadedPath(dir, m)! : m);
   return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
+}
+
+/**
+ * The next-edit model as a local file, for its first use: a path as it is, a URI already downloaded
+ * offline, any other URI downloaded after the user agrees, with the same progress, pin and sha256
+ * check as the completion pair (the download runs in the worker). Resolves to '' when none is
+ * configured; rejects when the user declines or the download fails (the caller shows no next edits).
+ */
+export async function resolveNextEditModelFile(context: vscode.ExtensionContext, settings: NextEditSettings, worker: WorkerClient): Promise<string> {
+  const uri = settings.model;
+  if (!uri || !isModelUri(uri)) return uri;
+  const dir = modelsDir(context);
+  const have = downloadedPath(dir, uri);
+  if (have) return have;
+  const known = catalogModelByUri(uri);
+  const name = known ? `${known.name} (${mb(known.sizeBytes)}${known.licence ? `, ${known.licence}` : ''})` : uri;
+  const choice = await vscode.window.showInformationMessage(`Draftline: the next-edit model ${name} is not downloaded yet.`, 'Download', 'Cancel');
+  if (choice !== 'Download') throw new Error(`Next-edit model not downloaded: ${uri}`);
+  const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`);
+  return file;
 }
 
 /** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */

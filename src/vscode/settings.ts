@@ -1,7 +1,17 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { EngineSettings } from '../engine/completionEngine';
-import { backendSettingsFrom, DECLARATIONS, engineSettingsFrom, modelSettingsFrom, type ResolvedModelSettings, SECTION, speculationSettingsFrom } from '../engine/declaredSettings';
+import {
+  backendSettingsFrom,
+  DECLARATIONS,
+  engineSettingsFrom,
+  modelSettingsFrom,
+  type NextEditSettings,
+  nextEditSettingsFrom,
+  type ResolvedModelSettings,
+  SECTION,
+  speculationSettingsFrom,
+} from '../engine/declaredSettings';
 import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
 import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
 import type { SpeculationSettings } from '../shared/types';
@@ -9,7 +19,7 @@ import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
 import type { ExtraContextSettings } from './extraContext';
 
-export { SECTION, type ResolvedModelSettings };
+export { SECTION, type NextEditSettings, type ResolvedModelSettings };
 
 /** Where a settings problem goes (the controller logs it and shows one notification). */
 export type SettingProblemReport = (message: string) => void;
@@ -29,6 +39,11 @@ export function embeddedModels(extensionPath: string) {
 
 export function readModelSettings(extensionPath: string, report?: SettingProblemReport): ResolvedModelSettings {
   return modelSettingsFrom(settings(report), embeddedModels(extensionPath), os.homedir(), os.availableParallelism(), report);
+}
+
+/** The next-edit model (a path resolved against the home folder, a hub URI or URL; '' for none) and its prompt layout. */
+export function readNextEditSettings(report?: SettingProblemReport): NextEditSettings {
+  return nextEditSettingsFrom(settings(report), os.homedir(), report);
 }
 
 export function readSpeculationSettings(report?: SettingProblemReport): SpeculationSettings {
