@@ -259,7 +259,7 @@ export class InferenceSession {
       const speculation = overrides.speculation ?? this.speculation;
       return runNextEdit(
         {
-          model: model.info,
+          model: { ...model.info, basename: model.model.fileInfo.metadata?.general?.basename ?? null },
           tokenizeWithSpecials: (text) => model.model.tokenize(text, true) as Token[],
           tokenize: (text) => model.model.tokenize(text, false) as Token[],
           detokenize: (tokens) => model.model.detokenize(tokens as readonly LlamaToken[], false),

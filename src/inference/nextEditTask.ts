@@ -5,8 +5,7 @@
 // native call goes through the context gate (inference/contextGate.ts): a completion that arrives
 // takes the context between two of them, and the next-edit resumes after it on its own sequence.
 // InferenceSession.nextEdit wires it; the session's own file stays about completions.
-import type { ModelFileInfo } from '../gguf/modelFileCheck';
-import type { NextEditPieces } from '../nextEdit/nextEditPieces';
+import type { NextEditModelInfo, NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditPrompt, NextEditRequest, NextEditResult, NoSuggestionReason, TextReplacement } from '../nextEdit/types';
 import { type DecoderStats, emptySpeculationStats, type SpeculationSettings, type Token } from '../shared/types';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
@@ -17,8 +16,8 @@ import type { SequenceEvaluators } from './promptStates';
 
 /** What the task needs of the session. */
 export interface NextEditHost {
-  /** The loaded model that serves next edits (InferenceSession.nextEditModel). */
-  model: ModelFileInfo;
+  /** The loaded model that serves next edits (InferenceSession.nextEditModel): its GGUF identity chooses the format. */
+  model: NextEditModelInfo;
   /** Text to tokens with control tokens parsed (`<|file_sep|>` as one token), no BOS. */
   tokenizeWithSpecials(text: string): Token[];
   tokenize(text: string): Token[];
@@ -98,9 +97,8 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
   const started = performance.now();
   const { signal } = run;
   // A prompt built already is decoded as it is; its format reads the output.
-  const chosen = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, host.model);
-  if ('none' in chosen && !request.prompt) return noNextEdit(request, 'noFormat', chosen.none);
-  const format = 'none' in chosen ? { id: request.prompt!.format, buildPrompt: () => request.prompt! } : chosen;
+  const format = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, host.model);
+  if ('none' in format) return noNextEdit(request, 'noFormat', format.none);
   let prompt: NextEditPrompt;
   try {
     prompt = request.prompt ?? format.buildPrompt(request);

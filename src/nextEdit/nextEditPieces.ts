@@ -10,13 +10,12 @@ import { StopRules } from '../stopping/stopRules';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';
-import type { NextEditFormatId, NextEditPrompt, NextEditRequest, NoSuggestionReason, TextReplacement } from './types';
+import { chooseFormat } from './formats';
+import { finalEditsSoFar, outputToEdits, reduceToEdits } from './outputToEdit';
+import type { NextEditFormat, NextEditPrompt, NextEditRequest, NoSuggestionReason, TextReplacement } from './types';
 
-/** A prompt format as nextEdit/formats/ defines it (the text side): builds the prompt, reads the output. */
-export interface NextEditFormatLike {
-  id: NextEditFormatId;
-  buildPrompt(request: NextEditRequest): NextEditPrompt;
-}
+/** A prompt format (nextEdit/formats/). */
+export type NextEditFormatLike = NextEditFormat;
 
 /** What decoding a next-edit prompt gives back (nextEdit/nextEditGeneration.ts on the decode side). */
 export interface GeneratedNextEdit {
@@ -50,7 +49,7 @@ export interface NextEditDecodeInput {
 }
 
 /** What is known of the model that serves next edits: its GGUF metadata in-process, only its name from a server. */
-export type NextEditModelInfo = Pick<ModelFileInfo, 'name'> & Partial<ModelFileInfo>;
+export type NextEditModelInfo = Pick<ModelFileInfo, 'name'> & Partial<ModelFileInfo> & { basename?: string | null };
 
 export interface NextEditPieces {
   /** The request's format on this model: the forced one, else the model's; a reason when there is none. */
@@ -67,18 +66,77 @@ export interface NextEditPieces {
 }
 
 /**
+ * The edits final in a streamed output so far (outputToEdit.ts finalEditsSoFar on the format's
+ * partial region), and at the end the whole output's: the final ones first, then the rest reduced
+ * past what they account for, so every streamed edit is in the result unchanged. An output the
+ * checks refuse (outputToEdits) gives none, whatever was streamed.
+ */
+export class StreamedEdits {
+  private final: { edits: TextReplacement[]; regionConsumed: number; outputConsumed: number } = { edits: [], regionConsumed: 0, outputConsumed: 0 };
+  private readonly current: string;
+
+  constructor(
+    private readonly format: NextEditFormat,
+    private readonly prompt: NextEditPrompt,
+    private readonly request: NextEditRequest,
+  ) {
+    this.current = request.text.slice(prompt.region.start, prompt.region.end);
+  }
+
+  /** The edits that became final with `outputSoFar` (none when nothing new settled). */
+  push(outputSoFar: string): TextReplacement[] {
+    const region = this.format.partialRegion(outputSoFar, this.prompt);
+    if (region === null) return [];
+    const settled = finalEditsSoFar(this.current, region, this.prompt.region.start);
+    if (settled.edits.length <= this.final.edits.length) return [];
+    const fresh = settled.edits.slice(this.final.edits.length);
+    this.final = settled;
+    return fresh;
+  }
+
+  /** The whole output's edits (the streamed ones unchanged, first) or why there are none. */
+  finish(output: string): Omit<GeneratedNextEdit, 'stats' | 'timeToFirstEditMs'> {
+    const whole = outputToEdits(this.request, this.prompt, this.format, output);
+    if (whole.noSuggestion || whole.regionText === null || this.final.edits.length === 0) return whole;
+    const { regionConsumed, outputConsumed } = this.final;
+    const rest = reduceToEdits(this.current.slice(regionConsumed), whole.regionText.slice(outputConsumed), this.prompt.region.start + regionConsumed);
+    return { regionText: whole.regionText, edits: [...this.final.edits, ...rest] };
+  }
+}
+
+/**
  * Until the decode side's generation lands: the prompt decoded by the completion decoder (the
- * request's mode; 'copy' as plain), its whole output read at the end (no streamed edits).
+ * request's mode; 'copy' as plain), final edits streamed after each step.
  */
 async function decodeWhole(input: NextEditDecodeInput): Promise<GeneratedNextEdit> {
   const stop = new StopRules({ detokenize: input.detokenize, isEndToken: input.isEndToken, maxTokens: input.prompt.maxTokens, stopStrings: input.prompt.stop });
   const mode = input.mode === 'hybrid' || input.mode === 'draft' || input.mode === 'ngram' ? input.mode : 'plain';
-  const stats = await decode({ mode, target: input.target, prompt: input.promptTokens, stop, policy: input.policy, ngram: input.ngram, draft: input.draft, signal: input.signal });
-  return { output: stop.finalText, ...nextEditPieces.fromOutput(input.format, stop.finalText, input.prompt, input.request), stats };
+  const started = performance.now();
+  const streamed = new StreamedEdits(input.format, input.prompt, input.request);
+  let timeToFirstEditMs: number | undefined;
+  const onProgress = () => {
+    for (const edit of streamed.push(stop.finalText)) {
+      timeToFirstEditMs ??= performance.now() - started;
+      input.onEdit(edit);
+    }
+  };
+  const stats = await decode({ mode, target: input.target, prompt: input.promptTokens, stop, policy: input.policy, ngram: input.ngram, draft: input.draft, signal: input.signal, onProgress });
+  return { output: stop.finalText, ...streamed.finish(stop.finalText), ...(timeToFirstEditMs !== undefined ? { timeToFirstEditMs } : {}), stats };
 }
 
 export const nextEditPieces: NextEditPieces = {
-  formatFor: () => ({ none: 'no next-edit prompt formats are built in yet' }),
+  formatFor: (request, model) => {
+    const format = chooseFormat({ name: model.name, basename: model.basename, fileName: model.path }, request.format);
+    return format ?? { none: `the model "${model.name ?? model.path ?? 'unnamed'}" names no next-edit format (Sweep Next-Edit or Zeta), and draftline.nextEdit.format does not force one` };
+  },
   decode: decodeWhole,
-  fromOutput: () => ({ edits: [], regionText: null, noSuggestion: { reason: 'unparseable', detail: 'next-edit output parsing is not built in yet' } }),
+  finalEditsOf: (format, prompt, request) => {
+    const streamed = new StreamedEdits(format, prompt, request);
+    const sent: TextReplacement[] = [];
+    return (outputSoFar) => {
+      sent.push(...streamed.push(outputSoFar));
+      return sent;
+    };
+  },
+  fromOutput: (format, output, prompt, request) => outputToEdits(request, prompt, format, output),
 };

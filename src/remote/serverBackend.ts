@@ -219,9 +219,8 @@ export class ServerBackend implements InferenceBackend {
       stats: serverStats(cancelled(this.now() - started).stats),
     });
     // A prompt built already goes as it is; its format reads the output.
-    const chosen = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { name: description.model });
-    if ('none' in chosen && !request.prompt) return none('noFormat', `${chosen.none} (the server's model is "${description.model}")`);
-    const format = 'none' in chosen ? { id: request.prompt!.format, buildPrompt: () => request.prompt! } : chosen;
+    const format = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { name: description.model });
+    if ('none' in format) return none('noFormat', `${format.none} (the server's model is "${description.model}")`);
     const prompt = request.prompt ?? format.buildPrompt(request);
     const call = this.api.rawCompletion(prompt.prompt, { maxTokens: prompt.maxTokens, stop: prompt.stop }, description, settings);
     // The stop rules of a completion with the format's stop texts and token budget (the server stops there too).

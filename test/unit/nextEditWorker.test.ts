@@ -63,13 +63,23 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
   after(() => client.dispose());
 
-  it('a round trip: the result says why there is no suggestion, with its figures', async () => {
+  it('a round trip: the Sweep prompt decoded, the result says why there is no suggestion, with its figures', async () => {
     const result = await client.nextEdit(request());
+    assert.equal(result.format, 'sweep');
+    assert.deepEqual(result.region, REGION, 'the window: the whole (short) file');
     assert.ok(result.noSuggestion, 'the tiny model gives no suggestion');
-    assert.ok(['noFormat', 'unparseable', 'lineCount', 'unchanged', 'rewritesEverything', 'outsideRegion'].includes(result.noSuggestion.reason), JSON.stringify(result.noSuggestion));
+    assert.ok(['unparseable', 'lineCount', 'unchanged', 'rewritesEverything', 'outsideRegion', 'undoesLastEdit'].includes(result.noSuggestion.reason), JSON.stringify(result.noSuggestion));
     assert.ok(result.noSuggestion.detail.length > 0);
     assert.deepEqual(result.edits, []);
-    assert.ok(result.stats && typeof result.stats.totalMs === 'number' && result.stats.speculation, 'figures came back');
+    assert.ok(result.stats.promptTokens > 50 && result.stats.generatedTokens > 0, JSON.stringify(result.stats));
+    assert.equal(typeof result.output, 'string');
+  });
+
+  it('a model that names no next-edit format, none forced: noFormat, nothing decoded', async () => {
+    const result = await client.nextEdit(request({ format: 'auto' }));
+    assert.equal(result.noSuggestion?.reason, 'noFormat');
+    assert.match(result.noSuggestion.detail, /tiny-code-target/);
+    assert.equal(result.stats.generatedTokens, 0);
   });
 
   it('the format-free path decodes the prompt on this window’s own KV sequence, beside its completion’s', async () => {
