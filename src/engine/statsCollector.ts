@@ -78,7 +78,7 @@ export function acceptanceRate(s: GenerationStats, source?: ProposalSource): num
     return server && server.proposedTokens > 0 && source !== 'ngram' ? server.acceptedTokens / server.proposedTokens : null;
   }
   const bySource = s.speculation.bySource;
-  const sources = source ? [bySource[source]] : Object.values(bySource);
+  const sources = (source ? [bySource[source]] : Object.values(bySource)).filter((x) => x !== undefined);
   const proposed = sources.reduce((t, x) => t + x.proposedTokens, 0);
   const accepted = sources.reduce((t, x) => t + x.acceptedTokens, 0);
   return proposed > 0 ? accepted / proposed : null;
@@ -174,9 +174,10 @@ export class StatsCollector {
     const latencies = this.records.map((r) => r.latencyMs).sort((a, b) => a - b);
     const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null);
     const by = (source: ProposalSource) => ({
-      steps: sumSpeculation(generated, (s) => s.bySource[source].steps),
-      proposedTokens: sumSpeculation(generated, (s) => s.bySource[source].proposedTokens),
-      acceptedTokens: sumSpeculation(generated, (s) => s.bySource[source].acceptedTokens),
+      // A record from before a source existed has no entry for it.
+      steps: sumSpeculation(generated, (s) => s.bySource[source]?.steps ?? 0),
+      proposedTokens: sumSpeculation(generated, (s) => s.bySource[source]?.proposedTokens ?? 0),
+      acceptedTokens: sumSpeculation(generated, (s) => s.bySource[source]?.acceptedTokens ?? 0),
     });
     const tokens = sum(generated, (s) => s.generatedTokens);
     const evaluations = sumSpeculation(generated, (s) => s.targetEvaluations);
@@ -196,7 +197,7 @@ export class StatsCollector {
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
       latencyMedianMs: pct(0.5),
       latencyP90Ms: pct(0.9),
-      bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead') },
+      bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead'), copy: by('copy') },
       /** Over the completions with an estimate (speedupOverPlain). */
       speedup: speedups.length ? { completions: speedups.length, plainMs, decodeMs: speedupDecodeMs, speedup: plainMs / speedupDecodeMs } : null,
       serverDraft: {

@@ -157,6 +157,7 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
           acceptance('ngram', 'n-gram'),
           acceptance('draft', 'draft'),
           ...(spec.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
+          ...((spec.bySource.copy?.steps ?? 0) > 0 ? [acceptance('copy', 'window copy')] : []),
           ['time in target / draft', `${ms(spec.targetMs)} / ${ms(spec.draftMs)}`] as const,
         ]
       : []),
@@ -199,6 +200,7 @@ function sessionSection(stats: StatsCollector): StatsSection {
           acceptance('ngram', 'n-gram'),
           acceptance('draft', 'draft'),
           ...(a.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
+          ...(a.bySource.copy.steps > 0 ? [acceptance('copy', 'window copy')] : []),
           ['draft evaluations', `${a.draftEvaluations}`] as const,
           ['time in prompt / target decode / draft', `${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)}`] as const,
         ]
@@ -269,6 +271,8 @@ export function policySection(p: PolicySnapshot): StatsSection {
     ['n-gram: acceptance estimate, verdict', `${pct(p.acceptance.ngram)}, ${verdict('ngram')}`],
     ['draft: acceptance estimate, verdict', `${pct(p.acceptance.draft)}, ${verdict('draft')}`],
     ['lookahead: acceptance estimate, verdict', `${pct(p.acceptance.lookahead)}, ${verdict('lookahead')}`],
+    // Snapshots from before the copy source have no entry for it.
+    ...(p.acceptance.copy !== undefined ? [['window copy (next edits): acceptance estimate, verdict', `${pct(p.acceptance.copy)}, ${verdict('copy')}`] as const] : []),
   ]);
 }
 

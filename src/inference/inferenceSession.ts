@@ -18,7 +18,7 @@ import type { PromptTemplate } from '../prompt/templates';
 import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
-import type { DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
+import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
 import { LookaheadPool } from '../speculation/lookaheadPool';
 import { WindowDraftProposer } from '../speculation/windowDraft';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
@@ -41,6 +41,8 @@ export { gpuLayersFor } from './loadedPair';
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
 export interface DecodeOverrides {
   draft?: DraftProposer;
+  /** A next-edit window's copy proposer: used by the 'copy' and 'hybrid' modes (speculation/windowCopyProposer.ts). */
+  copy?: CopyProposer;
   policy?: SpeculationPolicy;
   /** Where each decode step's time goes (bench/profile.ts). */
   profile?: StepProfile;
@@ -455,8 +457,8 @@ export class InferenceSession {
     // The owner's KV sequence (and its draft's): its cache holds its previous prompt, whatever others asked since.
     const state = await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt);
     const draft = overrides.draft ?? (state.draft ? new DraftModelProposer(state.draft, speculation.draftMinConfidence) : undefined);
-    // Without a usable draft, hybrid is n-gram only and draft is plain.
-    const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? 'ngram' : 'plain') : request.mode;
+    // Without a usable draft, hybrid is n-gram only (with the window copy, when there is one) and draft is plain.
+    const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? (overrides.copy ? 'hybrid' : 'ngram') : 'plain') : request.mode;
     const stop = this.stopRulesFor(request);
     const { blank } = splitTrailingBlank(request.prefix);
     // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
@@ -485,6 +487,7 @@ export class InferenceSession {
         stop,
         ngram: this.ngramProposer(request.documentKey, speculation),
         draft,
+        copy: overrides.copy,
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,

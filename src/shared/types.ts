@@ -2,11 +2,18 @@
 
 export type Token = number;
 
-/** How completions are decoded. Every mode but the stock ones yields the target's exact greedy output. */
-export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid';
+/**
+ * How completions are decoded. Every mode but the stock ones yields the target's exact greedy output.
+ * 'copy': next-edit windows only, the window copy proposer alone (speculation/windowCopyProposer.ts);
+ * 'hybrid' adds it to the n-gram and draft sources when the request has a window to copy.
+ */
+export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid' | 'copy';
 
-/** Where a proposal comes from: n-grams of the text, the draft model, or the target's own outputs after a rejected guess. */
-export type ProposalSource = 'ngram' | 'draft' | 'lookahead';
+/**
+ * Where a proposal comes from: n-grams of the text, the draft model, the target's own outputs after a
+ * rejected guess, or the next-edit window being rewritten (copied from where the output is in it).
+ */
+export type ProposalSource = 'ngram' | 'draft' | 'lookahead' | 'copy';
 
 export interface ModelSettings {
   targetModel: string;
@@ -43,6 +50,12 @@ export interface SpeculationSettings {
   adaptive: boolean;
   /** Keep the target's outputs after a rejected guess as a third source (speculation/lookaheadPool.ts). */
   lookahead: boolean;
+  /**
+   * Longest proposal of the window copy proposer (next edits), which may exceed maxProposal: a copy
+   * run is accepted whole far more often than a guess (issue #39: up to 32 pays on a CPU). Default
+   * COPY_MAX_PROPOSAL (speculation/policy.ts).
+   */
+  copyMaxProposal?: number;
 }
 
 export interface CompletionRequest {
@@ -292,7 +305,7 @@ export function emptySpeculationStats(mode: DecodeMode): SpeculationStats {
     targetEvaluations: 0,
     targetTokensEvaluated: 0,
     draftEvaluations: 0,
-    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats() },
+    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats(), copy: emptySourceStats() },
     targetMs: 0,
     draftMs: 0,
   };

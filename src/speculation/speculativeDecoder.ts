@@ -3,7 +3,7 @@ import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type D
 import type { StopRules } from '../stopping/stopRules';
 import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
-import type { DraftProposer, NgramProposer, Proposal } from './proposers';
+import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from './proposers';
 
 export interface DecodeInput {
   mode: DecodeMode;
@@ -13,6 +13,11 @@ export interface DecodeInput {
   policy: SpeculationPolicy;
   ngram?: NgramProposer;
   draft?: DraftProposer;
+  /**
+   * The next-edit window's copy proposer (speculation/windowCopyProposer.ts): used by 'copy' (alone)
+   * and 'hybrid' (first, then n-grams, lookahead, draft) when given.
+   */
+  copy?: CopyProposer;
   signal?: AbortSignal;
   /** Called after each step with the tokens accepted so far (streaming, progress). */
   onProgress?(tokens: readonly Token[]): void;
@@ -58,6 +63,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const useNgram = input.mode === 'ngram' || input.mode === 'hybrid';
   const useDraft = input.mode === 'draft' || input.mode === 'hybrid';
   const lookahead = useNgram ? input.lookahead : undefined;
+  const copy = input.mode === 'copy' || input.mode === 'hybrid' ? input.copy : undefined;
   const spec: SpeculationStats = emptySpeculationStats(input.mode);
   const stats: DecoderStats = {
     promptTokens: input.prompt.length,
@@ -125,7 +131,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     const remaining = Math.min(stop.remaining, room + 1);
     const draftMsBefore = spec.draftMs;
     const tPropose = now();
-    const proposal = await propose(input, history, remaining, useNgram, useDraft, spec, now);
+    const proposal = await propose(input, history, remaining, useNgram, useDraft, copy, spec, now);
     const batch = [pending, ...proposal.tokens];
     const base = target.tokens.length;
     const t0 = now();
@@ -144,7 +150,12 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
       s.steps++;
       s.proposedTokens += proposal.tokens.length;
       s.acceptedTokens += accepted;
-      policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
+      if (proposal.source === 'copy') {
+        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, accepted);
+        copy?.record(proposal.tokens.length, accepted);
+      } else {
+        policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
+      }
     }
     if (lookahead && accepted + 1 < predictions.length) {
       // The target's continuations of the wrong history after the first rejected guess. Only the
@@ -185,11 +196,22 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   return finish();
 }
 
-async function propose(input: DecodeInput, history: readonly Token[], remaining: number, useNgram: boolean, useDraft: boolean, spec: SpeculationStats, now: () => number): Promise<Proposal> {
+async function propose(
+  input: DecodeInput,
+  history: readonly Token[],
+  remaining: number,
+  useNgram: boolean,
+  useDraft: boolean,
+  copy: CopyProposer | undefined,
+  spec: SpeculationStats,
+  now: () => number,
+): Promise<Proposal> {
   const none: Proposal = { source: 'ngram' as ProposalSource, tokens: [] };
-  if (!useNgram && !useDraft) return none;
+  if (!useNgram && !useDraft && !copy) return none;
   const maxLen = Math.max(0, remaining - 1);
   if (maxLen === 0) return none;
+  // Asked every step (also when another source wins): it follows the output through the window.
+  const copied = copy ? copy.find(history, maxLen) : null;
   const match = useNgram && input.ngram ? input.ngram.find(history, maxLen) : null;
   // A few map lookups: the policy prefers a long n-gram match, then this, then the draft.
   const ahead = useNgram && input.lookahead ? input.lookahead.find(history, maxLen) : [];
@@ -199,8 +221,11 @@ async function propose(input: DecodeInput, history: readonly Token[], remaining:
     draftAvailable: useDraft && input.draft !== undefined,
     remaining,
     lookaheadAvailable: ahead.length,
+    copyAvailable: copied?.tokens.length ?? 0,
+    copyInRun: copied?.inRun ?? false,
   });
   if (!plan) return none;
+  if (plan.source === 'copy' && copied) return { ...copied, tokens: copied.tokens.slice(0, plan.maxLen) };
   if (plan.source === 'ngram' && match) return { ...match, tokens: match.tokens.slice(0, plan.maxLen) };
   if (plan.source === 'lookahead') return { source: 'lookahead', tokens: ahead.slice(0, plan.maxLen) };
   if (plan.source === 'draft' && input.draft) {

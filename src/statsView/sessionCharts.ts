@@ -48,6 +48,7 @@ const SOURCES: [ProposalSource, string][] = [
   ['ngram', 'n-gram'],
   ['draft', 'draft model'],
   ['lookahead', 'lookahead'],
+  ['copy', 'window copy'],
 ];
 
 /** Which path served a completion, as the per-completion table and the latency chart say it. */
@@ -141,7 +142,7 @@ export function completionTable(records: readonly CompletionRecord[], firstNumbe
   const rows = records.map((r, i) => {
     const s = r.stats;
     const acceptance = s?.speculation
-      ? SOURCES.filter(([source]) => s.speculation!.bySource[source].proposedTokens > 0)
+      ? SOURCES.filter(([source]) => (s.speculation!.bySource[source]?.proposedTokens ?? 0) > 0)
           .map(([source, label]) => `${label} ${dash(acceptanceRate(s, source), 'percent')}`)
           .join(', ') || 'no proposals'
       : s?.serverDraft

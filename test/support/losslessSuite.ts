@@ -7,7 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, DecodeMode, LocalCompletionResult, SpeculationSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
-import { promptCases } from './prompts';
+import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
+import { mulberry32 } from './ggufWriter';
+import { type PromptCase, promptCases } from './prompts';
 import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from './batchDrift';
 
 export interface Pair {
@@ -18,6 +20,8 @@ export interface Pair {
   speculation?: Partial<SpeculationSettings>;
   /** An unrelated draft: proposals are made but (almost) never accepted. */
   unrelated?: boolean;
+  /** Only the next-edit window copy cases (a slower pair the completion cases already cover elsewhere). */
+  copyOnly?: boolean;
 }
 
 export interface SuiteOptions {
@@ -44,6 +48,8 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
   const maxTokens = options.maxTokens ?? 40;
   const request_ = (c: { prefix: string; suffix: string }, mode: DecodeMode, extra: Partial<CompletionRequest> = {}) => request(c, mode, extra, maxTokens);
   describe(`lossless: ${pair.name}`, () => {
+    // The completion cases, skipped for a copy-only pair.
+    const completionIt = pair.copyOnly ? it.skip : it;
     let session: InferenceSession;
     let drift = 0;
     before(async () => {
@@ -90,7 +96,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       await session?.dispose();
     });
 
-    it('ngram, draft and hybrid equal plain greedy decoding token for token', async () => {
+    completionIt('ngram, draft and hybrid equal plain greedy decoding token for token', async () => {
       let accepted = 0;
       let proposed = 0;
       for (const c of promptCases(pair.prompts, pair.prompts * 7 + pair.name.length)) {
@@ -108,7 +114,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       if (!pair.unrelated) assert.ok(accepted > 0, 'some proposals were accepted');
     });
 
-    it("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
+    completionIt("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
       let proposed = 0;
       for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 5 + pair.name.length)) {
         const plain = await session.complete(request_(c, 'plain'));
@@ -121,7 +127,48 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
     });
 
-    it('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
+    it("next-edit windows: the window copy proposer ('copy', and 'hybrid' with it) equals plain, with long copy runs accepted", async () => {
+      const tokenize = (text: string) => session.vocabulary.tokenize(text);
+      const rand = mulberry32(pair.prompts * 13 + pair.name.length);
+      const tally = { window: [0, 0], edited: [0, 0], output: [0, 0] } as Record<CopyVariant, [number, number]>;
+      let runsWithCopy = 0;
+      for (const [i, c] of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 13 + pair.name.length).entries()) {
+        const { window, request: edit } = editShaped(c, rand, i % 3 === 2);
+        const prompt = request_(edit, 'plain', { maxTokens: 64, stop: edit.stop });
+        const plain = await session.complete(prompt);
+        const promptLength = session.promptFor(prompt).length;
+        // What the proposer copies: the window as the prompt shows it; the window with small edits the
+        // model does not make (re-synchronisation on a real model); the target's own output with small
+        // edits (long runs accepted on any model, the edits rejected).
+        const sources: [CopyVariant, number[]][] = [
+          ['window', tokenize(window)],
+          ['edited', tokenize(editText(window, rand))],
+          ['output', editTokens(plain.tokens, rand)],
+        ];
+        for (const [variant, source] of sources) {
+          for (const mode of ['copy', 'hybrid'] as const) {
+            const copy = new WindowCopyProposer(source, promptLength);
+            // A fresh policy per request, as adaptive as the pair says: one shared by all would write the
+            // copy off after the cases where the model does not copy, and the others would prove little.
+            const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, ...pair.speculation });
+            const r = request_(edit, mode, { maxTokens: 64, stop: edit.stop });
+            const spec = await session.complete(r, undefined, { copy, policy });
+            await same(spec, plain, r, `${mode}, copying the ${variant}, on ${c.name}`);
+            const by = spec.stats.speculation.bySource.copy;
+            tally[variant][0] += by.acceptedTokens;
+            tally[variant][1] += by.proposedTokens;
+            if (by.proposedTokens > 0) runsWithCopy++;
+          }
+        }
+      }
+      const line = (Object.entries(tally) as [CopyVariant, [number, number]][]).map(([v, [a, p]]) => `${v} ${a}/${p}`).join(', ');
+      process.stdout.write(`# ${pair.name}: window copy accepted ${line} (${runsWithCopy} runs proposed)\n`);
+      // Copying the target's own output: long runs must be accepted, or the check proves nothing.
+      assert.ok(tally.output[0] > 0.5 * tally.output[1], `copy of the output: ${tally.output[0]}/${tally.output[1]} accepted`);
+      assert.ok(tally.window[1] > 0, 'the window was copied from');
+    });
+
+    completionIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
       let proposed = 0;
       let accepted = 0;
       // Every step drafts: the adaptive policy would write a draft as costly as the target off, and
@@ -140,7 +187,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);
     });
 
-    it('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
+    completionIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
       let reusedWhole = 0;
       const cases = promptCases(Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
       for (let i = 0; i + 1 < cases.length; i += 2) {
@@ -170,7 +217,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(reusedWhole > 0);
     });
 
-    it('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
+    completionIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(options.stopCases ?? 12, 99)) {
         const plainFree = await session.complete(request_(c, 'plain', { maxTokens: 60 }));
         const stop = plainFree.text.slice(10, 13);
@@ -190,7 +237,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       }
     });
 
-    it('cancellation in the middle of a verify step returns a prefix of the exact output, and the next request is exact', async () => {
+    completionIt('cancellation in the middle of a verify step returns a prefix of the exact output, and the next request is exact', async () => {
       const evaluator = session.target.evaluator;
       const original = evaluator.append.bind(evaluator);
       for (const [i, c] of promptCases(options.cancelCases ?? 8, 5).entries()) {
@@ -215,6 +262,49 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       }
     });
   });
+}
+
+type CopyVariant = 'window' | 'edited' | 'output';
+
+/**
+ * A next-edit-shaped prompt from a prompt case: a window of text (up to 12 lines, 400 characters),
+ * then a marker and the window's first lines again, so the model rewrites it (a model that copies
+ * copies from the window); a stop string on every third case.
+ */
+export function editShaped(c: PromptCase, rand: () => number, withStop: boolean): { window: string; request: { prefix: string; suffix: string; stop?: string[] } } {
+  const window = `${c.prefix}${c.suffix}`.split('\n').slice(0, 12).join('\n').slice(0, 400);
+  const lines = window.split('\n');
+  const start = lines.slice(0, Math.floor(rand() * Math.min(3, lines.length))).join('\n');
+  const prefix = `<|editable_region|>\n${window}\n<|updated_region|>\n${start}${start ? '\n' : ''}`;
+  return { window, request: { prefix, suffix: '', stop: withStop ? ['<|'] : undefined } };
+}
+
+/** `text` with one or two small line edits (a line replaced, inserted or deleted): what a next edit does. */
+export function editText(text: string, rand: () => number): string {
+  const lines = text.split('\n');
+  for (let e = 0; e < 1 + Math.floor(rand() * 2); e++) {
+    const at = Math.floor(rand() * lines.length);
+    const kind = Math.floor(rand() * 3);
+    if (kind === 0) lines.splice(at, 0, '  const added = 1;');
+    else if (kind === 1 && lines.length > 1) lines.splice(at, 1);
+    else lines[at] = `${lines[at]?.slice(0, 8) ?? ''}changed(x)`;
+  }
+  return lines.join('\n');
+}
+
+/** Tokens with a few small edits (tokens inserted, deleted, replaced), as a window differs from the model's output. */
+export function editTokens(tokens: readonly number[], rand: () => number): number[] {
+  const out = [...tokens];
+  for (let e = 0; e < 1 + Math.floor(rand() * 2) && out.length > 2; e++) {
+    const at = Math.floor(rand() * out.length);
+    const kind = Math.floor(rand() * 3);
+    // Another token of the output: a valid id (proposed tokens are evaluated by the target).
+    const other = out[Math.floor(rand() * out.length)]!;
+    if (kind === 0) out.splice(at, 0, other);
+    else if (kind === 1) out.splice(at, 1 + Math.floor(rand() * 3));
+    else out[at] = other;
+  }
+  return out;
 }
 
 /**

@@ -15,6 +15,8 @@ import { divergencesAllAtTies, losslessSuite, type Pair } from '../support/lossl
 
 const ROOT = path.resolve(__dirname, '../..');
 const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draft: path.join(ROOT, 'models/tiny-code-draft.gguf') };
+/** The default embedded pair (v3): it copies a window far better than tiny, so long copy runs on a real model. */
+const EMBEDDED_V3 = { target: path.join(ROOT, 'models/draftline-code-target.gguf'), draft: path.join(ROOT, 'models/draftline-code-draft.gguf') };
 const log = () => undefined;
 
 async function load(target: string, draft: string, speculation: Partial<SpeculationSettings> = {}, threads = 1) {
@@ -29,6 +31,7 @@ const random =
 const fixedProposals = { adaptive: false, draftMinConfidence: 0 };
 const pairs: Pair[] = [
   { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 60 },
+  { name: 'embedded v3 pair, next-edit windows', target: async () => EMBEDDED_V3.target, draft: async () => EMBEDDED_V3.draft, prompts: 30, copyOnly: true },
   { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { ...fixedProposals, maxProposal: 12 } },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 30, speculation: fixedProposals },
   {

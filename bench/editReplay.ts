@@ -1,0 +1,211 @@
+// Replay of a perfect next-edit model (issue #39's bench): the target's batches are real and timed, but
+// what the "model" writes is the true updated window, so acceptance is decided against it. This is
+// the speed a real next-edit model reaches at 100% accuracy on this machine, with the window copy
+// proposer feeding it: the engine's ceiling, measurable without a trained next-edit model.
+import type { SpeculationSettings, Token } from '../src/shared/types';
+import { DEFAULT_SPECULATION } from '../src/engine/declaredSettings';
+import { commonPrefixLength, type EvaluatedNext, type GreedyEvaluator } from '../src/speculation/greedyEvaluator';
+import { SpeculationPolicy } from '../src/speculation/policy';
+import { decode } from '../src/speculation/speculativeDecoder';
+import { WindowCopyProposer, type WindowCopyOptions } from '../src/speculation/windowCopyProposer';
+import { StopRules } from '../src/stopping/stopRules';
+
+/** Issue #39's measured CPU verify cost V(b)/V(1) (llama-bench, 1.5B-shaped Q8_0, 2 threads, depth 512). */
+export const ISSUE_CPU_VERIFY_COST: readonly [batch: number, ratio: number][] = [
+  [1, 1],
+  [2, 1.67],
+  [4, 2.19],
+  [8, 3.49],
+  [12, 4.6],
+  [16, 5.64],
+  [24, 7.86],
+  [32, 10.3],
+];
+
+/** An H100's verify cost as issue #39 gives it: ≈ 1 + 0.06 (b − 1). */
+export const h100VerifyCost = (batch: number): number => 1 + 0.06 * (batch - 1);
+
+/** V(b)/V(1) from a table of measured sizes: linear between them, at the last two's slope beyond. */
+export function tableVerifyCost(table: readonly [number, number][] = ISSUE_CPU_VERIFY_COST): (batch: number) => number {
+  return (batch) => {
+    for (let i = 1; i < table.length; i++) {
+      const [b0, r0] = table[i - 1]!;
+      const [b1, r1] = table[i]!;
+      if (batch <= b1) return r0 + ((r1 - r0) * (batch - b0)) / (b1 - b0);
+    }
+    const [b0, r0] = table.at(-2)!;
+    const [b1, r1] = table.at(-1)!;
+    return r1 + ((r1 - r0) / (b1 - b0)) * (batch - b1);
+  };
+}
+
+export interface ReplayInput {
+  /** The real target (a sequence of a loaded model): its batches are what is timed. */
+  target: GreedyEvaluator;
+  prompt: readonly Token[];
+  /** The true output (the updated window, its end marker included if the model writes one). */
+  expected: readonly Token[];
+  /** The current window as the prompt shows it: what the copy proposer copies. */
+  copySource: readonly Token[];
+  copyOptions?: Partial<WindowCopyOptions>;
+  /**
+   * Speculation settings of the replay's policy. Default: not adaptive, so the proposer's own schedule
+   * decides every length (issue #39's figures); adaptive: the measured cost model bounds it too.
+   */
+  speculation?: Partial<SpeculationSettings>;
+  /** V(b)/V(1) for the analytic bound; default issue #39's CPU measurement. */
+  verifyCost?: (batch: number) => number;
+  /** Plain and replay runs each (alternating, medians reported). */
+  repeats?: number;
+  now?: () => number;
+}
+
+export interface ReplayRun {
+  /** Target evaluations, the prompt's last one included (it yields the first token), as DecoderStats counts them. */
+  evaluations: number;
+  tokensPerEvaluation: number;
+  /** From the request to the window's last token, the prompt already cached (median of the repeats). */
+  ms: number;
+  /** Decode steps' batch sizes (the prompt's evaluation left out), from the last repeat. */
+  batches: number[];
+}
+
+export interface ReplayResult {
+  tokens: number;
+  plain: ReplayRun;
+  replay: ReplayRun & { proposedTokens: number; acceptedTokens: number };
+  /** plain.ms / replay.ms. */
+  speedup: number;
+  bound: {
+    /** Of the perfect model fed by this proposer: every token verified, none wasted but the edits. */
+    tokensPerEvaluation: number;
+    /** Plain's steps over the replay's, each weighed by verifyCost: what the batches alone allow. */
+    speedup: number;
+  };
+  /** Measured ms of one batch, by size (both runs, all repeats): this machine's own V(b). */
+  batchMs: Record<number, number>;
+}
+
+/**
+ * A GreedyEvaluator over a real one whose "greedy token" after each position is the true next token of
+ * `sequence` (prompt + expected output) while the cache agrees with it: the real model computes (and
+ * is timed), the perfect model answers.
+ */
+class PerfectModel implements GreedyEvaluator {
+  readonly timings = new Map<number, number[]>();
+  batches: number[] = [];
+
+  constructor(
+    private readonly inner: GreedyEvaluator,
+    private readonly sequence: readonly Token[],
+    private readonly now: () => number,
+  ) {}
+
+  get tokens(): readonly Token[] {
+    return this.inner.tokens;
+  }
+
+  get capacity(): number {
+    return this.inner.capacity;
+  }
+
+  async append(input: readonly Token[], outputs: number): Promise<EvaluatedNext[]> {
+    const base = this.inner.tokens.length;
+    const t0 = this.now();
+    // Every output is read: a verify step of the real decoder reads them up to the first rejection, so
+    // this overstates its cost a little (the logits are computed either way).
+    await this.inner.append(input, outputs);
+    const ms = this.now() - t0;
+    this.batches.push(input.length);
+    const times = this.timings.get(input.length) ?? [];
+    times.push(ms);
+    this.timings.set(input.length, times);
+    const agree = commonPrefixLength(this.inner.tokens, this.sequence);
+    const out: EvaluatedNext[] = [];
+    for (let i = 0; i < outputs; i++) {
+      const at = base + input.length - outputs + i;
+      // Off the true sequence (after a rejected guess) the answer is never used: any token will do.
+      out.push({ token: agree > at && at + 1 < this.sequence.length ? this.sequence[at + 1]! : -1 });
+    }
+    return out;
+  }
+
+  truncate(length: number): Promise<void> {
+    return this.inner.truncate(length);
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+
+/**
+ * Plain decoding (one evaluation per expected token) and the copy proposer's speculative decoding of a
+ * perfect next-edit model, on the same real target, the prompt cached for both.
+ */
+export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResult> {
+  const now = input.now ?? (() => performance.now());
+  const { prompt, expected } = input;
+  if (expected.length === 0) throw new Error('nothing to replay: the expected output is empty');
+  const model = new PerfectModel(input.target, [...prompt, ...expected], now);
+  const settings: SpeculationSettings = { ...DEFAULT_SPECULATION, adaptive: false, ...input.speculation };
+  // The prompt once, before both: each run then evaluates only its last token again.
+  await input.target.truncate(commonPrefixLength(input.target.tokens, prompt));
+  if (input.target.tokens.length < prompt.length) await input.target.append(prompt.slice(input.target.tokens.length), 0);
+
+  const runOnce = async (mode: 'plain' | 'copy') => {
+    const stop = new StopRules({ detokenize: () => '', isEndToken: () => false, maxTokens: expected.length });
+    model.batches = [];
+    const stats = await decode({
+      mode,
+      target: model,
+      prompt,
+      stop,
+      policy: new SpeculationPolicy(settings),
+      copy: mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined,
+      now,
+    });
+    if (stop.tokens.length !== expected.length || stop.tokens.some((t, i) => t !== expected[i])) throw new Error(`${mode} replay did not write the expected output`);
+    return { stats, batches: model.batches.slice(1) };
+  };
+
+  const repeats = Math.max(1, input.repeats ?? 1);
+  const plainMs: number[] = [];
+  const replayMs: number[] = [];
+  let plain!: Awaited<ReturnType<typeof runOnce>>;
+  let replay!: Awaited<ReturnType<typeof runOnce>>;
+  for (let r = 0; r < repeats; r++) {
+    // Alternating which goes first, so a drift of the machine's speed weighs on both alike.
+    for (const mode of r % 2 === 0 ? (['plain', 'copy'] as const) : (['copy', 'plain'] as const)) {
+      const run = await runOnce(mode);
+      if (mode === 'plain') {
+        plain = run;
+        plainMs.push(run.stats.totalMs);
+      } else {
+        replay = run;
+        replayMs.push(run.stats.totalMs);
+      }
+    }
+  }
+  const n = expected.length;
+  const runOf = (r: typeof plain, ms: number[]): ReplayRun => ({
+    evaluations: r.stats.speculation.targetEvaluations,
+    tokensPerEvaluation: n / r.stats.speculation.targetEvaluations,
+    ms: median(ms),
+    batches: r.batches,
+  });
+  const cost = input.verifyCost ?? tableVerifyCost();
+  const weigh = (batches: number[]) => batches.reduce((t, b) => t + cost(b), 0);
+  const copy = replay.stats.speculation.bySource.copy;
+  const result: ReplayResult = {
+    tokens: n,
+    plain: runOf(plain, plainMs),
+    replay: { ...runOf(replay, replayMs), proposedTokens: copy.proposedTokens, acceptedTokens: copy.acceptedTokens },
+    speedup: median(plainMs) / median(replayMs),
+    bound: {
+      tokensPerEvaluation: n / replay.stats.speculation.targetEvaluations,
+      // The prompt's last token (one evaluation each) counted on both sides.
+      speedup: (cost(1) + weigh(plain.batches)) / (cost(1) + weigh(replay.batches)),
+    },
+    batchMs: Object.fromEntries([...model.timings].filter(([b]) => b <= 64).map(([b, times]) => [b, median(times)])),
+  };
+  return result;
+}

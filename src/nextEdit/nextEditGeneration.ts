@@ -1,0 +1,119 @@
+// The decode side of a next edit (issue #39, items 4 and 5): the target rewrites the window, the window
+// copy proposer feeds it what it will most likely copy, and each edit is streamed out as soon as the
+// verified output has re-synchronised with the window after it. The prompt format and the reduction
+// of output to edits come in as parameters (nextEdit/formats/, nextEdit/outputToEdit.ts), so this
+// file depends on neither.
+import type { DecoderStats, DecodeMode, Token } from '../shared/types';
+import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
+import type { LookaheadPool } from '../speculation/lookaheadPool';
+import type { SpeculationPolicy } from '../speculation/policy';
+import type { DraftProposer, NgramProposer } from '../speculation/proposers';
+import { decode, type StepProfile } from '../speculation/speculativeDecoder';
+import { WindowCopyProposer, type WindowCopyOptions } from '../speculation/windowCopyProposer';
+import { StopRules } from '../stopping/stopRules';
+import type { NextEditPrompt, TextReplacement } from './types';
+
+export interface NextEditGenerationInput {
+  target: GreedyEvaluator;
+  /** The target's tokenizer; `specials`: control tokens written as text become their ids. */
+  tokenize(text: string, specials: boolean): Token[];
+  detokenize(tokens: readonly Token[]): string;
+  /** End-of-generation tokens (llama.cpp's EOG set): the output ends before one. None when absent. */
+  isEndToken?(token: Token): boolean;
+  prompt: NextEditPrompt;
+  /** The prompt's tokens when the caller has them (a BOS the tokenizer does not add); default tokenize(prompt.prompt, true). */
+  promptTokens?: readonly Token[];
+  /** 'plain', 'copy' (the window copy alone), 'hybrid' (the copy first, then n-gram, lookahead, draft). */
+  mode: DecodeMode;
+  policy: SpeculationPolicy;
+  draft?: DraftProposer;
+  ngram?: NgramProposer;
+  lookahead?: LookaheadPool;
+  /** The copy proposer's schedule and re-synchronisation, in place of DEFAULT_COPY_OPTIONS. */
+  copyOptions?: Partial<WindowCopyOptions>;
+  /** A keystroke: decoding stops at its next step, and no edit is streamed after it. */
+  signal?: AbortSignal;
+  /**
+   * The edits of a partial output that are final: the output has re-synchronised with the window after
+   * them (outputToEdit.ts's streaming reduction), in document order. Asked after each verified step.
+   */
+  finalEdits?(partialOutputText: string): TextReplacement[];
+  /** Each final edit once, as soon as it is final; `ms` since generateNextEdit was called. */
+  onEdit?(edit: TextReplacement, ms: number): void;
+  now?: () => number;
+  profile?: StepProfile;
+}
+
+export interface NextEditGeneration {
+  /** The model's output, cut before the first stop string. */
+  text: string;
+  tokens: Token[];
+  stats: DecoderStats;
+  /** The edits streamed (each once, in the order they became final). */
+  edits: TextReplacement[];
+  /** ms from the call to the first streamed edit, when there was one. */
+  timeToFirstEditMs?: number;
+  /** ms from the call to the end of the window's output (or the abort). */
+  windowMs: number;
+}
+
+/**
+ * Greedy decoding of a next-edit prompt, token-identical to plain decoding in every mode (the copy
+ * proposer only guesses; the target verifies every token). Stops at prompt.stop, prompt.maxTokens, an
+ * end token, or the signal.
+ */
+export async function generateNextEdit(input: NextEditGenerationInput): Promise<NextEditGeneration> {
+  const now = input.now ?? (() => performance.now());
+  const started = now();
+  const { prompt, signal } = input;
+  const promptTokens = input.promptTokens ?? input.tokenize(prompt.prompt, true);
+  const copy = input.mode === 'copy' || input.mode === 'hybrid' ? new WindowCopyProposer(input.tokenize(prompt.copySource, true), promptTokens.length, input.copyOptions) : undefined;
+  const stop = new StopRules({
+    detokenize: input.detokenize,
+    isEndToken: input.isEndToken ?? (() => false),
+    maxTokens: Math.max(1, prompt.maxTokens),
+    stopStrings: prompt.stop,
+  });
+
+  const edits: TextReplacement[] = [];
+  const streamed = new Set<string>();
+  /** Where the streamed edits end: a later answer that re-splits text already streamed is not streamed again. */
+  let streamedEnd = -Infinity;
+  let timeToFirstEditMs: number | undefined;
+  let lastText: string | undefined;
+  const stream = () => {
+    if (!input.finalEdits || signal?.aborted) return;
+    const text = stop.finalText;
+    if (text === lastText) return;
+    lastText = text;
+    for (const edit of input.finalEdits(text)) {
+      const key = `${edit.start}:${edit.end}:${edit.text}`;
+      if (streamed.has(key) || edit.start < streamedEnd) continue;
+      streamed.add(key);
+      streamedEnd = Math.max(streamedEnd, edit.end);
+      edits.push(edit);
+      const ms = now() - started;
+      timeToFirstEditMs ??= ms;
+      input.onEdit?.(edit, ms);
+    }
+  };
+
+  const stats = await decode({
+    mode: input.mode,
+    target: input.target,
+    prompt: promptTokens,
+    stop,
+    policy: input.policy,
+    ngram: input.ngram,
+    draft: input.draft,
+    lookahead: input.lookahead,
+    copy,
+    signal,
+    now: input.now,
+    profile: input.profile,
+    onProgress: stream,
+  });
+  // The last step's tokens (and an output that ended: its last edits are final too when they re-synchronised).
+  stream();
+  return { text: stop.finalText, tokens: [...stop.tokens], stats, edits, timeToFirstEditMs, windowMs: now() - started };
+}
