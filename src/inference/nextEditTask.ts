@@ -141,6 +141,7 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
       mode: request.mode,
       policy: run.policy,
       tokenize: host.tokenize,
+      tokenizeWithSpecials: host.tokenizeWithSpecials,
       detokenize: host.detokenize,
       isEndToken: host.isEndToken,
       signal,

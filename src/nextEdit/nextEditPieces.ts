@@ -5,17 +5,13 @@
 // with `fromOutput` (remote/serverBackend.ts). Injected, so tests and the bench can swap them.
 import type { ModelFileInfo } from '../gguf/modelFileCheck';
 import type { DecoderStats, Token } from '../shared/types';
-import { decode } from '../speculation/speculativeDecoder';
-import { StopRules } from '../stopping/stopRules';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';
 import { chooseFormat } from './formats';
+import { generateNextEdit } from './nextEditGeneration';
 import { finalEditsSoFar, outputToEdits, reduceToEdits } from './outputToEdit';
 import type { NextEditFormat, NextEditPrompt, NextEditRequest, NoSuggestionReason, TextReplacement } from './types';
-
-/** A prompt format (nextEdit/formats/). */
-export type NextEditFormatLike = NextEditFormat;
 
 /** What decoding a next-edit prompt gives back (nextEdit/nextEditGeneration.ts on the decode side). */
 export interface GeneratedNextEdit {
@@ -31,7 +27,7 @@ export interface GeneratedNextEdit {
 /** What the decode of one next-edit prompt gets (mirrors generateNextEdit's input). */
 export interface NextEditDecodeInput {
   request: NextEditRequest;
-  format: NextEditFormatLike;
+  format: NextEditFormat;
   prompt: NextEditPrompt;
   /** The prompt's tokens (control tokens as tokens, BOS first when the model wants one). */
   promptTokens: Token[];
@@ -41,6 +37,8 @@ export interface NextEditDecodeInput {
   mode: NextEditRequest['mode'];
   policy: SpeculationPolicy;
   tokenize(text: string): Token[];
+  /** Text to tokens with control tokens parsed (the copy proposer tokenizes the window as the prompt shows it). */
+  tokenizeWithSpecials(text: string): Token[];
   detokenize(tokens: readonly Token[]): string;
   isEndToken(token: Token): boolean;
   signal?: AbortSignal;
@@ -53,16 +51,16 @@ export type NextEditModelInfo = Pick<ModelFileInfo, 'name'> & Partial<ModelFileI
 
 export interface NextEditPieces {
   /** The request's format on this model: the forced one, else the model's; a reason when there is none. */
-  formatFor(request: NextEditRequest, model: NextEditModelInfo): NextEditFormatLike | { none: string };
+  formatFor(request: NextEditRequest, model: NextEditModelInfo): NextEditFormat | { none: string };
   /** Decodes the prompt in-process, streaming final edits. */
   decode(input: NextEditDecodeInput): Promise<GeneratedNextEdit>;
   /**
    * For a streamed output (a server's): the edits final in the output so far, in document order
    * (each call gives all of them; the caller sends the new ones). Absent: edits come with the end.
    */
-  finalEditsOf?(format: NextEditFormatLike, prompt: NextEditPrompt, request: NextEditRequest): (outputSoFar: string) => TextReplacement[];
+  finalEditsOf?(format: NextEditFormat, prompt: NextEditPrompt, request: NextEditRequest): (outputSoFar: string) => TextReplacement[];
   /** The edits in a model's whole output (a server's answer). */
-  fromOutput(format: NextEditFormatLike, output: string, prompt: NextEditPrompt, request: NextEditRequest): Omit<GeneratedNextEdit, 'stats' | 'timeToFirstEditMs'>;
+  fromOutput(format: NextEditFormat, output: string, prompt: NextEditPrompt, request: NextEditRequest): Omit<GeneratedNextEdit, 'stats' | 'timeToFirstEditMs'>;
 }
 
 /**
@@ -105,23 +103,36 @@ export class StreamedEdits {
 }
 
 /**
- * Until the decode side's generation lands: the prompt decoded by the completion decoder (the
- * request's mode; 'copy' as plain), final edits streamed after each step.
+ * The decode side's generation (nextEditGeneration.ts: the window copy proposer in 'copy' and
+ * 'hybrid', lossless), its final edits streamed as they settle; the whole output's edits at the end.
  */
-async function decodeWhole(input: NextEditDecodeInput): Promise<GeneratedNextEdit> {
-  const stop = new StopRules({ detokenize: input.detokenize, isEndToken: input.isEndToken, maxTokens: input.prompt.maxTokens, stopStrings: input.prompt.stop });
-  const mode = input.mode === 'hybrid' || input.mode === 'draft' || input.mode === 'ngram' ? input.mode : 'plain';
-  const started = performance.now();
+async function generate(input: NextEditDecodeInput): Promise<GeneratedNextEdit> {
   const streamed = new StreamedEdits(input.format, input.prompt, input.request);
-  let timeToFirstEditMs: number | undefined;
-  const onProgress = () => {
-    for (const edit of streamed.push(stop.finalText)) {
-      timeToFirstEditMs ??= performance.now() - started;
-      input.onEdit(edit);
-    }
+  const settled: TextReplacement[] = [];
+  const generation = await generateNextEdit({
+    target: input.target,
+    tokenize: (text, specials) => (specials ? input.tokenizeWithSpecials(text) : input.tokenize(text)),
+    detokenize: input.detokenize,
+    isEndToken: input.isEndToken,
+    prompt: input.prompt,
+    promptTokens: input.promptTokens,
+    mode: input.mode,
+    policy: input.policy,
+    draft: input.draft,
+    ngram: input.ngram,
+    signal: input.signal,
+    finalEdits: (text) => {
+      settled.push(...streamed.push(text));
+      return settled;
+    },
+    onEdit: (edit) => input.onEdit(edit),
+  });
+  return {
+    output: generation.text,
+    ...streamed.finish(generation.text),
+    ...(generation.timeToFirstEditMs !== undefined ? { timeToFirstEditMs: generation.timeToFirstEditMs } : {}),
+    stats: generation.stats,
   };
-  const stats = await decode({ mode, target: input.target, prompt: input.promptTokens, stop, policy: input.policy, ngram: input.ngram, draft: input.draft, signal: input.signal, onProgress });
-  return { output: stop.finalText, ...streamed.finish(stop.finalText), ...(timeToFirstEditMs !== undefined ? { timeToFirstEditMs } : {}), stats };
 }
 
 export const nextEditPieces: NextEditPieces = {
@@ -129,7 +140,7 @@ export const nextEditPieces: NextEditPieces = {
     const format = chooseFormat({ name: model.name, basename: model.basename, fileName: model.path }, request.format);
     return format ?? { none: `the model "${model.name ?? model.path ?? 'unnamed'}" names no next-edit format (Sweep Next-Edit or Zeta), and draftline.nextEdit.format does not force one` };
   },
-  decode: decodeWhole,
+  decode: generate,
   finalEditsOf: (format, prompt, request) => {
     const streamed = new StreamedEdits(format, prompt, request);
     const sent: TextReplacement[] = [];

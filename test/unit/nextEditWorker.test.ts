@@ -75,6 +75,15 @@ describe('next-edit requests in the worker', { skip }, () => {
     assert.equal(typeof result.output, 'string');
   });
 
+  it("'copy' and 'hybrid' (the window copy proposer) give plain decoding's output, with the copy's proposals counted", async () => {
+    const plain = await client.nextEdit(request({ mode: 'plain' }));
+    for (const mode of ['copy', 'hybrid'] as const) {
+      const r = await client.nextEdit(request({ mode }));
+      assert.equal(r.output, plain.output, mode);
+      assert.equal(r.stats.speculation.mode, mode);
+    }
+  });
+
   it('a model that names no next-edit format, none forced: noFormat, nothing decoded', async () => {
     const result = await client.nextEdit(request({ format: 'auto' }));
     assert.equal(result.noSuggestion?.reason, 'noFormat');
