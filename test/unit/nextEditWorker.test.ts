@@ -203,10 +203,12 @@ describe('next-edit requests in a shared worker: another window’s completion w
     assert.equal(ra.output, aAlone.output, 'A resumed on its own sequence: the same output as alone');
     assert.equal(ra.stats.generatedTokens, LONG);
     assert.ok((ra.yieldedToCompletions ?? 0) >= 1, 'A stopped for B');
-    // One decode step of A (a token of the tiny target: a few ms) plus the clients' and workers' noise.
+    // One decode step of A (a token of the tiny target: a few ms) plus the clients' and workers' noise,
+    // which grows with the machine's load (a loaded 2-core VM once gave +70 ms): the order above is
+    // the proof; this bound only catches a completion that waited for A's whole window.
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[1]!;
     assert.ok(
-      median(withMs) <= median(aloneMs) + 60,
+      median(withMs) <= median(aloneMs) * 1.5 + 60,
       `B's completion with A's next-edit running: ${withMs.map((m) => m.toFixed(0)).join(', ')} ms; alone ${aloneMs.map((m) => m.toFixed(0)).join(', ')} ms`,
     );
     const diagnostics = await a.request('diagnostics', {});
