@@ -6,6 +6,7 @@ import { isolatedAddress, type SharedWorkerAddress } from '../worker/sharedWorke
 import { type CrashContext, WorkerClient } from '../worker/workerClient';
 import { ModelQuarantine, QuarantinedModelError } from './modelQuarantine';
 import type { BackendEvents, InferenceBackend, OutageStatus } from './backend';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 export interface LocalBackendOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -127,7 +128,7 @@ export class LocalBackend implements InferenceBackend {
     const models = this.lastModels;
     if (!models || !blamesTheModel(description)) return;
     const loading = during.pending.includes('load');
-    if (!loading && !during.pending.includes('complete') && !during.pending.includes('alternatives')) return;
+    if (!loading && !during.pending.some((m) => m === 'complete' || m === 'alternatives' || m === 'nextEdit')) return;
     const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));
     const what = `${description} while ${loading ? 'loading it' : `generating with ${files.length > 1 ? 'them' : 'it'}`}`;
     const quarantined = this.quarantine.recordCrash(files, what, during.workerPid);
@@ -144,6 +145,14 @@ export class LocalBackend implements InferenceBackend {
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult> {
     return this.worker.request('alternatives', { request, count }, signal);
+  }
+
+  /**
+   * A next-edit suggestion computed in the worker (protocol 5): on this window's own KV sequence,
+   * after its completions, superseded by the window's next next-edit request.
+   */
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
+    return this.worker.nextEdit(request, signal, onEdit);
   }
 
   async configure(speculation: SpeculationSettings): Promise<void> {

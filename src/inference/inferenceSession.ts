@@ -31,6 +31,10 @@ import { DEFAULT_OWNER, describeOwner, PromptStates, type SequenceEvaluators, ty
 import { SavedPromptStates } from './savedPromptStates';
 import { kvBytesPerToken } from './sequenceBudget';
 import { WindowDraftContext } from './windowDraftContext';
+import { ContextGate } from './contextGate';
+import { type NextEditRun, runNextEdit } from './nextEditTask';
+import { nextEditPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
+import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
 
 export { gpuLayersFor } from './loadedPair';
 
@@ -87,6 +91,12 @@ export class InferenceSession {
   readonly policy: SpeculationPolicy;
   private speculation: SpeculationSettings;
   private running: Promise<unknown> = Promise.resolve();
+  /**
+   * Completions first: a next-edit generation evaluates between them (inference/contextGate.ts).
+   * Next-edit requests run one at a time among themselves (`nextEdits`), beside the completions' queue.
+   */
+  readonly gate = new ContextGate();
+  private nextEdits: Promise<unknown> = Promise.resolve();
   /**
    * Where alternatives may branch off the greedy completion: anywhere in it, or only before its first
    * line with content is complete, so that each alternative shows another first line (the default).
@@ -186,7 +196,7 @@ export class InferenceSession {
 
   /** One generation at a time: a request waits for the previous one (which the caller aborts). */
   complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.completeNow(request, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.completeNow(request, signal, overrides)));
     this.running = run.catch(() => undefined);
     return run;
   }
@@ -200,7 +210,7 @@ export class InferenceSession {
    * Queued like a completion; the signal stops it between steps (what was done is returned).
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
-    const run = this.running.then(() => this.alternativesNow(request, count, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.alternativesNow(request, count, signal, overrides)));
     this.running = run.catch(() => undefined);
     return run;
   }
@@ -210,8 +220,67 @@ export class InferenceSession {
    * what an alternative is, for tests that check one against plain decoding.
    */
   completeAfter(request: CompletionRequest, forced: readonly Token[], signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides)));
     this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A completion's work with the context to itself: a next-edit generation parks before its next evaluation. */
+  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const release = await this.gate.pause();
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * The loaded model that serves next-edit requests. For now the target: a next-edit model of its
+   * own (draftline.nextEdit.model) loads beside it later; the same file as the target is this one,
+   * decoding on its own KV sequences.
+   */
+  nextEditModel(): LoadedModel {
+    return this.target;
+  }
+
+  /**
+   * A next-edit request (issue #39, inference/nextEditTask.ts): on `owner`'s own KV sequence (the
+   * worker names it `window N · next edit`), its final edits to `onEdit` as they become final.
+   * Completions come first: one that arrives takes the context between two of its evaluations, and
+   * it resumes after. Never throws for a cancel (the result says why there is no suggestion).
+   */
+  nextEdit(
+    request: NextEditRequest,
+    signal?: AbortSignal,
+    overrides: DecodeOverrides & Pick<NextEditRun, 'onEdit' | 'onPark' | 'onResume'> = {},
+    pieces: NextEditPieces = nextEditPieces,
+  ): Promise<NextEditResult> {
+    const run = this.nextEdits.then(() => {
+      const model = this.nextEditModel();
+      const speculation = overrides.speculation ?? this.speculation;
+      return runNextEdit(
+        {
+          model: { ...model.info, basename: model.model.fileInfo.metadata?.general?.basename ?? null },
+          tokenizeWithSpecials: (text) => model.model.tokenize(text, true) as Token[],
+          tokenize: (text) => model.model.tokenize(text, false) as Token[],
+          detokenize: (tokens) => model.model.detokenize(tokens as readonly LlamaToken[], false),
+          // llama.cpp's end-of-generation tokens only: the format's stop texts end the window (not the FIM template's stops).
+          isEndToken: (token) => model.model.isEogToken(token as LlamaToken),
+          bos: model.info.addBos && model.info.bos !== null ? model.info.bos : null,
+          capacity: model.evaluator.capacity,
+          gate: this.gate,
+          sequenceFor: (owner, prompt) => this.sequenceFor(owner, prompt),
+          holds: (owner, target) => this.states.holds(owner, target as LlamaSequenceEvaluator),
+          draftProposer: (draft, s) => new DraftModelProposer(draft, s.draftMinConfidence),
+          ngramProposer: (key, s) => this.ngramProposer(key, s),
+        },
+        pieces,
+        request,
+        { owner: overrides.owner ?? DEFAULT_OWNER, speculation, policy: overrides.policy ?? this.policy, signal, onEdit: overrides.onEdit, onPark: overrides.onPark, onResume: overrides.onResume },
+      );
+    });
+    this.nextEdits = run.catch(() => undefined);
     return run;
   }
 
@@ -450,6 +519,7 @@ export class InferenceSession {
   async dispose(): Promise<void> {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
     await this.running;
+    await this.nextEdits;
     // Every step is tried: one that fails must not leave the rest loaded (in the shared worker they
     // would stay until it exits). The first failure is reported once all were tried.
     const failures: unknown[] = [];

@@ -1,5 +1,6 @@
 import type { AlternativesResult, CompletionRequest, DocumentEdit, KvSequencesReport, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 /**
  * Bumped on any incompatible change; the client refuses a worker that speaks another version.
@@ -9,8 +10,11 @@ import type { DownloadProgress } from '../models/downloadIndex';
  * `modelLoading` message names the file llama.cpp is reading during a load.
  * 4 (issue #32): `alternatives`, alternatives to a request's greedy completion, scheduled as a
  * completion of that window.
+ * 5 (issue #39): `nextEdit`, a next-edit suggestion for a window, on its own KV sequence and after
+ * every completion (one that arrives stops it between two evaluations until it is served), with
+ * `nextEditPartial` messages carrying each final edit as soon as it is final.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
@@ -31,6 +35,17 @@ export interface WorkerMethods {
    * with `limitedBy: 'cancelled'` and what was done), never by another window's.
    */
   alternatives: [{ request: CompletionRequest; count: number }, AlternativesResult];
+  /**
+   * (Protocol 5) A next-edit suggestion (issue #39): the request's format builds the prompt, the
+   * model's window is decoded on this window's own KV sequence (`window N · next edit`) and reduced
+   * to edits; each edit is sent in a `nextEditPartial` message as soon as it is final, and the
+   * result has them all. Scheduled after completions: every completion (any window's, prefetches
+   * too) goes first, and one that arrives while it decodes takes the models between two of its
+   * evaluations (one decode step at most), after which it resumes where it was. The window's next
+   * `nextEdit` (a keystroke) or a `cancel` supersedes it: answered with `noSuggestion.reason`
+   * 'cancelled'. Other windows' requests never cancel it; windows' next-edit requests take turns.
+   */
+  nextEdit: [{ request: NextEditRequest }, NextEditResult];
   /** Changes this window's speculation settings only. */
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
@@ -97,6 +112,11 @@ export type WorkerMessage =
   | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
   /** Progress of a running request (`download`), a few times a second at most. */
   | { v: typeof PROTOCOL_VERSION; type: 'progress'; id: number; progress: DownloadProgress }
+  /**
+   * (Protocol 5) A final edit of a running `nextEdit` request (id): verified tokens follow it, so
+   * the result will hold it unchanged; `ms` from the request's start in the worker.
+   */
+  | { v: typeof PROTOCOL_VERSION; type: 'nextEditPartial'; id: number; edit: TextReplacement; ms: number }
   /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
   | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string }
   /**
