@@ -39,14 +39,7 @@ import { StatsPanel } from './statsPanel';
 import { statsView } from '../statsView/statsPage';
 import { NextEditController } from './nextEdit/controller';
 import { replaySourceFromEnvironment } from './nextEdit/replay';
-import type { NextEditSource } from '../nextEdit/ui/source';
 import { readNextEditUiSettings } from './settings';
-
-/** The backend's next-edit side, when this build's backend has one (the seam of issue #39). */
-function nextEditSourceOf(backend: InferenceBackend): NextEditSource | null {
-  const candidate = backend as InferenceBackend & Partial<NextEditSource>;
-  return typeof candidate.nextEdit === 'function' ? (candidate as NextEditSource) : null;
-}
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -150,8 +143,8 @@ export class DraftlineController implements vscode.Disposable {
     const replay = replaySourceFromEnvironment((message) => this.log.warn(message));
     this.nextEdits = new NextEditController({
       log: this.log,
-      source: () => replay ?? (this.info ? nextEditSourceOf(this.backend) : null),
-      noSourceReason: () => (!this.info ? 'no suggestion: the models are not loaded' : `no suggestion: the ${this.backend.kind} backend has no next-edit support in this build`),
+      source: () => replay ?? (this.info ? this.backend : null),
+      noSourceReason: () => `no suggestion: ${this.backend.kind === 'local' ? 'the models are not loaded' : `the ${this.backend.kind} server is not connected`} yet`,
       settings: () => readNextEditUiSettings(this.reportSettingProblem),
       // The window copy proposer (with the draft and n-grams where there are): lossless, and where next edits are fast.
       mode: () => (this.engine.settings.speculation ? 'hybrid' : 'plain'),

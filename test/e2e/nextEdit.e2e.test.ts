@@ -11,7 +11,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { ServerBackend } from '../../src/remote/serverBackend';
 import { fixture, json, type RecordedRequest, StubServer } from '../support/stubServer';
 import {
   closeWorkbench,
@@ -375,12 +374,7 @@ export function recordedSweepOutput(prompt: string, cases: readonly { before: st
   return `${window}\n`;
 }
 
-/** Whether this build's server backend computes next edits (issue #39's seam, from another branch). */
-const serverHasNextEdit = (): boolean => typeof (ServerBackend.prototype as unknown as { nextEdit?: unknown }).nextEdit === 'function';
-
-describe('next-edit suggestions through llama-server (stub), in a real editor', {
-  skip: e2eUnavailableReason() ?? (serverHasNextEdit() ? false : 'the server backend has no nextEdit in this build'),
-}, () => {
+describe('next-edit suggestions through llama-server (stub), in a real editor', { skip: e2eUnavailableReason() ?? false }, () => {
   let server: CodeServer;
   let wb: Workbench;
   let page: Page;
