@@ -54,6 +54,7 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.nextEdit.accepted', () => controller.nextEdits.ghostAccepted()),
     vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
     vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
+    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit')),
     vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       await controller.refreshWorkerStatus();
