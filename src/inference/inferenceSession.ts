@@ -33,7 +33,7 @@ import { WindowDraftContext } from './windowDraftContext';
 import { ContextGate } from './contextGate';
 import type { DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
-import { NextEditModelSlot } from './nextEditModelSlot';
+import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { runSessionNextEdit, type SessionNextEditOptions } from './sessionNextEdit';
 import { nextEditPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
@@ -119,7 +119,7 @@ export class InferenceSession {
     // Room for a few evicted prompts' states on disk (each a sequence's cells at most), 512 MiB at most.
     const sequenceBytes = pair.sequences.bytesPerSequence;
     this.saved = new SavedPromptStates(Math.max(sequenceBytes, Math.min(SAVED_STATES_MAX_BYTES, SAVED_STATES_PER_SEQUENCE * sequenceBytes)), (message) => log('warn', message));
-    const targetServing = { model: target, sequenceFor: (o: string, p: readonly Token[]) => this.sequenceFor(o, p), holds: (o: string, t: LlamaSequenceEvaluator) => this.states.holds(o, t), targetVocabulary: true };
+    const targetServing: NextEditServing = { model: target, sequenceFor: (o, p) => this.sequenceFor(o, p), holds: (o, t) => this.states.holds(o, t), targetVocabulary: true };
     this.nextEditModels = new NextEditModelSlot(pair, targetServing, speculation.maxProposal + 1, log);
   }
 

@@ -200,11 +200,19 @@ export class NextEditModelSlot {
       return this.failed(file, (error as Error).message);
     }
     let draftSide: DraftSide | null = null;
-    let draftNote = !draft ? 'none loaded: the window copy and n-grams' : `another vocabulary than the completion draft's (${vocabulary && !vocabulary.compatible ? vocabulary.reason : ''}): the window copy and n-grams`;
+    let draftNote = !draft
+      ? 'none loaded: the window copy and n-grams'
+      : `another vocabulary than the completion draft's (${vocabulary && !vocabulary.compatible ? vocabulary.reason : ''}): the window copy and n-grams`;
     if (withDraft) {
       try {
         // The completion draft's weights, a context of its own: the pair's sequences stay the completions'.
-        const created = await createContext(draft.model, { contextSize, threads: pairInfo.threads, batchSize: Math.min(contextSize, 512), flashAttention: draft.attention.flashAttention, sequences: model.sequences.length });
+        const created = await createContext(draft.model, {
+          contextSize,
+          threads: pairInfo.threads,
+          batchSize: Math.min(contextSize, 512),
+          flashAttention: draft.attention.flashAttention,
+          sequences: model.sequences.length,
+        });
         draftSide = { ...created, sequences: Array.from({ length: created.context.totalSequences }, () => new LlamaSequenceEvaluator(created.context.getSequence(), draft.model)) };
         draftNote = `the completion draft ${pairInfo.draft?.name ?? basename(draft.info.path)} (same vocabulary)`;
       } catch (error) {

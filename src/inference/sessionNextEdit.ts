@@ -67,7 +67,13 @@ export function nextEditHost(serving: NextEditServing, parts: SessionNextEditPar
  * next-edit file of its own; a file that cannot be loaded answers noSuggestion 'error' with why),
  * then the task on it.
  */
-export async function runSessionNextEdit(parts: SessionNextEditParts, pieces: NextEditPieces, request: NextEditRequest, signal: AbortSignal | undefined, options: SessionNextEditOptions): Promise<NextEditResult> {
+export async function runSessionNextEdit(
+  parts: SessionNextEditParts,
+  pieces: NextEditPieces,
+  request: NextEditRequest,
+  signal: AbortSignal | undefined,
+  options: SessionNextEditOptions,
+): Promise<NextEditResult> {
   const serving = await parts.slot.serving(options.model, options);
   if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
   const { owner = DEFAULT_OWNER, speculation, policy, onEdit, onPark, onResume } = options;

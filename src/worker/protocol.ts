@@ -1,4 +1,14 @@
-import type { AlternativesResult, CompletionRequest, DocumentEdit, KvSequencesReport, NextEditModelReport, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type {
+  AlternativesResult,
+  CompletionRequest,
+  DocumentEdit,
+  KvSequencesReport,
+  NextEditModelReport,
+  LocalCompletionResult,
+  LoadedModelsInfo,
+  ModelSettings,
+  SpeculationSettings,
+} from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
