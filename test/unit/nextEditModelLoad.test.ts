@@ -153,7 +153,7 @@ describe("the next-edit model is the target's file: loaded once", { skip }, () =
   });
   after(() => client.dispose());
 
-  it("serves both tasks from their own KV sequences of the one loaded model", async () => {
+  it('serves both tasks from their own KV sequences of the one loaded model', async () => {
     await client.request('complete', { request: completion });
     // The tiny target names no next-edit format: forced.
     const result = await client.nextEdit(request({ format: 'sweep' }), undefined, undefined, TINY.target);
