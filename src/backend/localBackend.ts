@@ -7,7 +7,7 @@ import { type CrashContext, WorkerClient } from '../worker/workerClient';
 import { ModelQuarantine, QuarantinedModelError } from './modelQuarantine';
 import type { BackendEvents, InferenceBackend, OutageStatus } from './backend';
 import type { NextEditFormatId, NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { noNextEdit } from '../inference/nextEditTask';
+import { noNextEdit } from '../nextEdit/noSuggestion';
 
 export interface LocalBackendOptions {
   /** The bundled worker script (dist/worker.js). */
