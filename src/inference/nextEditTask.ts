@@ -6,13 +6,16 @@
 // takes the context between two of them, and the next-edit resumes after it on its own sequence.
 // InferenceSession.nextEdit wires it; the session's own file stays about completions.
 import type { NextEditModelInfo, NextEditPieces } from '../nextEdit/nextEditPieces';
-import type { NextEditPrompt, NextEditRequest, NextEditResult, NoSuggestionReason, TextReplacement } from '../nextEdit/types';
-import { type DecoderStats, emptySpeculationStats, type SpeculationSettings, type Token } from '../shared/types';
+import { noNextEdit } from '../nextEdit/noSuggestion';
+import type { NextEditPrompt, NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
+import type { SpeculationSettings, Token } from '../shared/types';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';
 import { type ContextGate, ParkedAbort } from './contextGate';
 import type { SequenceEvaluators } from './promptStates';
+
+export { emptyDecoderStats, noNextEdit } from '../nextEdit/noSuggestion';
 
 /** What the task needs of the session. */
 export interface NextEditHost {
@@ -52,25 +55,6 @@ export class SequenceTaken extends Error {
   constructor(owner: string) {
     super(`a completion took the KV sequence of ${owner} while it waited (all sequences were in use)`);
   }
-}
-
-/** The stats of a request that decoded nothing. */
-export function emptyDecoderStats(mode: NextEditRequest['mode'], totalMs = 0): DecoderStats {
-  return { promptTokens: 0, reusedPromptTokens: 0, generatedTokens: 0, promptMs: 0, timeToFirstTokenMs: 0, totalMs, stopReason: 'abort', speculation: emptySpeculationStats(mode) };
-}
-
-/** A result with no suggestion, for a request that did not get as far as decoding (or was stopped). */
-export function noNextEdit(request: NextEditRequest, reason: NoSuggestionReason, detail: string, extra: Partial<NextEditResult> = {}): NextEditResult {
-  const at = Math.max(0, Math.min(request.cursorOffset, request.text.length));
-  return {
-    format: extra.format ?? (request.format && request.format !== 'auto' ? request.format : 'sweep'),
-    region: { start: at, end: at },
-    edits: [],
-    regionText: null,
-    stats: emptyDecoderStats(request.mode),
-    ...extra,
-    noSuggestion: { reason, detail },
-  };
 }
 
 /**

@@ -17,7 +17,7 @@ import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, 
 import { DocumentSync, documentLength } from './documentSync';
 import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
-import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
+import { nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
 import {
@@ -266,6 +266,7 @@ export class DraftlineController implements vscode.Disposable {
           },
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
+        nextEditModel: nextEditModelResolver(this.context, this.reportSettingProblem),
       },
       events,
     );
@@ -432,7 +433,8 @@ export class DraftlineController implements vscode.Disposable {
     }
     try {
       const d = await backend.worker.request('diagnostics', {});
-      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000, kvSequences: d.kvSequences ?? null };
+      const { kvSequences = null, nextEditModel = null } = d;
+      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000, kvSequences, nextEditModel };
     } catch {
       this.workerStatus = null;
     }
@@ -507,14 +509,8 @@ export class DraftlineController implements vscode.Disposable {
 
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
-    if (
-      reloadOnChange(
-        (key) => e.affectsConfiguration(key),
-        this.loadedInputs,
-        () => this.wantedLoadInputs(),
-      )
-    )
-      void this.loadModels('settings changed');
+    const affects = (key: string) => e.affectsConfiguration(key);
+    if (reloadOnChange(affects, this.loadedInputs, () => this.wantedLoadInputs())) void this.loadModels('settings changed');
     else this.applyLiveSettings();
   }
 

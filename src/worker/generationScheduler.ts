@@ -16,7 +16,7 @@ import { noNextEdit } from '../inference/nextEditTask';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type SpeculationSettings } from '../shared/types';
 import type { SpeculationPolicy } from '../speculation/policy';
-import type { WorkerMessage, WorkerNotification } from './protocol';
+import { PROTOCOL_VERSION, type WorkerMessage, type WorkerNotification } from './protocol';
 
 /** Models loaded once for every client that asked for the same files with the same settings. */
 export interface LoadedModels {
@@ -39,6 +39,8 @@ export interface NextEditJob {
   connection: Connection;
   id: number;
   request: NextEditRequest;
+  /** The next-edit model's local file (protocol `nextEdit`'s `model`): '' or absent, the target serves. */
+  model?: string;
   controller: AbortController;
   /** A final edit, as soon as it is final (sent as `nextEditPartial`). */
   onEdit(edit: TextReplacement, ms: number): void;
@@ -210,10 +212,10 @@ export function realCompletionPending(loadedModels: Iterable<LoadedModels>): boo
  * (waiting: answered at once; started: stopped at its next step), and a cancel stops only its own;
  * another window's never. It starts when no real completion waits and no other next-edit runs.
  */
-export function enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: NextEditJob['onEdit']): Promise<NextEditResult> {
+export function enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: NextEditJob['onEdit'], model?: string): Promise<NextEditResult> {
   return new Promise((resolve, reject) => {
     const previous = connection.nextEdit;
-    const job: NextEditJob = { connection, id, request, controller: new AbortController(), onEdit, resolve, reject };
+    const job: NextEditJob = { connection, id, request, model, controller: new AbortController(), onEdit, resolve, reject };
     const key = requestKey(connection, id);
     running.set(key, job.controller);
     connection.nextEdit = job;
@@ -288,6 +290,9 @@ function serveNextEdit(entry: LoadedModels): void {
       onEdit: (edit, ms) => job.onEdit(edit, ms),
       onPark: park,
       onResume: resume,
+      // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
+      model: job.model,
+      onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
     })
     .then(
       (result) => {

@@ -1,4 +1,14 @@
-import type { AlternativesResult, CompletionRequest, DocumentEdit, KvSequencesReport, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type {
+  AlternativesResult,
+  CompletionRequest,
+  DocumentEdit,
+  KvSequencesReport,
+  NextEditModelReport,
+  LocalCompletionResult,
+  LoadedModelsInfo,
+  ModelSettings,
+  SpeculationSettings,
+} from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
@@ -12,7 +22,10 @@ import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEd
  * completion of that window.
  * 5 (issue #39): `nextEdit`, a next-edit suggestion for a window, on its own KV sequence and after
  * every completion (one that arrives stops it between two evaluations until it is served), with
- * `nextEditPartial` messages carrying each final edit as soon as it is final.
+ * `nextEditPartial` messages carrying each final edit as soon as it is final. Still 5 with the
+ * optional `model` of `nextEdit` (the resolved draftline.nextEdit.model, loaded by the first request
+ * that names it) and the optional `nextEditModel` of the diagnostics and LoadedModelsInfo: optional
+ * fields only, which a worker or client that lacks them ignores (both ship in one build anyway).
  */
 export const PROTOCOL_VERSION = 5;
 
@@ -44,8 +57,11 @@ export interface WorkerMethods {
    * evaluations (one decode step at most), after which it resumes where it was. The window's next
    * `nextEdit` (a keystroke) or a `cancel` supersedes it: answered with `noSuggestion.reason`
    * 'cancelled'. Other windows' requests never cancel it; windows' next-edit requests take turns.
+   * `model`: the next-edit model's local file ('' or absent: the target serves). Another file than
+   * the target's is loaded by the first request that names it, beside the models (a `modelLoading`
+   * message names it to this window first); one that cannot be loaded answers noSuggestion 'error'.
    */
-  nextEdit: [{ request: NextEditRequest }, NextEditResult];
+  nextEdit: [{ request: NextEditRequest; model?: string }, NextEditResult];
   /** Changes this window's speculation settings only. */
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
@@ -87,6 +103,8 @@ export interface WorkerDiagnostics {
    * bytes; and how often a sequence was taken from an owner because all were in use.
    */
   kvSequences?: KvSequencesReport | null;
+  /** The next-edit model of the asking window's models (null before next edits were asked for): its memory and KV sequences. */
+  nextEditModel?: NextEditModelReport | null;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */

@@ -191,8 +191,8 @@ export class WorkerClient {
    * A next-edit suggestion (protocol 5): `onEdit` gets each final edit as soon as the worker has it
    * (the result holds them all); `signal` cancels (answered with noSuggestion 'cancelled').
    */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
-    return this.request('nextEdit', { request }, signal, { onEdit });
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void, model?: string): Promise<NextEditResult> {
+    return this.request('nextEdit', { request, ...(model ? { model } : {}) }, signal, { onEdit });
   }
 
   notify(notification: WorkerNotification): void {
@@ -376,7 +376,8 @@ export class WorkerClient {
     if (!pending) return;
     this.pending.delete(message.id);
     clearTimeout(pending.timer);
-    if (pending.method === 'load') this.loadingFile = null;
+    // A next-edit request may load the next-edit model (its `modelLoading` came to this window only).
+    if (pending.method === 'load' || pending.method === 'nextEdit') this.loadingFile = null;
     if (message.ok) pending.resolve(message.result);
     else pending.reject(new WorkerError(message.error.message, message.error.code));
   }

@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import type { AlternativesResult, LocalCompletionResult, ModelSettings } from '../shared/types';
+import type { AlternativesResult, KvSequencesReport, LocalCompletionResult, ModelSettings } from '../shared/types';
 import type { TextReplacement } from '../nextEdit/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
@@ -169,7 +169,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const scoped = real.documentKey === undefined ? real : { ...real, documentKey: documentKey(connection, real.documentKey) };
     return enqueueCompletion(connection, connection.models!, id, scoped, Math.max(0, Math.floor(count))) as Promise<AlternativesResult>;
   },
-  nextEdit: async ({ request }, id, connection) => {
+  nextEdit: async ({ request, model }, id, connection) => {
     const current = requireSession(connection);
     const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
     if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
@@ -177,7 +177,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     }
     // Each final edit goes out at once: the editor may show it while the rest of the window decodes.
     const onEdit = (edit: TextReplacement, ms: number) => connection.send({ v: PROTOCOL_VERSION, type: 'nextEditPartial', id, edit, ms });
-    return enqueueNextEdit(connection, connection.models!, id, scoped, onEdit);
+    return enqueueNextEdit(connection, connection.models!, id, scoped, onEdit, model);
   },
   configure: async ({ speculation }, _id, connection) => {
     requireSession(connection);
@@ -237,6 +237,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
       clients: connections.size,
       loadedModels: sessions.length,
       kvSequences: kvSequencesSeenBy(connection),
+      nextEditModel: await nextEditModelSeenBy(connection),
     };
   },
   crash: async () => {
@@ -246,10 +247,10 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
 };
 
 /** The KV sequences of a window's models as that window sees them: its own prompt states named, other windows' not. */
-function kvSequencesSeenBy(connection: Connection): WorkerDiagnostics['kvSequences'] {
+function kvSequencesSeenBy(connection: Connection, of?: KvSequencesReport): WorkerDiagnostics['kvSequences'] {
   const session = connection.models?.session;
   if (!session) return null;
-  const { sequences, evictions, saved } = session.sequences();
+  const { sequences, evictions, saved } = of ?? session.sequences();
   const mine = ownerPrefix(connection);
   return {
     evictions,
@@ -260,6 +261,13 @@ function kvSequencesSeenBy(connection: Connection): WorkerDiagnostics['kvSequenc
       bytes,
     })),
   };
+}
+
+/** The next-edit model of a window's models, its KV sequences' owners named as kvSequencesSeenBy names them. */
+async function nextEditModelSeenBy(connection: Connection): Promise<WorkerDiagnostics['nextEditModel']> {
+  const report = await connection.models?.session?.nextEditModels.report();
+  if (!report?.sequences) return report ?? null;
+  return { ...report, sequences: kvSequencesSeenBy(connection, { evictions: 0, sequences: report.sequences })!.sequences };
 }
 
 /** Longest an indexing slice waits for a generation to end: under a typing storm one always runs. */
