@@ -3,7 +3,11 @@
 import fs from 'node:fs';
 const { getLlama, LlamaCompletion } = await import('node-llama-cpp');
 const [model, exPath, outPath, nPer = '20'] = process.argv.slice(2);
-const all = fs.readFileSync(exPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const all = fs
+  .readFileSync(exPath, 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l));
 const byKind = {};
 for (const x of all) (byKind[x.kind] ??= []).length < Number(nPer) && byKind[x.kind].push(x);
 const cases = Object.values(byKind).flat();
@@ -15,11 +19,18 @@ const completion = new LlamaCompletion({ contextSequence: seq });
 const out = [];
 for (const x of cases) {
   const regionTokens = m.tokenize(x.region).length;
-  const t0 = performance.now(); let tFirst = 0; let n = 0;
+  const t0 = performance.now();
+  let tFirst = 0;
+  let n = 0;
   const text = await completion.generateCompletion(x.prompt, {
-    maxTokens: Math.min(2 * regionTokens + 48, 1024 - m.tokenize(x.prompt).length - 2), temperature: 0, repeatPenalty: false,
+    maxTokens: Math.min(2 * regionTokens + 48, 1024 - m.tokenize(x.prompt).length - 2),
+    temperature: 0,
+    repeatPenalty: false,
     customStopTriggers: ['<|editable_region_end|>'],
-    onToken: (t) => { if (!n) tFirst = performance.now(); n += t.length; },
+    onToken: (t) => {
+      if (!n) tFirst = performance.now();
+      n += t.length;
+    },
   });
   const t1 = performance.now();
   await seq.clearHistory();
@@ -27,4 +38,5 @@ for (const x of cases) {
   process.stdout.write(`${out.length}/${cases.length} ${x.kind} ${n} tok ${(t1 - t0).toFixed(0)} ms\n`);
 }
 fs.writeFileSync(outPath, JSON.stringify(out));
-await ctx.dispose(); await m.dispose();
+await ctx.dispose();
+await m.dispose();
