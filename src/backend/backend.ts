@@ -2,6 +2,7 @@
 // (localBackend.ts) and the inference servers (src/remote/) implement it alike; only the controller
 // knows which one runs, and it can swap them without a reload.
 import type { CompletionBackend } from '../engine/completionEngine';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import type { BackendInfo, BackendKind, DocumentEdit, SpeculationSettings } from '../shared/types';
 
 /** Why a backend cannot serve right now, while it waits to try again (a crashed worker, an unreachable server). */
@@ -29,6 +30,14 @@ export interface InferenceBackend extends CompletionBackend {
   readonly kind: BackendKind;
   /** Loads the models (in-process) or checks the server and its model; describes what serves completions. */
   load(): Promise<BackendInfo>;
+  /**
+   * A next-edit suggestion (issue #39): the request's window rewritten by the model and reduced to
+   * edits. `onEdit` gets each final edit as soon as it is final (in-process: while the rest of the
+   * window decodes; a server: as its stream shows it), `ms` from the request's start. Completions
+   * come first (in-process, the worker schedules them before it); the signal cancels, answered with
+   * noSuggestion 'cancelled'. A model output that gives no suggestion says why (noSuggestion).
+   */
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult>;
   /** Live speculation settings (in-process only: a server decodes its own way). */
   configure(speculation: SpeculationSettings): Promise<void>;
   /**

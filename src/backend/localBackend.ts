@@ -6,6 +6,8 @@ import { isolatedAddress, type SharedWorkerAddress } from '../worker/sharedWorke
 import { type CrashContext, WorkerClient } from '../worker/workerClient';
 import { ModelQuarantine, QuarantinedModelError } from './modelQuarantine';
 import type { BackendEvents, InferenceBackend, OutageStatus } from './backend';
+import type { NextEditFormatId, NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
+import { noNextEdit } from '../nextEdit/noSuggestion';
 
 export interface LocalBackendOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -24,6 +26,12 @@ export interface LocalBackendOptions {
   quarantine?: ModelQuarantine;
   /** The models and speculation settings to load, read when load() runs (model downloads resolved, through this worker). */
   settings(worker: WorkerClient): Promise<{ models: ModelSettings; speculation: SpeculationSettings }>;
+  /**
+   * The next-edit model's local file (draftline.nextEdit.model resolved, downloaded if the user
+   * agrees) and the forced format, asked at each next-edit request (the answer is kept per setting
+   * value): the worker loads a file of its own on the first request that names it. Absent: the target serves.
+   */
+  nextEditModel?(worker: WorkerClient): Promise<{ file: string; format: NextEditFormatId | 'auto' }>;
 }
 
 /**
@@ -126,8 +134,9 @@ export class LocalBackend implements InferenceBackend {
   private noteModelCrash(description: string, during: CrashContext, log: BackendEvents['log']): void {
     const models = this.lastModels;
     if (!models || !blamesTheModel(description)) return;
-    const loading = during.pending.includes('load');
-    if (!loading && !during.pending.includes('complete') && !during.pending.includes('alternatives')) return;
+    // A next-edit request with a `modelLoading` of its own was loading the next-edit model: that file is to blame.
+    const loading = during.pending.includes('load') || (during.pending.includes('nextEdit') && during.loadingFile !== null);
+    if (!loading && !during.pending.some((m) => m === 'complete' || m === 'alternatives' || m === 'nextEdit')) return;
     const files = loading && during.loadingFile ? [during.loadingFile] : [models.targetModel, models.draftModel].filter((f): f is string => Boolean(f));
     const what = `${description} while ${loading ? 'loading it' : `generating with ${files.length > 1 ? 'them' : 'it'}`}`;
     const quarantined = this.quarantine.recordCrash(files, what, during.workerPid);
@@ -144,6 +153,28 @@ export class LocalBackend implements InferenceBackend {
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult> {
     return this.worker.request('alternatives', { request, count }, signal);
+  }
+
+  /**
+   * A next-edit suggestion computed in the worker (protocol 5): on this window's own KV sequence,
+   * after its completions, superseded by the window's next next-edit request.
+   */
+  async nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
+    let model = '';
+    let format = request.format;
+    if (this.options.nextEditModel) {
+      try {
+        const chosen = await this.options.nextEditModel(this.worker);
+        model = chosen.file;
+        format ??= chosen.format;
+      } catch (error) {
+        // Declined or failed download: no next edits, said once per setting value (the answer is kept).
+        return noNextEdit(request, 'error', (error as Error).message);
+      }
+      const quarantined = model ? this.quarantine.check([model]) : [];
+      if (quarantined.length > 0) return noNextEdit(request, 'error', new QuarantinedModelError(quarantined).message);
+    }
+    return this.worker.nextEdit(format ? { ...request, format } : request, signal, onEdit, model);
   }
 
   async configure(speculation: SpeculationSettings): Promise<void> {

@@ -3,7 +3,7 @@ import { type AlternativesTally, acceptanceRate, speedupOverPlain, tokensPerEval
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
-import type { BackendInfo, DecodeMode, KvSequencesReport, PolicySnapshot, ProposalSource } from '../shared/types';
+import type { BackendInfo, DecodeMode, KvSequencesReport, NextEditModelReport, PolicySnapshot, ProposalSource } from '../shared/types';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
@@ -27,6 +27,23 @@ export interface WorkerStatus {
   idleMinutes: number;
   /** The target's KV sequences as this window sees them (WorkerDiagnostics.kvSequences). */
   kvSequences?: KvSequencesReport | null;
+  /** The next-edit model (WorkerDiagnostics.nextEditModel): null before next edits were asked for. */
+  nextEditModel?: NextEditModelReport | null;
+}
+
+/**
+ * The next-edit model's line: its weights and KV sequences as the target's are shown (none more in
+ * memory when it is the target's file), where it runs, what 'hybrid' drafts with; or why it failed.
+ */
+export function describeNextEditModel(m: NextEditModelReport): FigureRow {
+  const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+  if (m.state === 'failed') return ['Next-edit model', `${m.name} not loaded — ${m.problem ?? 'unknown problem'} (completions are unaffected)`];
+  if (m.state === 'loading') return ['Next-edit model', `${m.name} loading…`];
+  const kv = `${m.kvSequences.count} KV sequence${m.kvSequences.count === 1 ? '' : 's'} of ${mb(m.kvSequences.bytesPerSequence)}`;
+  const memory = m.sharesTarget
+    ? `the target's file, loaded once: no more weights, next edits on sequences of their own`
+    : `${mb(m.sizeBytes)} weights + ${kv}, ${m.gpuLayers > 0 ? `${m.gpuLayers} layers on the GPU` : 'on the CPU'}${m.gpuFallback ? ` (${m.gpuFallback})` : ''}, context ${m.contextSize}`;
+  return ['Next-edit model', `${m.name} (${memory}; hybrid drafts with ${m.draft})`];
 }
 
 /** The KV sequences, a row each: whose prompt each holds, its tokens and their memory. */
@@ -51,7 +68,7 @@ export function describeWorker(w: WorkerStatus): FigureRow {
 /** A section of Show Stats: a table, or one sentence where there is no table (e.g. "none yet"). */
 export interface StatsSection {
   /** Stable: the rendered view replaces a section by it when its figures change. */
-  id: 'last' | 'session' | 'alternatives' | 'policy' | 'timeline';
+  id: 'last' | 'session' | 'alternatives' | 'policy' | 'timeline' | 'nextEdits';
   heading: string;
   /** The table's two column headings. */
   columns: readonly [string, string];
@@ -96,6 +113,7 @@ export function statsReportModel(
       ...(models.kvSequences ? [['KV sequences', models.kvSequences.reason] as const] : []),
       ...(worker ? [describeWorker(worker)] : []),
       ...(worker?.kvSequences ? describeKvSequences(worker.kvSequences) : []),
+      ...(worker?.nextEditModel ? [describeNextEditModel(worker.nextEditModel)] : []),
     );
   } else {
     overview.push(['Models', 'not loaded']);

@@ -13,6 +13,8 @@ export interface TooltipState {
   /** A server backend (then `models` is null): where it is and what it said of itself. */
   server?: BackendInfo | null;
   summary: StatusSummary | null;
+  /** Next-edit suggestions' line (shown, applied, dismissed, time to the first edit), when any was asked. */
+  nextEdits?: string | null;
 }
 
 const GPU_NAMES: Record<string, string> = { cuda: 'CUDA', vulkan: 'Vulkan', metal: 'Metal', auto: 'The GPU backend' };
@@ -106,6 +108,7 @@ export function statusTooltip(state: TooltipState): string {
   }
   if (m || server || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);
   if (state.summary?.tokensPerEvaluation != null) lines.push(`Tokens per target evaluation: ${state.summary.tokensPerEvaluation.toFixed(2)}`);
+  if (state.nextEdits) lines.push(state.nextEdits);
   lines.push('Click for Draftline commands');
   return lines.join('\n\n');
 }

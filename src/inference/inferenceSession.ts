@@ -12,16 +12,15 @@ import {
   type SpeculationSettings,
   type Token,
 } from '../shared/types';
-import { NgramIndex, findInSequence } from '../ngram';
+import { NgramIndex } from '../ngram';
 import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import type { PromptTemplate } from '../prompt/templates';
 import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
-import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from '../speculation/proposers';
-import { LookaheadPool } from '../speculation/lookaheadPool';
+import { LookaheadPools } from '../speculation/lookaheadPool';
 import { WindowDraftProposer } from '../speculation/windowDraft';
-import { decode, type StepProfile } from '../speculation/speculativeDecoder';
+import { decode } from '../speculation/speculativeDecoder';
 import { clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
@@ -31,33 +30,16 @@ import { DEFAULT_OWNER, describeOwner, PromptStates, type SequenceEvaluators, ty
 import { SavedPromptStates } from './savedPromptStates';
 import { kvBytesPerToken } from './sequenceBudget';
 import { WindowDraftContext } from './windowDraftContext';
+import { ContextGate } from './contextGate';
+import type { DecodeOverrides } from './decodeOverrides';
+import { documentNgramProposer } from './documentNgrams';
+import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
+import { runSessionNextEdit, type SessionNextEditOptions } from './sessionNextEdit';
+import { nextEditPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
+import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
 
 export { gpuLayersFor } from './loadedPair';
-
-/** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
-export interface DecodeOverrides {
-  draft?: DraftProposer;
-  /** A next-edit window's copy proposer: used by the 'copy' and 'hybrid' modes (speculation/windowCopyProposer.ts). */
-  copy?: CopyProposer;
-  policy?: SpeculationPolicy;
-  /** Where each decode step's time goes (bench/profile.ts). */
-  profile?: StepProfile;
-  /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
-  lookahead?: boolean;
-  /**
-   * Speculation settings of this request in place of the session's (the shared worker passes each
-   * window's own, with `policy` the window's own policy over the same object).
-   */
-  speculation?: SpeculationSettings;
-  /**
-   * Whose prompt state (KV sequence) the request decodes on: the shared worker names each window's
-   * completions apart (inference/promptStates.ts); the default owner's otherwise.
-   */
-  owner?: string;
-}
-
-/** Documents whose lookahead pools are kept (the most recently completed in). */
-const LOOKAHEAD_DOCUMENTS = 16;
+export type { DecodeOverrides } from './decodeOverrides';
 
 /** What a prompt is laid out from. */
 type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
@@ -88,6 +70,12 @@ export class InferenceSession {
   private speculation: SpeculationSettings;
   private running: Promise<unknown> = Promise.resolve();
   /**
+   * Completions first: a next-edit generation evaluates between them (inference/contextGate.ts).
+   * Next-edit requests run one at a time among themselves (`nextEdits`), beside the completions' queue.
+   */
+  readonly gate = new ContextGate();
+  private nextEdits: Promise<unknown> = Promise.resolve();
+  /**
    * Where alternatives may branch off the greedy completion: anywhere in it, or only before its first
    * line with content is complete, so that each alternative shows another first line (the default).
    * Bench regime 10 compares both (bench/results/2026-11-25T05-04-28/, 80 tasks): branching anywhere,
@@ -109,6 +97,8 @@ export class InferenceSession {
   private readonly states: PromptStates<LlamaSequenceEvaluator>;
   /** The KV states of prompts whose sequence another owner took, to load back when they return. */
   private readonly saved: SavedPromptStates;
+  /** The next-edit model: the target until next edits name a file of their own, loaded then (inference/nextEditModelSlot.ts). */
+  readonly nextEditModels: NextEditModelSlot;
 
   private constructor(
     pair: LoadedPair,
@@ -129,6 +119,8 @@ export class InferenceSession {
     // Room for a few evicted prompts' states on disk (each a sequence's cells at most), 512 MiB at most.
     const sequenceBytes = pair.sequences.bytesPerSequence;
     this.saved = new SavedPromptStates(Math.max(sequenceBytes, Math.min(SAVED_STATES_MAX_BYTES, SAVED_STATES_PER_SEQUENCE * sequenceBytes)), (message) => log('warn', message));
+    const targetServing: NextEditServing = { model: target, sequenceFor: (o, p) => this.sequenceFor(o, p), holds: (o, t) => this.states.holds(o, t), targetVocabulary: true };
+    this.nextEditModels = new NextEditModelSlot(pair, targetServing, speculation.maxProposal + 1, log);
   }
 
   /**
@@ -149,6 +141,7 @@ export class InferenceSession {
   releaseOwners(matches: (owner: string) => boolean): void {
     this.states.release(matches);
     this.saved.release(matches);
+    this.nextEditModels.releaseOwners(matches);
   }
 
   /**
@@ -186,7 +179,7 @@ export class InferenceSession {
 
   /** One generation at a time: a request waits for the previous one (which the caller aborts). */
   complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.completeNow(request, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.completeNow(request, signal, overrides)));
     this.running = run.catch(() => undefined);
     return run;
   }
@@ -200,7 +193,7 @@ export class InferenceSession {
    * Queued like a completion; the signal stops it between steps (what was done is returned).
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
-    const run = this.running.then(() => this.alternativesNow(request, count, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.alternativesNow(request, count, signal, overrides)));
     this.running = run.catch(() => undefined);
     return run;
   }
@@ -210,8 +203,33 @@ export class InferenceSession {
    * what an alternative is, for tests that check one against plain decoding.
    */
   completeAfter(request: CompletionRequest, forced: readonly Token[], signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides));
+    const run = this.running.then(() => this.exclusive(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides)));
     this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A completion's work with the context to itself: a next-edit generation parks before its next evaluation. */
+  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const release = await this.gate.pause();
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * A next-edit request (issue #39, inference/sessionNextEdit.ts): on `owner`'s own KV sequence (the
+   * worker names it `window N · next edit`) of the next-edit model (`overrides.model`: loaded by the
+   * first request that names it; the target when none), its final edits to `onEdit` as they become
+   * final. Completions come first: one that arrives takes the context between two of its
+   * evaluations, and it resumes after. Never throws for a cancel or a next-edit file that cannot be
+   * loaded (the result says why there is no suggestion).
+   */
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: DecodeOverrides & Partial<SessionNextEditOptions> = {}, pieces: NextEditPieces = nextEditPieces): Promise<NextEditResult> {
+    const options = { ...overrides, speculation: overrides.speculation ?? this.speculation, policy: overrides.policy ?? this.policy };
+    const run = this.nextEdits.then(() => runSessionNextEdit({ gate: this.gate, slot: this.nextEditModels, documents: this.documents }, pieces, request, signal, options));
+    this.nextEdits = run.catch(() => undefined);
     return run;
   }
 
@@ -321,18 +339,8 @@ export class InferenceSession {
     return new WindowDraftProposer(evaluator, this.speculation.draftMinConfidence, this.promptFor(request).length, window);
   }
 
-  /** The target's outputs after rejected guesses, per document: they recur in later completions there. */
-  private readonly lookaheadPools = new Map<string, LookaheadPool>();
-
-  private lookaheadPool(documentKey: string | undefined): LookaheadPool {
-    const key = documentKey ?? '';
-    let pool = this.lookaheadPools.get(key);
-    if (pool) this.lookaheadPools.delete(key);
-    else pool = new LookaheadPool();
-    this.lookaheadPools.set(key, pool);
-    if (this.lookaheadPools.size > LOOKAHEAD_DOCUMENTS) this.lookaheadPools.delete(this.lookaheadPools.keys().next().value as string);
-    return pool;
-  }
+  /** The target's outputs after rejected guesses, per document (the 16 most recently completed in): they recur in later completions there. */
+  private readonly lookaheadPools = new LookaheadPools(16);
 
   /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
   private readonly chunkTokens = new Map<string, Token[]>();
@@ -416,13 +424,13 @@ export class InferenceSession {
         target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
-        ngram: this.ngramProposer(request.documentKey, speculation),
+        ngram: documentNgramProposer(this.documents, request.documentKey, speculation),
         draft,
         copy: overrides.copy,
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,
-        lookahead: (overrides.lookahead ?? speculation.lookahead) ? this.lookaheadPool(request.documentKey) : undefined,
+        lookahead: (overrides.lookahead ?? speculation.lookahead) ? this.lookaheadPools.for(request.documentKey) : undefined,
       });
       return { text: shown(), tokens: [...stop.tokens], stats };
     } catch (error) {
@@ -433,23 +441,10 @@ export class InferenceSession {
     }
   }
 
-  private ngramProposer(documentKey: string | undefined, speculation: SpeculationSettings): NgramProposer {
-    const { ngramMinMatch: minN, ngramMaxMatch: maxN } = speculation;
-    return {
-      find: (history, maxLen): Proposal | null => {
-        // The prompt and the generation so far first (most local), then the open documents.
-        const local = findInSequence(history, { minN, maxN, maxLen });
-        const global = this.documents.lookup(history, maxLen, { preferKey: documentKey });
-        const best = !local ? global : !global ? local : global.n > local.n ? global : local;
-        if (!best || best.n < 1) return null;
-        return { source: 'ngram', tokens: best.tokens, matchLength: best.n };
-      },
-    };
-  }
-
   async dispose(): Promise<void> {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
     await this.running;
+    await this.nextEdits;
     // Every step is tried: one that fails must not leave the rest loaded (in the shared worker they
     // would stay until it exits). The first failure is reported once all were tried.
     const failures: unknown[] = [];
@@ -461,6 +456,7 @@ export class InferenceSession {
       }
     };
     await attempt(() => this.windowContext.dispose());
+    await attempt(() => this.nextEditModels.dispose());
     this.saved.dispose();
     for (const evaluator of this.draft?.sequences ?? []) await attempt(() => evaluator.dispose());
     for (const evaluator of this.target.sequences) await attempt(() => evaluator.dispose());

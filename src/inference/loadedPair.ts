@@ -63,6 +63,8 @@ export interface LoadedPair {
   template: PromptTemplate;
   /** How many KV sequences each context holds, and why. */
   sequences: SequenceBudget;
+  /** The settings the pair was loaded with (gpu 'cpu' after a GPU fallback): a model loaded beside it later is placed alike. */
+  settings: ModelSettings;
 }
 
 /**
@@ -201,7 +203,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     'info',
     `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
   );
-  return { llama, target, draft, info, template, sequences };
+  return { llama, target, draft, info, template, sequences, settings };
 }
 
 /** A GPU backend that did not start or could not take the target: the session loads on the CPU instead. */
@@ -222,7 +224,7 @@ export function gpuLayersFor(role: 'target' | 'draft', settings: Pick<ModelSetti
 }
 
 /** How a model's context is set up beyond its file: thread count, flash attention and where choices are remembered. */
-interface ModelPlacement {
+export interface ModelPlacement {
   role: ModelRole;
   gpuLayers: GpuLayersOption;
   /** KV sequences of its context (the pair's sequence budget). */
@@ -253,7 +255,7 @@ export function testAbortHook(phase: 'load' | 'generation', ...models: (ModelFil
   return undefined;
 }
 
-async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
+export async function loadModel(llama: Llama, info: ModelFileInfo, placement: ModelPlacement): Promise<LoadedModel> {
   const abortInLoad = testAbortHook('load', info);
   const model = await llama.loadModel({ modelPath: info.path, gpuLayers: placement.gpuLayers, ...(abortInLoad ? { onLoadProgress: abortInLoad } : {}) });
   const options = { contextSize: placement.contextSize, threads: placement.threads, batchSize: Math.min(placement.contextSize, 512) };

@@ -130,6 +130,11 @@ export class PromptStates<E extends { readonly tokens: readonly Token[] }> {
     for (const state of this.states) if (state.owner !== null && matches(state.owner)) state.owner = null;
   }
 
+  /** Whether `owner` holds the sequence whose target evaluator is `target` (another owner may have taken it). */
+  holds(owner: string, target: E): boolean {
+    return this.states.some((s) => s.owner === owner && s.target === target);
+  }
+
   /** Every sequence's evaluators (to empty or dispose them all). */
   all(): readonly SequenceEvaluators<E>[] {
     return this.states;

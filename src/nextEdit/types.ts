@@ -44,6 +44,11 @@ export interface NextEditRequest {
   mode: DecodeMode;
   /** Bound on generated tokens; default: enough for the region twice over. */
   maxTokens?: number;
+  /**
+   * A prompt built already (by the bench, a test, or a host that built it for a server): decoded as
+   * it is, without a format choosing or building one; `prompt.format` reads the output.
+   */
+  prompt?: NextEditPrompt;
 }
 
 /** A prompt built by a format, with what the decoder and the parser need to know about it. */
@@ -82,6 +87,10 @@ export interface NextEditResult {
   regionText: string | null;
   /** Set when `edits` is empty on purpose: why. */
   noSuggestion?: { reason: NoSuggestionReason; detail: string };
+  /** The model's output as decoded (cut at the format's stop), for the log when it gives no suggestion. */
+  output?: string;
+  /** Times it stopped between two evaluations for a completion (in-process: completions go first), when it did. */
+  yieldedToCompletions?: number;
   /** ms from the request's start to the first final edit (streamed), when there was one. */
   timeToFirstEditMs?: number;
   stats: DecoderStats;

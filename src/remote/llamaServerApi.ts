@@ -111,6 +111,12 @@ export const llamaServerApi: ServerApi = {
     };
   },
 
+  rawCompletion(prompt, { maxTokens, stop }, description): CompletionCall {
+    // /completion tokenizes a text prompt with its control tokens (`<|file_sep|>` as one token) and
+    // adds BOS when the model wants one; its prompt cache keeps what the last request shared.
+    return { path: '/completion', body: { prompt, ...generation({ maxTokens }, description.contextSize, stop) } };
+  },
+
   withTopTokens(call, n) {
     // /infill puts its `prompt` after the prefix, not after the middle: nothing can be forced there.
     if (call.path !== '/completion') return { unavailable: "llama-server's /infill (its model's vocabulary could not be read) cannot continue after a chosen token" };
@@ -176,7 +182,7 @@ function infillBody(request: CompletionRequest, contextSize: number | undefined)
 }
 
 /** The fields of a greedy, cached, streamed generation (/completion and /infill take the same). */
-function generation(request: CompletionRequest, contextSize: number | undefined, stops: string[]) {
+function generation(request: Pick<CompletionRequest, 'maxTokens'>, contextSize: number | undefined, stops: string[]) {
   return {
     // Never more than the context leaves (a server started with a small -c refuses the request).
     n_predict: contextSize ? Math.min(request.maxTokens, Math.max(1, contextSize >> 1)) : request.maxTokens,

@@ -89,6 +89,12 @@ export const ollamaApi: ServerApi = {
     return { path: '/api/generate', body: generateBody(request, description.model, description.template) };
   },
 
+  rawCompletion(prompt, { maxTokens, stop }, description): CompletionCall {
+    // `raw`: the prompt as it is, no template of the model's around it (Ollama tokenizes its control tokens).
+    const options = { temperature: 0, top_k: 1, num_predict: maxTokens, ...(stop.length ? { stop } : {}) };
+    return { path: '/api/generate', body: { model: description.model, stream: true, keep_alive: '30m', prompt, raw: true, options } };
+  },
+
   topTokensSince: `Ollama reports token probabilities from version ${LOGPROBS_SINCE.join('.')}`,
 
   withTopTokens(call, n, description) {

@@ -132,6 +132,13 @@ export const openAiApi: ServerApi = {
     return { text: choice?.text ?? '', done: false, figures, ...(tokens ? { tokens } : {}) };
   },
 
+  rawCompletion(prompt, { maxTokens, stop }, description, settings): CompletionCall {
+    return {
+      path: v1(settings.endpoint, '/completions'),
+      body: { model: description.model, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, ...(stop.length ? { stop } : {}) },
+    };
+  },
+
   withTopTokens(call, n) {
     // The completions API's `logprobs` is the number of most likely tokens reported at each
     // generated one (OpenAI allows up to 5; vLLM its --max-logprobs; llama-server reads it as n_probs).

@@ -77,6 +77,13 @@ export interface CompletionCall {
   request?: CompletionRequest;
 }
 
+/** What a raw completion asks besides its prompt. */
+export interface RawCompletionOptions {
+  maxTokens: number;
+  /** Texts that end the output (cut before them). */
+  stop: string[];
+}
+
 export interface ServerApi {
   readonly kind: ServerKind;
   /** The server's usual address on this machine, for an empty endpoint setting. */
@@ -99,6 +106,12 @@ export interface ServerApi {
   continuedAfter?(call: CompletionCall, forced: NamedToken[]): CompletionCall;
   /** Why an answer may carry no token probabilities although they were asked for (an older server version). */
   readonly topTokensSince?: string;
+  /**
+   * A greedy, streamed completion of a prompt given whole as text (a next-edit prompt, issue #39):
+   * the server tokenizes it with its control tokens and adds BOS where its model wants one, and
+   * nothing is laid out around it (no template, no suffix).
+   */
+  rawCompletion(prompt: string, options: RawCompletionOptions, description: ServerDescription, settings: ServerSettings): CompletionCall;
   /** A refused completion request the API can answer differently (e.g. without `suffix`): the call to try instead. */
   retryWithout?(response: { status: number; body: string }, request: CompletionRequest, description: ServerDescription, settings: ServerSettings): CompletionCall | null;
 }

@@ -6,7 +6,18 @@ import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
-import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
+import {
+  type AlternativesResult,
+  type BackendInfo,
+  type BackendKind,
+  type BackendSettings,
+  type CompletionRequest,
+  type CompletionResult,
+  emptySpeculationStats,
+  type GenerationStats,
+} from '../shared/types';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import {
@@ -27,6 +38,8 @@ export interface ServerBackendDeps {
   /** The API key for this endpoint (VS Code's SecretStorage), if one is set. */
   apiKey(endpoint: URL): Promise<string | undefined>;
   now?(): number;
+  /** The next-edit formats and output parsing (tests swap them). */
+  nextEditPieces?: NextEditPieces;
   /** Waits between attempts (tests make it instant). */
   sleep?(ms: number): Promise<void>;
   /** First wait after the server went away; doubles up to maxOutageMs. */
@@ -172,6 +185,72 @@ export class ServerBackend implements InferenceBackend {
     } catch (error) {
       const e = asServerError(error);
       if (e.code === 'cancelled' || signal?.aborted) return { completions: [], totalMs: this.now() - started };
+      if (e.code === 'unreachable') this.startOutage(e.message);
+      throw e;
+    }
+  }
+
+  /**
+   * A next-edit suggestion (issue #39) from the server: the prompt built here by the request's
+   * format (forced, else the one the server's model name says), sent whole as text to the API's raw
+   * completion (llama-server /completion, /v1/completions, Ollama's raw generate), greedy, with the
+   * format's stop texts; the output read through the same parser as the local path's. Final edits
+   * go to `onEdit` as the stream shows them where the format can tell (finalEditsOf).
+   */
+  async nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
+    const pieces = this.deps.nextEditPieces ?? builtInPieces;
+    const started = this.now();
+    const description = this.description;
+    const settings = this.settingsResolved;
+    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
+    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
+    const at = Math.max(0, Math.min(request.cursorOffset, request.text.length));
+    const none = (
+      reason: 'noFormat' | 'cancelled' | 'error',
+      detail: string,
+      format = request.format && request.format !== 'auto' ? request.format : 'sweep',
+      region = { start: at, end: at },
+    ): NextEditResult => ({
+      format,
+      region,
+      edits: [],
+      regionText: null,
+      noSuggestion: { reason, detail },
+      stats: serverStats(cancelled(this.now() - started).stats),
+    });
+    // A prompt built already goes as it is; its format reads the output.
+    const format = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { name: description.model });
+    if ('none' in format) return none('noFormat', `${format.none} (the server's model is "${description.model}")`);
+    const prompt = request.prompt ?? format.buildPrompt(request);
+    const call = this.api.rawCompletion(prompt.prompt, { maxTokens: prompt.maxTokens, stop: prompt.stop }, description, settings);
+    // The stop rules of a completion with the format's stop texts and token budget (the server stops there too).
+    const sent: CompletionRequest = { prefix: '', suffix: '', maxTokens: prompt.maxTokens, mode: 'plain', stop: prompt.stop };
+    const finalEdits = onEdit ? pieces.finalEditsOf?.(format, prompt, request) : undefined;
+    let sentEdits = 0;
+    let firstEditMs: number | undefined;
+    const onText = finalEdits
+      ? (text: string) => {
+          const edits = finalEdits(text);
+          for (; sentEdits < edits.length; sentEdits++) {
+            firstEditMs ??= this.now() - started;
+            onEdit!(edits[sentEdits]!, this.now() - started);
+          }
+        }
+      : undefined;
+    try {
+      const response = await this.post(settings, call, signal, true);
+      if (response.status >= 300) {
+        const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
+        throw this.httpError(response.status, body, 'next-edit suggestion');
+      }
+      const output = await this.readCompletion(response, sent, started, signal, { onText });
+      if (output.stats.stopReason === 'abort' && signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
+      const parsed = pieces.fromOutput(format, output.text, prompt, request);
+      // Edits the stream showed as final and the whole output's: the same edits, the whole output's win.
+      return { format: format.id, region: prompt.region, output: output.text, ...parsed, ...(firstEditMs !== undefined ? { timeToFirstEditMs: firstEditMs } : {}), stats: serverStats(output.stats) };
+    } catch (error) {
+      const e = asServerError(error);
+      if (e.code === 'cancelled' || signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
       if (e.code === 'unreachable') this.startOutage(e.message);
       throw e;
     }
@@ -350,7 +429,9 @@ export class ServerBackend implements InferenceBackend {
         if (event.text) {
           firstTokenAt ??= this.now();
           chunks.push(event.text);
-          if (stop.push(chunks.length - 1)) return true;
+          const over = stop.push(chunks.length - 1);
+          extra.onText?.(stop.finalText);
+          if (over) return true;
         }
         if (event.done) return (serverDone = true);
       }
@@ -472,6 +553,13 @@ interface CompletionExtra {
   forced?: string[];
   /** Filled with the tokens the server reports, while they match its text. */
   tokens?: ReportedToken[];
+  /** The output so far (the stop rules' text), after each piece of it (a next-edit's streamed edits). */
+  onText?(text: string): void;
+}
+
+/** A server's figures as a next-edit result's stats: no speculation record of ours (the server decodes its own way). */
+function serverStats(stats: GenerationStats): NextEditResult['stats'] {
+  return { ...stats, speculation: stats.speculation ?? emptySpeculationStats('plain') };
 }
 
 /**

@@ -228,7 +228,37 @@ export interface KvSequencesReport {
   saved?: { count: number; bytes: number; restored: number };
 }
 
+/**
+ * The next-edit model of a loaded pair (issue #39), from the first next-edit request on: a file of
+ * its own loaded beside the pair, or the target's file (loaded once, serving both tasks from their
+ * own KV sequences: nothing more in memory). Its memory: the weights and its KV sequences.
+ */
+export interface NextEditModelReport {
+  path: string;
+  name: string;
+  /** The completion target's own file (draftline.nextEdit.model names it): no second copy. */
+  sharesTarget: boolean;
+  /** 'failed': the file is missing or corrupt (`problem` says why); completions are unaffected. */
+  state: 'loading' | 'loaded' | 'failed';
+  problem?: string;
+  sizeBytes: number;
+  /** Layers on the GPU (0: on the CPU), placed as the target is (same gpu, gpuLayers and threads settings). */
+  gpuLayers: number;
+  contextSize: number;
+  /** Its own KV sequences (the pair's when it shares the target) and the bytes each takes at most. */
+  kvSequences: { count: number; bytesPerSequence: number; reason: string };
+  /** What 'hybrid' drafts with: the completion draft when the vocabularies match, else why not (the window copy and n-grams only). */
+  draft: string;
+  /** Why it runs on the CPU although the target is on a GPU. */
+  gpuFallback?: string;
+  loadMs?: number;
+  /** Its KV sequences now, as KvSequencesReport lists the target's (the worker names the asking window's owners). */
+  sequences?: KvSequencesReport['sequences'];
+}
+
 export interface LoadedModelsInfo {
+  /** (Issue #39) The next-edit model once next edits were first asked for: absent before (it loads then, not at startup). */
+  nextEditModel?: NextEditModelReport;
   target: ModelDescription;
   draft: ModelDescription | null;
   /** Why the draft is not used, when it is not. */

@@ -56,6 +56,23 @@ export class LookaheadPool {
   }
 }
 
+/** One pool per document, for the most recently completed in (the target's outputs recur in later completions there). */
+export class LookaheadPools {
+  private readonly pools = new Map<string, LookaheadPool>();
+
+  constructor(private readonly documents = 16) {}
+
+  /** The document's pool (made on first use), now the most recently used. */
+  for(documentKey: string | undefined): LookaheadPool {
+    const key = documentKey ?? '';
+    const pool = this.pools.get(key) ?? new LookaheadPool();
+    this.pools.delete(key);
+    this.pools.set(key, pool);
+    if (this.pools.size > this.documents) this.pools.delete(this.pools.keys().next().value as string);
+    return pool;
+  }
+}
+
 function keyOf(tokens: readonly Token[], end: number, length: number): string {
   let key = '';
   for (let i = end - length; i < end; i++) key += `${tokens[i]},`;

@@ -19,6 +19,7 @@ const MENU: MenuItem[] = [
   { label: '$(circle-slash) Toggle Completions', command: 'draftline.toggleCompletions' },
   { label: '$(rocket) Toggle Speculation', command: 'draftline.toggleSpeculation' },
   { label: '$(references) Toggle N-gram Reuse', command: 'draftline.toggleNgram' },
+  { label: '$(arrow-swap) Toggle Next-Edit Suggestions', command: 'draftline.toggleNextEdits' },
   { label: '$(cloud-download) Get Recommended Models', command: 'draftline.getRecommendedModels' },
   { label: '$(server-process) Select Target Model', command: 'draftline.selectTargetModel' },
   { label: '$(server) Select Draft Model', command: 'draftline.selectDraftModel' },
@@ -39,8 +40,21 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.toggleCompletions', toggle('enable', 'completions')),
     vscode.commands.registerCommand('draftline.toggleSpeculation', toggle('speculation.enabled', 'speculation')),
     vscode.commands.registerCommand('draftline.toggleNgram', toggle('speculation.ngramReuse', 'n-gram reuse')),
+    vscode.commands.registerCommand('draftline.toggleNextEdits', async () => {
+      const { on, place } = await toggleSetting('nextEdit.enabled', false);
+      controller.nextEdits.settingsChanged();
+      vscode.window.setStatusBarMessage(`Draftline: next-edit suggestions ${on ? 'on' : 'off'} in the ${place}`, 4000);
+      controller.log.info(`next-edit suggestions ${on ? 'on' : 'off'} (${place})`);
+    }),
+    // Tab and Escape while Draftline draws a next edit (package.json keybindings, by context keys).
+    vscode.commands.registerCommand('draftline.nextEdit.jump', () => controller.nextEdits.jump()),
+    vscode.commands.registerCommand('draftline.nextEdit.apply', () => controller.nextEdits.applyShown()),
+    vscode.commands.registerCommand('draftline.nextEdit.dismiss', () => controller.nextEdits.dismiss()),
+    // Internal: VS Code accepted a next edit drawn as ghost text.
+    vscode.commands.registerCommand('draftline.nextEdit.accepted', () => controller.nextEdits.ghostAccepted()),
     vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
     vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
+    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit')),
     vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       await controller.refreshWorkerStatus();

@@ -17,7 +17,7 @@ import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, 
 import { DocumentSync, documentLength } from './documentSync';
 import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
-import { offerRecommendedPair, resolveModelFiles } from './modelDownloads';
+import { nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
 import {
@@ -37,6 +37,9 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { StatsPanel } from './statsPanel';
 import { statsView } from '../statsView/statsPage';
+import { NextEditController } from './nextEdit/controller';
+import { replaySourceFromEnvironment } from './nextEdit/replay';
+import { readNextEditUiSettings } from './settings';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
 export class DraftlineController implements vscode.Disposable {
@@ -82,6 +85,8 @@ export class DraftlineController implements vscode.Disposable {
   readonly quarantine: ModelQuarantine;
   /** The local worker as Show Stats last asked it (null: a server, or not asked yet). */
   private workerStatus: WorkerStatus | null = null;
+  /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
+  readonly nextEdits: NextEditController;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
@@ -131,8 +136,23 @@ export class DraftlineController implements vscode.Disposable {
         this.log.info(describeAlternatives(answer));
         this.refreshStats();
       },
+      nextEditItem: (document, position) => this.nextEdits.ghostItem(document, position),
+      onFim: (document, position, phase) => this.nextEdits.fimPhase(document, position, phase),
     }));
+    // The real-editor tests' recorded answers (DRAFTLINE_NEXT_EDIT_REPLAY), else the backend's nextEdit.
+    const replay = replaySourceFromEnvironment((message) => this.log.warn(message));
+    this.nextEdits = new NextEditController({
+      log: this.log,
+      source: () => replay ?? (this.info ? this.backend : null),
+      noSourceReason: () => `no suggestion: ${this.backend.kind === 'local' ? 'the models are not loaded' : `the ${this.backend.kind} server is not connected`} yet`,
+      settings: () => readNextEditUiSettings(this.reportSettingProblem),
+      // The window copy proposer (with the draft and n-grams where there are): lossless, and where next edits are fast.
+      mode: () => (this.engine.settings.speculation ? 'hybrid' : 'plain'),
+      lastEditAt: (document) => this.editArrivals.lastEditAt(document),
+      onStats: () => this.refreshStats(),
+    });
     this.disposables.push(
+      this.nextEdits,
       this.editArrivals,
       this.extraContext,
       this.log,
@@ -246,6 +266,7 @@ export class DraftlineController implements vscode.Disposable {
           },
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
+        nextEditModel: nextEditModelResolver(this.context, this.reportSettingProblem),
       },
       events,
     );
@@ -376,6 +397,7 @@ export class DraftlineController implements vscode.Disposable {
 
   /** Applies toggles and knobs that need no reload. */
   applyLiveSettings(): void {
+    this.nextEdits.settingsChanged();
     const wasEnabled = this.engine.settings.enabled;
     this.engine.settings = readEngineSettings(this.models?.draft != null, this.reportSettingProblem);
     // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
@@ -411,13 +433,15 @@ export class DraftlineController implements vscode.Disposable {
     }
     try {
       const d = await backend.worker.request('diagnostics', {});
-      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000, kvSequences: d.kvSequences ?? null };
+      const { kvSequences = null, nextEditModel = null } = d;
+      this.workerStatus = { shared: backend.worker.shared !== undefined, pid: backend.worker.pid, windows: d.clients, idleMinutes: sharedWorkerIdleMs() / 60_000, kvSequences, nextEditModel };
     } catch {
       this.workerStatus = null;
     }
   }
 
   refreshStats(): void {
+    this.statusBar.setNextEdits(this.nextEdits.stats.tooltipLine());
     this.statusBar.setSummary(this.engine.stats.summary(), this.modeLabel);
     this.statsPanel.refresh();
   }
@@ -428,7 +452,8 @@ export class DraftlineController implements vscode.Disposable {
   }
 
   private statsReport(): StatsReportModel {
-    return statsReportModel(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline);
+    const report = statsReportModel(this.engine.stats, this.engine.mode, this.info, this.modelFilesProvenance() ?? undefined, this.workerStatus ?? undefined, this.lastTimeline);
+    return { ...report, sections: [...report.sections, this.nextEdits.stats.section()] };
   }
 
   /** A setting was out of bounds, mistyped or set where it is not read: say so, once, and carry on. */
@@ -484,14 +509,8 @@ export class DraftlineController implements vscode.Disposable {
 
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
-    if (
-      reloadOnChange(
-        (key) => e.affectsConfiguration(key),
-        this.loadedInputs,
-        () => this.wantedLoadInputs(),
-      )
-    )
-      void this.loadModels('settings changed');
+    const affects = (key: string) => e.affectsConfiguration(key);
+    if (reloadOnChange(affects, this.loadedInputs, () => this.wantedLoadInputs())) void this.loadModels('settings changed');
     else this.applyLiveSettings();
   }
 

@@ -42,6 +42,10 @@ export interface ProviderHooks {
   onAnswered?(timeline: GhostTextTimeline): void;
   /** The suggestions offered to cycle through (the user invoked the next/previous suggestion). */
   onAlternatives?(alternatives: EngineAlternatives): void;
+  /** A next edit to show as ghost text here (an insertion at the cursor, or a change VS Code can draw so); asked first. */
+  nextEditItem?(document: vscode.TextDocument, position: vscode.Position): vscode.InlineCompletionItem | undefined;
+  /** Fill-in-the-middle ghost text asked for ('pending'), shown, or not ('none') at this version and cursor. */
+  onFim?(document: vscode.TextDocument, position: vscode.Position, phase: 'pending' | 'shown' | 'none'): void;
 }
 
 /** How long the controller's announced trigger waits for VS Code's request (it comes within milliseconds). */
@@ -100,6 +104,9 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     context: vscode.InlineCompletionContext,
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | undefined> {
+    // A next edit drawn as ghost text (the controller asked VS Code for it with a trigger).
+    const nextEdit = this.hooks.nextEditItem?.(document, position);
+    if (nextEdit) return [nextEdit];
     // VS Code asks with Invoke when the user shows the next/previous suggestion (Alt+] / Alt+[) or
     // triggers one, and cycles through the list returned: only then are alternatives computed.
     if (context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke && !this.isOwnTrigger(document, position)) {
@@ -108,7 +115,12 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     const askedAt = performance.now();
     const editAt = this.hooks.lastEditAt?.(document);
     const engine = this.hooks.engine();
-    if (!engine?.settings.enabled) return undefined;
+    if (!engine?.settings.enabled) {
+      this.hooks.onFim?.(document, position, 'none');
+      return undefined;
+    }
+    let fim: 'pending' | 'shown' | 'none' = 'pending';
+    this.hooks.onFim?.(document, position, fim);
     const doc = this.documentAt(document, position);
     const controller = new AbortController();
     const sub = token.onCancellationRequested(() => controller.abort());
@@ -125,6 +137,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       });
       if (this.skipped(result)) return undefined;
       if (token.isCancellationRequested || !result.text) return undefined;
+      fim = 'shown';
       this.hooks.onCompleted(result);
       const last = result.fromCache ? undefined : engine.stats.last;
       this.hooks.onAnswered?.({
@@ -140,6 +153,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     } finally {
       sub.dispose();
       if (busy) this.hooks.onBusy(false);
+      this.hooks.onFim?.(document, position, fim === 'pending' ? 'none' : fim);
     }
   }
 

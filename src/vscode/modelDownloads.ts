@@ -5,7 +5,7 @@ import { downloadInWorker } from '../models/downloadInWorker';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
-import { type NextEditSettings, SECTION, type ResolvedModelSettings, writeSetting } from './settings';
+import { type NextEditSettings, readNextEditSettings, SECTION, type ResolvedModelSettings, type SettingProblemReport, writeSetting } from './settings';
 
 /** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
 export function huggingFaceEndpoint(): string | undefined {
@@ -87,6 +87,22 @@ export async function resolveNextEditModelFile(context: vscode.ExtensionContext,
   if (choice !== 'Download') throw new Error(`Next-edit model not downloaded: ${uri}`);
   const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`);
   return file;
+}
+
+/**
+ * The local backend's next-edit model (LocalBackendOptions.nextEditModel): resolved on the first
+ * next-edit request, which only comes while next edits are on. The seam: once
+ * draftline.nextEdit.enabled is on main, call it when that turns on (a download then asks before the
+ * first suggestion, not at it). Kept per setting value, so a declined or failed download is not
+ * asked again at every keystroke, only after the setting changes.
+ */
+export function nextEditModelResolver(context: vscode.ExtensionContext, report?: SettingProblemReport): (worker: WorkerClient) => Promise<{ file: string; format: NextEditSettings['format'] }> {
+  let last: { model: string; file: Promise<string> } | null = null;
+  return async (worker) => {
+    const settings = readNextEditSettings(report);
+    if (last?.model !== settings.model) last = { model: settings.model, file: resolveNextEditModelFile(context, settings, worker) };
+    return { file: await last.file, format: settings.format };
+  };
 }
 
 /** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */

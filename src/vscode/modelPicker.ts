@@ -2,10 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
-import { CATALOG } from '../models/catalog';
+import { CATALOG, type CatalogModel, NEXT_EDIT_CATALOG } from '../models/catalog';
 import { describeProvenance, downloadedPath } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
-import { embeddedModels, readModelSettings, writeSetting } from './settings';
+import { embeddedModels, readModelSettings, readNextEditSettings, writeSetting } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
   value?: string;
@@ -36,11 +36,33 @@ function sizeLabel(file: string): string {
   }
 }
 
-/** "Select Target Model" / "Select Draft Model": embedded, downloaded, browse, or a typed path/URI. */
-export async function pickModel(context: vscode.ExtensionContext, role: 'target' | 'draft'): Promise<void> {
+type ModelRole = 'target' | 'draft' | 'nextEdit';
+
+const PICKER_TITLES: Record<ModelRole, string> = {
+  target: 'Draftline: Select Target Model',
+  draft: 'Draftline: Select Draft Model',
+  nextEdit: 'Draftline: Select Next-Edit Model',
+};
+
+const SETTING_KEYS: Record<ModelRole, string> = { target: 'targetModel', draft: 'draftModel', nextEdit: 'nextEdit.model' };
+
+/** What a recommended model says beside its name: size, and for next-edit models the memory it takes and its licence. */
+function recommendedDescription(m: CatalogModel, role: ModelRole): string {
+  const size = `${(m.sizeBytes / 1e9).toFixed(2)} GB`;
+  if (role !== 'nextEdit') return size;
+  const entry = Object.values(NEXT_EDIT_CATALOG).find((e) => e.uri === m.uri);
+  return entry ? `${size}, needs ~${(entry.memoryBytes / 1e9).toFixed(1)} GB memory, ${entry.licence}` : size;
+}
+
+/**
+ * "Select Target / Draft / Next-Edit Model": embedded, recommended, downloaded, browse, or a typed
+ * path/URI. A next-edit model has no embedded one; the completion target's own file serves when it is a
+ * next-edit model.
+ */
+export async function pickModel(context: vscode.ExtensionContext, role: ModelRole): Promise<void> {
   const embedded = embeddedModels(context.extensionPath);
   const current = readModelSettings(context.extensionPath);
-  const currentPath = role === 'target' ? current.targetModel : current.draftModel;
+  const currentPath = role === 'target' ? current.targetModel : role === 'draft' ? current.draftModel : readNextEditSettings().model;
   const targetInfo = role === 'draft' ? await inspectModelFile(current.targetModel).catch(() => null) : null;
   const items: ModelPick[] = [];
   const add = async (file: string, label: string, value: string) => {
@@ -57,16 +79,19 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
     }
     items.push({ label: `${file === currentPath ? '$(check) ' : ''}${label}`, description, detail: file, value });
   };
-  items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
-  const embeddedFile = role === 'target' ? embedded.target : embedded.draft;
-  await add(embeddedFile, `${modelNameOf(embeddedFile)} (embedded)`, '');
+  if (role !== 'nextEdit') {
+    items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
+    const embeddedFile = role === 'target' ? embedded.target : embedded.draft;
+    await add(embeddedFile, `${modelNameOf(embeddedFile)} (embedded)`, '');
+  }
   items.push({ label: 'Recommended (downloaded on first use)', kind: vscode.QuickPickItemKind.Separator });
-  const recommended = role === 'target' ? [CATALOG.target15, CATALOG.target3, CATALOG.target7] : [CATALOG.draft05];
+  const recommended: CatalogModel[] =
+    role === 'target' ? [CATALOG.target15, CATALOG.target3, CATALOG.target7] : role === 'draft' ? [CATALOG.draft05] : [NEXT_EDIT_CATALOG.sweep15, NEXT_EDIT_CATALOG.zeta7];
   for (const m of recommended) {
     const have = downloadedPath(modelsDir(context), m.uri);
     items.push({
       label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`,
-      description: `${(m.sizeBytes / 1e9).toFixed(2)} GB${have ? ` — downloaded, ${describeProvenance(modelsDir(context), have).short}` : ''}`,
+      description: `${recommendedDescription(m, role)}${have ? ` — downloaded, ${describeProvenance(modelsDir(context), have).short}` : ''}`,
       detail: m.uri,
       value: m.uri,
     });
@@ -78,11 +103,12 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
   }
   items.push({ label: 'Other', kind: vscode.QuickPickItemKind.Separator });
   if (role === 'draft') items.push({ label: 'No draft model', description: 'n-gram speculation only', value: 'none' });
+  if (role === 'nextEdit') items.push({ label: 'No next-edit model', description: 'next-edit suggestions off', value: '' });
   items.push({ label: '$(folder-opened) Browse for a .gguf file…', action: 'browse' });
   items.push({ label: '$(edit) Enter a path or hub URI…', action: 'enter' });
 
   const choice = await vscode.window.showQuickPick(items, {
-    title: role === 'target' ? 'Draftline: Select Target Model' : 'Draftline: Select Draft Model',
+    title: PICKER_TITLES[role],
     placeHolder: `current: ${currentPath || 'none'}`,
     matchOnDetail: true,
   });
@@ -96,6 +122,6 @@ export async function pickModel(context: vscode.ExtensionContext, role: 'target'
   }
   if (value === undefined) return;
   // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.
-  const place = await writeSetting(role === 'target' ? 'targetModel' : 'draftModel', value);
-  vscode.window.setStatusBarMessage(`Draftline: ${role} model saved in the ${place}`, 4000);
+  const place = await writeSetting(SETTING_KEYS[role], value);
+  vscode.window.setStatusBarMessage(`Draftline: ${role === 'nextEdit' ? 'next-edit' : role} model saved in the ${place}`, 4000);
 }

@@ -18,6 +18,7 @@ import type { SpeculationSettings } from '../shared/types';
 import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
 import type { ExtraContextSettings } from './extraContext';
+import type { NextEditFormatId } from '../nextEdit/types';
 
 export { SECTION, type NextEditSettings, type ResolvedModelSettings };
 
@@ -102,12 +103,18 @@ export async function updateWhereItApplies(config: vscode.WorkspaceConfiguration
 }
 
 /** Turns a boolean setting over where it takes effect; resolves to the new value and where it was written. */
-export async function toggleSetting(key: string): Promise<{ on: boolean; place: string }> {
-  const on = !vscode.workspace.getConfiguration(SECTION, vscode.window.activeTextEditor?.document.uri).get<boolean>(key, true);
+export async function toggleSetting(key: string, fallback = true): Promise<{ on: boolean; place: string }> {
+  const on = !vscode.workspace.getConfiguration(SECTION, vscode.window.activeTextEditor?.document.uri).get<boolean>(key, fallback);
   return { on, place: await writeSetting(key, on) };
 }
 
 /** The backend and, for a server, where it is (user/machine settings only: see package.json). */
 export function readBackendSettings(report?: SettingProblemReport): BackendSettings {
   return backendSettingsFrom(settings(report));
+}
+
+/** Next-edit suggestions in the editor: on or off, the pause before a request, the prompt format (forced or 'auto'). */
+export function readNextEditUiSettings(report?: SettingProblemReport): { enabled: boolean; debounceMs: number; format: NextEditFormatId | 'auto' } {
+  const config = settings(report);
+  return { enabled: config.value<boolean>('nextEdit.enabled'), debounceMs: config.number('nextEdit.debounceMs'), format: config.choice<NextEditFormatId | 'auto'>('nextEdit.format') };
 }

@@ -12,6 +12,7 @@ export class StatusBar implements vscode.Disposable {
   private summary: StatusSummary | null = null;
   private backendInfo: BackendInfo | null = null;
   private mode = '';
+  private nextEdits: string | null = null;
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Right, 100);
@@ -29,6 +30,13 @@ export class StatusBar implements vscode.Disposable {
   setSummary(summary: StatusSummary, mode: string): void {
     this.summary = summary;
     this.mode = mode;
+    this.render();
+  }
+
+  /** The tooltip's next-edit line (null: none asked yet). */
+  setNextEdits(line: string | null): void {
+    if (line === this.nextEdits) return;
+    this.nextEdits = line;
     this.render();
   }
 
@@ -52,7 +60,7 @@ export class StatusBar implements vscode.Disposable {
     const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
     this.item.text = `${icon} ${label}`;
     const tip = new vscode.MarkdownString(undefined, true);
-    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, summary: this.summary }));
+    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, summary: this.summary, nextEdits: this.nextEdits }));
     this.item.tooltip = tip;
     this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

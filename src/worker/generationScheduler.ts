@@ -3,10 +3,20 @@
 // the newest request of the window that has waited longest; a prefetch yields to any real request;
 // the warm-up after a load yields to the first. Each request decodes on its window's own KV sequence
 // (InferenceSession's prompt-state owners), so taking turns costs no prompt re-evaluation.
+//
+// Next-edit requests (issue #39) have a queue of their own on the pair, the newest of each window,
+// one started at a time, and come after completions: one starts only while no real completion waits,
+// and every completion (any window's, prefetches too) goes first even once it runs. The session
+// stops a running next-edit between two evaluations while a completion has the models
+// (inference/contextGate.ts), so another window's completion waits one decode step at most, and it
+// resumes on its own KV sequence (`window N · next edit`) where it was. The window's next next-edit
+// request (a keystroke) or its cancel supersedes it; nothing of another window's does.
 import type { InferenceSession } from '../inference/inferenceSession';
+import { noNextEdit } from '../inference/nextEditTask';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type SpeculationSettings } from '../shared/types';
 import type { SpeculationPolicy } from '../speculation/policy';
-import type { WorkerMessage, WorkerNotification } from './protocol';
+import { PROTOCOL_VERSION, type WorkerMessage, type WorkerNotification } from './protocol';
 
 /** Models loaded once for every client that asked for the same files with the same settings. */
 export interface LoadedModels {
@@ -18,6 +28,24 @@ export interface LoadedModels {
   waiting: Map<Connection, Completion>;
   /** The one generation in flight on these models (a warm-up, too), or null. */
   generating: Completion | { controller: AbortController } | null;
+  /** Next-edit requests waiting: the newest of each window, oldest window first. */
+  nextEditWaiting: Map<Connection, NextEditJob>;
+  /** The next-edit request started on these models (decoding, or stopped while completions run), or null. */
+  nextEditGenerating: NextEditJob | null;
+}
+
+/** A next-edit request from a window (protocol 5), from its arrival until its answer. */
+export interface NextEditJob {
+  connection: Connection;
+  id: number;
+  request: NextEditRequest;
+  /** The next-edit model's local file (protocol `nextEdit`'s `model`): '' or absent, the target serves. */
+  model?: string;
+  controller: AbortController;
+  /** A final edit, as soon as it is final (sent as `nextEditPartial`). */
+  onEdit(edit: TextReplacement, ms: number): void;
+  resolve(result: NextEditResult): void;
+  reject(error: Error): void;
 }
 
 /**
@@ -54,6 +82,8 @@ export interface Connection {
   policy: SpeculationPolicy;
   /** Its completion waiting or generating, if any: a newer one from the same window supersedes it. */
   completion: Completion | null;
+  /** Its next-edit request waiting or started, if any: a newer one from the same window supersedes it. */
+  nextEdit: NextEditJob | null;
 }
 
 /** Completions waiting or generating, by connection-scoped request id (what a `cancel` names). */
@@ -177,17 +207,124 @@ export function realCompletionPending(loadedModels: Iterable<LoadedModels>): boo
   return false;
 }
 
-/** Starts the next waiting completion on these models, unless one generates. */
+/**
+ * Queues a window's next-edit request on its models. Its newer request supersedes its older one
+ * (waiting: answered at once; started: stopped at its next step), and a cancel stops only its own;
+ * another window's never. It starts when no real completion waits and no other next-edit runs.
+ */
+export function enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: NextEditJob['onEdit'], model?: string): Promise<NextEditResult> {
+  return new Promise((resolve, reject) => {
+    const previous = connection.nextEdit;
+    const job: NextEditJob = { connection, id, request, model, controller: new AbortController(), onEdit, resolve, reject };
+    const key = requestKey(connection, id);
+    running.set(key, job.controller);
+    connection.nextEdit = job;
+    const settle = () => {
+      running.delete(key);
+      if (connection.nextEdit === job) connection.nextEdit = null;
+    };
+    job.resolve = (result) => (settle(), resolve(result));
+    job.reject = (error) => (settle(), reject(error));
+    const notRunNextEdit = (j: NextEditJob) => noNextEdit(j.request, 'cancelled', 'superseded or cancelled before it started');
+    // A waiting one that is cancelled answers at once; a started one stops at its next step.
+    job.controller.signal.addEventListener('abort', () => {
+      if (entry.nextEditWaiting.get(connection) !== job) return;
+      entry.nextEditWaiting.delete(connection);
+      job.resolve(notRunNextEdit(job));
+    });
+    if (previous && entry.nextEditWaiting.get(connection) === previous) {
+      // The window keeps its turn.
+      entry.nextEditWaiting.set(connection, job);
+      previous.resolve(notRunNextEdit(previous));
+      previous.controller.abort();
+    } else {
+      previous?.controller.abort();
+      entry.nextEditWaiting.set(connection, job);
+    }
+    // A warm-up gives way to it, as to the first completion.
+    if (entry.generating && !('connection' in entry.generating)) entry.generating.controller.abort();
+    serveNext(entry);
+  });
+}
+
+/** Starts what comes next on these models: a waiting completion unless one generates, then a next-edit request. */
 export function serveNext(entry: LoadedModels): void {
-  if (entry.generating) return;
-  const next = entry.waiting.values().next();
+  serveNextCompletion(entry);
+  serveNextEdit(entry);
+}
+
+/** Starts the next next-edit request, while no real completion waits and none is started. */
+function serveNextEdit(entry: LoadedModels): void {
+  if (entry.nextEditGenerating) return;
+  for (const waiting of entry.waiting.values()) if (!waiting.request.prefetch) return;
+  const next = entry.nextEditWaiting.values().next();
   if (next.done) return;
-  const completion = next.value;
+  const job = next.value;
+  entry.nextEditWaiting.delete(job.connection);
+  const session = entry.session;
+  if (!session || job.connection.models !== entry) {
+    job.reject(Object.assign(new Error('no model is loaded'), { code: 'not_loaded' }));
+    serveNextEdit(entry);
+    return;
+  }
+  entry.nextEditGenerating = job;
+  const { connection } = job;
+  // Counted as running only while it decodes: a completion that stops it counts instead (indexing slices wait for whichever runs).
+  generations.running++;
+  let segmentStart = performance.now();
+  const park = () => {
+    generations.running--;
+    // Its stretch ended with its last evaluation (the completion may have started since).
+    const ended = Math.max(segmentStart, session.gate.lastCallEndedAt);
+    recordInterval(ended, ended - segmentStart);
+  };
+  const resume = () => {
+    generations.running++;
+    segmentStart = performance.now();
+  };
+  session
+    .nextEdit(job.request, job.controller.signal, {
+      speculation: connection.speculation,
+      policy: connection.policy,
+      owner: `${ownerPrefix(connection)}next edit`,
+      onEdit: (edit, ms) => job.onEdit(edit, ms),
+      onPark: park,
+      onResume: resume,
+      // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
+      model: job.model,
+      onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
+    })
+    .then(
+      (result) => {
+        recordInterval(performance.now(), performance.now() - segmentStart);
+        job.resolve(result);
+      },
+      (error: Error) => job.reject(error),
+    )
+    .finally(() => {
+      generations.running--;
+      if (entry.nextEditGenerating === job) entry.nextEditGenerating = null;
+      serveNext(entry);
+    });
+}
+
+/** Starts the next waiting completion on these models, unless one generates: a real one before a prefetch. */
+function serveNextCompletion(entry: LoadedModels): void {
+  if (entry.generating) return;
+  let completion: Completion | undefined;
+  for (const waiting of entry.waiting.values()) {
+    if (!waiting.request.prefetch) {
+      completion = waiting;
+      break;
+    }
+    completion ??= waiting;
+  }
+  if (!completion) return;
   entry.waiting.delete(completion.connection);
   const session = entry.session;
   if (!session || completion.connection.models !== entry) {
     completion.reject(Object.assign(new Error('no model is loaded'), { code: 'not_loaded' }));
-    serveNext(entry);
+    serveNextCompletion(entry);
     return;
   }
   entry.generating = completion;
@@ -204,7 +341,8 @@ export function serveNext(entry: LoadedModels): void {
   work
     .then(
       ({ result, ms }) => {
-        recordGeneration(performance.now(), ms);
+        generations.completed++;
+        recordInterval(performance.now(), ms);
         completion.resolve(result);
       },
       (error: Error) => completion.reject(error),
@@ -217,11 +355,10 @@ export function serveNext(entry: LoadedModels): void {
 }
 
 /**
- * A generation just ended after running `durationMs`: it overlapped every recent one that ended after
- * it started. The handler resumes in a microtask after the decoder returns, so `endedAt` is its end.
+ * A generation (or a stretch of a next-edit request between two stops for completions) just ended
+ * after running `durationMs`: it overlapped every recent one that ended after it started. The handler resumes in a microtask after the decoder returns, so `endedAt` is its end.
  */
-function recordGeneration(endedAt: number, durationMs: number): void {
-  generations.completed++;
+function recordInterval(endedAt: number, durationMs: number): void {
   const startedAt = endedAt - durationMs;
   // 1 ms of slack: the previous generation's end is stamped a microtask after it really ended.
   const overlapping = recentGenerationEnds.filter((end) => end > startedAt + 1).length;

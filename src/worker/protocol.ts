@@ -1,5 +1,16 @@
-import type { AlternativesResult, CompletionRequest, DocumentEdit, KvSequencesReport, LocalCompletionResult, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
+import type {
+  AlternativesResult,
+  CompletionRequest,
+  DocumentEdit,
+  KvSequencesReport,
+  NextEditModelReport,
+  LocalCompletionResult,
+  LoadedModelsInfo,
+  ModelSettings,
+  SpeculationSettings,
+} from '../shared/types';
 import type { DownloadProgress } from '../models/downloadIndex';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 /**
  * Bumped on any incompatible change; the client refuses a worker that speaks another version.
@@ -9,8 +20,14 @@ import type { DownloadProgress } from '../models/downloadIndex';
  * `modelLoading` message names the file llama.cpp is reading during a load.
  * 4 (issue #32): `alternatives`, alternatives to a request's greedy completion, scheduled as a
  * completion of that window.
+ * 5 (issue #39): `nextEdit`, a next-edit suggestion for a window, on its own KV sequence and after
+ * every completion (one that arrives stops it between two evaluations until it is served), with
+ * `nextEditPartial` messages carrying each final edit as soon as it is final. Still 5 with the
+ * optional `model` of `nextEdit` (the resolved draftline.nextEdit.model, loaded by the first request
+ * that names it) and the optional `nextEditModel` of the diagnostics and LoadedModelsInfo: optional
+ * fields only, which a worker or client that lacks them ignores (both ship in one build anyway).
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** Requests that get a response, by name: [params, result]. */
 export interface WorkerMethods {
@@ -31,6 +48,20 @@ export interface WorkerMethods {
    * with `limitedBy: 'cancelled'` and what was done), never by another window's.
    */
   alternatives: [{ request: CompletionRequest; count: number }, AlternativesResult];
+  /**
+   * (Protocol 5) A next-edit suggestion (issue #39): the request's format builds the prompt, the
+   * model's window is decoded on this window's own KV sequence (`window N · next edit`) and reduced
+   * to edits; each edit is sent in a `nextEditPartial` message as soon as it is final, and the
+   * result has them all. Scheduled after completions: every completion (any window's, prefetches
+   * too) goes first, and one that arrives while it decodes takes the models between two of its
+   * evaluations (one decode step at most), after which it resumes where it was. The window's next
+   * `nextEdit` (a keystroke) or a `cancel` supersedes it: answered with `noSuggestion.reason`
+   * 'cancelled'. Other windows' requests never cancel it; windows' next-edit requests take turns.
+   * `model`: the next-edit model's local file ('' or absent: the target serves). Another file than
+   * the target's is loaded by the first request that names it, beside the models (a `modelLoading`
+   * message names it to this window first); one that cannot be loaded answers noSuggestion 'error'.
+   */
+  nextEdit: [{ request: NextEditRequest; model?: string }, NextEditResult];
   /** Changes this window's speculation settings only. */
   configure: [{ speculation: Partial<SpeculationSettings> }, null];
   unload: [Record<string, never>, null];
@@ -72,6 +103,8 @@ export interface WorkerDiagnostics {
    * bytes; and how often a sequence was taken from an owner because all were in use.
    */
   kvSequences?: KvSequencesReport | null;
+  /** The next-edit model of the asking window's models (null before next edits were asked for): its memory and KV sequences. */
+  nextEditModel?: NextEditModelReport | null;
 }
 
 /** One-way messages (no response): document mirroring for the n-gram index, cancellation. */
@@ -97,6 +130,11 @@ export type WorkerMessage =
   | { v: typeof PROTOCOL_VERSION; type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
   /** Progress of a running request (`download`), a few times a second at most. */
   | { v: typeof PROTOCOL_VERSION; type: 'progress'; id: number; progress: DownloadProgress }
+  /**
+   * (Protocol 5) A final edit of a running `nextEdit` request (id): verified tokens follow it, so
+   * the result will hold it unchanged; `ms` from the request's start in the worker.
+   */
+  | { v: typeof PROTOCOL_VERSION; type: 'nextEditPartial'; id: number; edit: TextReplacement; ms: number }
   /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
   | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string }
   /**

@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import type { DownloadProgress } from '../models/downloadIndex';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import { readFrames, writeFrame } from './frames';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 import { connectSharedWorker, type SharedWorkerAddress, sharedWorkerEnd, workerEnvironment } from './sharedWorker';
@@ -67,6 +68,14 @@ interface Pending {
   reject(error: Error): void;
   timer: NodeJS.Timeout;
   onProgress?: (progress: DownloadProgress) => void;
+  onEdit?: (edit: TextReplacement, ms: number) => void;
+}
+
+/** What a request's messages before its answer go to: a download's progress, a next-edit request's final edits. */
+export interface RequestCallbacks {
+  onProgress?: (progress: DownloadProgress) => void;
+  /** (Protocol 5) A final edit of a `nextEdit` request, as soon as the worker has it; `ms` from the request's start there. */
+  onEdit?: (edit: TextReplacement, ms: number) => void;
 }
 
 const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
@@ -75,6 +84,8 @@ const DEFAULT_TIMEOUTS: Record<keyof WorkerMethods, number> = {
   complete: 120_000,
   // Two or three completions' worth, on the same models.
   alternatives: 180_000,
+  // A window of ~20 lines rewritten: a few hundred tokens, after any completions.
+  nextEdit: 120_000,
   configure: 10_000,
   unload: 30_000,
   systemInfo: 60_000,
@@ -166,9 +177,22 @@ export class WorkerClient {
    * Sends a request; `signal` cancels it in the worker (which still answers, e.g. a partial completion
    * or a 'cancelled' error), and `onProgress` gets the worker's progress messages for it (`download`).
    */
-  async request<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, onProgress?: (progress: DownloadProgress) => void): Promise<WorkerMethods[M][1]> {
+  async request<M extends keyof WorkerMethods>(
+    method: M,
+    params: WorkerMethods[M][0],
+    signal?: AbortSignal,
+    callbacks?: ((progress: DownloadProgress) => void) | RequestCallbacks,
+  ): Promise<WorkerMethods[M][1]> {
     await this.start();
-    return this.send(method, params, signal, onProgress);
+    return this.send(method, params, signal, typeof callbacks === 'function' ? { onProgress: callbacks } : callbacks);
+  }
+
+  /**
+   * A next-edit suggestion (protocol 5): `onEdit` gets each final edit as soon as the worker has it
+   * (the result holds them all); `signal` cancels (answered with noSuggestion 'cancelled').
+   */
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void, model?: string): Promise<NextEditResult> {
+    return this.request('nextEdit', { request, ...(model ? { model } : {}) }, signal, { onEdit });
   }
 
   notify(notification: WorkerNotification): void {
@@ -185,7 +209,7 @@ export class WorkerClient {
     channel?.close();
   }
 
-  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, onProgress?: (progress: DownloadProgress) => void): Promise<WorkerMethods[M][1]> {
+  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, callbacks: RequestCallbacks = {}): Promise<WorkerMethods[M][1]> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timeoutMs = this.options.requestTimeoutMs?.[method] ?? DEFAULT_TIMEOUTS[method];
@@ -203,7 +227,7 @@ export class WorkerClient {
         resolve: (value) => (settled(), resolve(value as WorkerMethods[M][1])),
         reject: (error) => (settled(), reject(error)),
         timer,
-        onProgress,
+        ...callbacks,
       });
       if (!this.post({ v: PROTOCOL_VERSION, type: 'request', id, method, params })) {
         clearTimeout(timer);
@@ -340,11 +364,20 @@ export class WorkerClient {
       }
       return;
     }
+    if (message.type === 'nextEditPartial') {
+      try {
+        this.pending.get(message.id)?.onEdit?.(message.edit, message.ms);
+      } catch (error) {
+        this.options.log?.('warn', `next-edit callback failed: ${(error as Error).message}`);
+      }
+      return;
+    }
     const pending = this.pending.get(message.id);
     if (!pending) return;
     this.pending.delete(message.id);
     clearTimeout(pending.timer);
-    if (pending.method === 'load') this.loadingFile = null;
+    // A next-edit request may load the next-edit model (its `modelLoading` came to this window only).
+    if (pending.method === 'load' || pending.method === 'nextEdit') this.loadingFile = null;
     if (message.ok) pending.resolve(message.result);
     else pending.reject(new WorkerError(message.error.message, message.error.code));
   }

@@ -13,12 +13,13 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import type { AlternativesResult, LocalCompletionResult, ModelSettings } from '../shared/types';
+import type { AlternativesResult, KvSequencesReport, LocalCompletionResult, ModelSettings } from '../shared/types';
+import type { TextReplacement } from '../nextEdit/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerDiagnostics, type WorkerMethods, type WorkerNotification } from './protocol';
 import { serveSocket } from './socketServer';
-import { type Connection, enqueueCompletion, generations, type LoadedModels, ownerPrefix, realCompletionPending, requestKey, running, warmUp } from './generationScheduler';
+import { type Connection, enqueueCompletion, enqueueNextEdit, generations, type LoadedModels, ownerPrefix, realCompletionPending, requestKey, running, warmUp } from './generationScheduler';
 
 const connections = new Set<Connection>();
 const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
@@ -71,8 +72,9 @@ function leaveModels(connection: Connection, keep = false): void {
   connection.models = null;
   if (!entry) return;
   entry.users.delete(connection);
-  // Its completion, waiting or generating, stops (a waiting one answers at once).
+  // Its completion and next-edit request, waiting or generating, stop (a waiting one answers at once).
   connection.completion?.controller.abort();
+  connection.nextEdit?.controller.abort();
   const session = entry.session;
   for (const key of connection.documents) session?.documents.removeDocument(key);
   // Its KV sequences go to whoever asks next (their caches stay: a reloaded window's prompt reuses them).
@@ -108,7 +110,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
     leaveModels(connection);
     // Kept models nobody came back for make room for these.
     for (const other of [...loadedModels.values()]) if (other.users.size === 0) unloadModels(other);
-    entry = { key, session: null, loading: null, users: new Set([connection]), waiting: new Map(), generating: null };
+    entry = { key, session: null, loading: null, users: new Set([connection]), waiting: new Map(), generating: null, nextEditWaiting: new Map(), nextEditGenerating: null };
     connection.models = entry;
     loadedModels.set(key, entry);
     // Each window waiting for these models is told which file llama.cpp reads: if the process ends
@@ -166,6 +168,16 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const real = { ...request, prefetch: false };
     const scoped = real.documentKey === undefined ? real : { ...real, documentKey: documentKey(connection, real.documentKey) };
     return enqueueCompletion(connection, connection.models!, id, scoped, Math.max(0, Math.floor(count))) as Promise<AlternativesResult>;
+  },
+  nextEdit: async ({ request, model }, id, connection) => {
+    const current = requireSession(connection);
+    const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
+    if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
+      connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
+    }
+    // Each final edit goes out at once: the editor may show it while the rest of the window decodes.
+    const onEdit = (edit: TextReplacement, ms: number) => connection.send({ v: PROTOCOL_VERSION, type: 'nextEditPartial', id, edit, ms });
+    return enqueueNextEdit(connection, connection.models!, id, scoped, onEdit, model);
   },
   configure: async ({ speculation }, _id, connection) => {
     requireSession(connection);
@@ -225,6 +237,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
       clients: connections.size,
       loadedModels: sessions.length,
       kvSequences: kvSequencesSeenBy(connection),
+      nextEditModel: await nextEditModelSeenBy(connection),
     };
   },
   crash: async () => {
@@ -234,10 +247,10 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
 };
 
 /** The KV sequences of a window's models as that window sees them: its own prompt states named, other windows' not. */
-function kvSequencesSeenBy(connection: Connection): WorkerDiagnostics['kvSequences'] {
+function kvSequencesSeenBy(connection: Connection, of?: KvSequencesReport): WorkerDiagnostics['kvSequences'] {
   const session = connection.models?.session;
   if (!session) return null;
-  const { sequences, evictions, saved } = session.sequences();
+  const { sequences, evictions, saved } = of ?? session.sequences();
   const mine = ownerPrefix(connection);
   return {
     evictions,
@@ -248,6 +261,13 @@ function kvSequencesSeenBy(connection: Connection): WorkerDiagnostics['kvSequenc
       bytes,
     })),
   };
+}
+
+/** The next-edit model of a window's models, its KV sequences' owners named as kvSequencesSeenBy names them. */
+async function nextEditModelSeenBy(connection: Connection): Promise<WorkerDiagnostics['nextEditModel']> {
+  const report = await connection.models?.session?.nextEditModels.report();
+  if (!report?.sequences) return report ?? null;
+  return { ...report, sequences: kvSequencesSeenBy(connection, { evictions: 0, sequences: report.sequences })!.sequences };
 }
 
 /** Longest an indexing slice waits for a generation to end: under a typing storm one always runs. */
@@ -332,7 +352,17 @@ function onClientMessage(connection: Connection, raw: ClientMessage): void {
 
 function openConnection(send: (message: WorkerMessage) => void): Connection {
   const speculation = { ...DEFAULT_SPECULATION };
-  const connection: Connection = { id: nextConnectionId++, send, models: null, documents: new Set(), pendingDocuments: [], speculation, policy: new SpeculationPolicy(speculation), completion: null };
+  const connection: Connection = {
+    id: nextConnectionId++,
+    send,
+    models: null,
+    documents: new Set(),
+    pendingDocuments: [],
+    speculation,
+    policy: new SpeculationPolicy(speculation),
+    completion: null,
+    nextEdit: null,
+  };
   connections.add(connection);
   return connection;
 }

@@ -1,0 +1,29 @@
+// What a caller may set for one request beyond the request itself (InferenceSession's complete,
+// alternatives and nextEdit): the benchmark's controlled proposers, a window's own settings and its
+// prompt state's owner.
+import type { SpeculationSettings } from '../shared/types';
+import type { SpeculationPolicy } from '../speculation/policy';
+import type { CopyProposer, DraftProposer } from '../speculation/proposers';
+import type { StepProfile } from '../speculation/speculativeDecoder';
+
+/** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
+export interface DecodeOverrides {
+  draft?: DraftProposer;
+  /** A next-edit window's copy proposer: used by the 'copy' and 'hybrid' modes (speculation/windowCopyProposer.ts). */
+  copy?: CopyProposer;
+  policy?: SpeculationPolicy;
+  /** Where each decode step's time goes (bench/profile.ts). */
+  profile?: StepProfile;
+  /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
+  lookahead?: boolean;
+  /**
+   * Speculation settings of this request in place of the session's (the shared worker passes each
+   * window's own, with `policy` the window's own policy over the same object).
+   */
+  speculation?: SpeculationSettings;
+  /**
+   * Whose prompt state (KV sequence) the request decodes on: the shared worker names each window's
+   * completions apart (inference/promptStates.ts); the default owner's otherwise.
+   */
+  owner?: string;
+}

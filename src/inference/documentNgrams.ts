@@ -1,0 +1,20 @@
+// The n-gram proposer of a request: the prompt and the generation so far first (most local), then
+// the open documents of the session's index (their tokens are the target's: a model of another
+// vocabulary, a next-edit model of its own, gets the local part only).
+import type { NgramIndex } from '../ngram';
+import { findInSequence } from '../ngram';
+import type { SpeculationSettings } from '../shared/types';
+import type { NgramProposer, Proposal } from '../speculation/proposers';
+
+export function documentNgramProposer(documents: NgramIndex | null, documentKey: string | undefined, speculation: SpeculationSettings): NgramProposer {
+  const { ngramMinMatch: minN, ngramMaxMatch: maxN } = speculation;
+  return {
+    find: (history, maxLen): Proposal | null => {
+      const local = findInSequence(history, { minN, maxN, maxLen });
+      const global = documents?.lookup(history, maxLen, { preferKey: documentKey }) ?? null;
+      const best = !local ? global : !global ? local : global.n > local.n ? global : local;
+      if (!best || best.n < 1) return null;
+      return { source: 'ngram', tokens: best.tokens, matchLength: best.n };
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import type * as vscode from 'vscode';
+
+export type FimPhase = 'pending' | 'shown' | 'none';
+
+interface FimState {
+  uri: string;
+  version: number;
+  line: number;
+  character: number;
+  phase: FimPhase;
+}
+
+/**
+ * Whether fill-in-the-middle ghost text is asked for, shown or absent at a document version and
+ * cursor, as the inline completion provider reports it: FIM keeps priority where it has a completion
+ * (issue #38 item 1), so a next edit waits for its answer there and is not drawn over it.
+ */
+export class FimTracker {
+  private state: FimState | null = null;
+  private waiters: (() => void)[] = [];
+
+  note(document: vscode.TextDocument, position: vscode.Position, phase: FimPhase): void {
+    this.state = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character, phase };
+    if (phase !== 'pending') for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  /** The phase at this version and cursor; 'none' when nothing was asked there. */
+  phaseAt(document: vscode.TextDocument, position: vscode.Position): FimPhase {
+    const s = this.state;
+    if (!s || s.uri !== document.uri.toString() || s.version !== document.version || s.line !== position.line || s.character !== position.character) return 'none';
+    return s.phase;
+  }
+
+  /** The phase once a pending FIM request there has answered (or `timeoutMs` passed: then 'none'). */
+  async settled(document: vscode.TextDocument, position: vscode.Position, timeoutMs: number): Promise<FimPhase> {
+    if (this.phaseAt(document, position) !== 'pending') return this.phaseAt(document, position);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      this.waiters.push(done);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    const phase = this.phaseAt(document, position);
+    return phase === 'pending' ? 'none' : phase;
+  }
+}
