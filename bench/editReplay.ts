@@ -57,6 +57,11 @@ export interface ReplayInput {
   verifyCost?: (batch: number) => number;
   /** Plain and replay runs each (alternating, medians reported). */
   repeats?: number;
+  /**
+   * True once the output so far holds a final edit (it re-synchronised with the window after one: what
+   * the worker streams to the editor). With it, each run reports when that happened.
+   */
+  hasFinalEdit?(outputSoFar: readonly Token[]): boolean;
   now?: () => number;
 }
 
@@ -68,6 +73,8 @@ export interface ReplayRun {
   ms: number;
   /** Decode steps' batch sizes (the prompt's evaluation left out), from the last repeat. */
   batches: number[];
+  /** From the request to the first final edit (median of the repeats), when hasFinalEdit was given and one came. */
+  firstEditMs?: number;
 }
 
 export interface ReplayResult {
@@ -154,6 +161,8 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
   const runOnce = async (mode: 'plain' | 'copy') => {
     const stop = new StopRules({ detokenize: () => '', isEndToken: () => false, maxTokens: expected.length });
     model.batches = [];
+    const started = now();
+    let firstEditMs: number | undefined;
     const stats = await decode({
       mode,
       target: model,
@@ -162,20 +171,27 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
       policy: new SpeculationPolicy(settings),
       copy: mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined,
       now,
+      onProgress: input.hasFinalEdit
+        ? (tokens) => {
+            if (firstEditMs === undefined && input.hasFinalEdit!(tokens)) firstEditMs = now() - started;
+          }
+        : undefined,
     });
     if (stop.tokens.length !== expected.length || stop.tokens.some((t, i) => t !== expected[i])) throw new Error(`${mode} replay did not write the expected output`);
-    return { stats, batches: model.batches.slice(1) };
+    return { stats, batches: model.batches.slice(1), firstEditMs };
   };
 
   const repeats = Math.max(1, input.repeats ?? 1);
   const plainMs: number[] = [];
   const replayMs: number[] = [];
+  const firstEdit: Record<'plain' | 'copy', number[]> = { plain: [], copy: [] };
   let plain!: Awaited<ReturnType<typeof runOnce>>;
   let replay!: Awaited<ReturnType<typeof runOnce>>;
   for (let r = 0; r < repeats; r++) {
     // Alternating which goes first, so a drift of the machine's speed weighs on both alike.
     for (const mode of r % 2 === 0 ? (['plain', 'copy'] as const) : (['copy', 'plain'] as const)) {
       const run = await runOnce(mode);
+      if (run.firstEditMs !== undefined) firstEdit[mode].push(run.firstEditMs);
       if (mode === 'plain') {
         plain = run;
         plainMs.push(run.stats.totalMs);
@@ -186,19 +202,20 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     }
   }
   const n = expected.length;
-  const runOf = (r: typeof plain, ms: number[]): ReplayRun => ({
+  const runOf = (r: typeof plain, ms: number[], firstEditMs: number[]): ReplayRun => ({
     evaluations: r.stats.speculation.targetEvaluations,
     tokensPerEvaluation: n / r.stats.speculation.targetEvaluations,
     ms: median(ms),
     batches: r.batches,
+    firstEditMs: firstEditMs.length ? median(firstEditMs) : undefined,
   });
   const cost = input.verifyCost ?? tableVerifyCost();
   const weigh = (batches: number[]) => batches.reduce((t, b) => t + cost(b), 0);
   const copy = replay.stats.speculation.bySource.copy;
   const result: ReplayResult = {
     tokens: n,
-    plain: runOf(plain, plainMs),
-    replay: { ...runOf(replay, replayMs), proposedTokens: copy.proposedTokens, acceptedTokens: copy.acceptedTokens },
+    plain: runOf(plain, plainMs, firstEdit.plain),
+    replay: { ...runOf(replay, replayMs, firstEdit.copy), proposedTokens: copy.proposedTokens, acceptedTokens: copy.acceptedTokens },
     speedup: median(plainMs) / median(replayMs),
     bound: {
       tokensPerEvaluation: n / replay.stats.speculation.targetEvaluations,

@@ -380,6 +380,8 @@ export interface ReplayCaseRow {
   boundSpeedup: number;
   accepted: number;
   proposed: number;
+  /** Replay: from the request to its first final edit (streamed to the editor), when one came. */
+  replayFirstEditMs?: number;
 }
 
 /**
@@ -432,7 +434,12 @@ export async function regimeEditsReplay(
         progress.tick();
         continue;
       }
-      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource) });
+      const current = c.before.slice(prompt.region.start, prompt.region.end);
+      const hasFinalEdit = (out: readonly Token[]) => {
+        const partial = NEXT_EDIT_FORMATS.sweep.partialRegion(session.target.model.detokenize(out as readonly LlamaToken[], false), prompt);
+        return partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length > 0;
+      };
+      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit });
       rows.push({
         case: c.id,
         corpus: c.corpus,
@@ -444,6 +451,7 @@ export async function regimeEditsReplay(
         boundSpeedup: r.bound.speedup,
         accepted: r.replay.acceptedTokens,
         proposed: r.replay.proposedTokens,
+        replayFirstEditMs: r.replay.firstEditMs,
       });
       progress.tick();
     }
@@ -457,11 +465,15 @@ export async function regimeEditsReplay(
 export function replaySummary(rows: ReplayCaseRow[]): string[] {
   const groups: [string, ReplayCaseRow[]][] = [['all', rows], ...[...new Set(rows.map((r) => r.corpus))].map((k): [string, ReplayCaseRow[]] => [k, rows.filter((r) => r.corpus === k)])];
   return [
-    '| cases | n | window tokens (median) | plain ms (median) | replay ms (median) | speedup (median of per-case) | tok/eval (median) | copy accepted | bound speedup, issue CPU cost (median) |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| cases | n | window tokens (median) | plain ms (median) | replay ms (median) | speedup (median of per-case) | replay first edit ms (median) | first edit / plain window (median) | tok/eval (median) | copy accepted | bound speedup, issue CPU cost (median) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...groups.map(([name, g]) => {
       const m = (f: (r: ReplayCaseRow) => number) => median(g.map(f));
       const proposed = g.reduce((n, r) => n + r.proposed, 0);
+      const withFirst = g.filter((r) => r.replayFirstEditMs !== undefined);
+      const firstEdit = withFirst.length
+        ? `${fmt(median(withFirst.map((r) => r.replayFirstEditMs!)), 0)} (${withFirst.length}) | ${fmt(median(withFirst.map((r) => r.replayFirstEditMs! / r.plainMs)), 2)}`
+        : '- | -';
       const accepted = g.reduce((n, r) => n + r.accepted, 0);
       return `| ${name} | ${g.length} | ${fmt(
         m((r) => r.tokens),
@@ -475,7 +487,7 @@ export function replaySummary(rows: ReplayCaseRow[]): string[] {
       )} | ${fmt(
         m((r) => r.speedup),
         2,
-      )}x | ${fmt(
+      )}x | ${firstEdit} | ${fmt(
         m((r) => r.tokensPerEvaluation),
         2,
       )} | ${proposed ? `${Math.round((100 * accepted) / proposed)}% of ${proposed}` : '-'} | ${fmt(

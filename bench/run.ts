@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execSync } from 'node:child_process';
@@ -1105,7 +1105,7 @@ async function editsSection(bench: Bench): Promise<void> {
   console.log(`\n${heading}\n${table.join('\n')}\n${perCorpus.join('\n')}\n`);
 
   // The replay of a perfect model on the 1.5B shape with Qwen2.5-Coder's tokenizer (bench/editReplay.ts).
-  const replayTarget = await benchTarget(opt('edits-replay-target', '1.5b-qwen-coder')!);
+  const replayTarget = await benchTarget(opt('edits-replay-target', '1.5b-qwen-coder-q8')!);
   const chosen = replayCases(cases);
   const replay = await regimeEditsReplay(chosen, { target: replayTarget.file, threads, gpu, flashAttention, log });
   const replayHeading = `Edits: replay of a perfect next-edit model (${replayTarget.note}; sweep format; ${threads} thread${threads === 1 ? '' : 's'})`;

@@ -61,7 +61,28 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
  * qwen2 vocabulary of llama.cpp's models/ plus the FIM and repository tokens, <|file_sep|> one control
  * token): what Sweep's next-edit 1.5B is shaped like, for the edits regime's replay (3.5 GB on disk).
  */
-export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder', 'qwen-coder-small'];
+export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder', '1.5b-qwen-coder-q8', 'qwen-coder-small'];
+
+/** llama.cpp's quantizer, built beside llama-server by scripts/build-llama-server.sh. */
+const LLAMA_QUANTIZE = path.join(ROOT, 'bench', 'cache', 'llama-server', 'build', 'bin', 'llama-quantize');
+
+/** `file` quantised to `type` with llama-quantize, written once beside it. */
+async function quantizedCopy(file: string, type: 'Q8_0'): Promise<string> {
+  const out = file.replace(/\.gguf$/, `.${type.toLowerCase()}.gguf`);
+  if (fs.existsSync(out)) return out;
+  if (!fs.existsSync(LLAMA_QUANTIZE)) throw new Error(`${LLAMA_QUANTIZE} is missing: bash scripts/build-llama-server.sh builds it`);
+  const tmp = `${out}.tmp-${process.pid}`;
+  const { execFileSync } = await import('node:child_process');
+  process.stderr.write(`quantising ${path.basename(file)} to ${type} with llama-quantize (once)\n`);
+  try {
+    execFileSync(LLAMA_QUANTIZE, [file, tmp, type], { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw new Error(`llama-quantize failed on ${file}: ${String((e as { stderr?: Buffer }).stderr ?? e).slice(-2000)}`);
+  }
+  fs.renameSync(tmp, out);
+  return out;
+}
 
 function fillerTokens(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `<|filler_${i}|>`);
@@ -89,6 +110,14 @@ export async function benchTarget(name: string): Promise<BenchTarget> {
     process.stderr.write('the random "1.5b-qwen-coder" target: written once into test-output/models/real-vocab (3.5 GB) when missing\n');
     const file = await realVocabModel('qwen2.5-coder-1.5b', { seed: 4242, ...body });
     return { name, file, note: "random, Qwen2.5-1.5B-shaped, stable, Qwen2.5-Coder's real tokenizer" };
+  }
+  if (name === '1.5b-qwen-coder-q8') {
+    // Sweep's next-edit 1.5B ships as Q8_0, and issue #39's CPU verify costs were measured on a Q8_0
+    // 1.5B: F16 weights make a batch relatively dearer on a CPU (no int8 dot products), so the replay
+    // runs on the same weights quantised by llama.cpp's own tool.
+    const f16 = await benchTarget('1.5b-qwen-coder');
+    const file = await quantizedCopy(f16.file, 'Q8_0');
+    return { name, file, note: "random, Qwen2.5-1.5B-shaped, stable, Qwen2.5-Coder's real tokenizer, Q8_0 (llama-quantize)" };
   }
   if (name === 'qwen-coder-small') {
     // qwen-vocab's small body with the real tokenizer and room for next-edit prompts: fast, and garbage.

@@ -21,7 +21,7 @@ if [ "$CACHED_RELEASE" != "$RELEASE" ]; then
   rm -rf "$DIR/src" "$DIR/build" "$RELEASE_STAMP"
 fi
 # A binary that cannot run here (e.g. built before the AMX rule below) is rebuilt.
-if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && [ -f "$DIR/build/.runs-here" ]; then echo "llama-server already built: $BIN (llama.cpp $RELEASE)"; exit 0; fi
+if [ -x "$BIN" ] && [ -x "$DIR/build/bin/llama-quantize" ] && "$BIN" --version >/dev/null 2>&1 && [ -f "$DIR/build/.runs-here" ]; then echo "llama-server already built: $BIN (llama.cpp $RELEASE)"; exit 0; fi
 mkdir -p "$DIR"
 if [ ! -d "$DIR/src/.git" ]; then
   rm -rf "$DIR/src"
@@ -38,6 +38,7 @@ if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
   grep -qw avx512f /proc/cpuinfo && ISA+=(-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON)
 fi
 cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF "${ISA[@]}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
-cmake --build "$DIR/build" --target llama-server -j "$(nproc)"
+# llama-quantize too: the bench quantises its random 1.5B to Q8_0 (bench/targets.ts), the way real models ship.
+cmake --build "$DIR/build" --target llama-server llama-quantize -j "$(nproc)"
 touch "$DIR/build/.runs-here"
 echo "built $BIN (llama.cpp $RELEASE)"
