@@ -281,7 +281,8 @@ export function editCases(pairs: readonly string[] = EDIT_PAIRS, perPair = CASES
   });
 }
 
-if (require.main === module) {
+// Bundled into the bench kit's run.js, require.main === module holds there too: the script's own name decides.
+if (require.main === module && /editCorpus\.[cm]?[tj]s$/.test(process.argv[1] ?? '')) {
   // npx tsx bench/editCorpus.ts [pair ...]: fetch and count.
   const pairs = process.argv.length > 2 ? process.argv.slice(2) : EDIT_PAIRS;
   for (const spec of pairs) {

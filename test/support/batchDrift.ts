@@ -39,9 +39,10 @@ function topCandidates(next: Next | undefined): Map<number, number> {
 }
 
 /**
- * Largest |logit| difference between evaluating 24 tokens one by one and in batches of 2, 3, 4, 6, 8
- * and 24 (verify steps are 2-9 tokens, prompt chunks 32): with 2+ threads llama.cpp may pick another
- * kernel or split for some batch sizes only, so one size says too little.
+ * Largest |logit| difference between evaluating 33 tokens one by one and in batches of 2, 3, 4, 6, 8,
+ * 24 and 33 (verify steps are 2-9 tokens, the window copy's up to 33, prompt chunks 32): llama.cpp
+ * may pick another kernel or split for some batch sizes only (more threads, larger batches), so one
+ * size says too little.
  */
 export async function batchDrift(session: InferenceSession): Promise<number> {
   const ev = session.target.evaluator;
@@ -51,7 +52,7 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
   // splits its work by the cache's length, and a short probe can read 0 where completions drift.
   const depth = Math.max(8, Math.min(400, Math.floor(session.target.evaluator.capacity / 2) - 40));
   const prompt = Array.from({ length: depth }, (_, i) => tokens[i % tokens.length]);
-  const rest = tokens.slice(8, 32);
+  const rest = Array.from({ length: 33 }, (_, i) => tokens[(8 + i) % tokens.length]);
   const evaluate = async (batch: number): Promise<Map<number, number>[]> => {
     await session.resetCaches();
     for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
@@ -64,7 +65,7 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
   };
   const single = await evaluate(1);
   let drift = 0;
-  for (const batch of [2, 3, 4, 6, 8, 24]) {
+  for (const batch of [2, 3, 4, 6, 8, 24, 33]) {
     const batched = await evaluate(batch);
     rest.forEach((_, i) => {
       for (const [tok, v] of single[i]) {

@@ -49,14 +49,14 @@ describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release
     bin = path.join(repo, '.bin');
     fs.mkdirSync(bin);
     cmakeCalls = path.join(repo, 'cmake-calls');
-    // `cmake -S src -B build …` configures; `cmake --build build --target llama-server` makes a binary
-    // that reports the release of the source it was built from.
+    // `cmake -S src -B build …` configures; `cmake --build build --target llama-server llama-quantize`
+    // makes a llama-server that reports the release of the source it was built from, and a quantizer.
     fs.writeFileSync(
       path.join(bin, 'cmake'),
       `#!/usr/bin/env bash
 echo "$*" >> ${JSON.stringify(cmakeCalls)}
 if [ "$1" = "-S" ]; then mkdir -p "$4"; cp "$2/RELEASE" "$4/RELEASE"; exit 0; fi
-if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\necho %s\\n' "$(cat "$2/RELEASE")" > "$2/bin/llama-server"; chmod +x "$2/bin/llama-server"; fi
+if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\necho %s\\n' "$(cat "$2/RELEASE")" > "$2/bin/llama-server"; chmod +x "$2/bin/llama-server"; printf '#!/usr/bin/env bash\\n' > "$2/bin/llama-quantize"; chmod +x "$2/bin/llama-quantize"; fi
 `,
       { mode: 0o755 },
     );

@@ -110,8 +110,8 @@ describe('next-edit settings', () => {
     assert.equal(DECLARATIONS['draftline.nextEdit.model']!.default, '');
     assert.deepEqual(DECLARATIONS['draftline.nextEdit.format']!.enum, ['auto', 'sweep', 'zeta']);
     assert.equal(DECLARATIONS['draftline.nextEdit.format']!.default, 'auto');
-    // Nothing reads an on/off switch yet (the editor's part is issue #39 part 2): none is declared.
-    assert.equal(DECLARATIONS['draftline.nextEdit.enabled'], undefined);
+    // The editor's switch: off until the user picks a next-edit model and turns it on (no demo model ships).
+    assert.equal(DECLARATIONS['draftline.nextEdit.enabled']!.default, false);
   });
 
   it('nothing set: no model, layout from the model', () => {
