@@ -132,10 +132,15 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       const rand = mulberry32(pair.prompts * 13 + pair.name.length);
       const tally = { window: [0, 0], edited: [0, 0], output: [0, 0] } as Record<CopyVariant, [number, number]>;
       let runsWithCopy = 0;
+      // Whether the model's output ever holds a token of the window: the copy re-synchronises on one, so
+      // without any (a random model with Qwen's 152k tokens writes none) the window is never proposed.
+      let outputMeetsWindow = false;
       for (const [i, c] of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 13 + pair.name.length).entries()) {
         const { window, request: edit } = editShaped(c, rand, i % 3 === 2);
         const prompt = request_(edit, 'plain', { maxTokens: 64, stop: edit.stop });
         const plain = await session.complete(prompt);
+        const windowTokens = new Set(tokenize(window));
+        if (plain.tokens.some((t) => windowTokens.has(t))) outputMeetsWindow = true;
         const promptLength = session.promptFor(prompt).length;
         // What the proposer copies: the window as the prompt shows it; the window with small edits the
         // model does not make (re-synchronisation on a real model); the target's own output with small
@@ -165,7 +170,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: window copy accepted ${line} (${runsWithCopy} runs proposed)\n`);
       // Copying the target's own output: long runs must be accepted, or the check proves nothing.
       assert.ok(tally.output[0] > 0.5 * tally.output[1], `copy of the output: ${tally.output[0]}/${tally.output[1]} accepted`);
-      assert.ok(tally.window[1] > 0, 'the window was copied from');
+      if (outputMeetsWindow) assert.ok(tally.window[1] > 0, 'the window was copied from');
     });
 
     completionIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
