@@ -5,6 +5,60 @@ type Next = { logits?: Map<number, number>; probabilities?: Map<number, number> 
 type Sequence = { controlledEvaluate(input: unknown[]): Promise<Array<{ next: Next } | undefined>> };
 const sequenceOf = (session: InferenceSession) => (session.target.evaluator as unknown as { sequence: Sequence }).sequence;
 
+/**
+ * What the drift probe evaluates: ordinary code with no line repeated, as a real prompt is (the probe
+ * used to cycle a 40-token snippet to its depth). Cycled only by a tokenizer that packs it into
+ * fewer tokens than the deepest probe needs.
+ */
+export const PROBE_TEXT = `import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+export interface Entry {
+  name: string;
+  size: number;
+  modified: Date;
+}
+
+/** Lists a folder's files, largest first, skipping hidden ones. */
+export function listFiles(dir: string): Entry[] {
+  const out: Entry[] = [];
+  for (const name of fs.readdirSync(dir)) {
+    if (name.startsWith('.')) continue;
+    const stat = fs.statSync(path.join(dir, name));
+    if (stat.isFile()) out.push({ name, size: stat.size, modified: stat.mtime });
+  }
+  return out.sort((a, b) => b.size - a.size);
+}
+
+def parse_header(line):
+    key, _, value = line.partition(":")
+    return key.strip().lower(), value.strip()
+
+
+class Cache:
+    def __init__(self, limit=128):
+        self.limit = limit
+        self.items = {}
+
+    def get(self, key, default=None):
+        return self.items.get(key, default)
+
+    def put(self, key, value):
+        if len(self.items) >= self.limit:
+            oldest = next(iter(self.items))
+            del self.items[oldest]
+        self.items[key] = value
+
+const totals = new Map<string, number>();
+for (const order of orders) {
+  const customer = order.customer.trim();
+  totals.set(customer, (totals.get(customer) ?? 0) + order.amount * (1 - order.discount));
+}
+console.log([...totals.entries()].filter(([, total]) => total > 1000).map(([name]) => name).join(', '));
+
+SELECT id, title, created_at FROM posts WHERE author_id = $1 AND deleted IS NULL ORDER BY created_at DESC LIMIT 20;
+`;
+
 const TOP_COUNT = 8;
 /**
  * The next token's top candidates come from node-llama-cpp's `logits` option (3.22+); 3.21 has no
@@ -42,41 +96,53 @@ function topCandidates(next: Next | undefined): Map<number, number> {
  * Largest |logit| difference between evaluating 33 tokens one by one and in batches of 2, 3, 4, 6, 8,
  * 24 and 33 (verify steps are 2-9 tokens, the window copy's up to 33, prompt chunks 32): llama.cpp
  * may pick another kernel or split for some batch sizes only (more threads, larger batches), so one
- * size says too little.
+ * size says too little. Measured after prompts of several depths (PROBE_DEPTHS): one says too little too.
  */
 export async function batchDrift(session: InferenceSession): Promise<number> {
   const ev = session.target.evaluator;
   const seq = sequenceOf(session);
-  const tokens = session.vocabulary.tokenize('export function area(r: number): number {\n  return Math.PI * r * r;\n}\n\nconst sizes = [1, 2, 3].map(area);\n');
-  // After a prompt as deep as a completion's (~400 tokens): with 2+ threads llama.cpp's attention
-  // splits its work by the cache's length, and a short probe can read 0 where completions drift.
-  const depth = Math.max(8, Math.min(400, Math.floor(session.target.evaluator.capacity / 2) - 40));
-  const prompt = Array.from({ length: depth }, (_, i) => tokens[i % tokens.length]);
-  const rest = Array.from({ length: 33 }, (_, i) => tokens[(8 + i) % tokens.length]);
-  const evaluate = async (batch: number): Promise<Map<number, number>[]> => {
-    await session.resetCaches();
-    for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
-    const out: Map<number, number>[] = [];
-    for (let i = 0; i < rest.length; i += batch) {
-      const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, topRequest()]));
-      out.push(...results.map((r) => topCandidates(r?.next)));
-    }
-    return out;
-  };
-  const single = await evaluate(1);
+  const tokens = session.vocabulary.tokenize(PROBE_TEXT);
   let drift = 0;
-  for (const batch of [2, 3, 4, 6, 8, 24, 33]) {
-    const batched = await evaluate(batch);
-    rest.forEach((_, i) => {
-      for (const [tok, v] of single[i]) {
-        const b = batched[i].get(tok);
-        if (b !== undefined) drift = Math.max(drift, Math.abs(b - v));
+  for (const depth of probeDepths(ev.capacity)) {
+    const prompt = Array.from({ length: depth }, (_, i) => tokens[i % tokens.length]);
+    const rest = Array.from({ length: 33 }, (_, i) => tokens[(depth + i) % tokens.length]);
+    const evaluate = async (batch: number): Promise<Map<number, number>[]> => {
+      await session.resetCaches();
+      for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
+      const out: Map<number, number>[] = [];
+      for (let i = 0; i < rest.length; i += batch) {
+        const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, topRequest()]));
+        out.push(...results.map((r) => topCandidates(r?.next)));
       }
-    });
+      return out;
+    };
+    const single = await evaluate(1);
+    for (const batch of [2, 3, 4, 6, 8, 24, 33]) {
+      const batched = await evaluate(batch);
+      rest.forEach((_, i) => {
+        for (const [tok, v] of single[i]) {
+          const b = batched[i].get(tok);
+          if (b !== undefined) drift = Math.max(drift, Math.abs(b - v));
+        }
+      });
+    }
   }
   // The raw evaluations above bypassed the evaluator's own bookkeeping: start clean.
   await (ev as unknown as { reset(): Promise<void> }).reset();
   return drift;
+}
+
+/**
+ * Prompt depths the drift is measured after: a short prompt's, a next-edit window's (~100-160
+ * tokens) and one as deep as a completion's (~400 tokens: with 2+ threads llama.cpp's attention
+ * splits its work by the cache's length, and a short probe can read 0 where completions drift).
+ * One depth is not enough: on the v3 target with flash attention off, batches drift by 0.04-0.09
+ * logits after 60, 100, 150 or 300 tokens and by exactly 0 after 216, the only depth the probe
+ * used at context 512 (test/unit/batchDriftProbe.test.ts).
+ */
+export function probeDepths(capacity: number): number[] {
+  const deep = Math.max(8, Math.min(400, Math.floor(capacity / 2) - 40));
+  return [...new Set([64, 128, deep].map((d) => Math.min(d, deep)))];
 }
 
 /**
