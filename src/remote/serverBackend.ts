@@ -8,16 +8,7 @@ import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/b
 import { splitTrailingBlank } from '../prompt/fimPrompt';
 import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import {
-  type AlternativesResult,
-  type BackendInfo,
-  type BackendKind,
-  type BackendSettings,
-  type CompletionRequest,
-  type CompletionResult,
-  emptySpeculationStats,
-  type GenerationStats,
-} from '../shared/types';
+import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import {
@@ -31,6 +22,8 @@ import {
   type ServerHttp,
   type ServerSettings,
 } from './serverApi';
+import { branchableLength, branchPoint } from './serverBranchPoint';
+import { type NextEditServer, serverNextEdit } from './serverNextEdit';
 
 export type { BackendSettings };
 
@@ -126,9 +119,8 @@ export class ServerBackend implements InferenceBackend {
       if (blank && result.text.startsWith(blank)) result.text = result.text.slice(blank.length);
       return result;
     } catch (error) {
-      const e = asServerError(error);
-      if (e.code === 'cancelled' || signal?.aborted) return cancelled(this.now() - started);
-      if (e.code === 'unreachable') this.startOutage(e.message);
+      const e = this.failure(error, signal);
+      if (!e) return cancelled(this.now() - started);
       throw e;
     }
   }
@@ -183,97 +175,46 @@ export class ServerBackend implements InferenceBackend {
         totalMs: this.now() - started,
       };
     } catch (error) {
-      const e = asServerError(error);
-      if (e.code === 'cancelled' || signal?.aborted) return { completions: [], totalMs: this.now() - started };
-      if (e.code === 'unreachable') this.startOutage(e.message);
+      const e = this.failure(error, signal);
+      if (!e) return { completions: [], totalMs: this.now() - started };
       throw e;
     }
   }
 
-  /**
-   * A next-edit suggestion (issue #39) from the server: the prompt built here by the request's
-   * format (forced, else the one the server's model name says), sent whole as text to the API's raw
-   * completion (llama-server /completion, /v1/completions, Ollama's raw generate), greedy, with the
-   * format's stop texts; the output read through the same parser as the local path's. Final edits
-   * go to `onEdit` as the stream shows them where the format can tell (finalEditsOf).
-   */
-  async nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
-    const pieces = this.deps.nextEditPieces ?? builtInPieces;
-    const started = this.now();
-    const description = this.description;
-    const settings = this.settingsResolved;
-    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
-    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
-    const at = Math.max(0, Math.min(request.cursorOffset, request.text.length));
-    const none = (
-      reason: 'noFormat' | 'cancelled' | 'error',
-      detail: string,
-      format = request.format && request.format !== 'auto' ? request.format : 'sweep',
-      region = { start: at, end: at },
-    ): NextEditResult => ({
-      format,
-      region,
-      edits: [],
-      regionText: null,
-      noSuggestion: { reason, detail },
-      stats: serverStats(cancelled(this.now() - started).stats),
-    });
-    // A prompt built already goes as it is; its format reads the output.
-    const format = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { name: description.model });
-    if ('none' in format) return none('noFormat', `${format.none} (the server's model is "${description.model}")`);
-    const prompt = request.prompt ?? format.buildPrompt(request);
-    const call = this.api.rawCompletion(prompt.prompt, { maxTokens: prompt.maxTokens, stop: prompt.stop }, description, settings);
-    // The stop rules of a completion with the format's stop texts and token budget (the server stops there too).
-    const sent: CompletionRequest = { prefix: '', suffix: '', maxTokens: prompt.maxTokens, mode: 'plain', stop: prompt.stop };
-    const finalEdits = onEdit ? pieces.finalEditsOf?.(format, prompt, request) : undefined;
-    let sentEdits = 0;
-    let firstEditMs: number | undefined;
-    const onText = finalEdits
-      ? (text: string) => {
-          const edits = finalEdits(text);
-          for (; sentEdits < edits.length; sentEdits++) {
-            firstEditMs ??= this.now() - started;
-            onEdit!(edits[sentEdits]!, this.now() - started);
-          }
-        }
-      : undefined;
-    try {
-      const response = await this.post(settings, call, signal, true);
-      if (response.status >= 300) {
-        const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
-        throw this.httpError(response.status, body, 'next-edit suggestion');
-      }
-      const output = await this.readCompletion(response, sent, started, signal, { onText });
-      if (output.stats.stopReason === 'abort' && signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
-      const parsed = pieces.fromOutput(format, output.text, prompt, request);
-      // Edits the stream showed as final and the whole output's: the same edits, the whole output's win.
-      return { format: format.id, region: prompt.region, output: output.text, ...parsed, ...(firstEditMs !== undefined ? { timeToFirstEditMs: firstEditMs } : {}), stats: serverStats(output.stats) };
-    } catch (error) {
-      const e = asServerError(error);
-      if (e.code === 'cancelled' || signal?.aborted) return none('cancelled', 'cancelled while the server generated', format.id, prompt.region);
-      if (e.code === 'unreachable') this.startOutage(e.message);
-      throw e;
-    }
+  /** A next-edit suggestion (issue #39): serverNextEdit.ts, over this backend's connection and stream reading. */
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
+    const server: NextEditServer = {
+      api: this.api,
+      pieces: this.deps.nextEditPieces ?? builtInPieces,
+      now: this.now,
+      connection: () => this.connection(),
+      stream: (call, sent, started, signal, onText) => this.completionOf(call, sent, signal, { onText }, 'next-edit suggestion', started),
+      failure: (error, signal) => this.failure(error, signal),
+    };
+    return serverNextEdit(server, request, signal, onEdit);
   }
 
-  /** One streamed completion of `call` (no retries: the call was already accepted as a completion). */
-  private async completionOf(call: CompletionCall, sent: CompletionRequest, signal: AbortSignal | undefined, extra: CompletionExtra): Promise<CompletionResult> {
+  /** One streamed completion of `call` (no retries: an alternative's call was already accepted as a completion; a next edit's is not retried). */
+  private async completionOf(
+    call: CompletionCall,
+    sent: CompletionRequest,
+    signal: AbortSignal | undefined,
+    extra: CompletionExtra,
+    what = 'alternatives',
+    started = this.now(),
+  ): Promise<CompletionResult> {
     const settings = this.settingsResolved!;
-    const started = this.now();
     const response = await this.post(settings, call, signal, true);
     if (response.status >= 300) {
       const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
-      throw this.httpError(response.status, body, 'alternatives');
+      throw this.httpError(response.status, body, what);
     }
     return this.readCompletion(response, sent, started, signal, extra);
   }
 
   /** The connection, and the request as every API sends it. */
   private prepare(request: CompletionRequest): { description: ServerDescription; settings: ServerSettings; sent: CompletionRequest; blank: string } {
-    const description = this.description;
-    const settings = this.settingsResolved;
-    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
-    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
+    const { description, settings } = this.connection();
     // The prefix's trailing spaces and tabs stay out of the prompt, for every API, as on the local
     // path (prompt/fimPrompt.ts splitTrailingBlank: a prompt that ends in a lone whitespace token
     // derails the model: `  ` after a line gave `nst m = value;`); the ghost text loses them again
@@ -281,6 +222,23 @@ export class ServerBackend implements InferenceBackend {
     const { prefix, blank } = splitTrailingBlank(request.prefix);
     const sent: CompletionRequest = { ...request, prefix, ...(settings.sendExtraContext ? {} : { extraContext: undefined }) };
     return { description, settings, sent, blank };
+  }
+
+  /** What every request needs: the server's description and settings; fails fast while it is not connected, or down. */
+  private connection(): { description: ServerDescription; settings: ServerSettings } {
+    const description = this.description;
+    const settings = this.settingsResolved;
+    if (!description || !settings) throw new ServerError(`the ${this.kind} backend is not connected yet`, 'unreachable');
+    if (this.down) throw new ServerError(`${this.down.description}; trying again in ${Math.ceil(this.outage()!.remainingMs / 1000)} s`, 'unreachable');
+    return { description, settings };
+  }
+
+  /** A request's error as a ServerError (a lost server's outage started), or null where it was cancelled. */
+  private failure(error: unknown, signal: AbortSignal | undefined): ServerError | null {
+    const e = asServerError(error);
+    if (e.code === 'cancelled' || signal?.aborted) return null;
+    if (e.code === 'unreachable') this.startOutage(e.message);
+    return e;
   }
 
   /** A server decodes its own way: Draftline's speculation settings do not apply. */
@@ -555,59 +513,6 @@ interface CompletionExtra {
   tokens?: ReportedToken[];
   /** The output so far (the stop rules' text), after each piece of it (a next-edit's streamed edits). */
   onText?(text: string): void;
-}
-
-/** A server's figures as a next-edit result's stats: no speculation record of ours (the server decodes its own way). */
-function serverStats(stats: GenerationStats): NextEditResult['stats'] {
-  return { ...stats, speculation: stats.speculation ?? emptySpeculationStats('plain') };
-}
-
-/**
- * How much of a greedy completion an alternative may branch in, as the in-process path's default
- * scope (InferenceSession.alternativesScope 'firstLine'): up to the end of its first line with
- * content, so that each alternative shows another first line (bench regime 10: the file's real first
- * line was among the three suggestions far more often than when branching anywhere).
- */
-export function branchableLength(text: string): number {
-  const firstLine = /\S[^\n]*\n/.exec(text);
-  // Tokens that start before the newline, or on it (the token that ends the line may change how it ends).
-  return firstLine ? firstLine.index + firstLine[0].length : text.length;
-}
-
-/**
- * Where the greedy completion was least certain, by the rules of the in-process path
- * (speculation/branchPoint.ts): the token with the smallest margin between its two most likely
- * tokens (the earliest of equals), among the tokens that start within what the stop rules kept
- * (`keptLength` characters) and offer another usable token: not an end of generation (no text), and
- * one `allows` accepts given the forced text and the greedy text through the same token (the blank
- * the user typed is not rewritten). Its usable other tokens, most likely first, and the greedy
- * tokens before it.
- */
-export function branchPoint(
-  tokens: readonly ReportedToken[],
-  keptLength: number,
-  allows: (forcedText: string, greedyText: string) => boolean = () => true,
-): { tokenIndex: number; margin: number; before: NamedToken[]; others: NamedToken[] } | null {
-  const named = ({ id, text }: NamedToken): NamedToken => (id === undefined ? { text } : { id, text });
-  let best: { tokenIndex: number; margin: number; others: NamedToken[] } | null = null;
-  let offset = 0;
-  let beforeText = '';
-  for (let i = 0; i < tokens.length && offset < keptLength; i++) {
-    const token = tokens[i];
-    const top = token.top;
-    if (top.length >= 2) {
-      const margin = top[0].logprob - top[1].logprob;
-      if (!best || margin < best.margin) {
-        // The greedy token by identity (its id where the server gives ids), not by rank: a near-tie may rank another first.
-        const same = (t: NamedToken) => (t.id !== undefined && token.id !== undefined ? t.id === token.id : t.text === token.text);
-        const others = top.filter((t) => !same(t) && t.text !== '' && allows(beforeText + t.text, beforeText + token.text)).map(named);
-        if (others.length > 0) best = { tokenIndex: i, margin, others };
-      }
-    }
-    offset += token.text.length;
-    beforeText += token.text;
-  }
-  return best && { ...best, before: tokens.slice(0, best.tokenIndex).map(named) };
 }
 
 function parseUrl(text: string): URL | undefined {

@@ -19,6 +19,7 @@ import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
 import { nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
+import { type OutageNotice, showOutageNotice } from './outageNotice';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
 import {
   readBackendSettings,
@@ -66,7 +67,7 @@ export class DraftlineController implements vscode.Disposable {
   private readonly settingProblems = new Set<string>();
   private pendingSettingProblems: string[] = [];
   /** The notice shown while the worker is down: one per burst of crashes, its countdown kept true. */
-  private crashNotice: { refresh(): void; close(): void } | null = null;
+  private crashNotice: OutageNotice | null = null;
   private readonly activatedAt = performance.now();
   /** Activation to the first models ready, in ms (null until then): the cold-start figure. */
   activationToReadyMs: number | null = null;
@@ -514,42 +515,16 @@ export class DraftlineController implements vscode.Disposable {
     else this.applyLiveSettings();
   }
 
-  /**
-   * One notification per burst of crashes, counting down the client's real backoff (which doubles
-   * with each crash in a row, up to 30 s) until the models are loaded again.
-   */
+  /** The backend went down (a worker crash, a server unreachable): its notice, one per burst (outageNotice.ts). */
   private onBackendOutage(): void {
     this.info = null;
-    if (this.crashNotice) {
-      this.crashNotice.refresh();
-      return;
-    }
-    let close!: () => void;
-    const closed = new Promise<void>((resolve) => (close = resolve));
-    let refresh = (): void => undefined;
-    const notice = { refresh: () => refresh(), close: () => ((this.crashNotice = null), close()) };
-    this.crashNotice = notice;
-    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Draftline' }, async (progress) => {
-      refresh = () => {
-        const outage = this.backend.outage();
-        const local = this.backend.kind === 'local';
-        const again = outage && `${local ? 'Restarting' : 'Trying again'} in ${Math.ceil(outage.remainingMs / 1000)} s`;
-        const times = outage && outage.failuresInARow > 1 ? `, ${outage.failuresInARow} times in a row` : '';
-        const message = outage
-          ? local
-            ? `the inference worker stopped (${outage.description}${times}). ${again}; the editor is not affected (Draftline: Show Log for details).`
-            : `the ${this.backend.kind} server is unreachable (${outage.description}${times}). ${again}; no completions until it answers.`
-          : local
-            ? 'the inference worker restarted; loading the models again…'
-            : 'the server answers again; reconnecting…';
-        progress.report({ message });
-        this.statusBar.setState({ kind: 'error', message: outage ? `${outage.description}; ${again?.toLowerCase()}` : 'restarting' });
-      };
-      refresh();
-      const timer = setInterval(refresh, 1000);
-      await closed;
-      clearInterval(timer);
-    });
+    if (this.crashNotice) this.crashNotice.refresh();
+    else
+      this.crashNotice = showOutageNotice(
+        () => this.backend,
+        (state) => this.statusBar.setState(state),
+        () => (this.crashNotice = null),
+      );
   }
 
   dispose(): void {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ReportedToken } from '../../src/remote/serverApi';
-import { branchableLength, branchPoint } from '../../src/remote/serverBackend';
+import { branchableLength, branchPoint } from '../../src/remote/serverBranchPoint';
 
 const token = (text: string, top: [string, number][], id?: number): ReportedToken => ({ ...(id === undefined ? {} : { id }), text, top: top.map(([t, logprob]) => ({ text: t, logprob })) });
 
