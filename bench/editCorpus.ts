@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { structuredPatch } from 'diff';
+import type { NesCase } from '../test/support/nesCases';
 import { CACHE } from './corpus';
 
 /**
@@ -48,21 +49,8 @@ export const MAX_HISTORY = 8;
 /** Cases kept per pair, evenly spaced over its hunks in file order. */
 export const CASES_PER_PAIR = 27;
 
-/** One next-edit case: the shape of ../shared/nes-cases/*.json. */
-export interface EditCase {
-  id: string;
-  source: string;
-  language: string;
-  path: string;
-  /** Edit history as unified diffs (`--- a/path`, `+++ b/path`, hunks), oldest first. */
-  events: string[];
-  before: string;
-  cursorOffset: number;
-  regionStart: number;
-  regionEnd: number;
-  /** What before[regionStart, regionEnd) becomes. */
-  expected: string;
-}
+/** One next-edit case: the shape of ../shared/nes-cases/*.json (their loader's type, without its optional grading fields). */
+export type EditCase = Pick<NesCase, 'id' | 'source' | 'language' | 'path' | 'events' | 'before' | 'cursorOffset' | 'regionStart' | 'regionEnd' | 'expected'>;
 
 export interface EditPair {
   name: string;

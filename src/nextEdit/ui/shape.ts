@@ -10,6 +10,7 @@
 // - several lines: the removed text marked, the new lines drawn as one image beside them ('block');
 // - far from the cursor (outside the visible lines, or more than NEAR_LINES away): the same drawing at
 //   the edit, and a "Tab to jump" marker at the cursor's line.
+import { lineOf, lineStarts } from '../textLines';
 import type { TextReplacement, TextSpan } from '../types';
 
 /** Lines between the cursor and an edit beyond which the edit is 'far' (Tab jumps to it first). */
@@ -143,20 +144,13 @@ function blockOf(text: ShapeText, slice: (start: number, end: number) => string,
 
 /** A ShapeText over a string (tests, and the request's text). */
 export function stringShapeText(value: string): ShapeText & { slice(start: number, end: number): string } {
-  const starts = [0];
-  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) === 10) starts.push(i + 1);
+  const starts = lineStarts(value);
   const lineEnd = (line: number) => (line + 1 < starts.length ? starts[line + 1]! - 1 : value.length);
   return {
     lineCount: starts.length,
     positionAt(offset) {
-      let lo = 0;
-      let hi = starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (starts[mid]! <= offset) lo = mid;
-        else hi = mid - 1;
-      }
-      return { line: lo, character: offset - starts[lo]! };
+      const line = lineOf(starts, offset);
+      return { line, character: offset - starts[line]! };
     },
     offsetAt({ line, character }) {
       const l = Math.max(0, Math.min(line, starts.length - 1));
