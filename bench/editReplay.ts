@@ -7,6 +7,7 @@ import { DEFAULT_SPECULATION } from '../src/engine/declaredSettings';
 import { commonPrefixLength, type EvaluatedNext, type GreedyEvaluator } from '../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { decode } from '../src/speculation/speculativeDecoder';
+import type { CopyProposer } from '../src/speculation/proposers';
 import { WindowCopyProposer, type WindowCopyOptions } from '../src/speculation/windowCopyProposer';
 import { StopRules } from '../src/stopping/stopRules';
 
@@ -53,6 +54,19 @@ export interface ReplayInput {
    * decides every length (issue #39's figures); adaptive: the measured cost model bounds it too.
    */
   speculation?: Partial<SpeculationSettings>;
+  /**
+   * Other proposers replayed on the same batches and perfect output, by name (llama-server's ngram
+   * types: bench/llamaServerProposers.ts): each a fresh proposer per run, its drafts verified whole
+   * (up to `rivalMaxProposal` tokens), as the server verifies them.
+   */
+  rivals?: Record<string, (promptLength: number) => CopyProposer>;
+  rivalMaxProposal?: number;
+  /**
+   * The policy of the plain and copy runs, kept by the caller across cases as a session keeps its own
+   * (its cost model learns this machine's verify cost): adaptive, it picks each copy length from the
+   * offer. Default: a fresh one per run from `speculation`.
+   */
+  policy?: SpeculationPolicy;
   /** V(b)/V(1) for the analytic bound; default issue #39's CPU measurement. */
   verifyCost?: (batch: number) => number;
   /** Plain and replay runs each (alternating, medians reported). */
@@ -83,6 +97,8 @@ export interface ReplayResult {
   replay: ReplayRun & { proposedTokens: number; acceptedTokens: number };
   /** plain.ms / replay.ms. */
   speedup: number;
+  /** Each of ReplayInput.rivals: its run, and plain.ms over its ms. */
+  rivals: Record<string, ReplayRun & { proposedTokens: number; acceptedTokens: number; speedup: number }>;
   bound: {
     /** Of the perfect model fed by this proposer: every token verified, none wasted but the edits. */
     tokensPerEvaluation: number;
@@ -158,18 +174,21 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
   await input.target.truncate(commonPrefixLength(input.target.tokens, prompt));
   if (input.target.tokens.length < prompt.length) await input.target.append(prompt.slice(input.target.tokens.length), 0);
 
-  const runOnce = async (mode: 'plain' | 'copy') => {
+  type Mode = 'plain' | 'copy' | `rival:${string}`;
+  const rivalMax = input.rivalMaxProposal ?? 64;
+  const runOnce = async (mode: Mode) => {
     const stop = new StopRules({ detokenize: () => '', isEndToken: () => false, maxTokens: expected.length });
     model.batches = [];
     const started = now();
     let firstEditMs: number | undefined;
+    const rival = mode.startsWith('rival:') ? input.rivals![mode.slice('rival:'.length)]! : undefined;
     const stats = await decode({
-      mode,
+      mode: mode === 'plain' ? 'plain' : 'copy',
       target: model,
       prompt,
       stop,
-      policy: new SpeculationPolicy(settings),
-      copy: mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined,
+      policy: rival ? new SpeculationPolicy({ ...settings, adaptive: false, copyMaxProposal: rivalMax }) : (input.policy ?? new SpeculationPolicy(settings)),
+      copy: rival ? rival(prompt.length) : mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined,
       now,
       onProgress: input.hasFinalEdit
         ? (tokens) => {
@@ -182,25 +201,25 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
   };
 
   const repeats = Math.max(1, input.repeats ?? 1);
-  const plainMs: number[] = [];
-  const replayMs: number[] = [];
-  const firstEdit: Record<'plain' | 'copy', number[]> = { plain: [], copy: [] };
-  let plain!: Awaited<ReturnType<typeof runOnce>>;
-  let replay!: Awaited<ReturnType<typeof runOnce>>;
+  const modes: Mode[] = ['plain', 'copy', ...Object.keys(input.rivals ?? {}).map((name): Mode => `rival:${name}`)];
+  const runs = new Map<Mode, { last: Awaited<ReturnType<typeof runOnce>>; ms: number[]; firstEdit: number[] }>();
   for (let r = 0; r < repeats; r++) {
-    // Alternating which goes first, so a drift of the machine's speed weighs on both alike.
-    for (const mode of r % 2 === 0 ? (['plain', 'copy'] as const) : (['copy', 'plain'] as const)) {
+    // Rotating which goes first, so a drift of the machine's speed weighs on all alike.
+    for (let i = 0; i < modes.length; i++) {
+      const mode = modes[(i + r) % modes.length]!;
       const run = await runOnce(mode);
-      if (run.firstEditMs !== undefined) firstEdit[mode].push(run.firstEditMs);
-      if (mode === 'plain') {
-        plain = run;
-        plainMs.push(run.stats.totalMs);
-      } else {
-        replay = run;
-        replayMs.push(run.stats.totalMs);
-      }
+      const entry = runs.get(mode) ?? { last: run, ms: [], firstEdit: [] };
+      entry.last = run;
+      entry.ms.push(run.stats.totalMs);
+      if (run.firstEditMs !== undefined) entry.firstEdit.push(run.firstEditMs);
+      runs.set(mode, entry);
     }
   }
+  const plain = runs.get('plain')!.last;
+  const replay = runs.get('copy')!.last;
+  const plainMs = runs.get('plain')!.ms;
+  const replayMs = runs.get('copy')!.ms;
+  const firstEdit = { plain: runs.get('plain')!.firstEdit, copy: runs.get('copy')!.firstEdit };
   const n = expected.length;
   const runOf = (r: typeof plain, ms: number[], firstEditMs: number[]): ReplayRun => ({
     evaluations: r.stats.speculation.targetEvaluations,
@@ -217,12 +236,19 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     plain: runOf(plain, plainMs, firstEdit.plain),
     replay: { ...runOf(replay, replayMs, firstEdit.copy), proposedTokens: copy.proposedTokens, acceptedTokens: copy.acceptedTokens },
     speedup: median(plainMs) / median(replayMs),
+    rivals: Object.fromEntries(
+      Object.keys(input.rivals ?? {}).map((name) => {
+        const entry = runs.get(`rival:${name}`)!;
+        const used = entry.last.stats.speculation.bySource.copy;
+        return [name, { ...runOf(entry.last, entry.ms, entry.firstEdit), proposedTokens: used.proposedTokens, acceptedTokens: used.acceptedTokens, speedup: median(plainMs) / median(entry.ms) }];
+      }),
+    ),
     bound: {
       tokensPerEvaluation: n / replay.stats.speculation.targetEvaluations,
       // The prompt's last token (one evaluation each) counted on both sides.
       speedup: (cost(1) + weigh(plain.batches)) / (cost(1) + weigh(replay.batches)),
     },
-    batchMs: Object.fromEntries([...model.timings].filter(([b]) => b <= 64).map(([b, times]) => [b, median(times)])),
+    batchMs: Object.fromEntries([...model.timings].filter(([b]) => b <= 65).map(([b, times]) => [b, median(times)])),
   };
   return result;
 }

@@ -13,11 +13,13 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenc
 import type { LlamaToken } from '../src/inference/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
+import { SpeculationPolicy } from '../src/speculation/policy';
 import type { NgramProposer } from '../src/speculation/proposers';
 import type { ModelSettings, ProposalSource, Token } from '../src/shared/types';
 import { loadNesCases, nesCasesAvailable } from '../test/support/nesCases';
 import { type EditCase, editCases } from './editCorpus';
 import { replayPerfectModel } from './editReplay';
+import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { LlamaServer } from './llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
 
@@ -382,7 +384,17 @@ export interface ReplayCaseRow {
   proposed: number;
   /** Replay: from the request to its first final edit (streamed to the editor), when one came. */
   replayFirstEditMs?: number;
+  /** llama-server's ngram speculation types, ported, replayed on the same batches (bench/llamaServerProposers.ts). */
+  rivals?: Record<string, { ms: number; speedup: number; tokensPerEvaluation: number }>;
+  /** This machine's ms of one target evaluation, by batch size (median over the case's runs). */
+  batchMs?: Record<number, number>;
 }
+
+/** The replay's rivals: llama-server's two model-free spec types, ported, with the server's defaults. */
+export const REPLAY_RIVALS = {
+  'ngram-simple': () => new NgramSimpleProposer(),
+  'ngram-mod': (promptLength: number) => new NgramModProposer(promptLength),
+};
 
 /**
  * The sweep output a perfect model writes for a case: the region as the prompt shows it with the
@@ -422,6 +434,9 @@ export async function regimeEditsReplay(
   const rows: ReplayCaseRow[] = [];
   const skipped: string[] = [];
   const progress = new Progress(cases.length, 'edits replay');
+  // One policy for every case, as a session keeps one: adaptive, its cost model learns this machine's
+  // verify cost and the copy length follows from it.
+  const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
   try {
     for (const c of cases) {
       const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));
@@ -439,7 +454,7 @@ export async function regimeEditsReplay(
         const partial = NEXT_EDIT_FORMATS.sweep.partialRegion(session.target.model.detokenize(out as readonly LlamaToken[], false), prompt);
         return partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length > 0;
       };
-      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit });
+      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit, rivals: REPLAY_RIVALS, policy });
       rows.push({
         case: c.id,
         corpus: c.corpus,
@@ -452,6 +467,8 @@ export async function regimeEditsReplay(
         accepted: r.replay.acceptedTokens,
         proposed: r.replay.proposedTokens,
         replayFirstEditMs: r.replay.firstEditMs,
+        rivals: Object.fromEntries(Object.entries(r.rivals).map(([name, x]) => [name, { ms: x.ms, speedup: x.speedup, tokensPerEvaluation: x.tokensPerEvaluation }])),
+        batchMs: r.batchMs,
       });
       progress.tick();
     }
@@ -496,4 +513,37 @@ export function replaySummary(rows: ReplayCaseRow[]): string[] {
       )}x |`;
     }),
   ];
+}
+
+/**
+ * Our copy proposer against llama-server's ngram types (ported, same batches, same perfect output):
+ * speedup over plain and tokens per evaluation of each, and ours over the better of the two per case.
+ */
+export function replayRivalSummary(rows: ReplayCaseRow[]): string[] {
+  const names = [...new Set(rows.flatMap((r) => Object.keys(r.rivals ?? {})))];
+  if (!names.length) return [];
+  const groups: [string, ReplayCaseRow[]][] = [['all', rows], ...[...new Set(rows.map((r) => r.corpus))].map((k): [string, ReplayCaseRow[]] => [k, rows.filter((r) => r.corpus === k)])];
+  const cell = (g: ReplayCaseRow[], speed: (r: ReplayCaseRow) => number, tpe: (r: ReplayCaseRow) => number) => `${fmt(median(g.map(speed)), 2)}x, ${fmt(median(g.map(tpe)), 1)}`;
+  return [
+    `| cases | n | copy (ours): speedup, tok/eval | ${names.map((n) => `${n} (llama-server's, ported): speedup, tok/eval`).join(' | ')} | copy over the better of them (median per case) |`,
+    `|---|---|---|${names.map(() => '---|').join('')}---|`,
+    ...groups.map(([name, g]) => {
+      const rival = (r: ReplayCaseRow, n: string) => r.rivals?.[n];
+      const over = g.map((r) => Math.min(...names.map((n) => rival(r, n)?.ms ?? Number.POSITIVE_INFINITY)) / r.replayMs);
+      return `| ${name} | ${g.length} | ${cell(g, (r) => r.speedup, (r) => r.tokensPerEvaluation)} | ${names
+        .map((n) => cell(g, (r) => rival(r, n)?.speedup ?? Number.NaN, (r) => rival(r, n)?.tokensPerEvaluation ?? Number.NaN))
+        .join(' | ')} | ${fmt(median(over), 2)}x |`;
+    }),
+  ];
+}
+
+/** This machine's verify cost V(b)/V(1) as the replay measured it (median ms per size over the cases). */
+export function replayVerifyCost(rows: ReplayCaseRow[]): string {
+  const bySize = new Map<number, number[]>();
+  for (const r of rows) for (const [b, ms] of Object.entries(r.batchMs ?? {})) bySize.set(Number(b), [...(bySize.get(Number(b)) ?? []), ms]);
+  const one = bySize.get(1);
+  if (!one) return '';
+  const v1 = median(one)!;
+  const sizes = [...bySize.keys()].filter((b) => [1, 2, 3, 5, 9, 17, 33, 49, 65].includes(b)).sort((a, b) => a - b);
+  return `Measured here, one evaluation of b tokens over one of 1 token (median over the cases; b = proposal + 1): ${sizes.map((b) => `V(${b}) ${fmt(median(bySize.get(b)!)! / v1, 2)}`).join(', ')}; V(1) = ${fmt(v1, 0)} ms.`;
 }

@@ -52,8 +52,8 @@ export interface SpeculationSettings {
   lookahead: boolean;
   /**
    * Longest proposal of the window copy proposer (next edits), which may exceed maxProposal: a copy
-   * run is accepted whole far more often than a guess (issue #39: up to 32 pays on a CPU). Default
-   * COPY_MAX_PROPOSAL (speculation/policy.ts).
+   * run is accepted whole far more often than a guess, and on a CPU the largest batches cost least a
+   * token. Default COPY_MAX_PROPOSAL (speculation/policy.ts).
    */
   copyMaxProposal?: number;
 }

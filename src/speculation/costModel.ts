@@ -73,6 +73,11 @@ export class CostModel {
     return Math.max(anchorCost + slope * (batch - base), one * 0.5);
   }
 
+  /** Whether a batch of this size was ever timed (else verifyCost estimates it from the sizes that were). */
+  measured(batch: number): boolean {
+    return this.current().perBatch.has(batch);
+  }
+
   /** Estimated ms of one draft token (0 when never measured: draft time is then learned on first use). */
   draftCost(): number {
     return this.draftPerToken ?? 0;

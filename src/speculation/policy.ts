@@ -14,14 +14,103 @@ export function expectedTokensPerStep(a: number, k: number): number {
  */
 const DEFAULT_PRIORS: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5, lookahead: 0.4, copy: 0.75 };
 
-/** The window copy proposer's longest proposal when SpeculationSettings.copyMaxProposal is not set. */
-export const COPY_MAX_PROPOSAL = 32;
+/**
+ * The window copy's longest proposal when SpeculationSettings.copyMaxProposal is not set. Long: on a
+ * CPU a token costs least in the largest batches (this 2-core VM, 1.5B Q8_0: a batch of 65 costs
+ * ~22 single steps, one of 33 ~15, one of 5 ~5), and in a copy run most of a window is accepted.
+ */
+export const COPY_MAX_PROPOSAL = 64;
+
+/** How near the best expected rate an untimed longer copy proposal must come to be tried (SpeculationPolicy.copyLength). */
+const COPY_TRY_LONGER = 0.8;
 
 /**
- * Acceptance of a copy proposal that continues a fully accepted one (inside a copy run), assumed before
- * any observation: a run that was right so far mostly stays right until the edit.
+ * How window-copy proposals fare, learned per phase: whether the first copied token is right (after a
+ * divergence the proposer re-synchronised by a guess; in a copy run it continues a fully accepted
+ * proposal), and then, once it is, how far the copy stays right: for each position j of a proposal,
+ * of the proposals that were right up to j − 1 and went as far as j, the share right at j (a survival
+ * curve, as Kaplan-Meier counts it, proposals cut short counting up to where they went). Copy runs are
+ * long (to the next edit or the window's end) or short (a re-synchronisation near an edit that went
+ * wrong a few tokens later): one geometric rate mixes both, and undervalues long proposals.
  */
-const COPY_RUN_PRIOR = 0.95;
+export type CopyPhase = 'run' | 'agree1' | 'agree2' | 'agree3' | 'agree5' | 'agree9';
+
+/** A copy proposal's phase: in a run, else by its agreement (unknown counts as a single token). */
+export function copyPhase(inRun: boolean, agreement = 1): CopyPhase {
+  if (inRun) return 'run';
+  return agreement >= 9 ? 'agree9' : agreement >= 5 ? 'agree5' : agreement >= 3 ? 'agree3' : agreement >= 2 ? 'agree2' : 'agree1';
+}
+
+export class CopyAcceptance {
+  /**
+   * First token right, by phase: in a copy run, or after a divergence by how many output tokens agree
+   * with where the copy resumes (1, 2, 3-4, 5-8, 9 or more): one token re-synchronises near the old
+   * place, often wrongly; a dozen that agree rarely mislead.
+   */
+  private readonly first: Record<CopyPhase, { right: number; seen: number }> = {
+    run: { right: 0.95 * 4, seen: 4 },
+    agree1: { right: 0.5 * 4, seen: 4 },
+    agree2: { right: 0.6 * 4, seen: 4 },
+    agree3: { right: 0.7 * 4, seen: 4 },
+    agree5: { right: 0.8 * 4, seen: 4 },
+    agree9: { right: 0.9 * 4, seen: 4 },
+  };
+  /**
+   * Index j ≥ 1 (position j + 1 of a proposal): proposals right up to it that went that far, and those
+   * wrong there; apart for runs and for proposals after a divergence (a copy resumed by a guess near
+   * an edit tends to go wrong again soon).
+   */
+  private readonly survival: Record<'run' | 'fresh', { reached: number[]; wrong: number[] }>;
+
+  constructor(
+    private readonly longest = COPY_MAX_PROPOSAL,
+    private readonly decay = 0.98,
+  ) {
+    // Prior: each further token right at 0.97, worth a few proposals.
+    const prior = () => ({ reached: Array.from({ length: longest }, () => 4), wrong: Array.from({ length: longest }, () => 4 * 0.03) });
+    this.survival = { run: prior(), fresh: prior() };
+  }
+
+  record(inRun: boolean, proposed: number, accepted: number, agreement?: number): void {
+    if (proposed <= 0) return;
+    const f = this.first[copyPhase(inRun, agreement)];
+    f.seen = f.seen * this.decay + 1;
+    f.right = f.right * this.decay + (accepted >= 1 ? 1 : 0);
+    if (accepted < 1) return;
+    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
+    for (let j = 1; j < this.longest; j++) {
+      reached[j] *= this.decay;
+      wrong[j] *= this.decay;
+      if (j < Math.min(proposed, accepted + 1)) reached[j] += 1;
+      if (j === accepted && accepted < proposed) wrong[j] += 1;
+    }
+  }
+
+  /** Probability that the first copied token is right, in a run or after a divergence (with `agreement` tokens agreeing). */
+  firstRate(inRun: boolean, agreement?: number): number {
+    const f = this.first[copyPhase(inRun, agreement)];
+    return f.right / f.seen;
+  }
+
+  /** Probability that the token at position j + 1 (j ≥ 1) is right, those before it right, in a run or after a divergence. */
+  continuationRate(j = 1, inRun = true): number {
+    const at = Math.min(Math.max(1, j), this.longest - 1);
+    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
+    return 1 - wrong[at] / reached[at];
+  }
+
+  /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */
+  expectedTokens(k: number, inRun: boolean, agreement?: number): number {
+    if (k <= 0) return 1;
+    let survive = 1;
+    let run = 1;
+    for (let j = 1; j < k; j++) {
+      survive *= this.continuationRate(j, inRun);
+      run += survive;
+    }
+    return 1 + this.firstRate(inRun, agreement) * run;
+  }
+}
 
 /**
  * Per-source acceptance learned as a geometric rate: accepted / (accepted + rejections), starting
@@ -61,10 +150,14 @@ export interface PlanOptions {
   draftAvailable: boolean;
   remaining: number;
   lookaheadAvailable?: number;
-  /** Tokens the window copy proposer offers (the length its schedule wants, within the window). */
+  /** Tokens the window copy proposer offers (its copy ahead, within the window and its offer length). */
   copyAvailable?: number;
+  /** How many of them its own schedule proposes (short after a divergence, doubling in a run): what a non-adaptive policy takes. */
+  copyScheduled?: number;
   /** Whether that proposal continues a fully accepted one (a copy run) or follows a divergence. */
   copyInRun?: boolean;
+  /** Output tokens in a row that agree with where the copy resumes (Proposal.agreement). */
+  copyAgreement?: number;
 }
 
 /** Steps between tries of a source the estimates have written off: doubles after each try that
@@ -91,13 +184,8 @@ export class SpeculationPolicy {
     copy: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
   };
   private speculativeInARow = 0;
-  /**
-   * The copy source's acceptance by phase: a proposal right after a divergence (re-synchronised by the
-   * output's last tokens) is a guess; one continuing a fully accepted proposal is a copy run, accepted
-   * whole far more often. One geometric rate for both would cap a run's length at what a guess pays.
-   * `acceptance` keeps the source's overall rate (Show Stats).
-   */
-  readonly copyPhases = { fresh: new AcceptanceTracker({ copy: DEFAULT_PRIORS.copy }), run: new AcceptanceTracker({ copy: COPY_RUN_PRIOR }) };
+  /** How copy proposals fare, by phase (CopyAcceptance); `acceptance` keeps the source's overall rate (Show Stats). */
+  readonly copyAcceptance = new CopyAcceptance();
 
   constructor(
     private readonly settings: SpeculationSettings,
@@ -127,23 +215,33 @@ export class SpeculationPolicy {
   }
 
   /** Records a verified copy proposal in the source's overall rate and in its phase's. */
-  recordCopy(inRun: boolean, proposed: number, accepted: number): void {
+  recordCopy(inRun: boolean, proposed: number, accepted: number, agreement?: number): void {
     this.acceptance.record('copy', proposed, accepted);
-    (inRun ? this.copyPhases.run : this.copyPhases.fresh).record('copy', proposed, accepted);
+    this.copyAcceptance.record(inRun, proposed, accepted, agreement);
   }
 
   /**
-   * How many of the copy proposer's `wanted` tokens to verify: all of them when, at the phase's measured
-   * acceptance and the measured verify cost, that beats plain decoding; else the best shorter length;
-   * 0 when no length pays (plain decoding is faster). The proposer's own schedule (short after a
-   * divergence, doubling in a run) decides the length; the measurements only bound it.
+   * How many of the `available` copied tokens to verify: the length with the most expected tokens per
+   * measured ms of its batch (CopyAcceptance's expectation over CostModel's verify cost), or 0 when no
+   * length beats plain decoding. On a CPU where small batches cost nearly a step a token, that is a long
+   * proposal or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always the whole offer.
    */
-  copyLength(wanted: number, inRun: boolean): number {
-    if (wanted <= 0) return 0;
-    const a = (inRun ? this.copyPhases.run : this.copyPhases.fresh).rate('copy');
-    const rate = expectedTokensPerStep(a, wanted) / this.cost.verifyCost(wanted + 1);
-    if (rate > 1 / this.cost.verifyCost(1)) return wanted;
-    return this.bestLength('copy', wanted - 1, a);
+  copyLength(available: number, inRun: boolean, agreement?: number): number {
+    const rate = (k: number) => this.copyAcceptance.expectedTokens(k, inRun, agreement) / this.cost.verifyCost(k + 1);
+    let bestK = 0;
+    let bestRate = 1 / this.cost.verifyCost(1);
+    for (let k = 1; k <= available; k++) {
+      if (rate(k) > bestRate) {
+        bestRate = rate(k);
+        bestK = k;
+      }
+    }
+    // A size never timed is estimated from those that were, at the slope between the largest two: on
+    // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
+    // policy that never tries one never learns otherwise. In a copy run, the whole offer is tried once
+    // when its estimate comes near the best; timed, it competes on its own measurement after that.
+    if (inRun && bestK > 0 && available > bestK && !this.cost.measured(available + 1) && rate(available) >= COPY_TRY_LONGER * bestRate) return available;
+    return bestK;
   }
 
   plan(options: PlanOptions): StepPlan {
@@ -164,8 +262,9 @@ export class SpeculationPolicy {
     // likeliest source; its own cap may exceed maxProposal.
     const copy = Math.min(options.copyAvailable ?? 0, this.copyMaxProposal, Math.max(0, options.remaining - 1));
     if (copy > 0) {
-      if (!this.settings.adaptive) return { source: 'copy', maxLen: copy };
-      const k = this.copyLength(copy, options.copyInRun ?? false);
+      // Not adaptive: the proposer's own schedule decides.
+      if (!this.settings.adaptive) return { source: 'copy', maxLen: Math.max(1, Math.min(options.copyScheduled ?? copy, copy)) };
+      const k = this.copyLength(copy, options.copyInRun ?? false, options.copyAgreement);
       if (k > 0) return this.pays('copy', k);
       if (this.exploreDue('copy')) return { source: 'copy', maxLen: Math.min(2, copy) };
     }

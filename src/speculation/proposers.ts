@@ -11,6 +11,10 @@ export interface Proposal {
   generationMs?: number;
   /** Copy source only: it continues a fully accepted copy proposal (a copy run), not a re-synchronisation. */
   inRun?: boolean;
+  /** Copy source only: output tokens in a row that agree with where the copy resumes (the re-synchronising suffix and the copy since). */
+  agreement?: number;
+  /** Copy source only: how many of `tokens` the proposer's own schedule proposes (all when absent); the rest is on offer. */
+  scheduled?: number;
 }
 
 /** Finds a proposal from text the user already has (prompt, open files, earlier completions). */

@@ -151,7 +151,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
       s.proposedTokens += proposal.tokens.length;
       s.acceptedTokens += accepted;
       if (proposal.source === 'copy') {
-        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, accepted);
+        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, accepted, proposal.agreement);
         copy?.record(proposal.tokens.length, accepted);
       } else {
         policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
@@ -222,7 +222,9 @@ async function propose(
     remaining,
     lookaheadAvailable: ahead.length,
     copyAvailable: copied?.tokens.length ?? 0,
+    copyScheduled: copied ? (copied.scheduled ?? copied.tokens.length) : 0,
     copyInRun: copied?.inRun ?? false,
+    copyAgreement: copied?.agreement,
   });
   if (!plan) return none;
   if (plan.source === 'copy' && copied) return { ...copied, tokens: copied.tokens.slice(0, plan.maxLen) };

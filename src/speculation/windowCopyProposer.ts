@@ -7,6 +7,12 @@ export interface WindowCopyOptions {
   initialLength: number;
   /** Longest proposal of the schedule: the length doubles after each fully accepted proposal up to this. */
   maxLength: number;
+  /**
+   * Tokens offered per step: the copy as far as this (or the window's end), of which the schedule's
+   * length is the proposer's own choice (`Proposal.scheduled`). A policy that knows this machine's
+   * verify cost picks its own length from the offer (SpeculationPolicy.copyLength).
+   */
+  offerLength: number;
   /** Output tokens compared when re-synchronising (the longest suffix looked up). */
   maxSuffix: number;
   /** "Near the pointer": continuation points from `nearBehind` tokens before it to `nearAhead` after it. */
@@ -18,15 +24,16 @@ export interface WindowCopyOptions {
 }
 
 /**
- * Issue #39's adaptive schedule (4, doubled after a fully accepted proposal up to 32, back to 4 after a
- * rejection): 1.9-2.7x over plain decoding under this CPU's measured verify cost on real edits,
- * where any fixed length gave 1.7-1.85x. A 1-token match re-synchronises near the pointer (an edit
- * rarely moves the output far from where it was copying); elsewhere 3 tokens, and only when longer
- * by 2 than the best match near it.
+ * The schedule (what a non-adaptive policy verifies): issue #39's 4, doubled after a fully accepted
+ * proposal up to 32, back to 4 after a rejection. An adaptive policy takes its length from the offer
+ * (64 tokens ahead) by the measured verify cost instead (SpeculationPolicy.copyLength). A 1-token match
+ * re-synchronises near the pointer (an edit rarely moves the output far from where it was copying);
+ * elsewhere 3 tokens, and only when longer by 2 than the best match near it.
  */
 export const DEFAULT_COPY_OPTIONS: WindowCopyOptions = {
   initialLength: 4,
   maxLength: 32,
+  offerLength: 64,
   maxSuffix: 8,
   nearBehind: 8,
   nearAhead: 64,
@@ -50,10 +57,11 @@ export const DEFAULT_COPY_OPTIONS: WindowCopyOptions = {
  *    old pointer (occurrences behind it count as farther than any ahead). Elsewhere in the window a
  *    suffix needs `farMinMatch` tokens and must be 2 longer than the best near one. No match: no
  *    proposal, and the next step tries again with one more output token.
- * 3. The proposal is source[pointer, pointer + length), cut at the window's end (nothing at its end)
- *    and at maxLen. `length` starts at `initialLength`, doubles after each fully accepted proposal up
- *    to `maxLength`, and returns to `initialLength` after a rejection or a divergence. `inRun` says
- *    the proposal continues a fully accepted one, so the policy weighs it at the copy run's acceptance.
+ * 3. The offer is source[pointer, pointer + offerLength), cut at the window's end (nothing at its end)
+ *    and at maxLen; its first `scheduled` tokens are the schedule's proposal. `length` starts at
+ *    `initialLength`, doubles after each fully accepted proposal up to `maxLength`, and returns to
+ *    `initialLength` after a rejection or a divergence. `inRun` says the proposal continues a fully
+ *    accepted one, so the policy weighs it at the copy run's acceptance.
  *
  * Pure guessing: the decoder verifies every token, so none of this can change the output.
  */
@@ -67,6 +75,11 @@ export class WindowCopyProposer implements CopyProposer {
   private seen = 0;
   private length: number;
   private inRun = false;
+  /**
+   * Output tokens in a row that agree with the pointer: the suffix that re-synchronised it, and every
+   * token copied since. The evidence that the copy resumed where it did (Proposal.agreement).
+   */
+  private agreement = 0;
 
   constructor(
     private readonly source: readonly Token[],
@@ -95,6 +108,7 @@ export class WindowCopyProposer implements CopyProposer {
       this.pointer = 0;
       this.anchor = 0;
       this.seen = 0;
+      this.agreement = 0;
       this.reset();
     }
     let diverged = false;
@@ -102,6 +116,7 @@ export class WindowCopyProposer implements CopyProposer {
       const token = history[this.promptLength + i];
       if (this.pointer !== null && this.pointer < this.source.length && this.source[this.pointer] === token) {
         this.pointer++;
+        this.agreement++;
       } else {
         if (this.pointer !== null) this.anchor = this.pointer;
         this.pointer = null;
@@ -110,11 +125,15 @@ export class WindowCopyProposer implements CopyProposer {
     }
     this.seen = outputLength;
     if (diverged) this.reset();
-    if (this.pointer === null) this.pointer = this.resync(history, outputLength);
+    if (this.pointer === null) {
+      const found = this.resync(history, outputLength);
+      this.pointer = found?.at ?? null;
+      this.agreement = found?.m ?? 0;
+    }
     if (this.pointer === null) return null;
-    const n = Math.min(this.length, maxLen, this.source.length - this.pointer);
+    const n = Math.min(Math.max(this.options.offerLength, this.length), maxLen, this.source.length - this.pointer);
     if (n <= 0) return null;
-    return { source: 'copy', tokens: this.source.slice(this.pointer, this.pointer + n), inRun: this.inRun };
+    return { source: 'copy', tokens: this.source.slice(this.pointer, this.pointer + n), scheduled: Math.min(this.length, n), inRun: this.inRun, agreement: this.agreement };
   }
 
   record(proposed: number, accepted: number): void {
@@ -132,8 +151,8 @@ export class WindowCopyProposer implements CopyProposer {
     this.inRun = false;
   }
 
-  /** The pointer after the output's last tokens (rule 2), or null when no suffix re-synchronises. */
-  private resync(history: readonly Token[], outputLength: number): number | null {
+  /** The pointer after the output's last tokens (rule 2) and the suffix's length, or null when no suffix re-synchronises. */
+  private resync(history: readonly Token[], outputLength: number): { at: number; m: number } | null {
     const { maxSuffix, nearBehind, nearAhead, nearMinMatch, farMinMatch } = this.options;
     const maxM = Math.min(maxSuffix, outputLength);
     if (maxM === 0) return null;
@@ -156,7 +175,7 @@ export class WindowCopyProposer implements CopyProposer {
         far = { at: e, m };
       }
     }
-    if (far && (!near || far.m >= near.m + 2)) return far.at;
-    return near ? near.at : null;
+    if (far && (!near || far.m >= near.m + 2)) return far;
+    return near;
   }
 }

@@ -80,6 +80,11 @@ export interface Connection {
    */
   speculation: SpeculationSettings;
   policy: SpeculationPolicy;
+  /**
+   * The policy its next edits decode with: their own, because the next-edit model may be another file
+   * (its verify cost another) and its copy proposals are learned apart from the completions' sources.
+   */
+  nextEditPolicy: SpeculationPolicy;
   /** Its completion waiting or generating, if any: a newer one from the same window supersedes it. */
   completion: Completion | null;
   /** Its next-edit request waiting or started, if any: a newer one from the same window supersedes it. */
@@ -285,7 +290,7 @@ function serveNextEdit(entry: LoadedModels): void {
   session
     .nextEdit(job.request, job.controller.signal, {
       speculation: connection.speculation,
-      policy: connection.policy,
+      policy: connection.nextEditPolicy,
       owner: `${ownerPrefix(connection)}next edit`,
       onEdit: (edit, ms) => job.onEdit(edit, ms),
       onPark: park,

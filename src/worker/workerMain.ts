@@ -138,6 +138,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   // This window's settings, whoever loaded the models (a window that joins does not change the others').
   connection.speculation = { ...DEFAULT_SPECULATION, ...speculation };
   connection.policy = new SpeculationPolicy(connection.speculation);
+  connection.nextEditPolicy = new SpeculationPolicy(connection.speculation);
   // Documents that arrived while loading go into the index now.
   for (const n of connection.pendingDocuments.splice(0)) applyNotification(connection, n);
   return joined ? { ...session.info, sharedWith: entry.users.size - 1 } : session.info;
@@ -360,6 +361,7 @@ function openConnection(send: (message: WorkerMessage) => void): Connection {
     pendingDocuments: [],
     speculation,
     policy: new SpeculationPolicy(speculation),
+    nextEditPolicy: new SpeculationPolicy(speculation),
     completion: null,
     nextEdit: null,
   };

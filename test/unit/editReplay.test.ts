@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ISSUE_CPU_VERIFY_COST, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../bench/editReplay';
+import { REPLAY_RIVALS } from '../../bench/edits';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { mulberry32 } from '../support/ggufWriter';
 import { ensureTestModel } from '../support/models';
@@ -38,6 +39,25 @@ describe('replay of a perfect next-edit model', () => {
     // The cache is left usable: a second replay on it gives the same evaluations.
     const again = await replayPerfectModel({ target: session.target.evaluator, prompt, expected, copySource: source });
     assert.equal(again.replay.evaluations, result.replay.evaluations);
+  });
+
+  it("replays llama-server's ngram types, ported, on the same output: every run writes the true window", async () => {
+    const rand = mulberry32(8);
+    const token = () => 10 + Math.floor(rand() * 2000);
+    const source = Array.from({ length: 300 }, token);
+    const prompt = [...Array.from({ length: 40 }, token), ...source, token()];
+    const expected = [...source.slice(0, 100), token(), token(), token(), ...source.slice(103)];
+    const result = await replayPerfectModel({ target: session.target.evaluator, prompt, expected, copySource: source, rivals: REPLAY_RIVALS });
+    const simple = result.rivals['ngram-simple']!;
+    const mod = result.rivals['ngram-mod']!;
+    // ngram-simple drafts 48 (the 12 tokens before in the prompt): batches of 49 while it copies.
+    assert.ok(simple.batches.includes(49), `ngram-simple batches ${simple.batches.join(',')}`);
+    assert.ok(simple.tokensPerEvaluation > 5 && simple.acceptedTokens > 200);
+    // ngram-mod drafts 64 where the chain is long enough (at least 48).
+    assert.ok(mod.batches.includes(65), `ngram-mod batches ${mod.batches.join(',')}`);
+    assert.ok(mod.batches.filter((b) => b > 1 && b < 49).length <= 1, 'no draft shorter than 48 but one cut at the end of the request');
+    assert.ok(result.replay.tokensPerEvaluation > 5);
+    for (const r of [simple, mod]) assert.ok(r.ms > 0 && r.speedup > 0);
   });
 
   it('the cost tables: the issue CPU table interpolated, and an H100', () => {

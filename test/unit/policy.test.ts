@@ -201,3 +201,63 @@ describe('Show Stats: what the policy learned', () => {
     assert.match(gpu, /n-gram: acceptance estimate, verdict \| 90%, proposals of up to 8 tokens pay/);
   });
 });
+
+describe('the window copy: its length from the measured verify cost and how copies fare', () => {
+  /** A cost model that has timed every batch size 1..65 at V(b) = ms(b). */
+  const timed = (ms: (batch: number) => number) => {
+    const cost = new CostModel();
+    for (let b = 1; b <= 65; b++) cost.recordTarget(b, ms(b));
+    return cost;
+  };
+  // This VM's shape (1.5B Q8_0, 2 threads): small batches cost nearly a step a token, large ones ~0.37.
+  const cpu = (b: number) => (b === 1 ? 62 : b <= 5 ? 62 * b : 62 * (5 + 0.3 * (b - 5)));
+  const gpu = (b: number) => 10 * (1 + 0.06 * (b - 1));
+
+  it('learns how far copies stay right, in runs and after a divergence apart', () => {
+    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
+    const before = policy.copyAcceptance.expectedTokens(64, true);
+    // Runs that stay right for 40 tokens, then the edit.
+    for (let i = 0; i < 60; i++) policy.recordCopy(true, 64, 40);
+    const e = policy.copyAcceptance.expectedTokens(64, true);
+    assert.ok(e > 38 && e < 43, `expected ${e.toFixed(1)} tokens of a 64-token run proposal (40 right, then the target's own)`);
+    assert.ok(policy.copyAcceptance.continuationRate(20, true) > 0.95 && policy.copyAcceptance.continuationRate(40, true) < 0.2);
+    assert.ok(before !== e);
+    // After a divergence: single-token re-synchronisations are wrong, long agreements right.
+    for (let i = 0; i < 60; i++) {
+      policy.recordCopy(false, 32, 0, 1);
+      policy.recordCopy(false, 32, 32, 12);
+    }
+    assert.ok(policy.copyAcceptance.firstRate(false, 1) < 0.2);
+    assert.ok(policy.copyAcceptance.firstRate(false, 12) > 0.8);
+  });
+
+  it('on a CPU: a long copy in a run, nothing on a weak guess; on a GPU the whole offer', () => {
+    const cpuPolicy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
+    for (let i = 0; i < 60; i++) {
+      cpuPolicy.recordCopy(true, 64, 64);
+      cpuPolicy.recordCopy(false, 8, 0, 1);
+    }
+    assert.equal(cpuPolicy.copyLength(64, true), 64, 'a long run: the largest batch costs least a token');
+    assert.equal(cpuPolicy.copyLength(64, false, 1), 0, 'a guess that is mostly wrong: plain decoding');
+    assert.equal(cpuPolicy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyInRun: true })?.maxLen, 64);
+    const gpuPolicy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
+    const guess = gpuPolicy.copyLength(64, false, 1);
+    assert.ok(guess >= 16, `on a GPU even a guess pays, and long (${guess} at the priors)`);
+  });
+
+  it('not adaptive: the proposer schedule decides, within the offer', () => {
+    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: false });
+    assert.equal(policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 8);
+    assert.equal(policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 5, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 4);
+  });
+
+  it('an untimed longer batch is tried once in a run when its estimate comes near the best', () => {
+    const cost = new CostModel();
+    for (let b = 1; b <= 33; b++) cost.recordTarget(b, cpu(b));
+    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, cost);
+    for (let i = 0; i < 60; i++) policy.recordCopy(true, 32, 32);
+    assert.equal(policy.copyLength(64, true), 64);
+    cost.recordTarget(65, 62 * 64); // measured: far dearer than estimated
+    assert.ok(policy.copyLength(64, true) < 64);
+  });
+});
