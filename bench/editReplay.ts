@@ -252,3 +252,69 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
   };
   return result;
 }
+
+/**
+ * A target that computes nothing: its clock advances by `cost(b)` for each batch of b tokens. The
+ * replay over it counts what a cost table allows (a GPU's, where none is lent), the policies learning
+ * from that clock as from a real one.
+ */
+export class CountingTarget implements GreedyEvaluator {
+  private cached: Token[] = [];
+  clock = 0;
+
+  constructor(private readonly cost: (batch: number) => number) {}
+
+  get tokens(): readonly Token[] {
+    return this.cached;
+  }
+
+  get capacity(): number {
+    return Number.MAX_SAFE_INTEGER;
+  }
+
+  async append(input: readonly Token[], outputs: number): Promise<EvaluatedNext[]> {
+    this.clock += this.cost(input.length);
+    this.cached.push(...input);
+    return Array.from({ length: outputs }, () => ({ token: -1 }));
+  }
+
+  async truncate(length: number): Promise<void> {
+    this.cached.length = Math.min(length, this.cached.length);
+  }
+}
+
+/** One case of a counted replay: its tokens, as the timed replay would feed them. */
+export interface CountedCase {
+  prompt: readonly Token[];
+  expected: readonly Token[];
+  copySource: readonly Token[];
+}
+
+/**
+ * The replay counted under a cost table (V(b)/V(1)) instead of timed: per case, plain's cost over ours
+ * (the copy proposer, one adaptive policy for all cases as a session keeps one) and over each rival's.
+ * Medians over the cases.
+ */
+export async function countReplay(
+  cases: readonly CountedCase[],
+  cost: (batch: number) => number,
+  rivals: Record<string, (promptLength: number) => CopyProposer>,
+): Promise<{ cases: number; copy: number; rivals: Record<string, number>; tokensPerEvaluation: number }> {
+  const target = new CountingTarget(cost);
+  const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+  const copy: number[] = [];
+  const perEvaluation: number[] = [];
+  const byRival: Record<string, number[]> = {};
+  for (const c of cases) {
+    const r = await replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, rivals, policy, now: () => target.clock });
+    copy.push(r.speedup);
+    perEvaluation.push(r.replay.tokensPerEvaluation);
+    for (const [name, x] of Object.entries(r.rivals)) (byRival[name] ??= []).push(x.speedup);
+  }
+  return {
+    cases: cases.length,
+    copy: median(copy),
+    rivals: Object.fromEntries(Object.entries(byRival).map(([name, v]) => [name, median(v)])),
+    tokensPerEvaluation: median(perEvaluation),
+  };
+}

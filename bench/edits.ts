@@ -18,7 +18,7 @@ import type { NgramProposer } from '../src/speculation/proposers';
 import type { ModelSettings, ProposalSource, Token } from '../src/shared/types';
 import { loadNesCases, nesCasesAvailable } from '../test/support/nesCases';
 import { type EditCase, editCases } from './editCorpus';
-import { replayPerfectModel } from './editReplay';
+import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { LlamaServer } from './llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
@@ -424,7 +424,15 @@ export function perfectSweepOutput(c: CorpusCase, prompt: NextEditPrompt): strin
  */
 export async function regimeEditsReplay(
   cases: CorpusCase[],
-  opts: { target: string; threads: number; gpu: ModelSettings['gpu']; flashAttention: ModelSettings['flashAttention']; log(level: string, message: string): void },
+  opts: {
+    target: string;
+    threads: number;
+    gpu: ModelSettings['gpu'];
+    flashAttention: ModelSettings['flashAttention'];
+    log(level: string, message: string): void;
+    /** Cases to count (not time) under cost tables: an H100's and issue #39's CPU table (countReplay). */
+    countCases?: CorpusCase[];
+  },
 ) {
   const session = await InferenceSession.load(
     { targetModel: opts.target, draftModel: '', gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 4096, flashAttention: opts.flashAttention },
@@ -434,6 +442,7 @@ export async function regimeEditsReplay(
   const rows: ReplayCaseRow[] = [];
   const skipped: string[] = [];
   const progress = new Progress(cases.length, 'edits replay');
+  let counted: CountedReplay[] = [];
   // One policy for every case, as a session keeps one: adaptive, its cost model learns this machine's
   // verify cost and the copy length follows from it.
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
@@ -472,10 +481,54 @@ export async function regimeEditsReplay(
       });
       progress.tick();
     }
+    if (opts.countCases?.length) counted = await countedReplays(session, opts.countCases);
   } finally {
     await session.dispose();
   }
-  return { rows, skipped, model: session.target.info.name };
+  return { rows, skipped, model: session.target.info.name, counted };
+}
+
+export interface CountedReplay {
+  table: string;
+  cases: number;
+  /** Plain's cost over ours and over each rival's, median over the cases. */
+  copy: number;
+  rivals: Record<string, number>;
+  tokensPerEvaluation: number;
+}
+
+/** The cost tables the replay is counted under where no such machine is at hand. */
+const COUNT_TABLES: [string, (batch: number) => number][] = [
+  ['H100 (issue #39: 1 + 0.06 (b - 1))', h100VerifyCost],
+  ["issue #39's CPU (llama-bench, 1.5B Q8_0, 2 threads)", tableVerifyCost()],
+];
+
+/** Every case the sweep format reads back, tokenized by the session, counted under each table. */
+async function countedReplays(session: InferenceSession, cases: CorpusCase[]): Promise<CountedReplay[]> {
+  const tokenize = (text: string) => session.target.model.tokenize(text, true) as Token[];
+  const ready: CountedCase[] = [];
+  for (const c of cases) {
+    const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));
+    const output = perfectSweepOutput(c, prompt);
+    if (output !== null) ready.push({ prompt: promptTokensOf(session, prompt), expected: tokenize(output), copySource: tokenize(prompt.copySource) });
+  }
+  const out: CountedReplay[] = [];
+  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(ready, cost, REPLAY_RIVALS)) });
+  return out;
+}
+
+/** The counted replays as a table. */
+export function countedSummary(counted: CountedReplay[]): string[] {
+  if (!counted.length) return [];
+  const names = Object.keys(counted[0]!.rivals);
+  return [
+    `| cost table | cases | copy (ours): speedup, tok/eval | ${names.map((n) => `${n} (ported)`).join(' | ')} | ours over the better |`,
+    `|---|---|---|${names.map(() => '---|').join('')}---|`,
+    ...counted.map(
+      (c) =>
+        `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => `${fmt(c.rivals[n]!, 2)}x`).join(' | ')} | ${fmt(c.copy / Math.max(...names.map((n) => c.rivals[n]!)), 2)}x |`,
+    ),
+  ];
 }
 
 /** One line per corpus and one for all: medians over the cases. */
@@ -530,8 +583,18 @@ export function replayRivalSummary(rows: ReplayCaseRow[]): string[] {
     ...groups.map(([name, g]) => {
       const rival = (r: ReplayCaseRow, n: string) => r.rivals?.[n];
       const over = g.map((r) => Math.min(...names.map((n) => rival(r, n)?.ms ?? Number.POSITIVE_INFINITY)) / r.replayMs);
-      return `| ${name} | ${g.length} | ${cell(g, (r) => r.speedup, (r) => r.tokensPerEvaluation)} | ${names
-        .map((n) => cell(g, (r) => rival(r, n)?.speedup ?? Number.NaN, (r) => rival(r, n)?.tokensPerEvaluation ?? Number.NaN))
+      return `| ${name} | ${g.length} | ${cell(
+        g,
+        (r) => r.speedup,
+        (r) => r.tokensPerEvaluation,
+      )} | ${names
+        .map((n) =>
+          cell(
+            g,
+            (r) => rival(r, n)?.speedup ?? Number.NaN,
+            (r) => rival(r, n)?.tokensPerEvaluation ?? Number.NaN,
+          ),
+        )
         .join(' | ')} | ${fmt(median(over), 2)}x |`;
     }),
   ];

@@ -2,7 +2,7 @@
 // GGUF model: the batches are the model's, acceptance is decided against the true updated window.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ISSUE_CPU_VERIFY_COST, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../bench/editReplay';
+import { CountingTarget, ISSUE_CPU_VERIFY_COST, countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../bench/editReplay';
 import { REPLAY_RIVALS } from '../../bench/edits';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { mulberry32 } from '../support/ggufWriter';
@@ -58,6 +58,25 @@ describe('replay of a perfect next-edit model', () => {
     assert.ok(mod.batches.filter((b) => b > 1 && b < 49).length <= 1, 'no draft shorter than 48 but one cut at the end of the request');
     assert.ok(result.replay.tokensPerEvaluation > 5);
     for (const r of [simple, mod]) assert.ok(r.ms > 0 && r.speedup > 0);
+  });
+
+  it('counts the replay under a cost table: a flat one gives the ratio of evaluations, a steep one less', async () => {
+    const rand = mulberry32(9);
+    const token = () => 10 + Math.floor(rand() * 2000);
+    const cases = Array.from({ length: 4 }, () => {
+      const source = Array.from({ length: 200 }, token);
+      const prompt = [...Array.from({ length: 30 }, token), ...source, token()];
+      return { prompt, copySource: source, expected: [...source.slice(0, 80), token(), token(), ...source.slice(82)] };
+    });
+    const flat = await countReplay(cases, () => 1, REPLAY_RIVALS);
+    assert.equal(flat.cases, 4);
+    assert.ok(flat.copy > 4 && flat.tokensPerEvaluation > 4, `flat: ${flat.copy.toFixed(2)}x, ${flat.tokensPerEvaluation.toFixed(1)} tokens per evaluation`);
+    assert.ok(flat.rivals['ngram-simple']! > 1 && flat.rivals['ngram-mod']! > 1);
+    const steep = await countReplay(cases, (b) => b, REPLAY_RIVALS);
+    assert.ok(steep.copy < flat.copy && steep.copy <= 1.05, `a batch costing a step a token leaves nothing to gain (${steep.copy.toFixed(2)}x)`);
+    const target = new CountingTarget((b) => 2 * b);
+    await target.append([1, 2, 3], 3);
+    assert.equal(target.clock, 6);
   });
 
   it('the cost tables: the issue CPU table interpolated, and an H100', () => {
