@@ -184,13 +184,13 @@ export class SpeculationPolicy {
     copy: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
   };
   private speculativeInARow = 0;
-  /** How copy proposals fare, by phase (CopyAcceptance); `acceptance` keeps the source's overall rate (Show Stats). */
-  readonly copyAcceptance = new CopyAcceptance();
 
   constructor(
     private readonly settings: SpeculationSettings,
     readonly cost = new CostModel(),
     readonly acceptance = new AcceptanceTracker(),
+    /** How copy proposals fare, by phase (CopyAcceptance); `acceptance` keeps the source's overall rate (Show Stats). */
+    readonly copyAcceptance = new CopyAcceptance(),
   ) {}
 
   /** Best proposal length for a source, or 0 when plain decoding is expected to be faster. */
