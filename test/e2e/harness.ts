@@ -716,8 +716,9 @@ export async function openFile(page: Page, name: string, timeoutMs = 20_000): Pr
   await page.keyboard.press('Control+P');
   await waitQuickInput(page, true, `openFile(${name})`);
   await page.keyboard.type(name, { delay: 10 });
-  // Wait until file search has a row for it (it is empty for a moment while the index loads).
-  await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes(base)), {
+  // Wait until file search lists it first (it is empty for a moment while the index loads, and a
+  // recently opened file with a similar name can rank first until the search settles: Enter would open that one).
+  await waitFor(async () => (await quickPickRows(page))[0]?.includes(base) ?? false, {
     timeoutMs,
     what: `quick open to list ${name}`,
     describe: async () => `rows: ${JSON.stringify(await quickPickRows(page))}${diag(page)}`,
