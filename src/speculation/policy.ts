@@ -101,14 +101,22 @@ export class CopyAcceptance {
 
   /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */
   expectedTokens(k: number, inRun: boolean, agreement?: number): number {
-    if (k <= 0) return 1;
+    return this.expectedTokensUpTo(Math.max(0, k), inRun, agreement)[Math.max(0, k)]!;
+  }
+
+  /** expectedTokens for every k from 0 to `limit` (index k), in one pass over the survival curve. */
+  expectedTokensUpTo(limit: number, inRun: boolean, agreement?: number): Float64Array {
+    const out = new Float64Array(limit + 1);
+    out[0] = 1;
+    const first = this.firstRate(inRun, agreement);
     let survive = 1;
-    let run = 1;
-    for (let j = 1; j < k; j++) {
-      survive *= this.continuationRate(j, inRun);
+    let run = 0;
+    for (let k = 1; k <= limit; k++) {
+      if (k > 1) survive *= this.continuationRate(k - 1, inRun);
       run += survive;
+      out[k] = 1 + first * run;
     }
-    return 1 + this.firstRate(inRun, agreement) * run;
+    return out;
   }
 }
 
@@ -196,17 +204,21 @@ export class SpeculationPolicy {
   /** Best proposal length for a source, or 0 when plain decoding is expected to be faster. */
   bestLength(source: ProposalSource, limit: number, a = this.acceptance.rate(source)): number {
     const perToken = source === 'draft' ? this.cost.draftCost() : 0;
-    const plainRate = 1 / this.cost.verifyCost(1);
-    let bestK = 0;
-    let bestRate = plainRate;
+    return this.fastest(limit, (k) => expectedTokensPerStep(a, k), perToken).k;
+  }
+
+  /**
+   * The proposal length up to `limit` with the most expected tokens (`expected(k)`) per estimated ms of
+   * its step (the verify batch of k + 1, and `perToken` ms to propose each), and that rate; k = 0 (plain
+   * decoding) unless some length beats it.
+   */
+  private fastest(limit: number, expected: (k: number) => number, perToken = 0): { k: number; rate: number } {
+    let best = { k: 0, rate: 1 / this.cost.verifyCost(1) };
     for (let k = 1; k <= limit; k++) {
-      const rate = expectedTokensPerStep(a, k) / (this.cost.verifyCost(k + 1) + k * perToken);
-      if (rate > bestRate) {
-        bestRate = rate;
-        bestK = k;
-      }
+      const rate = expected(k) / (this.cost.verifyCost(k + 1) + k * perToken);
+      if (rate > best.rate) best = { k, rate };
     }
-    return bestK;
+    return best;
   }
 
   /** Longest copy proposal: copyMaxProposal, or COPY_MAX_PROPOSAL. */
@@ -227,21 +239,16 @@ export class SpeculationPolicy {
    * proposal or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always the whole offer.
    */
   copyLength(available: number, inRun: boolean, agreement?: number): number {
-    const rate = (k: number) => this.copyAcceptance.expectedTokens(k, inRun, agreement) / this.cost.verifyCost(k + 1);
-    let bestK = 0;
-    let bestRate = 1 / this.cost.verifyCost(1);
-    for (let k = 1; k <= available; k++) {
-      if (rate(k) > bestRate) {
-        bestRate = rate(k);
-        bestK = k;
-      }
-    }
+    if (available <= 0) return 0;
+    const expected = this.copyAcceptance.expectedTokensUpTo(available, inRun, agreement);
+    const best = this.fastest(available, (k) => expected[k]!);
     // A size never timed is estimated from those that were, at the slope between the largest two: on
     // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
     // policy that never tries one never learns otherwise. In a copy run, the whole offer is tried once
     // when its estimate comes near the best; timed, it competes on its own measurement after that.
-    if (inRun && bestK > 0 && available > bestK && !this.cost.measured(available + 1) && rate(available) >= COPY_TRY_LONGER * bestRate) return available;
-    return bestK;
+    const whole = expected[available]! / this.cost.verifyCost(available + 1);
+    if (inRun && best.k > 0 && available > best.k && !this.cost.measured(available + 1) && whole >= COPY_TRY_LONGER * best.rate) return available;
+    return best.k;
   }
 
   plan(options: PlanOptions): StepPlan {
