@@ -106,7 +106,7 @@ export class InferenceSession {
     private readonly log: RuntimeLog,
   ) {
     ({ llama: this.llama, target: this.target, draft: this.draft, info: this.info, template: this.template } = pair);
-    this.speculation = { ...speculation };
+    this.speculation = { ...speculation, graphReplay: replaysGraphs(pair.info) };
     this.policy = new SpeculationPolicy(this.speculation);
     const target = this.target;
     this.documents = new NgramIndex({
@@ -466,4 +466,12 @@ export class InferenceSession {
     await attempt(() => this.target.model.dispose());
     if (failures.length) throw failures[0];
   }
+}
+
+/**
+ * Whether the target runs on a backend that replays captured compute graphs only while batches keep
+ * one shape (llama.cpp's CUDA graphs): there verify batches get a fixed shape (speculation/verifyShape.ts).
+ */
+export function replaysGraphs(info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): boolean {
+  return info.backend === 'cuda' && info.gpuLayers.target > 0;
 }

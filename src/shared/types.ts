@@ -56,6 +56,16 @@ export interface SpeculationSettings {
    * token. Default COPY_MAX_PROPOSAL (speculation/policy.ts).
    */
   copyMaxProposal?: number;
+  /**
+   * Verify batches of any length ('variable', the CPU's best), or one fixed length per generation
+   * ('fixed': backends that replay captured graphs; speculation/verifyShape.ts); 'auto' is fixed
+   * where `graphReplay`. Unset is 'auto'.
+   */
+  verifyShape?: 'auto' | 'fixed' | 'variable';
+  /** Whether the target's backend replays captured compute graphs (CUDA with layers on the GPU): set by the worker once the models are loaded. */
+  graphReplay?: boolean;
+  /** The fixed shape's size when set (tests, the bench); else the policy chooses it from measured costs. */
+  fixedShapeSize?: number;
 }
 
 export interface CompletionRequest {
@@ -155,6 +165,16 @@ export interface SpeculationStats {
   bySource: Record<ProposalSource, SourceStats>;
   targetMs: number;
   draftMs: number;
+  /**
+   * Distinct target batch sizes of the decode steps after the first (1 with a fixed shape): whether a
+   * graph backend could replay one captured graph.
+   */
+  batchShapes?: number;
+  /** The fixed verify shape this generation used (absent: variable shapes). */
+  fixedShape?: number;
+  /** Tokens of padding the fixed shape added to proposals, and how many of them the target accepted. */
+  paddingTokens?: number;
+  paddingAccepted?: number;
   /** What the speculation policy has learned on this machine, after this completion. */
   policy?: PolicySnapshot;
 }
@@ -172,6 +192,8 @@ export interface PolicySnapshot {
   bestLength: Record<ProposalSource, number>;
   /** Steps until a source it has written off is tried again. */
   retryInterval: Record<ProposalSource, number>;
+  /** How verify batches are shaped, and the size the latest generation chose (0: variable; 1: plain). */
+  verifyShape?: { mode: 'fixed' | 'variable'; size: number };
 }
 
 export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'abort' | 'contextFull';

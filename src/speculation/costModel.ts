@@ -51,8 +51,11 @@ export class CostModel {
     this.draftPerToken = this.draftPerToken === undefined ? perToken : this.draftPerToken + this.smoothing * (perToken - this.draftPerToken);
   }
 
-  /** Estimated ms of one target evaluation of `batch` tokens. */
-  verifyCost(batch: number): number {
+  /**
+   * Estimated ms of one target evaluation of `batch` tokens. `priorSlope` replaces the constructor's
+   * where nothing larger was measured (a fixed-shape batch on a graph backend, see policy.ts).
+   */
+  verifyCost(batch: number, priorSlope = this.priorSlope): number {
     const { perBatch, sizes } = this.current();
     const known = perBatch.get(batch);
     if (known !== undefined) return known;
@@ -69,7 +72,7 @@ export class CostModel {
     const anchor = below ?? above;
     const anchorCost = anchor === undefined ? one : perBatch.get(anchor)!;
     const base = anchor ?? 1;
-    const slope = below !== undefined && sizes.length >= 2 ? measuredSlope(perBatch, sizes) : one * this.priorSlope;
+    const slope = below !== undefined && sizes.length >= 2 ? measuredSlope(perBatch, sizes) : one * priorSlope;
     return Math.max(anchorCost + slope * (batch - base), one * 0.5);
   }
 

@@ -1,5 +1,6 @@
 import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../shared/types';
 import { CostModel } from './costModel';
+import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
 
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
 export function expectedTokensPerStep(a: number, k: number): number {
@@ -152,6 +153,26 @@ export class AcceptanceTracker {
 
 export type StepPlan = { source: ProposalSource; maxLen: number } | null;
 
+/** Which sources a generation can propose from: what a fixed shape's expected yield is estimated from. */
+export interface ShapeOffers {
+  ngram: boolean;
+  draft: boolean;
+  lookahead: boolean;
+  copy: boolean;
+}
+
+/**
+ * Extra cost of a token in a verify batch, as a share of one step, assumed for fixed shapes until
+ * measured: on a graph backend a small model's batch is memory-bound, so the first fixed shape is tried
+ * rather than written off by the CPU's prior; measured, its own cost decides.
+ */
+const FIXED_SHAPE_PRIOR_SLOPE = 0.05;
+/** Generations between tries of fixed-shape verification after the policy wrote it off (doubles up to the max). */
+export const SHAPE_EXPLORE_FIRST_INTERVAL = 4;
+export const SHAPE_EXPLORE_MAX_INTERVAL = 64;
+/** Weight of an older fixed-shape step against the latest (as AcceptanceTracker's decay). */
+const SHAPE_DECAY = 0.98;
+
 export interface PlanOptions {
   ngramAvailable: number;
   ngramMatchLength: number;
@@ -192,6 +213,14 @@ export class SpeculationPolicy {
     copy: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
   };
   private speculativeInARow = 0;
+  /**
+   * Per-token acceptance of fixed-shape steps (their proposal and padding together), counted as
+   * AcceptanceTracker counts a source; undefined until the first such step (the sources' rates stand in).
+   */
+  private shapeCounts: { accepted: number; rejected: number } | undefined;
+  private readonly shapeExploration = { interval: SHAPE_EXPLORE_FIRST_INTERVAL, since: 0 };
+  /** The shape the latest generation chose (Show Stats): 0 variable, 1 plain, else the fixed size. */
+  private lastShape = 0;
 
   constructor(
     private readonly settings: SpeculationSettings,
@@ -303,6 +332,80 @@ export class SpeculationPolicy {
     return null;
   }
 
+  get verifyShapeMode(): 'fixed' | 'variable' {
+    const asked = this.settings.verifyShape ?? 'auto';
+    return asked === 'fixed' || (asked === 'auto' && this.settings.graphReplay === true) ? 'fixed' : 'variable';
+  }
+
+  /**
+   * A generation's verify shape in fixed-shape mode: the size with the most expected tokens per
+   * measured ms of its (warm) batch, or 1 (plain decoding, every step one token) when none beats a warm
+   * plain step, or when no warm plain step was measured yet (nothing to compare with). 0 in variable
+   * mode. A written-off fixed shape is tried again now and then (the acceptance it was judged by is not
+   * updated while nothing is proposed).
+   */
+  chooseShape(offers: ShapeOffers): number {
+    this.lastShape = this.pickShape(offers);
+    return this.lastShape;
+  }
+
+  private pickShape(offers: ShapeOffers): number {
+    if (this.verifyShapeMode !== 'fixed') return 0;
+    if (!offers.ngram && !offers.draft && !offers.lookahead && !offers.copy) return 1;
+    if (this.settings.fixedShapeSize) return this.settings.fixedShapeSize;
+    if (!this.settings.adaptive) return FIXED_SHAPE_SIZES[2]!;
+    if (!this.cost.measured(1)) return 1;
+    const plainRate = 1 / this.cost.verifyCost(1);
+    let best = { size: 1, rate: plainRate };
+    for (const size of FIXED_SHAPE_SIZES) {
+      const rate = this.expectedShapeYield(size, offers) / this.cost.verifyCost(size, FIXED_SHAPE_PRIOR_SLOPE);
+      if (rate > best.rate) best = { size, rate };
+    }
+    const e = this.shapeExploration;
+    if (best.size > 1) {
+      e.interval = SHAPE_EXPLORE_FIRST_INTERVAL;
+      e.since = 0;
+      return best.size;
+    }
+    if (++e.since < e.interval) return 1;
+    e.since = 0;
+    e.interval = Math.min(e.interval * 2, SHAPE_EXPLORE_MAX_INTERVAL);
+    return FIXED_SHAPE_SIZES[0]!;
+  }
+
+  /**
+   * Expected tokens of one fixed-shape step of `size`: from the acceptance fixed-shape steps measured
+   * (one geometric rate, whatever size measured it), else from the sources' own rates.
+   */
+  private expectedShapeYield(size: number, offers: ShapeOffers): number {
+    const c = this.shapeCounts;
+    if (c) return expectedTokensPerStep(c.accepted / (c.accepted + c.rejected), size - 1);
+    let best = 1;
+    if (offers.copy) best = Math.max(best, this.copyAcceptance.expectedTokens(size - 1, true));
+    for (const source of ['ngram', 'lookahead', 'draft'] as const) {
+      if (offers[source]) best = Math.max(best, expectedTokensPerStep(this.acceptance.rate(source), size - 1));
+    }
+    return best;
+  }
+
+  /** Records what a fixed-shape step of `size` tokens yielded (the target's token included). */
+  recordShapeStep(size: number, tokens: number): void {
+    const c = (this.shapeCounts ??= { accepted: 0, rejected: 0 });
+    c.accepted = c.accepted * SHAPE_DECAY + (tokens - 1);
+    c.rejected = c.rejected * SHAPE_DECAY + (tokens < size ? 1 : 0);
+  }
+
+  /**
+   * Whether a generation keeps its fixed shape after `steps` steps that yielded `tokens`: once it had
+   * FIXED_SHAPE_TRIAL_STEPS, not when its tokens per measured ms of the batch fall below a warm plain
+   * step's. Then the rest of the generation decodes plainly (one shape change, not one a step).
+   */
+  keepShape(size: number, steps: number, tokens: number): boolean {
+    if (!this.settings.adaptive || steps < FIXED_SHAPE_TRIAL_STEPS) return true;
+    if (!this.cost.measured(1) || !this.cost.measured(size)) return true;
+    return tokens / steps / this.cost.verifyCost(size) >= 1 / this.cost.verifyCost(1);
+  }
+
   snapshot(): PolicySnapshot {
     const sources: ProposalSource[] = ['ngram', 'draft', 'lookahead', 'copy'];
     const per = <T>(f: (s: ProposalSource) => T) => Object.fromEntries(sources.map((s) => [s, f(s)])) as Record<ProposalSource, T>;
@@ -311,6 +414,7 @@ export class SpeculationPolicy {
       acceptance: per((s) => this.acceptance.rate(s)),
       bestLength: per((s) => (s === 'copy' ? this.copyLength(this.copyMaxProposal, true) : this.bestLength(s, this.settings.maxProposal))),
       retryInterval: per((s) => this.exploreInterval(s)),
+      verifyShape: { mode: this.verifyShapeMode, size: this.lastShape },
     };
   }
 

@@ -1,9 +1,10 @@
 import type { LookaheadPool } from './lookaheadPool';
-import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type ProposalSource, type Token } from '../shared/types';
+import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type Token } from '../shared/types';
 import type { StopRules } from '../stopping/stopRules';
 import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
-import type { SpeculationPolicy } from './policy';
+import type { ShapeOffers, SpeculationPolicy } from './policy';
 import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from './proposers';
+import { padToShape, ShapeHistory } from './verifyShape';
 
 export interface DecodeInput {
   mode: DecodeMode;
@@ -56,6 +57,9 @@ export function emptyStepProfile(): StepProfile {
  * target's token after it (the correction, or a bonus token when all were right). The rejected tail
  * is erased from the KV cache. Every emitted token is the target's argmax given the tokens before
  * it, so the output equals plain greedy decoding token for token.
+ *
+ * With a fixed verify shape (speculation/verifyShape.ts) every step's batch has the size the policy
+ * chose for the generation, the proposal padded to it; padding is verified like any guess.
  */
 export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const now = input.now ?? (() => performance.now());
@@ -76,7 +80,9 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     speculation: spec,
   };
   const started = now();
+  let shapesSeen: ShapeHistory | undefined;
   const finish = (): DecoderStats => {
+    if (shapesSeen && shapesSeen.distinct > 0) spec.batchShapes = shapesSeen.distinct;
     stats.generatedTokens = stop.tokens.length;
     stats.totalMs = now() - started;
     stats.stopReason = stop.decision?.reason ?? 'maxTokens';
@@ -110,6 +116,13 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
 
   const history: Token[] = [...input.prompt];
   let pending = prefill.next.token;
+  const offers: ShapeOffers = { ngram: useNgram && input.ngram !== undefined, draft: useDraft && input.draft !== undefined, lookahead: lookahead !== undefined, copy: copy !== undefined };
+  // 0: variable shapes; 1: plain steps only; else the fixed size of every step.
+  let shape = input.mode === 'plain' ? 0 : policy.chooseShape(offers);
+  if (shape > 1) spec.fixedShape = shape;
+  const shapes = new ShapeHistory();
+  shapesSeen = shapes;
+  const fixedRun = { steps: 0, tokens: 0 };
 
   const profile = input.profile;
   // The step's bookkeeping after its verification is timed into the next step's start.
@@ -128,53 +141,70 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
       stop.stop('contextFull');
       break;
     }
+    // A fixed shape that no longer fits the cache ends in plain steps.
+    if (shape > 1 && room + 1 < shape) shape = 1;
     const remaining = Math.min(stop.remaining, room + 1);
     const draftMsBefore = spec.draftMs;
     const tPropose = now();
-    const proposal = await propose(input, history, remaining, useNgram, useDraft, copy, spec, now);
-    const batch = [pending, ...proposal.tokens];
+    const proposal = shape === 1 ? NO_PROPOSAL : await propose(input, history, remaining, useNgram, useDraft, copy, spec, now, shape);
+    const batch = shape > 1 ? padToShape(pending, proposal.tokens, shape) : [pending, ...proposal.tokens];
+    const guesses = batch.slice(1);
     const base = target.tokens.length;
     const t0 = now();
-    // With the proposal as `expected`, outputs after the first rejection need not be read (unless
+    // With the guesses as `expected`, outputs after the first rejection need not be read (unless
     // the lookahead pool keeps them).
-    const predictions = await target.append(batch, batch.length, false, lookahead ? undefined : proposal.tokens);
+    const predictions = await target.append(batch, batch.length, false, lookahead ? undefined : guesses);
     const t1 = now();
     spec.targetMs += t1 - t0;
     spec.targetEvaluations++;
     spec.targetTokensEvaluated += batch.length;
 
     let accepted = 0;
-    while (accepted < proposal.tokens.length && proposal.tokens[accepted] === predictions[accepted].token) accepted++;
+    while (accepted < guesses.length && guesses[accepted] === predictions[accepted].token) accepted++;
+    const acceptedProposed = Math.min(accepted, proposal.tokens.length);
     if (proposal.tokens.length > 0) {
       const s = spec.bySource[proposal.source];
       s.steps++;
       s.proposedTokens += proposal.tokens.length;
-      s.acceptedTokens += accepted;
+      s.acceptedTokens += acceptedProposed;
       if (proposal.source === 'copy') {
-        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, accepted, proposal.agreement);
-        copy?.record(proposal.tokens.length, accepted);
+        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, acceptedProposed, proposal.agreement);
+        copy?.record(proposal.tokens.length, acceptedProposed);
       } else {
-        policy.acceptance.record(proposal.source, proposal.tokens.length, accepted);
+        policy.acceptance.record(proposal.source, proposal.tokens.length, acceptedProposed);
       }
+    }
+    if (guesses.length > proposal.tokens.length) {
+      spec.paddingTokens = (spec.paddingTokens ?? 0) + guesses.length - proposal.tokens.length;
+      spec.paddingAccepted = (spec.paddingAccepted ?? 0) + accepted - acceptedProposed;
     }
     if (lookahead && accepted + 1 < predictions.length) {
       // The target's continuations of the wrong history after the first rejected guess. Only the
       // pool's key length of history comes before the batch (history ends with its first token).
       const before = history.slice(-(lookahead.n - 1));
       lookahead.harvest(
-        before.concat(proposal.tokens),
+        before.concat(guesses),
         before.length - 1,
         predictions.map((p) => p.token),
         accepted + 1,
       );
     }
     // Keep the cache equal to the accepted history: drop the rejected guesses.
-    if (accepted < proposal.tokens.length) await target.truncate(base + 1 + accepted);
+    if (accepted < guesses.length) await target.truncate(base + 1 + accepted);
     const t2 = now();
+    const warm = shapes.record(batch.length);
     // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
     // bookkeeping and the erase around it (the draft's own time is weighed apart). A step is
-    // measured from the end of the previous one, so its stop rules and callbacks count too.
-    policy.cost.recordTarget(batch.length, t2 - stepStarted - (spec.draftMs - draftMsBefore));
+    // measured from the end of the previous one, so its stop rules and callbacks count too. With
+    // fixed shapes (a graph backend) only warm steps count: a step that re-captures the graph costs
+    // what no steady shape does.
+    if (shape === 0 || warm) policy.cost.recordTarget(batch.length, t2 - stepStarted - (spec.draftMs - draftMsBefore));
+    if (shape > 1) {
+      policy.recordShapeStep(shape, accepted + 1);
+      fixedRun.steps++;
+      fixedRun.tokens += accepted + 1;
+      if (!policy.keepShape(shape, fixedRun.steps, fixedRun.tokens)) shape = 1;
+    }
     if (profile) {
       profile.steps++;
       profile.proposeMs += t0 - tPropose;
@@ -187,8 +217,8 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
 
     let stopped = false;
     for (let i = 0; i < accepted && !stopped; i++) {
-      history.push(proposal.tokens[i]);
-      stopped = stop.push(proposal.tokens[i]) !== undefined;
+      history.push(guesses[i]);
+      stopped = stop.push(guesses[i]) !== undefined;
     }
     if (stopped) break;
     pending = predictions[accepted].token;
@@ -196,6 +226,14 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   return finish();
 }
 
+const NO_PROPOSAL: Proposal = { source: 'ngram', tokens: [] };
+
+/**
+ * The step's proposal. With a fixed shape (`shape` > 1) the batch costs the same whatever it holds:
+ * the free sources (copy, n-grams, lookahead) offer up to shape − 1 tokens and the chosen one's whole
+ * offer is verified; where the policy chose none, the longest free offer is; the draft, which costs a
+ * token, proposes the length the policy chose.
+ */
 async function propose(
   input: DecodeInput,
   history: readonly Token[],
@@ -205,10 +243,11 @@ async function propose(
   copy: CopyProposer | undefined,
   spec: SpeculationStats,
   now: () => number,
+  shape = 0,
 ): Promise<Proposal> {
-  const none: Proposal = { source: 'ngram' as ProposalSource, tokens: [] };
+  const none = NO_PROPOSAL;
   if (!useNgram && !useDraft && !copy) return none;
-  const maxLen = Math.max(0, remaining - 1);
+  const maxLen = shape > 1 ? shape - 1 : Math.max(0, remaining - 1);
   if (maxLen === 0) return none;
   // Asked every step (also when another source wins): it follows the output through the window.
   const copied = copy ? copy.find(history, maxLen) : null;
@@ -226,10 +265,15 @@ async function propose(
     copyInRun: copied?.inRun ?? false,
     copyAgreement: copied?.agreement,
   });
-  if (!plan) return none;
-  if (plan.source === 'copy' && copied) return { ...copied, tokens: copied.tokens.slice(0, plan.maxLen) };
-  if (plan.source === 'ngram' && match) return { ...match, tokens: match.tokens.slice(0, plan.maxLen) };
-  if (plan.source === 'lookahead') return { source: 'lookahead', tokens: ahead.slice(0, plan.maxLen) };
+  const take = (offered: number) => (shape > 1 ? offered : (plan?.maxLen ?? 0));
+  if (!plan) {
+    if (shape <= 1) return none;
+    const offers: Proposal[] = [copied ?? none, match ?? none, { source: 'lookahead', tokens: ahead }];
+    return offers.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a), none);
+  }
+  if (plan.source === 'copy' && copied) return { ...copied, tokens: copied.tokens.slice(0, take(copied.tokens.length)) };
+  if (plan.source === 'ngram' && match) return { ...match, tokens: match.tokens.slice(0, take(match.tokens.length)) };
+  if (plan.source === 'lookahead') return { source: 'lookahead', tokens: ahead.slice(0, take(ahead.length)) };
   if (plan.source === 'draft' && input.draft) {
     const t0 = now();
     const proposal = await input.draft.propose(history, plan.maxLen);

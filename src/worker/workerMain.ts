@@ -10,7 +10,7 @@
 //   or a reloaded one is ready at once. It exits a while after its last client left.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { DEFAULT_SPECULATION, InferenceSession } from '../inference/inferenceSession';
+import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
 import type { AlternativesResult, KvSequencesReport, LocalCompletionResult, ModelSettings } from '../shared/types';
@@ -136,7 +136,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
   const session = entry.session ?? (await entry.loading!);
   if (connection.models !== entry) throw Object.assign(new Error('superseded by another load'), { code: 'superseded' });
   // This window's settings, whoever loaded the models (a window that joins does not change the others').
-  connection.speculation = { ...DEFAULT_SPECULATION, ...speculation };
+  connection.speculation = { ...DEFAULT_SPECULATION, ...speculation, graphReplay: replaysGraphs(session.info) };
   connection.policy = new SpeculationPolicy(connection.speculation);
   connection.nextEditPolicy = new SpeculationPolicy(connection.speculation);
   // Documents that arrived while loading go into the index now.
