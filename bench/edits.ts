@@ -9,7 +9,7 @@ import { applyReplacements, finalEditsSoFar, outputToEdits, reduceToEdits } from
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
 import { generateNextEdit } from '../src/nextEdit/nextEditGeneration';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import type { LlamaToken } from '../src/inference/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
@@ -445,7 +445,7 @@ export async function regimeEditsReplay(
   let counted: CountedReplay[] = [];
   // One policy for every case, as a session keeps one: adaptive, its cost model learns this machine's
   // verify cost and the copy length follows from it.
-  const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+  const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true, graphReplay: replaysGraphs(session.info) });
   try {
     for (const c of cases) {
       const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));

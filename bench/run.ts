@@ -7,8 +7,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import { backendExplanation } from '../src/engine/statusText';
+import { verifyShapeText } from '../src/engine/statsReport';
 import type { CompletionRequest, DecodeMode, ModelSettings, SpeculationSettings, Token } from '../src/shared/types';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
@@ -405,7 +406,11 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   const machineCost = new CostModel();
   const sessionPolicies = new Map<string, SpeculationPolicy>();
   const newPolicy = (adaptive: boolean) =>
-    new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0 } as SpeculationSettings, machineCost, new AcceptanceTracker());
+    new SpeculationPolicy(
+      { ...DEFAULT_SPECULATION, maxProposal: k, adaptive, draftMinConfidence: 0, graphReplay: replaysGraphs(session.info) } as SpeculationSettings,
+      machineCost,
+      new AcceptanceTracker(),
+    );
   const policies = (adaptive: boolean, a: number) => {
     if (acceptanceMemory === 'request') return newPolicy(adaptive);
     const key = `${adaptive} ${a}`;
@@ -446,7 +451,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
     }
   }
   // The backend and the device by name ("CUDA on NVIDIA H100 …, 9 + 5 layers on the GPU"), as the status bar says it.
-  const backend = backendExplanation(session.info);
+  const backend = `${backendExplanation(session.info)}; verify batches: ${verifyShapeText(newPolicy(true).snapshot().verifyShape).replace(': not chosen yet', ' per generation, graph reuse on')}`;
   const attention = session.info.flashAttention?.target ?? '-';
   const evaluatorPath = (session.target.evaluator as LlamaSequenceEvaluator).path;
   // The forward pass as the runs met it (same depth, same interleaving of sizes as decoding), the

@@ -285,6 +285,7 @@ export function policySection(p: PolicySnapshot): StatsSection {
     p.bestLength[source] > 0 ? `proposals of up to ${p.bestLength[source]} tokens pay` : `off: plain decoding is faster (retried every ${p.retryInterval[source]} steps)`;
   return table('policy', 'Speculation policy (learned on this machine)', [
     ['verifying b tokens in one target evaluation, vs 1', one && sizes.length ? sizes.map((b) => `${b}: ${(p.verifyMs[b] / one).toFixed(2)}x`).join(', ') : 'not measured yet'],
+    ['verify batches', verifyShapeText(p.verifyShape)],
     ['draft model', p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`],
     ['n-gram: acceptance estimate, verdict', `${pct(p.acceptance.ngram)}, ${verdict('ngram')}`],
     ['draft: acceptance estimate, verdict', `${pct(p.acceptance.draft)}, ${verdict('draft')}`],
@@ -292,6 +293,14 @@ export function policySection(p: PolicySnapshot): StatsSection {
     // Snapshots from before the copy source have no entry for it.
     ...(p.acceptance.copy !== undefined ? [['window copy (next edits): acceptance estimate, verdict', `${pct(p.acceptance.copy)}, ${verdict('copy')}`] as const] : []),
   ]);
+}
+
+/** How verify batches are shaped (speculation/verifyShape.ts), in words. */
+export function verifyShapeText(shape: PolicySnapshot['verifyShape']): string {
+  if (!shape || shape.mode === 'variable') return 'variable length (each step its own proposal length)';
+  if (shape.size > 1) return `fixed shape ${shape.size}, graph reuse on (every step of a generation ${shape.size} tokens)`;
+  if (shape.size === 1) return 'fixed shape: plain steps (no batch size beat a plain step lately)';
+  return 'fixed shape: not chosen yet';
 }
 
 /** The policy section as Markdown lines. */

@@ -353,7 +353,8 @@ export class SpeculationPolicy {
     if (this.verifyShapeMode !== 'fixed') return 0;
     if (!offers.ngram && !offers.draft && !offers.lookahead && !offers.copy) return 1;
     if (this.settings.fixedShapeSize) return this.settings.fixedShapeSize;
-    if (!this.settings.adaptive) return FIXED_SHAPE_SIZES[2]!;
+    // Not adaptive: the proposal length asked for, every step.
+    if (!this.settings.adaptive) return this.settings.maxProposal + 1;
     if (!this.cost.measured(1)) return 1;
     const plainRate = 1 / this.cost.verifyCost(1);
     let best = { size: 1, rate: plainRate };

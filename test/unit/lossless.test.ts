@@ -42,6 +42,15 @@ const pairs: Pair[] = [
     speculation: fixedProposals,
     unrelated: true,
   },
+  // Verify batches of one fixed size a generation, the proposal padded (speculation/verifyShape.ts): what a graph backend runs.
+  { name: 'embedded pair, fixed verify shape 8', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 16, speculation: { verifyShape: 'fixed', fixedShapeSize: 8 } },
+  {
+    name: 'random GQA target, its own file as a perfect draft, fixed verify shape 16',
+    target: random(111, { nKvHeads: 2 }),
+    draft: random(111, { nKvHeads: 2 }),
+    prompts: 12,
+    speculation: { ...fixedProposals, verifyShape: 'fixed', fixedShapeSize: 16 },
+  },
   {
     name: 'random tied-output MQA target, embedded draft',
     target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }),

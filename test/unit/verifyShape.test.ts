@@ -14,6 +14,7 @@ import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { FIXED_SHAPE_TRIAL_STEPS, padToShape, ShapeHistory } from '../../src/speculation/verifyShape';
 import { StopRules } from '../../src/stopping/stopRules';
+import { policySection } from '../../src/engine/statsReport';
 import { FakeEvaluator, hashModel } from '../support/fakeModel';
 
 const VOCAB = 64;
@@ -200,7 +201,10 @@ describe('fixed verify shape: the policy on a graph backend', () => {
     // The trial steps, plus the first whose warm cost is measured, then one-token steps only.
     const firstPlain = sizes.indexOf(1);
     assert.ok(firstPlain >= FIXED_SHAPE_TRIAL_STEPS && firstPlain <= FIXED_SHAPE_TRIAL_STEPS + 1, `sizes ${sizes}`);
-    assert.ok(sizes.slice(firstPlain).every((s) => s === 1), `sizes ${sizes}`);
+    assert.ok(
+      sizes.slice(firstPlain).every((s) => s === 1),
+      `sizes ${sizes}`,
+    );
     assert.equal(r.stats.speculation.batchShapes, 2);
   });
 
@@ -211,6 +215,20 @@ describe('fixed verify shape: the policy on a graph backend', () => {
     assert.deepEqual(fixed.outputs, plain.outputs);
     const speedup = plain.ms / fixed.ms;
     assert.ok(speedup > 1.3, `fixed shape on repetitive text: ${speedup.toFixed(2)}x plain (shapes ${fixed.shapes})`);
-    assert.ok(fixed.shapes.slice(1).every((s) => s > 1), `shapes ${fixed.shapes}`);
+    assert.ok(
+      fixed.shapes.slice(1).every((s) => s > 1),
+      `shapes ${fixed.shapes}`,
+    );
+  });
+});
+
+describe('fixed verify shape: Show Stats', () => {
+  it('says the shape and that graph reuse is on, or that batches are variable', async () => {
+    const policy = new SpeculationPolicy(settings({ verifyShape: 'fixed', fixedShapeSize: 16 }));
+    const model = repetitiveModel(2);
+    await generate('ngram', model, prompt(3), policy);
+    const rows = (snapshot: ReturnType<SpeculationPolicy['snapshot']>) => JSON.stringify(policySection(snapshot));
+    assert.match(rows(policy.snapshot()), /fixed shape 16, graph reuse on/);
+    assert.match(rows(new SpeculationPolicy(settings({ verifyShape: 'variable' })).snapshot()), /variable length/);
   });
 });
