@@ -138,7 +138,7 @@ interface ContextShape {
  * the context's native object laid out as the header it was compiled against says (the probe reads
  * only the object's own fields before dereferencing anything).
  */
-export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nativeContext: object } | { error: string } {
+export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nativeContext: object; vocabularySize: number } | { error: string } {
   const loaded = loadNativeAddon();
   if ('error' in loaded) return loaded;
   const internals = context as unknown as { _ctx?: object; _llama?: { llamaCppRelease?: { release: string } } };
@@ -149,12 +149,13 @@ export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nat
   }
   // As node-llama-cpp asks llama.cpp for them: each sequence its own contextSize cells, padded up.
   const cells = Math.ceil((context.contextSize * context.totalSequences) / CONTEXT_CELLS_PAD) * CONTEXT_CELLS_PAD;
+  let vocabularySize: number;
   try {
-    loaded.addon.probe(internals._ctx, cells, context.batchSize, context.totalSequences);
+    vocabularySize = loaded.addon.probe(internals._ctx, cells, context.batchSize, context.totalSequences).vocabularySize;
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) };
   }
-  return { addon: loaded.addon, nativeContext: internals._ctx };
+  return { addon: loaded.addon, nativeContext: internals._ctx, vocabularySize };
 }
 
 /** A context's persistent threadpool, to release once the context is disposed. */
