@@ -28,6 +28,8 @@ export async function deviceMatchesNative(
   seed: number,
   steps: number,
   keep: (e: LlamaSequenceEvaluator) => void,
+  /** Confidences and alternatives (batches the device path decodes with its sampler detached). */
+  detours = true,
 ): Promise<ScenarioResult> {
   const make = async (path: EvaluatorPath) => {
     const e = new LlamaSequenceEvaluator((await makeContext()).getSequence(), model, path);
@@ -75,7 +77,7 @@ export async function deviceMatchesNative(
     await oracle.truncate(before);
     const cut = Math.floor(rand() * (length + 1));
     const proposal = truth.map((t, i) => (i < cut ? t : i === cut ? (t + 1 + Math.floor(rand() * 100)) % 3000 : 10 + Math.floor(rand() * 3000)));
-    const withConfidence = kind === 3;
+    const withConfidence = detours && kind === 3;
     const read = await same(`step ${step} verify`, (e) => e.append([pending, ...proposal], proposal.length + 1, withConfidence, proposal));
     // Accepted: the proposal's agreeing prefix; the last read token is the target's own next one.
     const agreed = read.length - 1;
@@ -91,7 +93,7 @@ export async function deviceMatchesNative(
       await same(`step ${step} all outputs`, (e) => e.append([pending, ...batch], batch.length + 1));
       for (const e of all) await e.truncate(lengthBefore);
     }
-    if (step % 7 === 6) {
+    if (detours && step % 7 === 6) {
       // Alternatives (the device sampler detached for this batch): ranked tokens equal too.
       const lengthBefore = device.tokens.length;
       const [ra, rb] = [await device.appendRanked([pending, 42, 43], 3, 3), await native.appendRanked([pending, 42, 43], 3, 3)];
