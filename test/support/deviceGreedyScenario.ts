@@ -7,7 +7,25 @@
 import assert from 'node:assert/strict';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { mulberry32 } from './ggufWriter';
+import { mulberry32, type RandomLlamaOptions } from './ggufWriter';
+
+/** Two tokens whose output rows are the same (TIE_MODEL): their logits are always exactly equal. */
+export const TIED = [500, 600] as const;
+/**
+ * A tied-output model whose token 600's row is token 500's: after either, both score highest (a tied
+ * output with large embeddings scores the input token's own row highest), exactly equal.
+ */
+export const TIE_MODEL: RandomLlamaOptions = {
+  seed: 46,
+  dModel: 64,
+  nLayers: 1,
+  nHeads: 2,
+  ffn: 128,
+  tiedOutput: true,
+  embeddingScale: 1,
+  residualScale: 0.1,
+  embeddingCopies: [{ from: TIED[0], to: TIED[1], scale: 1 }],
+};
 
 export interface ScenarioResult {
   /** Positions compared, and how many of them were verify positions after an accepted guess. */

@@ -12,7 +12,8 @@ import { getRuntime } from '../../src/inference/llamaRuntime';
 import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
 import { allowDeviceGreedy, loadNativeAddon, type NativeAddon } from '../../src/inference/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import { deviceMatchesNative } from '../support/deviceGreedyScenario';
+import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
+import { ensureTestModel } from '../support/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -165,6 +166,30 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
       const [d2, n2] = await Promise.all([device.append([d.at(-1)!.token, 20 + i], 2), native.append([n.at(-1)!.token, 30 + i], 2)]);
       assert.deepEqual(d2, await alone.append([d.at(-1)!.token, 20 + i], 2), `step ${i}`);
       assert.deepEqual(n2, await refOther.append([n.at(-1)!.token, 30 + i], 2), `step ${i}`);
+    }
+  });
+
+  it("on an exact tie of the top logits the device's argmax is not llama.cpp's greedy sampler's: the CPU backend's ggml_argmax picks the LAST tied token", async () => {
+    // Tokens 500 and 600 have the same output row: their logits are always exactly equal, and the
+    // highest after either (a tied output scores its input token's own row highest).
+    const tie = await llama.loadModel({ modelPath: await ensureTestModel('device-greedy-tie', TIE_MODEL) });
+    try {
+      const read = async (path: 'native' | 'device' | 'library') => {
+        const c = await tie.createContext({ contextSize: 256, sequences: 1, threads: 1 });
+        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path);
+        assert.equal(e.path, path);
+        const tokens = (await e.append([11, TIED[0], TIED[1]], 3)).map((n) => n.token);
+        await e.dispose();
+        await c.dispose();
+        return tokens;
+      };
+      const [native, device, library] = [await read('native'), await read('device'), await read('library')];
+      assert.deepEqual(native, library);
+      assert.deepEqual(native.slice(1), [TIED[0], TIED[0]], 'the first of equal logits (llama_sampler_greedy_apply)');
+      assert.deepEqual(device.slice(1), [TIED[1], TIED[1]], 'ggml_vec_argmax_f32 keeps the last of equal values');
+      assert.equal(device[0], native[0], 'no tie: the same token');
+    } finally {
+      await tie.dispose();
     }
   });
 

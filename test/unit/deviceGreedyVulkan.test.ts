@@ -17,7 +17,8 @@ import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
 import { allowDeviceGreedy } from '../../src/inference/nativeAddon';
-import { deviceMatchesNative } from '../support/deviceGreedyScenario';
+import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
+import { ensureTestModel } from '../support/models';
 
 process.env.GGML_VK_VISIBLE_DEVICES = '0';
 process.env.GGML_VK_DISABLE_FUSION = '1';
@@ -50,6 +51,27 @@ describe('LlamaSequenceEvaluator: the device greedy path on Vulkan (llvmpipe)', 
     const llama = await getRuntime({ gpu: 'vulkan' }, 1, () => undefined);
     assert.deepEqual(allowDeviceGreedy(llama), { ok: true });
     model = await llama.loadModel({ modelPath: path.join(ROOT, 'models/tiny-code-target.gguf'), gpuLayers: 999 });
+  });
+
+  it("on an exact tie of the top logits, the device's argmax picks one of the tied tokens (which one is the shader's: said, not asserted)", async () => {
+    const llama = await getRuntime({ gpu: 'vulkan' }, 1, () => undefined);
+    const tie = await llama.loadModel({ modelPath: await ensureTestModel('device-greedy-tie', TIE_MODEL), gpuLayers: 999 });
+    try {
+      const read = async (path: 'native' | 'device') => {
+        const c = await tie.createContext({ contextSize: 256, sequences: 1, threads: 1 });
+        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path);
+        const tokens = (await e.append([11, TIED[0], TIED[1]], 3)).map((n) => n.token);
+        await e.dispose();
+        await c.dispose();
+        return tokens;
+      };
+      const [native, device] = [await read('native'), await read('device')];
+      process.stdout.write(`# Vulkan tie ${TIED.join('/')}: native reader ${native.slice(1)}, device argmax ${device.slice(1)}\n`);
+      assert.deepEqual(native.slice(1), [TIED[0], TIED[0]]);
+      for (const t of device.slice(1)) assert.ok((TIED as readonly number[]).includes(t));
+    } finally {
+      await tie.dispose();
+    }
   });
 
   after(async () => {
