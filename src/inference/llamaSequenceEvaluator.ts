@@ -20,7 +20,13 @@ import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/
  *   logits (vocabulary × 4 bytes: 608 KB for Qwen's 151,936) to the host and argmax it there. Only when
  *   asked (`deviceGreedy`, forcePath, usePath), and only where llama.cpp offloads it; else the native
  *   path, with the reason in `deviceUnavailable`. A confidence or alternatives need whole rows: such a
- *   call detaches the sampler for its batch, reads on the host and attaches it again.
+ *   call detaches the sampler for its batch, reads on the host and attaches it again (llama.cpp
+ *   re-reserves its scheduler at each: keep those rare). Exact ties of the top logit go elsewhere:
+ *   llama.cpp's greedy sampler keeps the FIRST tied token, the device's ggml_argmax the LAST (CPU and
+ *   Vulkan backends, test/unit/deviceGreedy*.test.ts), so it matches the other paths only where the
+ *   top logit is unique. On a CPU it is slower, not faster (no rows to ship; ggml's argmax is scalar
+ *   and single-threaded: 8.2 vs 5.3 ms a one-output step of a 152k-vocabulary model here), hence `auto`
+ *   only on a GPU.
  * The best available of the first three is chosen; all give the same tokens (test/unit/sequenceEvaluator.test.ts,
  * test/unit/deviceGreedy.test.ts).
  */
