@@ -1,5 +1,5 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
-import { type NativeAddon, nativeAddonFor } from './nativeAddon';
+import { type DeviceSamplerMode, type NativeAddon, nativeAddonFor } from './nativeAddon';
 import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 
@@ -14,19 +14,20 @@ import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/
  *   another: 0.26-0.81 ms a step outside the forward pass on the tiny target, about a fifth of its step);
  * - `library`: `controlledEvaluate`, the public API, when the internals `direct` needs are missing
  *   (another node-llama-cpp version) — slower, same tokens;
- * - `device`: the native path's decoder with a greedy sampler chain attached to the sequence through
- *   llama.cpp's backend sampling (experimental): each output row is argmaxed on the device inside the
- *   decode's graph and only its token comes back (readSampled), where the other paths ship each row of
- *   logits (vocabulary × 4 bytes: 608 KB for Qwen's 151,936) to the host and argmax it there. Only when
- *   asked (`deviceGreedy`, forcePath, usePath), and only where llama.cpp offloads it; else the native
- *   path, with the reason in `deviceUnavailable`. A confidence or alternatives need whole rows: such a
- *   call detaches the sampler for its batch, reads on the host and attaches it again (llama.cpp
- *   re-reserves its scheduler at each: keep those rare). Exact ties of the top logit go elsewhere:
- *   llama.cpp's greedy sampler keeps the FIRST tied token, the device's ggml_argmax the LAST (CPU and
- *   Vulkan backends, test/unit/deviceGreedy*.test.ts), so it matches the other paths only where the
- *   top logit is unique. On a CPU it is slower, not faster (no rows to ship; ggml's argmax is scalar
- *   and single-threaded: 8.2 vs 5.3 ms a one-output step of a 152k-vocabulary model here), hence `auto`
- *   only on a GPU.
+ * - `device`: the native path's decoder with a sampler chain attached to the sequence through
+ *   llama.cpp's backend sampling (experimental): each output row is reduced on the device inside the
+ *   decode's graph and only that comes back (readSampled), where the other paths ship each row of
+ *   logits (vocabulary × 4 bytes: 608 KB for Qwen's 151,936) to the host and argmax it there. The
+ *   default chain, top_k(2), ships the two best token ids and logits (16 bytes a row) and the greedy
+ *   token is the larger; when the two are equal the batch is decoded again and read on the host, so
+ *   the tokens are llama.cpp's greedy sampler's (the first of tied tokens) always. The `argmax` chain
+ *   (llama.cpp's greedy sampler) is no use for transfers: it still ships every row, and ggml_argmax
+ *   keeps the LAST of tied tokens (CPU and Vulkan here). Only when asked (`deviceGreedy`, forcePath,
+ *   usePath), and only where llama.cpp offloads it; else the native path, with the reason in
+ *   `deviceUnavailable`. A confidence or alternatives need whole rows: such a call detaches the
+ *   sampler for its batch, reads on the host and attaches it again (llama.cpp re-reserves its
+ *   scheduler at each: keep those rare). On a CPU it is slower, not faster (nothing to ship; the
+ *   reductions are ggml's single-threaded ops), hence `auto` only on a GPU.
  * The best available of the first three is chosen; all give the same tokens (test/unit/sequenceEvaluator.test.ts,
  * test/unit/deviceGreedy.test.ts).
  */
@@ -42,6 +43,11 @@ export type DeviceGreedyChoice = 'auto' | 'on' | 'off';
 
 export interface EvaluatorOptions {
   deviceGreedy?: DeviceGreedyChoice;
+  /**
+   * The device path's chain (NativeAddon.attachDeviceGreedy): `top2` (default) ships 16 bytes a row
+   * and hands exact ties to the host; `argmax` (llama.cpp's greedy sampler) still ships whole rows.
+   */
+  deviceSampler?: DeviceSamplerMode;
 }
 
 /**
@@ -177,12 +183,16 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   hostLogitBytes = 0;
   positionsRead = 0;
   /**
-   * Bytes of logits llama.cpp copied to the host in this evaluator's decodes (every output's row, read
-   * or not: outputs × vocabulary × 4), 0 for a decode with the device sampler attached.
+   * Bytes of logits llama.cpp copied to the host in this evaluator's decodes: every output's row, read
+   * or not (outputs × vocabulary × 4), without the device sampler; with it, what llama.cpp copied for
+   * the rows read (top2: 16 bytes a row; argmax: the whole row and the token).
    */
   shippedLogitBytes = 0;
   /** Batches the device path decoded with its sampler detached, for a confidence or alternatives. */
   deviceDetours = 0;
+  /** Batches the device path decoded again on the host because their two best logits tied (top2). */
+  deviceTies = 0;
+  private readonly deviceSampler: DeviceSamplerMode;
   // Reused across steps: the native reader's arguments and results (no per-step allocation).
   private batchIndexes = new Int32Array(16);
   private expectedTokens = new Int32Array(16);
@@ -207,6 +217,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.vocabularySize = 'addon' in native ? native.vocabularySize : 0;
     if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     const best: EvaluatorPath = this.nativeReader ? 'native' : this.internals ? 'direct' : 'library';
+    this.deviceSampler = options.deviceSampler ?? 'top2';
     const choice = options.deviceGreedy ?? 'off';
     const wantsDevice = forcePath === 'device' || (!forcePath && (choice === 'on' || (choice === 'auto' && computesOnGpu(model))));
     // Asked for and refused (llama.cpp cannot offload it, the context was made without room for it…):
@@ -229,7 +240,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     }
     let attached: { offloaded: boolean; reason?: string };
     try {
-      attached = this.nativeReader.attachDeviceGreedy(this.internals.seq._context._ctx, sequenceId);
+      attached = this.nativeReader.attachDeviceGreedy(this.internals.seq._context._ctx, sequenceId, this.deviceSampler);
     } catch (error) {
       attached = { offloaded: false, reason: error instanceof Error ? error.message : String(error) };
     }
@@ -327,6 +338,17 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       try {
         out = await this.appendDirect(internals, input, firstOutput, withConfidence, expected);
       } catch (error) {
+        if (error instanceof DeviceTie) {
+          // Two best logits equal: llama.cpp's greedy sampler picks the first of the tied tokens on the
+          // whole row, which the device did not ship. The batch again, read on the host.
+          this.deviceTies++;
+          await this.sequence.eraseContextTokenRanges([{ start: this.cached.length, end: this.sequence.nextTokenIndex }]);
+          out = await this.withHostLogits(() => this.appendDirect(internals, input, firstOutput, withConfidence, expected));
+          this.cached.push(...input);
+          this.evaluatedTokens += input.length;
+          this.evaluations++;
+          return out;
+        }
         if (!(error instanceof DeviceSamplingMissing)) throw error;
         // The sampler was set but did not run on the device (llama.cpp keeps the first samplers of a
         // chain the device supports and sets the chain all the same): the native path from here, this
@@ -371,6 +393,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       const expectedCount = expected ? Math.min(expected.length, count) : -1;
       for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
       let read: number;
+      const shippedBefore = this.nativeReader.sampledBytes(native);
       try {
         read = this.nativeReader.readSampled(native, batchIndexes, count, this.expectedTokens, expectedCount, this.readTokens);
       } catch (error) {
@@ -378,6 +401,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
         if (/no sampled token/.test(message)) throw new DeviceSamplingMissing(message);
         throw error;
       }
+      this.shippedLogitBytes += this.nativeReader.sampledBytes(native) - shippedBefore;
+      if (read > 0 && this.readTokens[read - 1] === DEVICE_TIE) throw new DeviceTie();
       this.positionsRead += read;
       for (let j = 0; j < read; j++) out.push({ token: this.readTokens[j] });
       return out;
@@ -628,6 +653,12 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
 
 /** The device sampler was attached but gave no token (it did not run on the device). */
 class DeviceSamplingMissing extends Error {}
+
+/** readSampled's token for a position whose two best logits are equal (top2). */
+const DEVICE_TIE = -2;
+
+/** A read position's two best logits tied: the batch is read again on the host. */
+class DeviceTie extends Error {}
 
 /** Whether the model's layers compute on a GPU (the device path's `auto`). */
 function computesOnGpu(model: LlamaModel | undefined): boolean {

@@ -49,21 +49,27 @@ export interface NativeAddon {
    */
   releaseThreadpool(nativeContext: object): boolean;
   /**
-   * Device greedy (llama.cpp's backend sampling, experimental): a new greedy sampler chain set as the
-   * sequence's backend sampler, so that each output row is argmaxed on the device and only its token
-   * comes back to the host. `offloaded` false, with the reason, when llama.cpp cannot (the context then
-   * reads logits on the host as before). While attached, readGreedy / readTop refuse the context: its
-   * host logits are not copied any more (stale). The context must have been created after
-   * allowDeviceGreedy (below): llama.cpp's default allows one sampled output per sequence in a batch.
+   * Device greedy (llama.cpp's backend sampling, experimental): a new sampler chain set as the
+   * sequence's backend sampler, so that each output row is reduced on the device. `top2` (default):
+   * top_k(2), the two best token ids and logits come back (16 bytes a row) and readSampled takes the
+   * larger, reporting a tie; `argmax`: llama.cpp's greedy sampler, whose token comes back but which
+   * leaves the whole row as the chain's output, so llama.cpp still copies every row to the host (and
+   * ggml_argmax keeps the last of equal logits). `offloaded` false, with the reason, when llama.cpp
+   * cannot (the context then reads logits on the host as before). While attached, readGreedy / readTop
+   * refuse the sequence: its raw rows are not copied any more (stale). The context must have been
+   * created after allowDeviceGreedy (below): llama.cpp's default allows one sampled output per
+   * sequence in a batch.
    */
-  attachDeviceGreedy(nativeContext: object, sequenceId: number): { offloaded: boolean; reason?: string };
+  attachDeviceGreedy(nativeContext: object, sequenceId: number, mode?: DeviceSamplerMode): { offloaded: boolean; reason?: string; mode: DeviceSamplerMode };
   /** Unsets the sequence's device sampler (from a live context) and frees it; false when it had none. */
   detachDeviceGreedy(nativeContext: object, sequenceId: number): boolean;
   /** Frees every device sampler of the context (unset first where it lives); how many. */
   releaseDeviceGreedy(nativeContext: object): number;
   /**
-   * readGreedy's contract (the same order and stops) for a context with a device greedy sampler: the
-   * tokens the device sampled, no logits read. Throws when none is attached.
+   * readGreedy's contract (the same order and stops) for a context with a device sampler: the tokens
+   * the device sampled, no row of logits read. `top2`: a position whose two best logits are equal
+   * reads as token -2 and ends the read (decode it again without the sampler for its greedy token).
+   * Throws when none is attached.
    */
   readSampled: (nativeContext: object, batchIndexes: Int32Array, count: number, expected: Int32Array, expectedCount: number, outTokens: Int32Array) => number;
   /** Before node-llama-cpp creates the native context (after `new AddonContext`): lets a sampled sequence have a whole batch of outputs. */
@@ -73,6 +79,8 @@ export interface NativeAddon {
    * none), for the context or, without one, the process.
    */
   hostLogitBytes(nativeContext?: object): number;
+  /** Bytes llama.cpp copied to the host for the rows readSampled read (token, candidates, logits, probabilities), for the context or the process. */
+  sampledBytes(nativeContext?: object): number;
   /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
   argmax(logits: Float32Array): number;
   /** The calling contract of the build (ADDON_API_VERSION). */
@@ -83,6 +91,9 @@ export interface NativeAddon {
   /** Whether those headers have the library's sampling lock, which the reader then takes (node-llama-cpp 3.22+; 3.21 has none). */
   readonly takesSamplingLock: boolean;
 }
+
+/** The device sampler chain (NativeAddon.attachDeviceGreedy). */
+export type DeviceSamplerMode = 'top2' | 'argmax';
 
 const ADDON_FILE = 'draftline-native.node';
 /** What this code expects of the addon's functions; a build exporting another is not used. */

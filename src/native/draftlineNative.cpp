@@ -75,6 +75,12 @@ struct LlamaApi {
     decltype(&llama_sampler_free) sampler_free = nullptr;
     decltype(&llama_set_sampler) set_sampler = nullptr;
     decltype(&llama_get_sampled_token_ith) get_sampled_token_ith = nullptr;
+    // The top-two chain (DeviceSampler::TopTwo) and what each sampled row shipped.
+    decltype(&llama_sampler_init_top_k) sampler_init_top_k = nullptr;
+    decltype(&llama_get_sampled_candidates_ith) get_sampled_candidates_ith = nullptr;
+    decltype(&llama_get_sampled_candidates_count_ith) get_sampled_candidates_count_ith = nullptr;
+    decltype(&llama_get_sampled_logits_count_ith) get_sampled_logits_count_ith = nullptr;
+    decltype(&llama_get_sampled_probs_count_ith) get_sampled_probs_count_ith = nullptr;
     std::string library;
     std::string error;
     bool loaded = false;
@@ -130,7 +136,12 @@ LlamaApi& api() {
             bind(handle, "llama_sampler_chain_default_params", instance.sampler_chain_default_params, false, e) &&
             bind(handle, "llama_sampler_chain_init", instance.sampler_chain_init, false, e) && bind(handle, "llama_sampler_chain_add", instance.sampler_chain_add, false, e) &&
             bind(handle, "llama_sampler_init_greedy", instance.sampler_init_greedy, false, e) && bind(handle, "llama_sampler_free", instance.sampler_free, false, e) &&
-            bind(handle, "llama_set_sampler", instance.set_sampler, false, e) && bind(handle, "llama_get_sampled_token_ith", instance.get_sampled_token_ith, false, e)) {
+            bind(handle, "llama_set_sampler", instance.set_sampler, false, e) && bind(handle, "llama_get_sampled_token_ith", instance.get_sampled_token_ith, false, e) &&
+            bind(handle, "llama_sampler_init_top_k", instance.sampler_init_top_k, false, e) &&
+            bind(handle, "llama_get_sampled_candidates_ith", instance.get_sampled_candidates_ith, false, e) &&
+            bind(handle, "llama_get_sampled_candidates_count_ith", instance.get_sampled_candidates_count_ith, false, e) &&
+            bind(handle, "llama_get_sampled_logits_count_ith", instance.get_sampled_logits_count_ith, false, e) &&
+            bind(handle, "llama_get_sampled_probs_count_ith", instance.get_sampled_probs_count_ith, false, e)) {
             instance.library = libraries[0];
             instance.loaded = true;
         }
@@ -214,18 +225,35 @@ const float* libraryLogits(Napi::Env env, LlamaApi& llama, llama_context* ctx, i
 // A chain is never attached twice (llama.cpp asserts when a chain's backend is initialised twice):
 // every attach makes a new one. Each entry remembers the llama_context it was attached to: an entry
 // whose AddonContext now holds another (or none) outlived its llama context and is only freed.
+//
+// Two chains. `argmax`: llama.cpp's greedy sampler (ggml_argmax). Its sampled token comes back, but
+// the greedy sampler leaves the row's logits as the chain's output logits, so llama.cpp still copies
+// the whole row to the host (into its sampled-logits buffer): no transfer saved, only the host's
+// argmax; and ggml_argmax keeps the LAST of equal logits (CPU; Vulkan here too), where llama.cpp's
+// greedy sampler keeps the first. `top2` (the default): top_k(2) (ggml_top_k), whose outputs are the
+// two best token ids and their logits, 16 bytes a row: the greedy token is the larger when they
+// differ; when they are equal the tie is reported (readSampled's token -2) and the caller reads that
+// batch's rows on the host: the same tokens as llama.cpp's greedy sampler always.
+enum class DeviceSampler { Argmax, TopTwo };
+
 struct DeviceGreedy {
     AddonContext* addon;
     int32_t seq;
     llama_sampler* chain;
     llama_context* ctx;
+    DeviceSampler kind;
 };
 std::mutex deviceGreedyMutex;
 std::vector<DeviceGreedy> deviceGreedy;
 
 bool deviceGreedyAvailable(LlamaApi& llama) {
     return llama.sampler_chain_default_params && llama.sampler_chain_init && llama.sampler_chain_add && llama.sampler_init_greedy && llama.sampler_free &&
-           llama.set_sampler && llama.get_sampled_token_ith;
+           llama.set_sampler && llama.get_sampled_token_ith && llama.get_sampled_logits_ith && llama.get_sampled_logits_count_ith &&
+           llama.get_sampled_probs_count_ith && llama.get_sampled_candidates_count_ith;
+}
+
+bool topTwoAvailable(LlamaApi& llama) {
+    return llama.sampler_init_top_k && llama.get_sampled_candidates_ith;
 }
 
 // Under deviceGreedyMutex and the context's disposeMutex: frees the entries of `addon` that outlived
@@ -264,6 +292,10 @@ void refuseIfDeviceGreedy(Napi::Env env, AddonContext* addon, LlamaApi& llama, i
 std::mutex hostBytesMutex;
 std::unordered_map<AddonContext*, double> hostBytesByContext;
 double hostBytesTotal = 0;
+// Bytes llama.cpp copied to the host for the rows readSampled read (sampled token, candidates,
+// logits, probabilities): what a verified position costs in transfers on the device path.
+std::unordered_map<AddonContext*, double> sampledBytesByContext;
+double sampledBytesTotal = 0;
 
 void countHostBytes(AddonContext* addon, int32_t positions, int32_t vocabularySize) {
     const double bytes = static_cast<double>(positions) * vocabularySize * sizeof(float);
@@ -507,7 +539,11 @@ Napi::Value AttachDeviceGreedy(const Napi::CallbackInfo& info) {
     if (info.Length() < 2) throw Napi::TypeError::New(env, "attachDeviceGreedy(context, seqId)");
     AddonContext* addon = unwrapContext(env, info[0]);
     const int32_t seq = info[1].As<Napi::Number>().Int32Value();
+    const std::string mode = info.Length() > 2 && info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "top2";
+    if (mode != "top2" && mode != "argmax") throw Napi::TypeError::New(env, "attachDeviceGreedy: mode is top2 or argmax");
+    const DeviceSampler kind = mode == "top2" ? DeviceSampler::TopTwo : DeviceSampler::Argmax;
     Napi::Object result = Napi::Object::New(env);
+    result.Set("mode", mode);
     auto refuse = [&](const std::string& reason) {
         result.Set("offloaded", false);
         result.Set("reason", reason);
@@ -516,6 +552,7 @@ Napi::Value AttachDeviceGreedy(const Napi::CallbackInfo& info) {
     LlamaApi& llama = api();
     if (!llama.loaded) return refuse(llama.error);
     if (!deviceGreedyAvailable(llama)) return refuse("this llama.cpp has no backend sampling API");
+    if (kind == DeviceSampler::TopTwo && !topTwoAvailable(llama)) return refuse("this llama.cpp has no backend top-k API");
     std::lock_guard<std::mutex> lock(deviceGreedyMutex);
     std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
@@ -524,6 +561,7 @@ Napi::Value AttachDeviceGreedy(const Napi::CallbackInfo& info) {
     pruneAndFindAttached(addon, llama);
     for (const DeviceGreedy& entry : deviceGreedy) {
         if (entry.addon == addon && entry.seq == seq) {
+            if (entry.kind != kind) throw Napi::Error::New(env, "the sequence has a device sampler of the other mode: detach it first");
             result.Set("offloaded", true);
             return result;
         }
@@ -534,12 +572,12 @@ Napi::Value AttachDeviceGreedy(const Napi::CallbackInfo& info) {
     }
     llama_sampler* chain = llama.sampler_chain_init(llama.sampler_chain_default_params());
     if (chain == nullptr) return refuse("llama.cpp could not make a sampler chain");
-    llama.sampler_chain_add(chain, llama.sampler_init_greedy());
+    llama.sampler_chain_add(chain, kind == DeviceSampler::TopTwo ? llama.sampler_init_top_k(2) : llama.sampler_init_greedy());
     if (!llama.set_sampler(ctx, seq, chain)) {
         llama.sampler_free(chain);
-        return refuse("llama.cpp cannot offload the greedy sampler to this context's backend");
+        return refuse("llama.cpp cannot offload the sampler to this context's backend");
     }
-    deviceGreedy.push_back({addon, seq, chain, ctx});
+    deviceGreedy.push_back({addon, seq, chain, ctx, kind});
     result.Set("offloaded", true);
     return result;
 }
@@ -594,8 +632,11 @@ Napi::Value ReleaseDeviceGreedy(const Napi::CallbackInfo& info) {
 
 // readSampled(context, batchIndexes: Int32Array, count, expected: Int32Array, expectedCount,
 //             outTokens: Int32Array) → positions read
-// readGreedy's contract (same stops) for a context whose sequence has a device greedy chain: each
-// position's token is the one the device sampled (llama_get_sampled_token_ith), no logits read.
+// readGreedy's contract (same stops) for a context whose sequence has a device sampler: each
+// position's token from what the device sampled (top2: the larger of the two best; argmax: the
+// sampled token), no row of logits read. top2: a position whose two best logits are equal reads as
+// token -2 and ends the read (its greedy token needs the whole row: the caller decodes again without
+// the sampler).
 Napi::Value ReadSampled(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 6) throw Napi::TypeError::New(env, "readSampled(context, batchIndexes, count, expected, expectedCount, outTokens)");
@@ -616,15 +657,58 @@ Napi::Value ReadSampled(const Napi::CallbackInfo& info) {
     std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
     if (!pruneAndFindAttached(addon, llama)) throw Napi::Error::New(env, "no device greedy sampler is attached to this context");
+    // The context's mode (Draftline attaches one per context; with several, the first found).
+    DeviceSampler kind = DeviceSampler::TopTwo;
+    for (const DeviceGreedy& entry : deviceGreedy) {
+        if (entry.addon == addon) {
+            kind = entry.kind;
+            break;
+        }
+    }
     int32_t read = 0;
+    double shipped = 0;
     for (int32_t j = 0; j < count; j++) {
-        const llama_token token = llama.get_sampled_token_ith(ctx, batchIndexes[j]);
-        if (token == LLAMA_TOKEN_NULL) throw Napi::Error::New(env, "no sampled token at batch output " + std::to_string(batchIndexes[j]));
+        const int32_t i = batchIndexes[j];
+        llama_token token = LLAMA_TOKEN_NULL;
+        if (kind == DeviceSampler::Argmax) {
+            token = llama.get_sampled_token_ith(ctx, i);
+            if (token != LLAMA_TOKEN_NULL) shipped += sizeof(llama_token);
+        } else {
+            const llama_token* candidates = llama.get_sampled_candidates_ith(ctx, i);
+            const float* logits = llama.get_sampled_logits_ith(ctx, i);
+            const uint32_t n = llama.get_sampled_candidates_count_ith(ctx, i);
+            if (candidates != nullptr && logits != nullptr && n >= 1 && llama.get_sampled_logits_count_ith(ctx, i) == n) {
+                if (n == 1 || logits[0] > logits[1]) {
+                    token = candidates[0];
+                } else if (logits[1] > logits[0]) {
+                    token = candidates[1];
+                } else {
+                    token = -2;  // a tie (or a NaN): llama.cpp's greedy sampler decides on the whole row
+                }
+            }
+        }
+        if (token == LLAMA_TOKEN_NULL) throw Napi::Error::New(env, "no sampled token at batch output " + std::to_string(i));
+        shipped += 4.0 * (llama.get_sampled_logits_count_ith(ctx, i) + llama.get_sampled_probs_count_ith(ctx, i) + llama.get_sampled_candidates_count_ith(ctx, i));
         outTokens[j] = token;
         read = j + 1;
-        if (expectedCount >= 0 && (j >= expectedCount || expected[j] != token)) break;
+        if (token == -2 || (expectedCount >= 0 && (j >= expectedCount || expected[j] != token))) break;
+    }
+    {
+        std::lock_guard<std::mutex> counting(hostBytesMutex);
+        sampledBytesByContext[addon] += shipped;
+        sampledBytesTotal += shipped;
     }
     return Napi::Number::New(env, read);
+}
+
+// sampledBytes(context?) → bytes llama.cpp copied to the host for the rows readSampled read.
+Napi::Value SampledBytes(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::lock_guard<std::mutex> lock(hostBytesMutex);
+    if (info.Length() < 1 || info[0].IsUndefined()) return Napi::Number::New(env, sampledBytesTotal);
+    AddonContext* addon = unwrapContext(env, info[0]);
+    auto it = sampledBytesByContext.find(addon);
+    return Napi::Number::New(env, it == sampledBytesByContext.end() ? 0 : it->second);
 }
 
 // hostLogitBytes(context?) → bytes of logits readGreedy / readTop read on the host, for the context
@@ -654,6 +738,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     exports.Set("hostLogitBytes", Napi::Function::New(env, HostLogitBytes));
     exports.Set("readSampled", Napi::Function::New(env, ReadSampled));
     exports.Set("releaseDeviceGreedy", Napi::Function::New(env, ReleaseDeviceGreedy));
+    exports.Set("sampledBytes", Napi::Function::New(env, SampledBytes));
     exports.Set("attachThreadpool", Napi::Function::New(env, AttachThreadpool));
     exports.Set("releaseThreadpool", Napi::Function::New(env, ReleaseThreadpool));
     exports.Set("probe", Napi::Function::New(env, Probe));

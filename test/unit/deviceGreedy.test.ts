@@ -56,7 +56,7 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
     const fresh = await context();
     const result = addon.attachDeviceGreedy(nativeOf(fresh), 0);
     process.stdout.write(`# attachDeviceGreedy on the CPU backend: ${JSON.stringify(result)}\n`);
-    assert.deepEqual(result, { offloaded: true });
+    assert.deepEqual(result, { offloaded: true, mode: 'top2' });
     assert.equal(addon.detachDeviceGreedy(nativeOf(fresh), 0), true);
     assert.equal(addon.detachDeviceGreedy(nativeOf(fresh), 0), false);
     const plain = new LlamaSequenceEvaluator((await context()).getSequence(), model);
@@ -105,7 +105,10 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
     assert.ok(device.positionsRead > 10 && device.positionsRead === native.positionsRead);
     assert.equal(device.hostLogitBytes, 0);
     assert.equal(device.hostLogitBytesPerPosition, 0);
-    assert.equal(device.shippedLogitBytes, 0, 'no raw rows copied in a decode with the sampler attached');
+    // top2: two token ids and two logits a row read (4 bytes each), no raw row.
+    assert.equal(device.shippedLogitBytes, 16 * device.positionsRead, 'no raw rows copied in a decode with the sampler attached');
+    assert.equal(addon.sampledBytes(nativeOf(c)), device.shippedLogitBytes);
+    const top2PerPosition = device.shippedLogitBytes / device.positionsRead;
     assert.equal(native.hostLogitBytesPerPosition, vocabulary * 4);
     // Every output's row is copied, read or not: 1 prompt output + 10 batches of 4.
     assert.equal(native.shippedLogitBytes, (1 + 10 * 4) * vocabulary * 4);
@@ -117,6 +120,17 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
     assert.ok(withConfidence.confidence! > 0 && withConfidence.confidence! <= 1);
     assert.equal(device.hostLogitBytes, vocabulary * 4);
     assert.equal(device.deviceGreedyAttached, true);
+    // llama.cpp's greedy sampler as the chain (argmax): the token comes back, and so does every row.
+    const argmax = new LlamaSequenceEvaluator((await context()).getSequence(), model, 'device', { deviceSampler: 'argmax' });
+    keep(argmax);
+    let [next] = await argmax.append(prompt, 1);
+    for (let i = 0; i < 5; i++) [next] = await argmax.append([next.token, 11, 12, 13], 4, false, [11, 12, 13]);
+    assert.deepEqual(argmax.tokens, device.tokens.slice(0, argmax.tokens.length));
+    assert.equal(argmax.hostLogitBytes, 0);
+    assert.equal(argmax.shippedLogitBytes, argmax.positionsRead * (vocabulary * 4 + 4));
+    process.stdout.write(
+      `# bytes a read position: native reader ${native.hostLogitBytesPerPosition} read (${vocabulary * 4} shipped per output), device top2 ${top2PerPosition} shipped, device argmax ${argmax.shippedLogitBytes / argmax.positionsRead} shipped\n`,
+    );
   });
 
   it('the native reader refuses rows llama.cpp no longer copies (a sequence with a device sampler), and reads them again once detached', async () => {
@@ -169,25 +183,33 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
     }
   });
 
-  it("on an exact tie of the top logits the device's argmax is not llama.cpp's greedy sampler's: the CPU backend's ggml_argmax picks the LAST tied token", async () => {
+  it("on an exact tie of the top logits: top2 hands the batch to the host (llama.cpp's greedy: the first tied token); argmax's ggml_argmax picks the LAST on the CPU", async () => {
     // Tokens 500 and 600 have the same output row: their logits are always exactly equal, and the
     // highest after either (a tied output scores its input token's own row highest).
     const tie = await llama.loadModel({ modelPath: await ensureTestModel('device-greedy-tie', TIE_MODEL) });
     try {
-      const read = async (path: 'native' | 'device' | 'library') => {
+      let ties = 0;
+      const read = async (path: 'native' | 'device' | 'library', deviceSampler?: 'argmax') => {
         const c = await tie.createContext({ contextSize: 256, sequences: 1, threads: 1 });
-        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path);
+        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path, { deviceSampler });
         assert.equal(e.path, path);
         const tokens = (await e.append([11, TIED[0], TIED[1]], 3)).map((n) => n.token);
+        // Then steps one at a time, each after a tied token.
+        for (let i = 0; i < 3; i++) tokens.push((await e.append([TIED[i % 2]], 1))[0].token);
+        ties += e.deviceTies;
+        if (path === 'device') assert.equal(e.deviceGreedyAttached, true);
         await e.dispose();
         await c.dispose();
         return tokens;
       };
-      const [native, device, library] = [await read('native'), await read('device'), await read('library')];
+      const [native, library, top2] = [await read('native'), await read('library'), await read('device')];
       assert.deepEqual(native, library);
-      assert.deepEqual(native.slice(1), [TIED[0], TIED[0]], 'the first of equal logits (llama_sampler_greedy_apply)');
-      assert.deepEqual(device.slice(1), [TIED[1], TIED[1]], 'ggml_vec_argmax_f32 keeps the last of equal values');
-      assert.equal(device[0], native[0], 'no tie: the same token');
+      assert.deepEqual(native.slice(1), [TIED[0], TIED[0], TIED[0], TIED[0], TIED[0]], 'the first of equal logits (llama_sampler_greedy_apply)');
+      assert.deepEqual(top2, native, 'ties read on the host');
+      assert.equal(ties, 4, 'the prompt batch once, and each single step');
+      const argmax = await read('device', 'argmax');
+      assert.deepEqual(argmax.slice(1), [TIED[1], TIED[1], TIED[1], TIED[1], TIED[1]], 'ggml_vec_argmax_f32 keeps the last of equal values');
+      assert.equal(argmax[0], native[0], 'no tie: the same token');
     } finally {
       await tie.dispose();
     }
@@ -204,10 +226,10 @@ describe('LlamaSequenceEvaluator: the device greedy path (CPU backend)', () => {
     // The rows of a batch decoded with the sampler stay missing after it is detached: refused, not stale.
     assert.throws(() => addon.readGreedy(native, Int32Array.of(prompt.length - 1), 1, four, -1, false, four, new Float32Array(4)), /samples on its backend/);
     // Attached again (a new chain: llama.cpp initialises a chain once), it samples the next batch.
-    assert.deepEqual(addon.attachDeviceGreedy(native, 0), { offloaded: true });
+    assert.deepEqual(addon.attachDeviceGreedy(native, 0), { offloaded: true, mode: 'top2' });
     assert.equal(addon.detachDeviceGreedy(native, 0), true);
     const left = await model.createContext({ contextSize: 256, sequences: 1, threads: 1 });
-    assert.deepEqual(addon.attachDeviceGreedy(nativeOf(left), 0), { offloaded: true });
+    assert.deepEqual(addon.attachDeviceGreedy(nativeOf(left), 0), { offloaded: true, mode: 'top2' });
     await left.dispose();
     assert.equal(addon.releaseDeviceGreedy(nativeOf(left)), 1);
     assert.equal(addon.releaseDeviceGreedy(nativeOf(left)), 0);

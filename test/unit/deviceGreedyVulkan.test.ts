@@ -53,22 +53,23 @@ describe('LlamaSequenceEvaluator: the device greedy path on Vulkan (llvmpipe)', 
     model = await llama.loadModel({ modelPath: path.join(ROOT, 'models/tiny-code-target.gguf'), gpuLayers: 999 });
   });
 
-  it("on an exact tie of the top logits, the device's argmax picks one of the tied tokens (which one is the shader's: said, not asserted)", async () => {
+  it("on an exact tie of the top logits: top2 hands the batch to the host; argmax picks one of the tied tokens (the shader's choice: said, not asserted)", async () => {
     const llama = await getRuntime({ gpu: 'vulkan' }, 1, () => undefined);
     const tie = await llama.loadModel({ modelPath: await ensureTestModel('device-greedy-tie', TIE_MODEL), gpuLayers: 999 });
     try {
-      const read = async (path: 'native' | 'device') => {
+      const read = async (path: 'native' | 'device', deviceSampler?: 'argmax') => {
         const c = await tie.createContext({ contextSize: 256, sequences: 1, threads: 1 });
-        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path);
+        const e = new LlamaSequenceEvaluator(c.getSequence(), tie, path, { deviceSampler });
         const tokens = (await e.append([11, TIED[0], TIED[1]], 3)).map((n) => n.token);
         await e.dispose();
         await c.dispose();
         return tokens;
       };
-      const [native, device] = [await read('native'), await read('device')];
-      process.stdout.write(`# Vulkan tie ${TIED.join('/')}: native reader ${native.slice(1)}, device argmax ${device.slice(1)}\n`);
+      const [native, top2, argmax] = [await read('native'), await read('device'), await read('device', 'argmax')];
+      process.stdout.write(`# Vulkan tie ${TIED.join('/')}: native reader ${native.slice(1)}, device top2 ${top2.slice(1)}, device argmax ${argmax.slice(1)}\n`);
       assert.deepEqual(native.slice(1), [TIED[0], TIED[0]]);
-      for (const t of device.slice(1)) assert.ok((TIED as readonly number[]).includes(t));
+      assert.deepEqual(top2, native, 'top2 hands ties to the host');
+      for (const t of argmax.slice(1)) assert.ok((TIED as readonly number[]).includes(t));
     } finally {
       await tie.dispose();
     }
@@ -91,7 +92,13 @@ describe('LlamaSequenceEvaluator: the device greedy path on Vulkan (llvmpipe)', 
     process.stdout.write(`# Vulkan: ${positions} positions equal, ${accepted} accepted guesses, ${device.deviceDetours} detours\n`);
     assert.ok(positions >= 40, `${positions} positions`);
     assert.ok(accepted > 0);
+    assert.equal(device.path, 'device', device.deviceUnavailable);
     assert.equal(device.hostLogitBytes, device.hostLogitBytesPerPosition * device.positionsRead);
+    if (!detours) {
+      // top2 on the device: 16 bytes a read position came back, no row.
+      assert.equal(device.hostLogitBytes, 0);
+      assert.equal(device.shippedLogitBytes, 16 * device.positionsRead);
+    }
     assert.ok(native.hostLogitBytesPerPosition > 0);
   });
 });
