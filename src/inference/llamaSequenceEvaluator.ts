@@ -1,5 +1,5 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
-import { type NativeAddon, nativeAddonFor } from './nativeAddon';
+import { type DeviceSamplerMode, type NativeAddon, nativeAddonFor } from './nativeAddon';
 import type { Token } from '../shared/types';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 
@@ -13,10 +13,42 @@ import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/
  *   sets up a sampler per call and per position, and chains the positions' sampling one after
  *   another: 0.26-0.81 ms a step outside the forward pass on the tiny target, about a fifth of its step);
  * - `library`: `controlledEvaluate`, the public API, when the internals `direct` needs are missing
- *   (another node-llama-cpp version) — slower, same tokens.
- * The best available is chosen; all three give the same tokens (test/unit/sequenceEvaluator.test.ts).
+ *   (another node-llama-cpp version) — slower, same tokens;
+ * - `device`: the native path's decoder with a sampler chain attached to the sequence through
+ *   llama.cpp's backend sampling (experimental): each output row is reduced on the device inside the
+ *   decode's graph and only that comes back (readSampled), where the other paths ship each row of
+ *   logits (vocabulary × 4 bytes: 608 KB for Qwen's 151,936) to the host and argmax it there. The
+ *   default chain, top_k(2), ships the two best token ids and logits (16 bytes a row) and the greedy
+ *   token is the larger; when the two are equal the batch is decoded again and read on the host, so
+ *   the tokens are llama.cpp's greedy sampler's (the first of tied tokens) always. The `argmax` chain
+ *   (llama.cpp's greedy sampler) is no use for transfers: it still ships every row, and ggml_argmax
+ *   keeps the LAST of tied tokens (CPU and Vulkan here). Only when asked (`deviceGreedy`, forcePath,
+ *   usePath), and only where llama.cpp offloads it; else the native path, with the reason in
+ *   `deviceUnavailable`. A confidence or alternatives need whole rows: such a call detaches the
+ *   sampler for its batch, reads on the host and attaches it again (llama.cpp re-reserves its
+ *   scheduler at each: keep those rare). On a CPU it is slower, not faster (nothing to ship; the
+ *   reductions are ggml's single-threaded ops), hence `auto` only on a GPU.
+ * The best available of the first three is chosen; all give the same tokens (test/unit/sequenceEvaluator.test.ts,
+ * test/unit/deviceGreedy.test.ts).
  */
-export type EvaluatorPath = 'native' | 'direct' | 'library';
+export type EvaluatorPath = 'native' | 'direct' | 'library' | 'device';
+
+/**
+ * Whether an evaluator uses the device path: `on` wherever llama.cpp offloads the greedy sampler
+ * (the CPU backend included), `auto` only where the model computes on a GPU (on a CPU there are no
+ * rows to ship), `off` (the default) never. The context must come from a Llama that allowDeviceGreedy
+ * (inference/nativeAddon.ts) was called on before it was created.
+ */
+export type DeviceGreedyChoice = 'auto' | 'on' | 'off';
+
+export interface EvaluatorOptions {
+  deviceGreedy?: DeviceGreedyChoice;
+  /**
+   * The device path's chain (NativeAddon.attachDeviceGreedy): `top2` (default) ships 16 bytes a row
+   * and hands exact ties to the host; `argmax` (llama.cpp's greedy sampler) still ships whole rows.
+   */
+  deviceSampler?: DeviceSamplerMode;
+}
 
 /**
  * Where the `confidence` of a drafted token (the greedy token's probability, p(top)) comes from:
@@ -71,6 +103,8 @@ interface SequenceInternals {
   _tokenMeter: unknown;
   _contextShift: unknown;
   _context: { _ctx: NativeContext };
+  /** The llama.cpp sequence id (the device path attaches its sampler to it). */
+  _sequenceId?: number;
 }
 interface ModelInternals {
   _model: unknown;
@@ -134,35 +168,136 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private readonly nativeReader: NativeAddon | undefined;
   /** Why the native reader is not used, when it is not (logged by the session, shown by the profile). */
   readonly nativeUnavailable: string | undefined;
+  /** The context's vocabulary (from the native reader's probe; 0 without it). */
+  private readonly vocabularySize: number;
+  /** Whether the device greedy sampler is attached to this sequence now. */
+  private deviceAttached = false;
+  /** Why the device path was asked for and is not used (llama.cpp refused it, …); undefined otherwise. */
+  deviceUnavailable: string | undefined;
+  /**
+   * Bytes of logits this evaluator's reads took on the host (a row, vocabulary × 4 bytes, per position
+   * the native reader or the direct path's sampler read; none on the device path), and the positions
+   * read on every path but the library's: hostLogitBytesPerPosition is the issue's proxy for a verify's
+   * transfers (0 on the device path when no confidence is asked).
+   */
+  hostLogitBytes = 0;
+  positionsRead = 0;
+  /**
+   * Bytes of logits llama.cpp copied to the host in this evaluator's decodes: every output's row, read
+   * or not (outputs × vocabulary × 4), without the device sampler; with it, what llama.cpp copied for
+   * the rows read (top2: 16 bytes a row; argmax: the whole row and the token).
+   */
+  shippedLogitBytes = 0;
+  /** Batches the device path decoded with its sampler detached, for a confidence or alternatives. */
+  deviceDetours = 0;
+  /** Batches the device path decoded again on the host because their two best logits tied (top2). */
+  deviceTies = 0;
+  private readonly deviceSampler: DeviceSamplerMode;
   // Reused across steps: the native reader's arguments and results (no per-step allocation).
   private batchIndexes = new Int32Array(16);
   private expectedTokens = new Int32Array(16);
   private readTokens = new Int32Array(16);
   private readWeights = new Float32Array(16);
 
-  /** `model` enables the native and direct paths; `forcePath` is for tests and the profile. */
+  /**
+   * `model` enables the native, direct and device paths; `forcePath` is for tests and the profile;
+   * `options.deviceGreedy` asks for the device path (DeviceGreedyChoice).
+   */
   constructor(
     private readonly sequence: LlamaContextSequence,
     model?: LlamaModel,
     forcePath?: EvaluatorPath,
+    options: EvaluatorOptions = {},
   ) {
     this.internals = forcePath === 'library' ? null : directInternals(sequence, model);
     if (forcePath && forcePath !== 'library' && !this.internals) throw new Error(`the ${forcePath} evaluation path needs node-llama-cpp internals this version lacks`);
     const native = this.internals ? nativeAddonFor(sequence.context) : { error: 'node-llama-cpp internals missing' };
     this.nativeReader = 'addon' in native ? native.addon : undefined;
     this.nativeUnavailable = 'error' in native ? native.error : undefined;
+    this.vocabularySize = 'addon' in native ? native.vocabularySize : 0;
     if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
-    this.currentPath = forcePath ?? (this.nativeReader ? 'native' : this.internals ? 'direct' : 'library');
+    const best: EvaluatorPath = this.nativeReader ? 'native' : this.internals ? 'direct' : 'library';
+    this.deviceSampler = options.deviceSampler ?? 'top2';
+    const choice = options.deviceGreedy ?? 'off';
+    const wantsDevice = forcePath === 'device' || (!forcePath && (choice === 'on' || (choice === 'auto' && computesOnGpu(model))));
+    // Asked for and refused (llama.cpp cannot offload it, the context was made without room for it…):
+    // the best other path, and the reason in deviceUnavailable.
+    this.currentPath = wantsDevice ? (this.attachDevice() ? 'device' : best) : (forcePath ?? best);
+  }
+
+  /** The sequence's llama.cpp id, when the library's internals give it. */
+  private get sequenceId(): number | undefined {
+    return this.internals?.seq._sequenceId;
+  }
+
+  /** Attaches the device greedy sampler; false (with deviceUnavailable) when it cannot be. */
+  private attachDevice(): boolean {
+    if (this.deviceAttached) return true;
+    const sequenceId = this.sequenceId;
+    if (!this.internals || !this.nativeReader || sequenceId === undefined) {
+      this.deviceUnavailable = this.nativeUnavailable ?? 'node-llama-cpp internals missing';
+      return false;
+    }
+    let attached: { offloaded: boolean; reason?: string };
+    try {
+      attached = this.nativeReader.attachDeviceGreedy(this.internals.seq._context._ctx, sequenceId, this.deviceSampler);
+    } catch (error) {
+      attached = { offloaded: false, reason: error instanceof Error ? error.message : String(error) };
+    }
+    this.deviceAttached = attached.offloaded;
+    this.deviceUnavailable = attached.offloaded ? undefined : (attached.reason ?? 'llama.cpp did not offload the greedy sampler');
+    return attached.offloaded;
+  }
+
+  /** Detaches the device greedy sampler, if attached (the context's raw logits are copied again from the next decode). */
+  private detachDevice(): void {
+    if (!this.deviceAttached) return;
+    this.deviceAttached = false;
+    const sequenceId = this.sequenceId;
+    if (this.internals && this.nativeReader && sequenceId !== undefined) this.nativeReader.detachDeviceGreedy(this.internals.seq._context._ctx, sequenceId);
+  }
+
+  /** Whether the device sampler is attached and offloaded now (the device path's tokens come from it). */
+  get deviceGreedyAttached(): boolean {
+    return this.deviceAttached;
+  }
+
+  /** hostLogitBytes / positionsRead: vocabulary × 4 on the native path, 0 on the device path (no confidence asked). */
+  get hostLogitBytesPerPosition(): number {
+    return this.positionsRead > 0 ? this.hostLogitBytes / this.positionsRead : 0;
+  }
+
+  /**
+   * Runs one batch with whole rows of logits on the host (a confidence, alternatives): the device
+   * sampler detached for it and attached again after. A refused re-attach leaves the native path.
+   */
+  private async withHostLogits<T>(run: () => Promise<T>): Promise<T> {
+    if (this.currentPath !== 'device' || !this.deviceAttached) return run();
+    this.detachDevice();
+    this.deviceDetours++;
+    try {
+      return await run();
+    } finally {
+      if (!this.attachDevice()) this.currentPath = 'native';
+    }
   }
 
   get path(): EvaluatorPath {
     return this.currentPath;
   }
 
-  /** Switches paths between evaluations (the profile compares them on one sequence). */
+  /**
+   * Switches paths between evaluations (the profile compares them on one sequence). `device` where
+   * llama.cpp refuses it: the native path, the reason in deviceUnavailable.
+   */
   usePath(path: EvaluatorPath): void {
     if (path !== 'library' && !this.internals) throw new Error(`the ${path} evaluation path needs node-llama-cpp internals this version lacks`);
-    if (path === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
+    if ((path === 'native' || path === 'device') && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
+    if (path === 'device') {
+      this.currentPath = this.attachDevice() ? 'device' : 'native';
+      return;
+    }
+    this.detachDevice();
     this.currentPath = path;
   }
 
@@ -171,7 +306,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
    * yet on a path that asks the library).
    */
   get confidenceSource(): ConfidenceSource | undefined {
-    if (this.currentPath === 'native') return 'native reader';
+    if (this.currentPath === 'native' || this.currentPath === 'device') return 'native reader';
     const reports = this.reportsTotalLogitWeight[this.currentPath];
     return reports === undefined ? undefined : reports ? 'totalLogitWeight' : 'confidence';
   }
@@ -194,10 +329,37 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       throw new Error(`sequence out of sync: ${this.sequence.nextTokenIndex} cached vs ${this.cached.length} expected`);
     }
     const firstOutput = input.length - Math.min(outputs, input.length);
-    const out =
-      this.internals && this.currentPath !== 'library'
-        ? await this.appendDirect(this.internals, input, firstOutput, withConfidence, expected)
-        : await this.appendLibrary(input, firstOutput, withConfidence);
+    const internals = this.internals;
+    let out: EvaluatedNext[];
+    if (!internals || this.currentPath === 'library') out = await this.appendLibrary(input, firstOutput, withConfidence);
+    else if (this.currentPath !== 'device') out = await this.appendDirect(internals, input, firstOutput, withConfidence, expected);
+    else if (withConfidence) out = await this.withHostLogits(() => this.appendDirect(internals, input, firstOutput, withConfidence, expected));
+    else {
+      try {
+        out = await this.appendDirect(internals, input, firstOutput, withConfidence, expected);
+      } catch (error) {
+        if (error instanceof DeviceTie) {
+          // Two best logits equal: llama.cpp's greedy sampler picks the first of the tied tokens on the
+          // whole row, which the device did not ship. The batch again, read on the host.
+          this.deviceTies++;
+          await this.sequence.eraseContextTokenRanges([{ start: this.cached.length, end: this.sequence.nextTokenIndex }]);
+          out = await this.withHostLogits(() => this.appendDirect(internals, input, firstOutput, withConfidence, expected));
+          this.cached.push(...input);
+          this.evaluatedTokens += input.length;
+          this.evaluations++;
+          return out;
+        }
+        if (!(error instanceof DeviceSamplingMissing)) throw error;
+        // The sampler was set but did not run on the device (llama.cpp keeps the first samplers of a
+        // chain the device supports and sets the chain all the same): the native path from here, this
+        // batch decoded again without it.
+        this.detachDevice();
+        this.deviceUnavailable = error.message;
+        this.currentPath = 'native';
+        await this.sequence.eraseContextTokenRanges([{ start: this.cached.length, end: this.sequence.nextTokenIndex }]);
+        out = await this.appendDirect(internals, input, firstOutput, withConfidence, expected);
+      }
+    }
     this.cached.push(...input);
     this.evaluatedTokens += input.length;
     this.evaluations++;
@@ -227,10 +389,30 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     if (count <= 0) return [];
     const native = seq._context._ctx;
     const out: EvaluatedNext[] = [];
-    if (this.currentPath === 'native' && this.nativeReader) {
+    if (this.currentPath === 'device' && this.deviceAttached && this.nativeReader) {
       const expectedCount = expected ? Math.min(expected.length, count) : -1;
       for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
-      const read = this.nativeReader.readGreedy(native, batchIndexes, count, this.expectedTokens, expectedCount, withConfidence, this.readTokens, this.readWeights);
+      let read: number;
+      const shippedBefore = this.nativeReader.sampledBytes(native);
+      try {
+        read = this.nativeReader.readSampled(native, batchIndexes, count, this.expectedTokens, expectedCount, this.readTokens);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        if (/no sampled token/.test(message)) throw new DeviceSamplingMissing(message);
+        throw error;
+      }
+      this.shippedLogitBytes += this.nativeReader.sampledBytes(native) - shippedBefore;
+      if (read > 0 && this.readTokens[read - 1] === DEVICE_TIE) throw new DeviceTie();
+      this.positionsRead += read;
+      for (let j = 0; j < read; j++) out.push({ token: this.readTokens[j] });
+      return out;
+    }
+    if ((this.currentPath === 'native' || this.currentPath === 'device') && this.nativeReader) {
+      const expectedCount = expected ? Math.min(expected.length, count) : -1;
+      for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
+      const read = this.nativeReader.readGreedy(native, batchIndexes, count, this.expectedTokens, expectedCount, withConfidence, this.readTokens, this.readWeights, this.sequenceId ?? -1);
+      this.positionsRead += read;
+      this.hostLogitBytes += read * this.vocabularySize * 4;
       for (let j = 0; j < read; j++) {
         const weight = this.readWeights[j];
         out.push(withConfidence && weight > 0 ? { token: this.readTokens[j], confidence: 1 / weight } : { token: this.readTokens[j] });
@@ -247,6 +429,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       const token = next.token;
       if (token == null || token < 0) throw new Error(`no next token at input position ${firstOutput + j}`);
       out.push(next.confidence !== undefined ? { token, confidence: next.confidence } : { token });
+      this.positionsRead++;
+      this.hostLogitBytes += this.vocabularySize * 4;
       // A verify step needs nothing after the first position that disagrees with the proposal.
       if (expected && (j >= expected.length || expected[j] !== token)) break;
     }
@@ -282,6 +466,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     );
     const missing = count > 0 ? batchIndexes.subarray(0, count).indexOf(-1) : -1;
     if (missing >= 0) throw new Error(`no output for input position ${firstOutput + missing}`);
+    if (!this.deviceAttached) this.shippedLogitBytes += count * this.vocabularySize * 4;
     return batchIndexes;
   }
 
@@ -302,15 +487,26 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       throw new Error(`sequence out of sync: ${this.sequence.nextTokenIndex} cached vs ${this.cached.length} expected`);
     }
     const firstOutput = input.length - Math.min(outputs, input.length);
+    const out = await this.withHostLogits(() => this.rankedOutputs(input, firstOutput, top));
+    this.cached.push(...input);
+    this.evaluatedTokens += input.length;
+    this.evaluations++;
+    return out;
+  }
+
+  /** appendRanked's batch and reads, with whole rows of logits on the host. */
+  private async rankedOutputs(input: readonly Token[], firstOutput: number, top: number): Promise<RankedNext[]> {
     const count = input.length - firstOutput;
     const out: RankedNext[] = [];
     if (this.internals && this.currentPath !== 'library') {
       const batchIndexes = await this.decodeBatch(this.internals, input, firstOutput);
       const native = this.internals.seq._context._ctx;
-      if (this.currentPath === 'native' && this.nativeReader && count > 0) {
+      if ((this.currentPath === 'native' || this.currentPath === 'device') && this.nativeReader && count > 0) {
         const tokens = new Int32Array(count * top);
         const logits = new Float32Array(count * top);
-        this.nativeReader.readTop(native, batchIndexes, count, top, tokens, logits);
+        this.nativeReader.readTop(native, batchIndexes, count, top, tokens, logits, this.sequenceId ?? -1);
+        this.positionsRead += count;
+        this.hostLogitBytes += count * this.vocabularySize * 4;
         for (let j = 0; j < count; j++) {
           const ranked: Token[] = [];
           for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
@@ -341,9 +537,6 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
         out.push(rankedFromProbabilities(next.token, pairs, top));
       }
     }
-    this.cached.push(...input);
-    this.evaluatedTokens += input.length;
-    this.evaluations++;
     return out;
   }
 
@@ -450,11 +643,27 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     }
   }
 
-  /** Frees the native sampler (the context and its sequence belong to the caller). */
+  /** Frees the native sampler and detaches the device one (the context and its sequence belong to the caller). */
   async dispose(): Promise<void> {
     this.sampler?.dispose();
     this.sampler = undefined;
+    this.detachDevice();
   }
+}
+
+/** The device sampler was attached but gave no token (it did not run on the device). */
+class DeviceSamplingMissing extends Error {}
+
+/** readSampled's token for a position whose two best logits are equal (top2). */
+const DEVICE_TIE = -2;
+
+/** A read position's two best logits tied: the batch is read again on the host. */
+class DeviceTie extends Error {}
+
+/** Whether the model's layers compute on a GPU (the device path's `auto`). */
+function computesOnGpu(model: LlamaModel | undefined): boolean {
+  const m = model as unknown as { gpuLayers?: number; _llama?: { gpu?: string | false } } | undefined;
+  return (m?.gpuLayers ?? 0) > 0 && m?._llama?.gpu !== undefined && m._llama.gpu !== false;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface NativeAddon {
    * (and, when asked, Σ exp(logit − max) — what node-llama-cpp 3.22+ reports as `totalLogitWeight`,
    * 1 / which is the greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
    * or `expected[j]` ≠ its token (expectedCount -1: read all `count`). Returns how many it read.
+   * Throws while a device greedy sampler is attached to `sequenceId` (default: to any sequence of the
+   * context): those rows are not copied to the host any more.
    */
   readGreedy: (
     nativeContext: object,
@@ -30,6 +32,7 @@ export interface NativeAddon {
     withWeights: boolean,
     outTokens: Int32Array,
     outWeights: Float32Array,
+    sequenceId?: number,
   ) => number;
   /**
    * The `top` highest logits of each of `count` positions (position j from batch output
@@ -37,7 +40,7 @@ export interface NativeAddon {
    * lower token id, so rank 0 is readGreedy's token. Unfilled ranks (a vocabulary smaller than `top`)
    * hold token -1. Returns `count`. For alternative completions, read only when asked for.
    */
-  readTop: (nativeContext: object, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array) => number;
+  readTop: (nativeContext: object, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array, sequenceId?: number) => number;
   /** Gives the context a persistent CPU threadpool of `threads` (llama.cpp's `poll` level: 0 = workers sleep between graphs). Before its first decode. */
   attachThreadpool(nativeContext: object, threads: number, poll: number): boolean;
   /**
@@ -45,6 +48,39 @@ export interface NativeAddon {
    * throws before): llama.cpp's CPU backend touches its last threadpool when it switches away from it.
    */
   releaseThreadpool(nativeContext: object): boolean;
+  /**
+   * Device greedy (llama.cpp's backend sampling, experimental): a new sampler chain set as the
+   * sequence's backend sampler, so that each output row is reduced on the device. `top2` (default):
+   * top_k(2), the two best token ids and logits come back (16 bytes a row) and readSampled takes the
+   * larger, reporting a tie; `argmax`: llama.cpp's greedy sampler, whose token comes back but which
+   * leaves the whole row as the chain's output, so llama.cpp still copies every row to the host (and
+   * ggml_argmax keeps the last of equal logits). `offloaded` false, with the reason, when llama.cpp
+   * cannot (the context then reads logits on the host as before). While attached, readGreedy / readTop
+   * refuse the sequence: its raw rows are not copied any more (stale). The context must have been
+   * created after allowDeviceGreedy (below): llama.cpp's default allows one sampled output per
+   * sequence in a batch.
+   */
+  attachDeviceGreedy(nativeContext: object, sequenceId: number, mode?: DeviceSamplerMode): { offloaded: boolean; reason?: string; mode: DeviceSamplerMode };
+  /** Unsets the sequence's device sampler (from a live context) and frees it; false when it had none. */
+  detachDeviceGreedy(nativeContext: object, sequenceId: number): boolean;
+  /** Frees every device sampler of the context (unset first where it lives); how many. */
+  releaseDeviceGreedy(nativeContext: object): number;
+  /**
+   * readGreedy's contract (the same order and stops) for a context with a device sampler: the tokens
+   * the device sampled, no row of logits read. `top2`: a position whose two best logits are equal
+   * reads as token -2 and ends the read (decode it again without the sampler for its greedy token).
+   * Throws when none is attached.
+   */
+  readSampled: (nativeContext: object, batchIndexes: Int32Array, count: number, expected: Int32Array, expectedCount: number, outTokens: Int32Array) => number;
+  /** Before node-llama-cpp creates the native context (after `new AddonContext`): lets a sampled sequence have a whole batch of outputs. */
+  allowSampledOutputs(nativeContext: object): boolean;
+  /**
+   * Bytes of logits readGreedy / readTop read on the host (vocabulary × 4 a position read; readSampled
+   * none), for the context or, without one, the process.
+   */
+  hostLogitBytes(nativeContext?: object): number;
+  /** Bytes llama.cpp copied to the host for the rows readSampled read (token, candidates, logits, probabilities), for the context or the process. */
+  sampledBytes(nativeContext?: object): number;
   /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
   argmax(logits: Float32Array): number;
   /** The calling contract of the build (ADDON_API_VERSION). */
@@ -56,9 +92,12 @@ export interface NativeAddon {
   readonly takesSamplingLock: boolean;
 }
 
+/** The device sampler chain (NativeAddon.attachDeviceGreedy). */
+export type DeviceSamplerMode = 'top2' | 'argmax';
+
 const ADDON_FILE = 'draftline-native.node';
 /** What this code expects of the addon's functions; a build exporting another is not used. */
-const ADDON_API_VERSION = 3;
+const ADDON_API_VERSION = 4;
 /** node-llama-cpp pads a context's KV cells up to a multiple of this (its `contextSizePad`). */
 const CONTEXT_CELLS_PAD = 256;
 
@@ -110,7 +149,7 @@ interface ContextShape {
  * the context's native object laid out as the header it was compiled against says (the probe reads
  * only the object's own fields before dereferencing anything).
  */
-export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nativeContext: object } | { error: string } {
+export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nativeContext: object; vocabularySize: number } | { error: string } {
   const loaded = loadNativeAddon();
   if ('error' in loaded) return loaded;
   const internals = context as unknown as { _ctx?: object; _llama?: { llamaCppRelease?: { release: string } } };
@@ -121,12 +160,13 @@ export function nativeAddonFor(context: ContextShape): { addon: NativeAddon; nat
   }
   // As node-llama-cpp asks llama.cpp for them: each sequence its own contextSize cells, padded up.
   const cells = Math.ceil((context.contextSize * context.totalSequences) / CONTEXT_CELLS_PAD) * CONTEXT_CELLS_PAD;
+  let vocabularySize: number;
   try {
-    loaded.addon.probe(internals._ctx, cells, context.batchSize, context.totalSequences);
+    vocabularySize = loaded.addon.probe(internals._ctx, cells, context.batchSize, context.totalSequences).vocabularySize;
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) };
   }
-  return { addon: loaded.addon, nativeContext: internals._ctx };
+  return { addon: loaded.addon, nativeContext: internals._ctx, vocabularySize };
 }
 
 /** A context's persistent threadpool, to release once the context is disposed. */
@@ -161,4 +201,51 @@ export function attachThreadpool(context: ContextShape, threads: number): Attach
       attached = false;
     },
   };
+}
+
+/** What allowDeviceGreedy needs of node-llama-cpp's Llama: its native bindings and release. */
+interface LlamaBindingsInternals {
+  _bindings?: { AddonContext?: new (...args: never[]) => object };
+  llamaCppRelease?: { release: string };
+}
+
+const ALLOWS_SAMPLED_OUTPUTS = Symbol.for('draftline.allowsSampledOutputs');
+
+/**
+ * Makes the contexts this Llama creates from now on able to carry a device greedy sampler
+ * (LlamaSequenceEvaluator's `device` path): llama.cpp's default context parameters allow a sequence
+ * with a backend sampler one output per batch, and a verify batch has k + 1. The limit is a creation
+ * parameter node-llama-cpp does not expose, so its native context class is replaced (on this Llama's
+ * bindings, once) by a subclass that raises it between construction and creation. A context that never
+ * attaches a sampler is unaffected (llama.cpp reads the limit only for sequences with one). Contexts
+ * made before the call refuse attachDeviceGreedy with a reason.
+ */
+export function allowDeviceGreedy(llama: object): { ok: true } | { error: string } {
+  if (process.env.DRAFTLINE_DEVICE_GREEDY === 'off') return { error: 'disabled by DRAFTLINE_DEVICE_GREEDY=off' };
+  const loaded = loadNativeAddon();
+  if ('error' in loaded) return loaded;
+  const { addon } = loaded;
+  const internals = llama as LlamaBindingsInternals;
+  const bindings = internals._bindings;
+  const Original = bindings?.AddonContext;
+  if (!bindings || typeof Original !== 'function') return { error: 'node-llama-cpp internals missing' };
+  if ((Original as unknown as Record<symbol, boolean>)[ALLOWS_SAMPLED_OUTPUTS]) return { ok: true };
+  if (addon.llamaCppRelease !== internals.llamaCppRelease?.release) {
+    return { error: `the native addon was built for llama.cpp ${addon.llamaCppRelease}, node-llama-cpp runs ${internals.llamaCppRelease?.release ?? 'an unknown release'}` };
+  }
+  const Base = Original as unknown as new (...args: unknown[]) => object;
+  class AllowingSampledOutputs extends Base {
+    constructor(...args: unknown[]) {
+      super(...args);
+      try {
+        addon.allowSampledOutputs(this);
+      } catch {
+        // Left as llama.cpp's default: attachDeviceGreedy refuses this context with a reason.
+      }
+    }
+  }
+  Object.defineProperty(AllowingSampledOutputs, ALLOWS_SAMPLED_OUTPUTS, { value: true });
+  Object.defineProperty(AllowingSampledOutputs, 'name', { value: Original.name });
+  bindings.AddonContext = AllowingSampledOutputs as unknown as typeof Original;
+  return { ok: true };
 }
