@@ -8,6 +8,18 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=bench/cache/llama-server
+# DRAFTLINE_MACHINE_CACHE (set by scripts/test.sh): a folder outside the checkout that keeps the build
+# for every checkout on this machine (CI's fresh clones among them), as a CI cache would. The checkout's
+# bench/cache/llama-server then points there; the release check below still decides what is rebuilt.
+if [ -n "${DRAFTLINE_MACHINE_CACHE:-}" ] && [ ! -e "$DIR" ]; then
+  mkdir -p "$DRAFTLINE_MACHINE_CACHE/llama-server" "$(dirname "$DIR")"
+  ln -s "$DRAFTLINE_MACHINE_CACHE/llama-server" "$DIR"
+fi
+if [ -L "$DIR" ]; then
+  # One build at a time in the shared folder.
+  exec 9>"$(readlink -f "$DIR").lock"
+  flock 9
+fi
 BIN=$DIR/build/bin/llama-server
 LLAMA=node_modules/node-llama-cpp/llama
 RELEASE_STAMP=$DIR/llama.cpp-release

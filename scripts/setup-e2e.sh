@@ -24,6 +24,12 @@ RG_RELEASE="v13.0.0-10"
 
 START=$(date +%s)
 log() { printf '[setup-e2e] %s\n' "$*"; }
+# DRAFTLINE_MACHINE_CACHE (set by scripts/test.sh): code-server installed once per machine and version,
+# outside the checkout, for every checkout here (CI's fresh clones among them), as a CI cache would.
+if [[ -n "${DRAFTLINE_MACHINE_CACHE:-}" && ! -e "$CS_DIR" ]]; then
+  mkdir -p "$DRAFTLINE_MACHINE_CACHE/code-server-$CS_VERSION" "$(dirname "$CS_DIR")"
+  ln -s "$DRAFTLINE_MACHINE_CACHE/code-server-$CS_VERSION" "$CS_DIR"
+fi
 die() { printf '[setup-e2e] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------------- apt

@@ -10,7 +10,7 @@ import { backendExplanation, gpuName } from '../engine/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import { type AttachedThreadpool, attachThreadpool } from './nativeAddon';
+import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from './nativeAddon';
 import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 import { chooseSequenceBudget, kvBytesPerToken, type SequenceBudget } from './sequenceBudget';
@@ -138,6 +138,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     memo,
     verifySize: speculation.maxProposal + 1,
     runtime: `${backend} ${llama.llamaCppRelease.release}`,
+    deviceGreedy: role === 'target' ? (settings.deviceGreedy ?? 'auto') : 'off',
   });
   // The draft first: it is small, and only worth running if it is as fast as it can be (all on
   // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -194,7 +195,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     // Why this backend and thread count: the status bar explains a CPU fallback and the default threads.
     runtime: await describeRuntimeChoice(settings, llama),
     ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
-    tokenReader: target.evaluator.nativeUnavailable ? `${target.evaluator.path} (native reader: ${target.evaluator.nativeUnavailable})` : target.evaluator.path,
+    tokenReader: describeTokenReader(target.evaluator),
     nativeAddon: target.evaluator.path === 'native' ? { used: true } : { used: false, reason: target.evaluator.nativeUnavailable ?? `the ${target.evaluator.path} path was asked for` },
     threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
     flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
@@ -236,6 +237,8 @@ export interface ModelPlacement {
   /** Verify batch size the target's measurement times (maxProposal + 1). */
   verifySize: number;
   runtime: string;
+  /** Whether its evaluators read greedy tokens sampled on the device (ModelSettings.deviceGreedy); unset: 'off'. */
+  deviceGreedy?: 'auto' | 'on' | 'off';
 }
 
 /**
@@ -270,8 +273,13 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
       memoKey: { modelPath: info.path, role: placement.role, threads: placement.threads, contextSize: placement.contextSize, verifySize: placement.verifySize, runtime: placement.runtime },
       measure: (flashAttention) => timeCompletionWork(model, info, { ...options, flashAttention }, work),
     });
+    // Device greedy needs a context created with room for a batch of sampled outputs (allowDeviceGreedy):
+    // asked for where it may be used, so a CPU-only machine's contexts stay as node-llama-cpp makes them.
+    const deviceGreedy = placement.deviceGreedy ?? 'off';
+    const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0) ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
-    const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model));
+    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const) };
+    const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model, undefined, evaluatorOptions));
     return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]! };
   } catch (error) {
     await model.dispose().catch(() => undefined);
@@ -376,4 +384,11 @@ function round1(ms: number): number {
 
 function basename(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
+}
+
+/** How the target's greedy tokens are read, and why not a faster way where one was asked for (Show Stats). */
+function describeTokenReader(evaluator: LlamaSequenceEvaluator): string {
+  if (evaluator.path === 'device') return 'device (greedy sampled on the device; no logits rows to the host)';
+  const why = [evaluator.nativeUnavailable && `native reader: ${evaluator.nativeUnavailable}`, evaluator.deviceUnavailable && `device greedy: ${evaluator.deviceUnavailable}`].filter(Boolean);
+  return why.length ? `${evaluator.path} (${why.join('; ')})` : evaluator.path;
 }

@@ -182,6 +182,7 @@ export class NextEditModelSlot {
       memo: settings.attentionMemoFile ? new AttentionMemo(settings.attentionMemoFile) : undefined,
       verifySize: this.verifySize,
       runtime: `${pairInfo.backend} ${llama.llamaCppRelease.release}`,
+      deviceGreedy: settings.deviceGreedy ?? 'auto',
     };
     let model: LoadedModel;
     let gpuFallback: string | undefined;

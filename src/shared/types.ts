@@ -36,6 +36,12 @@ export interface ModelSettings {
    * while they ran there): why, for the status bar and Show Stats.
    */
   gpuFallback?: string;
+  /**
+   * Greedy tokens of the target sampled on its device (llama.cpp backend sampling): 'auto' (the
+   * default) where the target computes on a GPU, 'on' wherever llama.cpp offloads it (tests run it on
+   * the CPU), 'off' never. Not a user setting.
+   */
+  deviceGreedy?: 'auto' | 'on' | 'off';
 }
 
 export interface SpeculationSettings {

@@ -4,7 +4,7 @@
 // test/unit/lossless.test.ts runs it on the CPU, test/unit/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, DecodeMode, LocalCompletionResult, SpeculationSettings } from '../../src/shared/types';
+import type { CompletionRequest, DecodeMode, LocalCompletionResult, ModelSettings, SpeculationSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
@@ -18,6 +18,8 @@ export interface Pair {
   draft: () => Promise<string>;
   prompts: number;
   speculation?: Partial<SpeculationSettings>;
+  /** How the models are loaded beyond the suite's defaults (the device greedy path). */
+  models?: Partial<ModelSettings>;
   /** An unrelated draft: proposals are made but (almost) never accepted. */
   unrelated?: boolean;
   /** Only the next-edit window copy cases (a slower pair the completion cases already cover elsewhere). */
@@ -25,7 +27,7 @@ export interface Pair {
 }
 
 export interface SuiteOptions {
-  load: (target: string, draft: string, speculation: Partial<SpeculationSettings>) => Promise<InferenceSession>;
+  load: (target: string, draft: string, speculation: Partial<SpeculationSettings>, models?: Partial<ModelSettings>) => Promise<InferenceSession>;
   /** Tokens a completion asks for (a slow backend asks fewer). */
   maxTokens?: number;
   /** Prompts the stop-rule and cancellation cases run on. */
@@ -53,7 +55,9 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
     let session: InferenceSession;
     let drift = 0;
     before(async () => {
-      session = await options.load(await pair.target(), await pair.draft(), pair.speculation ?? {});
+      session = await options.load(await pair.target(), await pair.draft(), pair.speculation ?? {}, pair.models);
+      // A pair asking for the device greedy path runs on it, not on a silent fallback.
+      if (pair.models?.deviceGreedy === 'on') assert.match(session.info.tokenReader ?? '', /^device/, session.info.tokenReader);
       // Token identity needs llama.cpp to compute a position the same in a batch as alone. Where it
       // does not (drift > 0), a divergence is allowed only at a numerical tie of the top two logits.
       // Whether they do depends on the CPU kernel llama.cpp picks: the generic x86-64 one is

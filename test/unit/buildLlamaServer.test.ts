@@ -33,9 +33,10 @@ describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release
     fs.rmSync(source, { recursive: true, force: true });
   };
 
-  const build = () => {
+  const build = (machineCache = '', checkout = repo) => {
     fs.writeFileSync(cmakeCalls, '');
-    const run = spawnSync('bash', [path.join(repo, 'scripts/build-llama-server.sh')], { cwd: repo, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' });
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, DRAFTLINE_MACHINE_CACHE: machineCache };
+    const run = spawnSync('bash', [path.join(checkout, 'scripts/build-llama-server.sh')], { cwd: checkout, env, encoding: 'utf8' });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     return { output: run.stdout, cmakeRan: fs.readFileSync(cmakeCalls, 'utf8').includes('--build') };
   };
@@ -90,5 +91,25 @@ if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\ne
     assert.match(unkeyed.output, /cache is from llama\.cpp \(unknown release\); node-llama-cpp ships v0\.5\.0: rebuilding/);
     assert.ok(unkeyed.cmakeRan);
     assert.equal(builtRelease(), 'v0.5.0');
+  });
+
+  it("with a machine cache, a second checkout (a fresh CI clone) finds the first one's build", () => {
+    const machine = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-machine-cache-'));
+    const second = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-llama-server-clone-'));
+    try {
+      fs.mkdirSync(path.join(second, 'scripts'));
+      fs.copyFileSync(path.join(ROOT, 'scripts/build-llama-server.sh'), path.join(second, 'scripts/build-llama-server.sh'));
+      fs.cpSync(path.join(repo, 'node_modules'), path.join(second, 'node_modules'), { recursive: true });
+      fs.rmSync(cache(), { recursive: true, force: true });
+      assert.ok(build(machine).cmakeRan);
+      assert.ok(fs.lstatSync(cache()).isSymbolicLink());
+      const clone = build(machine, second);
+      assert.equal(clone.cmakeRan, false, clone.output);
+      assert.match(clone.output, /already built/);
+      assert.equal(execFileSync(path.join(second, 'bench/cache/llama-server/build/bin/llama-server'), ['--version'], { encoding: 'utf8' }).trim(), 'v0.5.0');
+    } finally {
+      fs.rmSync(machine, { recursive: true, force: true });
+      fs.rmSync(second, { recursive: true, force: true });
+    }
   });
 });

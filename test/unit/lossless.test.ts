@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { SpeculationSettings } from '../../src/shared/types';
+import type { ModelSettings, SpeculationSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import type { writeRandomLlamaModel } from '../support/ggufWriter';
 import { promptCases } from '../support/prompts';
@@ -19,8 +19,8 @@ const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draf
 const EMBEDDED_V3 = { target: path.join(ROOT, 'models/draftline-code-target.gguf'), draft: path.join(ROOT, 'models/draftline-code-draft.gguf') };
 const log = () => undefined;
 
-async function load(target: string, draft: string, speculation: Partial<SpeculationSettings> = {}, threads = 1) {
-  return InferenceSession.load({ targetModel: target, draftModel: draft, gpu: 'cpu', gpuLayers: 0, threads, contextSize: 512 }, { ...DEFAULT_SPECULATION, ...speculation }, log);
+async function load(target: string, draft: string, speculation: Partial<SpeculationSettings> = {}, models: Partial<ModelSettings> = {}) {
+  return InferenceSession.load({ targetModel: target, draftModel: draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512, ...models }, { ...DEFAULT_SPECULATION, ...speculation }, log);
 }
 
 const random =
@@ -41,6 +41,15 @@ const pairs: Pair[] = [
     prompts: 30,
     speculation: fixedProposals,
     unrelated: true,
+  },
+  // The target's greedy tokens sampled on its device (llama.cpp backend sampling; here the CPU backend), read back as ids.
+  {
+    name: 'embedded pair, greedy sampled on the device, fixed verify shape 8',
+    target: async () => EMBEDDED.target,
+    draft: async () => EMBEDDED.draft,
+    prompts: 16,
+    speculation: { verifyShape: 'fixed', fixedShapeSize: 8 },
+    models: { deviceGreedy: 'on' },
   },
   // Verify batches of one fixed size a generation, the proposal padded (speculation/verifyShape.ts): what a graph backend runs.
   { name: 'embedded pair, fixed verify shape 8', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 16, speculation: { verifyShape: 'fixed', fixedShapeSize: 8 } },
@@ -86,7 +95,7 @@ describe('lossless up to numerical ties on a model whose kernels are not batch-i
 describe('lossless at 2 threads, target and draft on persistent threadpools', () => {
   let session: InferenceSession;
   before(async () => {
-    session = await load(EMBEDDED.target, EMBEDDED.draft, fixedProposals, 2);
+    session = await load(EMBEDDED.target, EMBEDDED.draft, fixedProposals, { threads: 2 });
   });
   after(async () => session?.dispose());
 
