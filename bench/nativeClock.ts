@@ -61,22 +61,58 @@ export function clockNative(session: InferenceSession): NativeClock {
     },
   });
   context._ctx = proxy;
-  // The native reader unwraps the context object itself: give it the real one behind the proxy.
+  // The native addon unwraps the context object itself: every call of it gets the real one behind the
+  // proxy; its token reads (host logits, or the device's sampled ids) count as reading.
   const loaded = loadNativeAddon();
   if ('addon' in loaded) {
-    const read = loaded.addon.readGreedy;
-    loaded.addon.readGreedy = (ctx, ...rest) => {
-      if (ctx !== proxy) return read(ctx, ...rest);
-      const t = performance.now();
-      try {
-        return read(native, ...rest);
-      } finally {
-        clock.sampleMs += performance.now() - t;
-        clock.samples++;
-      }
-    };
+    const addon = loaded.addon as unknown as Record<string, unknown>;
+    for (const name of Object.keys(addon)) {
+      const fn = addon[name];
+      if (typeof fn !== 'function' || name === 'argmax') continue;
+      const reads = name === 'readGreedy' || name === 'readSampled';
+      addon[name] = (ctx: unknown, ...rest: unknown[]) => {
+        if (ctx !== proxy) return (fn as (...a: unknown[]) => unknown)(ctx, ...rest);
+        const t = performance.now();
+        try {
+          return (fn as (...a: unknown[]) => unknown)(native, ...rest);
+        } finally {
+          if (reads) {
+            clock.sampleMs += performance.now() - t;
+            clock.samples++;
+          }
+        }
+      };
+    }
   }
   return clock;
+}
+
+/**
+ * Median forward pass of b tokens with an output each, at `depth` cached tokens, each size timed in a
+ * run of its own (the last rounds of a run): what a fixed verify shape pays, where a backend that
+ * replays captured graphs replays one (speculation/verifyShape.ts). measureForwardPass interleaves sizes.
+ */
+export async function measureWarmForwardPass(session: InferenceSession, clock: NativeClock, sizes: number[], depth: number): Promise<Record<number, number>> {
+  const ev = session.target.evaluator;
+  await session.resetCaches();
+  const filler = Array.from({ length: depth }, (_, i) => 100 + (i % 3000));
+  for (let i = 0; i < depth; i += 256) await ev.append(filler.slice(i, i + 256), 0);
+  const out: Record<number, number> = {};
+  for (const b of sizes) {
+    const times: number[] = [];
+    for (let round = 0; round < 12; round++) {
+      const before = clock.decodeMs;
+      await ev.append(
+        Array.from({ length: b }, (_, i) => 200 + i + round),
+        b,
+      );
+      if (round >= 4) times.push(clock.decodeMs - before);
+      await ev.truncate(depth);
+    }
+    out[b] = median(times)!;
+  }
+  await session.resetCaches();
+  return out;
 }
 
 /** Median raw forward pass (decodeBatch alone) of b tokens with an output each, at `depth` cached tokens. */

@@ -1,4 +1,4 @@
-// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off]
+// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off] [--device-greedy auto|on|off]
 // Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
 // greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
 // controlledEvaluate, `direct` = our batch + reused native sampler, `native` = our batch + Draftline's
@@ -19,7 +19,7 @@ import { engineDocument, flashAttentionOption } from './engineView';
 import { OracleProposer } from './oracleProposer';
 import { fmt, median } from './stats';
 import { benchTarget } from './targets';
-import { clockNative, measureForwardPass } from './nativeClock';
+import { clockNative, measureForwardPass, measureWarmForwardPass } from './nativeClock';
 import { runBenchmark, saveReport } from './savedRun';
 
 const argv = process.argv.slice(2);
@@ -32,7 +32,11 @@ const threads = Number(opt('threads', '1'));
 const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
 const flashAttention = flashAttentionOption(opt('flash-attention', 'auto'));
 const taskCount = Number(opt('tasks', '6'));
+/** The device greedy path (inference/llamaSequenceEvaluator.ts): auto = on a GPU; on = wherever llama.cpp offloads it (the CPU too). */
+const deviceGreedy = opt('device-greedy', 'auto') as NonNullable<ModelSettings['deviceGreedy']>;
 const K = 5;
+/** Fixed verify shapes timed in runs of their own. */
+const WARM_SIZES = [1, 2, 4, 8, 16, 32, 64];
 const MAX_TOKENS = 48;
 
 interface StepRow {
@@ -96,13 +100,24 @@ async function confidenceCost(
 
 async function profileTarget(
   name: string,
-): Promise<{ rows: StepRow[]; v: Record<number, number>; depth: number; confidence: Awaited<ReturnType<typeof confidenceCost>>; backend: string; note: string; differing: number; runs: number }> {
+): Promise<{
+  rows: StepRow[];
+  v: Record<number, number>;
+  warm: Record<number, number>;
+  depth: number;
+  confidence: Awaited<ReturnType<typeof confidenceCost>>;
+  backend: string;
+  note: string;
+  differing: number;
+  runs: number;
+}> {
   const target = await benchTarget(name);
   const session = await InferenceSession.load(
-    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention },
+    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention, deviceGreedy },
     { ...DEFAULT_SPECULATION, maxProposal: K },
     () => undefined,
   );
+  const deviceTried = (session.target.evaluator as LlamaSequenceEvaluator).path === 'device';
   const clock = clockNative(session);
   const evaluator = session.target.evaluator as LlamaSequenceEvaluator;
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400 });
@@ -111,11 +126,14 @@ async function profileTarget(
   // At the prompts' depth: attention over the prompt is much of a small model's forward pass.
   const depth = Math.round(median(requests.map((r) => session.promptFor(r).length))!);
   const v = await measureForwardPass(session, clock, [1, K + 1], depth);
+  // Each size in a run of its own: on a graph backend (CUDA) the steady cost of a fixed verify shape.
+  const warm = await measureWarmForwardPass(session, clock, WARM_SIZES, depth);
   const rows: StepRow[] = [];
   let totalDiffering = 0;
   // library: controlledEvaluate; direct: our batch + one reused sampler, outputs read in order up to
   // the first rejection; native: the same with all reads in one native call (the default when built).
-  const paths: EvaluatorPath[] = evaluator.nativeUnavailable ? ['library', 'direct'] : ['library', 'direct', 'native'];
+  // device: greedy sampled on the target's device (a GPU's default), where the session attached it.
+  const paths: EvaluatorPath[] = evaluator.nativeUnavailable ? ['library', 'direct'] : ['library', 'direct', 'native', ...(deviceTried ? (['device'] as const) : [])];
   if (evaluator.nativeUnavailable) process.stderr.write(`native reader unavailable: ${evaluator.nativeUnavailable}\n`);
   // Oracle at a = 1: every proposal right (k+1 tokens a step); a = 0: every proposal wrong.
   const kinds = [
@@ -187,7 +205,7 @@ async function profileTarget(
   const confidence = await confidenceCost(session, depth);
   const backend = backendExplanation(session.info);
   await session.dispose();
-  return { rows, v, depth, confidence, backend, note: target.note, differing: totalDiffering, runs: tasks.length * kinds.length * paths.length };
+  return { rows, v, warm, depth, confidence, backend, note: target.note, differing: totalDiffering, runs: tasks.length * kinds.length * paths.length };
 }
 
 async function main() {
@@ -195,13 +213,16 @@ async function main() {
   const md: string[] = [`# Decode step profile (${new Date().toISOString()}, ${threads} thread${threads === 1 ? '' : 's'})`, ''];
   const all: StepRow[] = [];
   const confidences: Record<string, unknown> = {};
+  const warmForwardPass: Record<string, Record<number, number>> = {};
   for (const name of targetNames) {
-    const { rows, v, depth, confidence, backend, note, differing, runs } = await profileTarget(name);
+    const { rows, v, warm, depth, confidence, backend, note, differing, runs } = await profileTarget(name);
     all.push(...rows.map((r) => ({ ...r, depth })));
     md.push(
       `## ${name} (${note}), backend ${backend}`,
       '',
       `Raw forward pass (decodeBatch alone, median, after ${depth} cached tokens as in the tasks): V(1) = ${fmt(v[1], 3)} ms, V(${K + 1}) = ${fmt(v[K + 1], 3)} ms (${fmt(v[K + 1] / v[1], 2)}x).`,
+      '',
+      `Each size in a run of its own (a fixed verify shape; where a backend replays captured graphs, warm), V(b) / V(1): ${WARM_SIZES.map((b) => `${b}: ${fmt(warm[b]! / warm[1]!, 2)}`).join(', ')} (V(1) ${fmt(warm[1], 3)} ms).`,
       '',
     );
     md.push('| step | path | ms / step | forward pass | reading | rest of verify | erase | propose | loop bookkeeping | overhead (step - forward pass) | overhead / V(1) | step / V(b) |');
@@ -218,12 +239,13 @@ async function main() {
     );
     md.push('', `Runs whose output differs from plain decoding (near-ties under batch drift): ${differing} of ${runs}.`);
     confidences[name] = confidence;
+    warmForwardPass[name] = warm;
     md.push('');
   }
   md.push(
-    `Columns, per step in ms: forward pass = the native decodeBatch calls; reading = the native sampleToken calls (one per output read) or native reader calls (one per step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    `Columns, per step in ms: forward pass = the native decodeBatch calls; reading = the native sampleToken calls (one per output read), native reader calls (one per step, host logits) or, on the device path, the sampled ids read back (one call a step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
   );
-  saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences });
+  saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences, warmForwardPass });
 }
 
 runBenchmark(main);
