@@ -49,7 +49,8 @@ if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
   ISA=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON)
   grep -qw avx512f /proc/cpuinfo && ISA+=(-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON)
 fi
-cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF "${ISA[@]}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
+# RUNPATH $ORIGIN: the build works wherever the folder is (a machine cache found through a link).
+cmake -S "$DIR/src" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DLLAMA_CURL=OFF "${ISA[@]}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
 # llama-quantize too: the bench quantises its random 1.5B to Q8_0 (bench/targets.ts), the way real models ship.
 cmake --build "$DIR/build" --target llama-server llama-quantize -j "$(nproc)"
 touch "$DIR/build/.runs-here"

@@ -1,6 +1,6 @@
 // The platforms Draftline is packaged for: each VS Code target, the node-llama-cpp prebuilt binary
 // packages it carries, and which GPU backend each of them runs. One table for scripts/package.mjs
-// (what goes into a .vsix) and test/unit/packages.test.ts (what must be in it).
+// (what goes into a .vsix) and test/integration/packages.test.ts (what must be in it).
 //
 // What node-llama-cpp 3.21.1 publishes (npm view @node-llama-cpp/<name>@3.21.1): a CPU binary for every
 // target below; Vulkan for linux-x64 and win-x64 only (no linux-arm64-vulkan, win-arm64-vulkan or

@@ -40,8 +40,8 @@ APT_PACKAGES=(
   libkrb5-dev libsecret-1-dev libx11-dev libxkbfile-dev   # headers for code-server's native modules
   build-essential python3 pkg-config make g++             # node-gyp toolchain
   tar gzip ca-certificates
-  mesa-vulkan-drivers libvulkan1   # llvmpipe, a software Vulkan device: test/unit/vulkan.test.ts runs the GPU path on it
-  xz-utils util-linux              # the bench kit's archive (xz) and its no-network run (unshare): test/unit/benchKit.test.ts
+  mesa-vulkan-drivers libvulkan1   # llvmpipe, a software Vulkan device: test/integration/vulkan.test.ts runs the GPU path on it
+  xz-utils util-linux              # the bench kit's archive (xz) and its no-network run (unshare): test/integration/benchKit.test.ts
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

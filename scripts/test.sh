@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: typecheck, lint, build, unit + model-backed tests, the contract tests against
-# a real llama-server, and the real-editor test (code-server + chromium, installed by
-# scripts/setup-e2e.sh when missing).
+# The whole test suite: typecheck, lint, build, then the tests in tiers, and the contract tests against a
+# real llama-server and the real-editor tests (code-server + chromium, installed by scripts/setup-e2e.sh
+# when missing):
+#   test/unit         pure: no model, no process, no server; two files at a time (under a minute)
+#   test/model        real GGUF models in this process; two files at a time (each computes on one thread)
+#   test/integration  processes, servers, packaging, threadpools, the software GPU; one at a time
+#   test/e2e          a real VS Code in chromium; one at a time
 #
-# llama-server is built once from the llama.cpp source node-llama-cpp ships (~20 min on 2 cores,
-# cached in bench/cache/): niced, in the background while the unit tests run. DRAFTLINE_SKIP_LLAMA_SERVER=1
-# skips the build, and the tests that need the server say they were skipped.
+# llama-server is built once from the llama.cpp source node-llama-cpp ships (~20 min on 2 cores):
+# niced, in the background while the tiers run, and kept per machine (DRAFTLINE_MACHINE_CACHE below).
+# DRAFTLINE_SKIP_LLAMA_SERVER=1 skips the build, and the tests that need the server say they were skipped.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p test-output
@@ -21,15 +25,24 @@ fi
 bash scripts/setup-e2e.sh
 # The native greedy reader must build here (Linux, g++): its tests compare it with node-llama-cpp's sampler.
 export DRAFTLINE_REQUIRE_NATIVE=1
-# The GPU path runs on llvmpipe (mesa-vulkan-drivers, installed by setup-e2e.sh): test/unit/vulkan.test.ts.
+# The GPU path runs on llvmpipe (mesa-vulkan-drivers, installed by setup-e2e.sh): test/integration/vulkan.test.ts.
 export DRAFTLINE_REQUIRE_VULKAN=1
 npx tsc -p tsconfig.json
 npm run --silent lint
 node esbuild.mjs
-NEEDS_SERVER=(test/unit/llamaServerContract.test.ts)
-UNIT=()
-for f in test/unit/*.test.ts; do [[ " ${NEEDS_SERVER[*]} " == *" $f "* ]] || UNIT+=("$f"); done
-node --import tsx --test --test-concurrency=1 --test-timeout=900000 "${UNIT[@]}"
+NEEDS_SERVER=(test/integration/llamaServerContract.test.ts)
+INTEGRATION=()
+for f in test/integration/*.test.ts; do [[ " ${NEEDS_SERVER[*]} " == *" $f "* ]] || INTEGRATION+=("$f"); done
+tier() {
+  local name=$1 concurrency=$2 started=$SECONDS
+  shift 2
+  echo "== $name ($# files)"
+  node --import tsx --test --test-concurrency="$concurrency" --test-timeout=900000 "$@"
+  echo "== $name: $((SECONDS - started)) s"
+}
+tier unit 2 test/unit/*.test.ts
+tier model 2 test/model/*.test.ts
+tier integration 1 "${INTEGRATION[@]}"
 if [ -n "$BUILD_PID" ]; then
   echo "waiting for the llama-server build (log: test-output/llama-server-build.log)"
   if ! wait "$BUILD_PID"; then
@@ -38,4 +51,4 @@ if [ -n "$BUILD_PID" ]; then
     exit 1
   fi
 fi
-node --import tsx --test --test-concurrency=1 --test-timeout=900000 "${NEEDS_SERVER[@]}" test/e2e/*.test.ts
+tier 'llama-server contract and e2e' 1 "${NEEDS_SERVER[@]}" test/e2e/*.test.ts

@@ -1,5 +1,5 @@
 // Whether the worker gets a copy of an open document for its n-gram index (vscode/documentSync.ts
-// applies it; bench/bigFile.ts and test/unit/bigFile.test.ts drive the same decision without an
+// applies it; bench/bigFile.ts and test/integration/bigFile.test.ts drive the same decision without an
 // editor). A mirrored document costs its whole text once over IPC and its whole text tokenized in
 // the worker (CPU time that competes with completions, and with everything else on a busy
 // machine); what the index gives back is prompt-lookup proposals from it. Minified code gives few

@@ -28,8 +28,8 @@ import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/
  *   sampler for its batch, reads on the host and attaches it again (llama.cpp re-reserves its
  *   scheduler at each: keep those rare). On a CPU it is slower, not faster (nothing to ship; the
  *   reductions are ggml's single-threaded ops), hence `auto` only on a GPU.
- * The best available of the first three is chosen; all give the same tokens (test/unit/sequenceEvaluator.test.ts,
- * test/unit/deviceGreedy.test.ts).
+ * The best available of the first three is chosen; all give the same tokens (test/model/sequenceEvaluator.test.ts,
+ * test/model/deviceGreedy.test.ts).
  */
 export type EvaluatorPath = 'native' | 'direct' | 'library' | 'device';
 

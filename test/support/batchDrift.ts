@@ -138,7 +138,7 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
  * splits its work by the cache's length, and a short probe can read 0 where completions drift).
  * One depth is not enough: on the v3 target with flash attention off, batches drift by 0.04-0.09
  * logits after 60, 100, 150 or 300 tokens and by exactly 0 after 216, the only depth the probe
- * used at context 512 (test/unit/batchDriftProbe.test.ts).
+ * used at context 512 (test/model/batchDriftProbe.test.ts).
  */
 export function probeDepths(capacity: number): number[] {
   const deep = Math.max(8, Math.min(400, Math.floor(capacity / 2) - 40));

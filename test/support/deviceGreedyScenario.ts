@@ -3,7 +3,7 @@
 // decode loop drives an evaluator: a prompt, plain steps, verify batches of k + 1 outputs with an
 // expected proposal (reads stop at the first rejection), the rejected tail erased and re-appended,
 // confidences and alternatives now and then (the device sampler detached for those batches and
-// attached again). Shared by test/unit/deviceGreedy.test.ts (CPU) and deviceGreedyVulkan.test.ts.
+// attached again). Shared by test/model/deviceGreedy.test.ts (CPU) and deviceGreedyVulkan.test.ts.
 import assert from 'node:assert/strict';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';

@@ -1,7 +1,7 @@
 // The lossless suite, one model pair at a time: every speculative mode (ngram, draft, hybrid, the
 // lookahead pool, a window draft), stop rules and cancellation yield exactly the target's plain
 // greedy tokens, or differ only where the target's top two logits are a measured numerical tie.
-// test/unit/lossless.test.ts runs it on the CPU, test/unit/vulkan.test.ts on a Vulkan device.
+// test/model/lossless.test.ts runs it on the CPU, test/integration/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, DecodeMode, LocalCompletionResult, ModelSettings, SpeculationSettings } from '../../src/shared/types';
@@ -38,6 +38,12 @@ export interface SuiteOptions {
    * on node-llama-cpp 3.21: minutes on a 150k-token vocabulary). Default: before the cases, reported.
    */
   driftAtFirstDivergence?: boolean;
+  /**
+   * 'core' (a slow backend): the speculative modes, the next-edit window copy and cancellation, where a
+   * backend's numerics and its abort meet the decoder; the lookahead pool, self-speculation, interleaved
+   * prompt states and stop rules are the decoder's own logic, the same on every backend. Default 'all'.
+   */
+  cases?: 'all' | 'core';
   /** Called once the drift and the divergences are known (the Vulkan suite reports them). */
   report?: (r: { pair: string; drift: number; runs: number; divergences: number; confirmed: number }) => void;
 }
@@ -52,6 +58,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
   describe(`lossless: ${pair.name}`, () => {
     // The completion cases, skipped for a copy-only pair.
     const completionIt = pair.copyOnly ? it.skip : it;
+    const decoderLogicIt = options.cases === 'core' ? it.skip : completionIt;
     let session: InferenceSession;
     let drift = 0;
     before(async () => {
@@ -118,7 +125,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       if (!pair.unrelated) assert.ok(accepted > 0, 'some proposals were accepted');
     });
 
-    completionIt("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
+    decoderLogicIt("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
       let proposed = 0;
       for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 5 + pair.name.length)) {
         const plain = await session.complete(request_(c, 'plain'));
@@ -177,7 +184,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       if (outputMeetsWindow) assert.ok(tally.window[1] > 0, 'the window was copied from');
     });
 
-    completionIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
+    decoderLogicIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
       let proposed = 0;
       let accepted = 0;
       // Every step drafts: the adaptive policy would write a draft as costly as the target off, and
@@ -196,7 +203,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);
     });
 
-    completionIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
+    decoderLogicIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
       let reusedWhole = 0;
       const cases = promptCases(Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
       for (let i = 0; i + 1 < cases.length; i += 2) {
@@ -226,7 +233,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(reusedWhole > 0);
     });
 
-    completionIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
+    decoderLogicIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(options.stopCases ?? 12, 99)) {
         const plainFree = await session.complete(request_(c, 'plain', { maxTokens: 60 }));
         const stop = plainFree.text.slice(10, 13);

@@ -1,4 +1,4 @@
-// A scripted HTTP server on 127.0.0.1 for the server backends' tests (test/unit/remoteBackends.test.ts):
+// A scripted HTTP server on 127.0.0.1 for the server backends' tests (test/integration/remoteBackends.test.ts):
 // each route answers with a JSON status+body, a recorded SSE/NDJSON stream replayed with delays
 // (optionally stalling or dropping the connection part way), garbage, a hang, or a dropped
 // connection. It records every request (headers, JSON body) and whether and when the client went

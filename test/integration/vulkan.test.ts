@@ -84,7 +84,7 @@ if (!skip) {
         return session;
       },
       maxTokens: 24,
-      stopCases: 2,
+      cases: 'core',
       cancelCases: 3,
       report: (r) =>
         drifts.push(

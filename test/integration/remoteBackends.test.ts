@@ -497,7 +497,7 @@ describe("the prompt template llama-server's model calls for", () => {
   });
 
   it("llama-server: CodeLlama's ▁<EOT> and DeepSeek-Coder's <|EOT|>, which llama.cpp writes as text and does not end at, end the completion as locally", async () => {
-    // The ids of the real vocabularies (test/unit/realTokenizers.test.ts); /infill's check shows the FIM tokens after the BOS.
+    // The ids of the real vocabularies (test/integration/realTokenizers.test.ts); /infill's check shows the FIM tokens after the BOS.
     const families: { specials: Record<string, number>; prompt: string; eot: string; label: RegExp }[] = [
       { specials: { '<s>': 1, '▁<PRE>': 32007, '▁<SUF>': 32008, '▁<MID>': 32009, '▁<EOT>': 32010 }, prompt: '<s>▁<PRE>▁<SUF>▁<MID>', eot: ' <EOT>', label: /^the CodeLlama template/ },
       {

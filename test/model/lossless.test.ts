@@ -1,7 +1,7 @@
 // Lossless, proven on real GGUF models: every speculative mode yields exactly the target's plain
 // greedy tokens, over many prompts (real code and adversarial text), on the embedded pair and on
 // random-weight models of several shapes (GQA, f32, tied output) with drafts of every quality.
-// The suite itself is test/support/losslessSuite.ts (test/unit/vulkan.test.ts runs it on Vulkan).
+// The suite itself is test/support/losslessSuite.ts (test/integration/vulkan.test.ts runs it on Vulkan).
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -87,22 +87,5 @@ describe('lossless up to numerical ties on a model whose kernels are not batch-i
     assert.ok(drift > 0 && drift < 0.01, `drift ${drift}`);
     const divergences = await divergencesAllAtTies(session, promptCases(40, 505), drift);
     process.stdout.write(`# F32 model: ${divergences} of 120 runs diverged, all at near-ties\n`);
-  });
-});
-
-// Two threads: target and draft compute on persistent threadpools (src/inference/nativeAddon.ts).
-// Multi-threaded batch kernels may split sums differently from single tokens: ties allowed, as above.
-describe('lossless at 2 threads, target and draft on persistent threadpools', () => {
-  let session: InferenceSession;
-  before(async () => {
-    session = await load(EMBEDDED.target, EMBEDDED.draft, fixedProposals, { threads: 2 });
-  });
-  after(async () => session?.dispose());
-
-  it('every speculative mode equals plain decoding, or differs only at a near-tie', async () => {
-    assert.match(session.info.threadpool ?? '', /^persistent, 2 threads/);
-    const drift = await batchDrift(session);
-    const divergences = await divergencesAllAtTies(session, promptCases(20, 2), drift);
-    process.stdout.write(`# 2 threads: drift ${drift}, ${divergences} of 60 runs diverged, all at near-ties\n`);
   });
 });
