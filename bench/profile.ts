@@ -98,9 +98,7 @@ async function confidenceCost(
   return { libraryConfidence, directConfidence, directSource, nativeConfidence: native, noConfidence };
 }
 
-async function profileTarget(
-  name: string,
-): Promise<{
+async function profileTarget(name: string): Promise<{
   rows: StepRow[];
   v: Record<number, number>;
   warm: Record<number, number>;
