@@ -77,12 +77,9 @@ export class InferenceSession {
   private nextEdits: Promise<unknown> = Promise.resolve();
   /**
    * Where alternatives may branch off the greedy completion: anywhere in it, or only before its first
-   * line with content is complete, so that each alternative shows another first line (the default).
-   * Bench regime 10 compares both (bench/results/2026-11-25T05-04-28/, 80 tasks): branching anywhere,
-   * the smallest margin was mostly in a later line (median token 7-8) and 39-43% of the answers showed
-   * another first line; first-line scope 84-96%, and on the v3 pair the file's real first line was
-   * among the 3 suggestions on 8% of the tasks vs 1% for the greedy one alone (anywhere: 1%), in no
-   * more time (only the first line's positions are ranked: median 280 vs 301 ms on v3).
+   * line with content is complete, so that each alternative shows another first line (the default:
+   * branching anywhere mostly picks a later line, and the suggestions then read alike). Bench regime
+   * 10 compares both (docs/BENCHMARK.md).
    */
   alternativesScope: 'completion' | 'firstLine' = 'firstLine';
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */

@@ -175,11 +175,11 @@ export interface AttachedThreadpool {
 }
 
 /**
- * Gives a node-llama-cpp context a persistent CPU threadpool when it computes with 2+ threads. Measured
- * on this 2-core VM at 2 threads, a decode step of the tiny target took 8.6-12.5 ms with llama.cpp's
- * per-graph threads and 0.9-1.9 ms with a threadpool (v3 target: 5-14 ms → 1.7-3.8 ms), faster than
- * at 1 thread. Workers sleep between graphs (poll 0) unless DRAFTLINE_THREADPOOL_POLL says otherwise:
- * a spinning worker of one context would take a core from the other (target and draft alternate).
+ * Gives a node-llama-cpp context a persistent CPU threadpool when it computes with 2+ threads: without
+ * one, llama.cpp (as node-llama-cpp builds it) creates and joins its threads for every graph, which
+ * made a step several times slower than one thread (bench/PROFILE.md). Workers sleep between graphs
+ * (poll 0) unless DRAFTLINE_THREADPOOL_POLL says otherwise: a spinning worker of one context would
+ * take a core from the other (target and draft alternate).
  */
 export function attachThreadpool(context: ContextShape, threads: number): AttachedThreadpool | { error: string } {
   if (threads < 2) return { error: 'one thread: no workers to keep' };

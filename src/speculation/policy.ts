@@ -17,8 +17,8 @@ const DEFAULT_PRIORS: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5,
 
 /**
  * The window copy's longest proposal when SpeculationSettings.copyMaxProposal is not set. Long: on a
- * CPU a token costs least in the largest batches (this 2-core VM, 1.5B Q8_0: a batch of 65 costs
- * ~22 single steps, one of 33 ~15, one of 5 ~5), and in a copy run most of a window is accepted.
+ * CPU a token costs least in the largest batches (docs/BENCHMARK.md, 'Next edits'), and in a copy run
+ * most of a window is accepted.
  */
 export const COPY_MAX_PROPOSAL = 64;
 
