@@ -37,6 +37,7 @@ const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`
 
 /** What a lent GPU box takes: 64 MiB copied onto it, less room for the command's own files. */
 const KIT_LIMIT_BYTES = 60 * 2 ** 20;
+const VOCAB_MODEL = 'tiny-code-draft.gguf';
 /**
  * ggml's CPU variants for processors no H100/H200 server has (older ones, and Alder Lake's desktop
  * parts; the loader takes the best one the CPU supports, x64 stays as the fallback): left out.
@@ -187,8 +188,8 @@ function writeScripts(commit: string): void {
  */
 const STABLE_PARTS: Record<string, string[]> = {
   node: ['node'],
-  models: ['models'],
-  runtime: ['node_modules', '.cache', 'bench/cache', 'llama.cpp.tar.xz', 'llama.cpp.json'],
+  models: ['models/draftline-code-target.gguf', 'models/draftline-code-draft.gguf'],
+  runtime: ['node_modules', '.cache', 'bench/cache', 'llama.cpp.tar.xz', 'llama.cpp.json', `models/${VOCAB_MODEL}`],
 };
 const MODELS_ARCHIVE = 'draftline-bench-kit-models.tar.xz';
 const PART_CACHE = path.join(ROOT, '.cache', 'bench-kit-parts');
@@ -278,6 +279,9 @@ async function main(): Promise<void> {
     for (const file of Object.values(embeddedPairPaths(ROOT, pair))) fs.cpSync(file, path.join(KIT, 'models', path.basename(file)));
   }
   fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
+  // The random targets' vocabulary (test/support/ggufWriter.ts embeddedVocabFile) where the v3 pair has
+  // not arrived yet: the tiny draft, 1.4 MB, with the same tokenizer, travels with the kit.
+  fs.cpSync(path.join(ROOT, 'models', VOCAB_MODEL), path.join(KIT, 'models', VOCAB_MODEL));
   const corpus = path.dirname(ensureCorpus());
   fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
   // The edits regime (--regimes edits) offline: its npm version pairs' tarballs (unpacked there on

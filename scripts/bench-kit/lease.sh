@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU lease: bash run.sh lease [--budget-s N] [--deadline-s N] [--out DIR] [--small] [--restart]
+# One GPU lease: bash run.sh lease [--prepare] [--budget-s N] [--deadline-s N] [--out DIR] [--small] [--restart]
 #
 # In order: starts build-cuda.sh in the background (ggml-cuda for this GPU, llama-server,
 # llama-quantize), writes the random targets the runs need on the CPU while it builds, checks that
@@ -12,6 +12,9 @@
 # starts over. Without a GPU (nvidia-smi sees none) every step runs on the CPU and nothing is built:
 # llama-server is used where bench/cache/llama-server/build/bin holds one. --small: the small random
 # targets and a case or task or two a step (a check that every step runs, not a measurement).
+# --prepare: starts the build and the targets detached (setsid: they outlive the command that started
+# them) and returns at once; a later run.sh lease waits for them. For a box that takes the kit and the
+# models in two calls (docs/BENCHMARK.md): the first prepares, the second runs.
 #
 # Writes two files into --out (the kit's lease-out/ by default): lease.log (everything printed, with
 # each step's seconds) and lease-results.tar.gz (bench/results/, the build's log among them).
@@ -22,6 +25,7 @@ budget=540
 deadline=570
 out="$KIT/lease-out"
 small=0
+prepare=
 STATE="$KIT/.lease-state"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +33,9 @@ while [ $# -gt 0 ]; do
   --deadline-s) deadline="$2"; shift 2 ;;
   --out) out="$2"; shift 2 ;;
   --small) small=1; shift ;;
-  --restart) rm -f "$STATE"; shift ;;
+  --restart) rm -f "$STATE" "$KIT/.prepared"; shift ;;
+  --prepare) prepare=detach; shift ;;
+  --prepare-now) prepare=now; shift ;;
   *) echo "run.sh lease: unknown argument $1 (--budget-s N, --deadline-s N, --out DIR, --small, --restart)" >&2; exit 2 ;;
   esac
 done
@@ -39,12 +45,10 @@ LOG="$out/lease.log"
 
 now() { date +%s; }
 
-lease() {
-  local t0 build_pid= build_rc=none cores gpu
+# The build (in the background) and the random targets; leaves "<build exit> <gpu>" in .prepared.
+prepare() {
+  local t0 build_pid= build_rc=none gpu
   t0=$(now)
-  cores=$(nproc)
-  echo "[lease] $(tr -d '\n' <"$KIT/KIT.json" | tr -s ' ')"
-  echo "[lease] budget ${budget} s for the steps after the build; ${cores} cores; out: $out"
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     gpu=cuda
     nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader | sed 's/^/[lease] GPU: /'
@@ -60,12 +64,8 @@ lease() {
 
   # The random targets, written on the CPU while the build runs (one process each: the writer is
   # single-threaded). The Q8_0 copy of the 1.5B needs llama-quantize: its step makes it.
-  local replay_q8=1.5b-qwen-coder-q8 replay_f16=1.5b-qwen-coder big_targets=7b,7b-qwen profile_targets=v3,qwen-vocab
   local -a targets=(1.5b-qwen-coder 7b 7b-qwen qwen-vocab qwen-coder-small)
-  if [ "$small" = 1 ]; then
-    replay_q8=qwen-coder-small replay_f16=qwen-coder-small big_targets= profile_targets=v3
-    targets=(qwen-coder-small)
-  fi
+  [ "$small" = 1 ] && targets=(qwen-coder-small)
   local t=$(now) name
   local -a writers=()
   for name in "${targets[@]}"; do
@@ -78,8 +78,29 @@ lease() {
   if [ -n "$build_pid" ]; then
     wait "$build_pid" && build_rc=0 || build_rc=$?
     tail -3 "$KIT/bench/results/build-cuda.log"
-    echo "[lease] build-cuda.sh: exit $build_rc, $(($(now) - t0)) s after the lease started"
+    echo "[lease] build-cuda.sh: exit $build_rc, $(($(now) - t0)) s after it started"
   fi
+  echo "$build_rc $gpu" >"$KIT/.prepared"
+}
+
+lease() {
+  local t0 build_rc gpu cores
+  t0=$(now)
+  cores=$(nproc)
+  echo "[lease] $(tr -d '\n' <"$KIT/KIT.json" | tr -s ' ')"
+  echo "[lease] budget ${budget} s for the steps after the build; ${cores} cores; out: $out"
+  if [ -f "$KIT/.prepare.pid" ] && [ ! -f "$KIT/.prepared" ]; then
+    local pid
+    pid=$(cat "$KIT/.prepare.pid")
+    echo "[lease] waiting for the preparation run.sh lease --prepare started (pid $pid)"
+    while [ ! -f "$KIT/.prepared" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
+    cat "$KIT/.prepare.log"
+    echo "[lease] prepared $(($(now) - t0)) s after this call started"
+  fi
+  [ -f "$KIT/.prepared" ] || prepare
+  read -r build_rc gpu <"$KIT/.prepared"
+  local replay_q8=1.5b-qwen-coder-q8 replay_f16=1.5b-qwen-coder big_targets=7b,7b-qwen profile_targets=v3,qwen-vocab
+  [ "$small" = 1 ] && { replay_q8=qwen-coder-small replay_f16=qwen-coder-small big_targets= profile_targets=v3; }
   local cuda=$gpu
   if [ "$gpu" = cuda ] && [ "$build_rc" != 0 ]; then
     cuda=cpu
@@ -145,5 +166,18 @@ lease() {
   echo "[lease] results: $out/lease-results.tar.gz ($(du -k "$out/lease-results.tar.gz" | cut -f1) KiB); lease $(($(now) - t0)) s in all"
 }
 
-lease 2>&1 | tee "$LOG"
-exit "${PIPESTATUS[0]}"
+case "$prepare" in
+detach)
+  rm -f "$KIT/.prepared"
+  small_flag=()
+  [ "$small" = 1 ] && small_flag=(--small)
+  setsid bash "$KIT/lease.sh" --prepare-now "${small_flag[@]}" </dev/null >"$KIT/.prepare.log" 2>&1 &
+  echo $! >"$KIT/.prepare.pid"
+  echo "[lease] preparing in the background (pid $!, log $KIT/.prepare.log): the build and the targets; run.sh lease waits for them"
+  ;;
+now) prepare ;;
+*)
+  lease 2>&1 | tee "$LOG"
+  exit "${PIPESTATUS[0]}"
+  ;;
+esac

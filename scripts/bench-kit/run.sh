@@ -3,6 +3,7 @@
 #   bash run.sh [bench args]            e.g. --gpu cuda --regimes 1,2 --regime2-targets v3,7b-qwen
 #   bash run.sh profile [profile args]  the per-step profile (npm run bench:profile)
 #   bash run.sh lease [--budget-s N] [--out DIR]   a GPU lease's every step, one command (lease.sh)
+#   bash run.sh lease --prepare         the build and the random targets, detached (a first call)
 #   bash run.sh server-check            llama-server starts and answers
 # With --gpu cuda (the default where nvidia-smi sees a GPU) it first compiles ggml's CUDA backend
 # and llama-server for this GPU (build-cuda.sh, once). Results: bench/results/ inside the kit.
@@ -13,7 +14,10 @@ SCRIPT="$KIT/bench/run.js"
 # The v3 pair: in the kit, else from draftline-bench-kit-models.tar.xz beside it (the archives travel
 # apart: both would not fit in one box's 64 MiB), else from a checkout of the repository
 # (DRAFTLINE_KIT_MODELS=<checkout>/models: the device tool sends the working tree anyway).
-if [ ! -f "$KIT/models/draftline-code-target.gguf" ] || [ ! -f "$KIT/models/draftline-code-draft.gguf" ]; then
+# (run.sh lease --prepare does without: it builds and writes the random targets.)
+preparing=
+[ "${1:-}" = lease ] && [[ " $* " == *" --prepare "* ]] && preparing=1
+if [ -z "$preparing" ] && { [ ! -f "$KIT/models/draftline-code-target.gguf" ] || [ ! -f "$KIT/models/draftline-code-draft.gguf" ]; }; then
   if [ -f "$KIT/../draftline-bench-kit-models.tar.xz" ]; then
     tar -xJf "$KIT/../draftline-bench-kit-models.tar.xz" -C "$KIT/.."
   elif [ -n "${DRAFTLINE_KIT_MODELS:-}" ]; then

@@ -37,13 +37,15 @@ export interface VocabSpec {
 export const EMBEDDED_TARGET_MODEL = path.resolve(__dirname, '../../models/tiny-code-target.gguf');
 
 /**
- * Where the embedded vocabulary is read: tiny-code-target.gguf, or where it is absent (the bench kit
- * carries the v3 pair alone) the v3 draft, which has the same tokenizer (models/README.md; checked
- * by test/unit/embeddedVocab.test.ts).
+ * Where the embedded vocabulary is read: the first of these in models/, all with the same tokenizer
+ * (models/README.md; checked by test/unit/embeddedVocab.test.ts). The bench kit carries the tiny
+ * draft alone of the tiny pair, and the v3 pair travels apart.
  */
+const EMBEDDED_VOCAB_FILES = ['tiny-code-target.gguf', 'tiny-code-draft.gguf', 'draftline-code-draft.gguf'];
+
 export function embeddedVocabFile(modelsDir = path.dirname(EMBEDDED_TARGET_MODEL)): string {
-  const tiny = path.join(modelsDir, 'tiny-code-target.gguf');
-  return fs.existsSync(tiny) ? tiny : path.join(modelsDir, 'draftline-code-draft.gguf');
+  const files = EMBEDDED_VOCAB_FILES.map((f) => path.join(modelsDir, f));
+  return files.find((f) => fs.existsSync(f)) ?? files[0]!;
 }
 
 let embeddedVocab: Promise<VocabSpec> | null = null;
