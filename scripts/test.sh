@@ -23,7 +23,8 @@ export DRAFTLINE_REQUIRE_VULKAN=1
 npx tsc -p tsconfig.json
 npm run --silent lint
 node esbuild.mjs
-NEEDS_SERVER=(test/unit/llamaServerContract.test.ts)
+# The bench kit's test runs its lease with the llama-server built here where the kit would build its own.
+NEEDS_SERVER=(test/unit/llamaServerContract.test.ts test/unit/benchKit.test.ts)
 UNIT=()
 for f in test/unit/*.test.ts; do [[ " ${NEEDS_SERVER[*]} " == *" $f "* ]] || UNIT+=("$f"); done
 node --import tsx --test --test-concurrency=1 --test-timeout=900000 "${UNIT[@]}"
