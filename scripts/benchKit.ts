@@ -1,10 +1,11 @@
 // npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan] [--with-tiny]
 //
-// Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz, at most KIT_LIMIT_BYTES) that
-// runs `npm run bench` unchanged on a Linux x64 machine with a GPU driver but no network and no Node:
-// a GPU box lent for a quarter of an hour (docs/BENCHMARK.md, "The bench kit"). Inside: this Node
-// binary, the benches bundled with esbuild, node-llama-cpp with its prebuilt CPU binary and its CUDA
-// one less libggml-cuda.so (159 MB for every architecture: too big to carry), the llama.cpp source
+// Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz with
+// DIR/draftline-bench-kit-models.tar.xz, each at most KIT_LIMIT_BYTES) that runs `npm run bench`
+// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for a
+// quarter of an hour (docs/BENCHMARK.md, "The bench kit"). Inside: this Node binary, the benches
+// bundled with esbuild, node-llama-cpp with its prebuilt CPU binary and its CUDA one less
+// libggml-cuda.so (159 MB for every architecture: too big to carry), the llama.cpp source
 // node-llama-cpp was built from, build-cuda.sh (compiles ggml-cuda, llama-server and llama-quantize
 // for the local GPU only), the v3 pair, the bench corpus and the one tokenizer the random next-edit
 // shapes use. `run.sh [bench args]` builds what is missing and runs the bench; `run.sh lease` runs a
@@ -182,8 +183,8 @@ function writeScripts(commit: string): void {
 /**
  * The kit's parts that change only with Node, the models, node-llama-cpp or the corpus (nearly all of
  * the archives' bytes, and minutes of xz -9e on 2 cores), then the rest (the bundled benches, the
- * scripts, KIT.json). The models (the v3 pair, 31.8 MiB, hardly compressible) are an archive of their
- * own: with Node (21 MiB) and the rest they would not fit in what a lent box takes, and the
+ * scripts, KIT.json). The models (the v3 pair, hardly compressible) are an archive of their own: with
+ * Node and the rest they would not fit in what a lent box takes (sizes: docs/BENCHMARK.md), and the
  * repository's working tree, which the device tool sends anyway, holds them.
  */
 const STABLE_PARTS: Record<string, string[]> = {
@@ -195,8 +196,8 @@ const MODELS_ARCHIVE = 'draftline-bench-kit-models.tar.xz';
 const PART_CACHE = path.join(ROOT, '.cache', 'bench-kit-parts');
 /**
  * xz settings a part: the runtime's CPU and CUDA libraries are near copies of each other, far apart in
- * the tar (a 64 MiB dictionary stores them once); Node and the models are single files that gain
- * little from more (-6 is ~3x faster than -9e: the first run on a fresh checkout pays for it).
+ * the tar (a 64 MiB dictionary stores them once); Node and the models are single files that a larger
+ * dictionary or preset hardly shrinks, while the first run on a fresh checkout pays for it.
  */
 const XZ: Record<string, string> = { node: 'preset=6', models: 'preset=6', runtime: 'preset=9,dict=64MiB', rest: 'preset=9,dict=64MiB' };
 
@@ -285,7 +286,7 @@ async function main(): Promise<void> {
   }
   fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
   // The random targets' vocabulary (test/support/ggufWriter.ts embeddedVocabFile) where the v3 pair has
-  // not arrived yet: the tiny draft, 1.4 MB, with the same tokenizer, travels with the kit.
+  // not arrived yet: the tiny draft, small and with the same tokenizer, travels with the kit.
   fs.cpSync(path.join(ROOT, 'models', VOCAB_MODEL), path.join(KIT, 'models', VOCAB_MODEL));
   const corpus = path.dirname(ensureCorpus());
   fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
