@@ -268,6 +268,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
         maxProposal: DEFAULT_SPECULATION.maxProposal,
         minConfidence: DEFAULT_SPECULATION.draftMinConfidence,
         flashAttention: session.target.attention.flashAttention,
+        gpu: session.info.gpuLayers.target > 0,
         specType,
       });
   }

@@ -9,6 +9,21 @@ import type { CompletionRequest } from '../src/shared/types';
 
 export const LLAMA_SERVER = path.resolve(__dirname, 'cache/llama-server/build/bin/llama-server');
 
+/**
+ * The environment llama.cpp's own programs (llama-server, llama-quantize) run in. The bench kit's
+ * run.sh puts node-llama-cpp's library folder first on LD_LIBRARY_PATH for node (the CUDA backend it
+ * compiles asks for node-llama-cpp's libggml-base.so.0), and a child inherits it: there the server
+ * built beside it would load node-llama-cpp's prebuilt libggml-base and libllama-common, not its own,
+ * a mix of two builds (on the H200: a symbol lookup error at start). run.sh says what the path was
+ * before (DRAFTLINE_SERVER_LD_LIBRARY_PATH, empty for none); those programs get that one back.
+ */
+export function serverEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const own = env.DRAFTLINE_SERVER_LD_LIBRARY_PATH;
+  if (own === undefined) return env;
+  const { LD_LIBRARY_PATH: _inherited, DRAFTLINE_SERVER_LD_LIBRARY_PATH: _own, ...rest } = env;
+  return own ? { ...rest, LD_LIBRARY_PATH: own } : rest;
+}
+
 export interface LlamaServerResult {
   latencyMs: number;
   text: string;
@@ -54,10 +69,12 @@ export class LlamaServer {
       flashAttention?: boolean | 'auto';
       /** A model-free speculation type instead of the draft (`--spec-type ngram-simple`, `ngram-mod`: next edits), its own defaults. */
       specType?: string;
+      /** Every layer (the draft's too) on the GPU, as the bench's own modes run there; else none. */
+      gpu?: boolean;
     },
   ): Promise<LlamaServer> {
     const port = await freePort();
-    const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', '0', '-np', '1', '--no-webui'];
+    const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-c', String(opts.contextSize), '-t', String(opts.threads), '-ngl', opts.gpu ? '999' : '0', '-np', '1', '--no-webui'];
     // The anchor runs the same computation as ours: the target's flash-attention setting as chosen at load.
     if (opts.flashAttention !== undefined) args.push('-fa', opts.flashAttention === 'auto' ? 'auto' : opts.flashAttention ? 'on' : 'off');
     if (draft)
@@ -67,7 +84,7 @@ export class LlamaServer {
         '-md',
         draft,
         '-ngld',
-        '0',
+        opts.gpu ? '999' : '0',
         '--spec-draft-n-max',
         String(opts.maxProposal),
         '--spec-draft-n-min',
@@ -79,7 +96,7 @@ export class LlamaServer {
       );
     if (opts.specType) args.push('--spec-type', opts.specType);
     if (opts.apiKey) args.push('--api-key', opts.apiKey);
-    const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(LLAMA_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'], env: serverEnv() });
     let log = '';
     child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     const url = `http://127.0.0.1:${port}`;

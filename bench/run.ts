@@ -163,6 +163,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
       maxProposal: DEFAULT_SPECULATION.maxProposal,
       minConfidence: DEFAULT_SPECULATION.draftMinConfidence,
       flashAttention: session.target.attention.flashAttention,
+      gpu: session.info.gpuLayers.target > 0,
     };
     servers['llama-server'] = await LlamaServer.start(pair.target, null, opts);
     modes.push('llama-server');
@@ -1174,23 +1175,29 @@ async function main() {
     process.stderr.write(`estimated run time: ${minutes(estimatedSeconds)} as on the busy reference VM at 1 thread, less on a quiet one (${parts.join(', ')})\n`);
   }
   const sectionSeconds: Record<string, number> = {};
+  results.sectionSeconds = sectionSeconds;
+  results.estimatedSeconds = estimatedSeconds;
+  // Written after every section too: a run stopped at a time limit (the bench kit's lease) keeps the sections it finished.
+  const save = () => {
+    if (bench.modes.length) {
+      fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
+    }
+    results.seconds = (Date.now() - started) / 1000;
+    const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
+      .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
+      .join(', ')})`;
+    fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
+    fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
+    return timeLine;
+  };
   for (const section of list) {
     const t0 = Date.now();
     await section.run(bench);
     sectionSeconds[section.name] = (Date.now() - t0) / 1000;
     process.stderr.write(`${section.name}: ${sectionSeconds[section.name].toFixed(0)} s${section.estimateSeconds ? ` (estimated ${section.estimateSeconds.toFixed(0)} s)` : ''}\n`);
+    save();
   }
-  if (bench.modes.length) {
-    fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
-  }
-  results.sectionSeconds = sectionSeconds;
-  results.estimatedSeconds = estimatedSeconds;
-  results.seconds = (Date.now() - started) / 1000;
-  const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
-    .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
-    .join(', ')})`;
-  fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
-  fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
+  const timeLine = save();
   console.log(`${timeLine}\nresults: ${path.relative(process.cwd(), outDir)}/ (results.json, ${bench.modes.length ? 'runs.json, ' : ''}report.md, charts)`);
   if (bench.failed) process.exit(1);
 }

@@ -9,6 +9,7 @@ import { embeddedPairPaths } from '../src/models/embedded';
 import { writeRandomLlamaModel, type RandomLlamaOptions } from '../test/support/ggufWriter';
 import { realVocabModel } from '../test/support/realVocab';
 import { CACHE } from './corpus';
+import { serverEnv } from './llamaServer';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -75,7 +76,7 @@ async function quantizedCopy(file: string, type: 'Q8_0'): Promise<string> {
   const { execFileSync } = await import('node:child_process');
   process.stderr.write(`quantising ${path.basename(file)} to ${type} with llama-quantize (once)\n`);
   try {
-    execFileSync(LLAMA_QUANTIZE, [file, tmp, type], { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+    execFileSync(LLAMA_QUANTIZE, [file, tmp, type], { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20, env: serverEnv() });
   } catch (e) {
     fs.rmSync(tmp, { force: true });
     throw new Error(`llama-quantize failed on ${file}: ${String((e as { stderr?: Buffer }).stderr ?? e).slice(-2000)}`);

@@ -109,7 +109,9 @@ export async function regimeStartup(root: string, pair: { target: string; draft:
   return { rows, runs };
 }
 
-if (require.main === module) {
+// Bundled into the bench kit's run.js, require.main === module holds there too: the script's own
+// name decides, so the kit runs this only when asked (regime 5).
+if (require.main === module && /workerStartup\.[cm]?[tj]s$/.test(process.argv[1] ?? '')) {
   const arg = (name: string, fallback: number) => {
     const i = process.argv.indexOf(`--${name}`);
     return i >= 0 ? Number(process.argv[i + 1]) : fallback;

@@ -1,20 +1,24 @@
 // npm run bench:kit [-- --out DIR] [--no-archive] [--with-vulkan] [--with-tiny]
 //
-// Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz) that runs `npm run bench`
-// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for
-// an hour. Inside: this Node binary, the benches bundled with esbuild, node-llama-cpp with its
-// prebuilt CPU binary and its CUDA one less libggml-cuda.so (159 MB for every architecture: too big
-// to carry), the llama.cpp source node-llama-cpp was built from, build-cuda.sh (compiles ggml-cuda
-// and llama-server for the local GPU only, ~4 min on 16 cores), the embedded pairs and the bench
-// corpus. `run.sh [bench args]` builds what is missing and runs the bench; results land in the kit's
-// bench/results/. A bench artefact only: nothing here goes into the extension's install or package.
-import { execFileSync } from 'node:child_process';
+// Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz with
+// DIR/draftline-bench-kit-models.tar.xz, each at most KIT_LIMIT_BYTES) that runs `npm run bench`
+// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for a
+// quarter of an hour (docs/BENCHMARK.md, "The bench kit"). Inside: this Node binary, the benches
+// bundled with esbuild, node-llama-cpp with its prebuilt CPU binary and its CUDA one less
+// libggml-cuda.so (159 MB for every architecture: too big to carry), the llama.cpp source
+// node-llama-cpp was built from, build-cuda.sh (compiles ggml-cuda, llama-server and llama-quantize
+// for the local GPU only), the v3 pair, the bench corpus and the one tokenizer the random next-edit
+// shapes use. `run.sh [bench args]` builds what is missing and runs the bench; `run.sh lease` runs a
+// lease's every step in one command. Results land in the kit's bench/results/. A bench artefact
+// only: nothing here goes into the extension's install or package.
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
 import { CORPUS_PACKAGES, ensureCorpus } from '../bench/corpus';
 import { EDIT_PAIRS, EDIT_TARBALLS, packageVersionFiles, parsePair, tarballName } from '../bench/editCorpus';
-import { realVocabDir } from '../test/support/realVocab';
+import { REAL_VOCABS, realVocabDir } from '../test/support/realVocab';
 import { type EmbeddedPairName, embeddedPairPaths } from '../src/models/embedded';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -31,6 +35,15 @@ const withVulkan = argv.includes('--with-vulkan');
 const withTiny = argv.includes('--with-tiny');
 const archive = !argv.includes('--no-archive');
 const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
+
+/** What a lent GPU box takes: 64 MiB copied onto it, less room for the command's own files. */
+const KIT_LIMIT_BYTES = 60 * 2 ** 20;
+const VOCAB_MODEL = 'tiny-code-draft.gguf';
+/**
+ * ggml's CPU variants for processors no H100/H200 server has (older ones, and Alder Lake's desktop
+ * parts; the loader takes the best one the CPU supports, x64 stays as the fallback): left out.
+ */
+const OLD_CPU_VARIANTS = ['sandybridge', 'ivybridge', 'piledriver', 'sse42', 'cannonlake', 'cascadelake', 'cooperlake', 'alderlake'].map((v) => `libggml-cpu-${v}.so`);
 
 const sh = (cmd: string, args: string[], options: { cwd?: string; input?: Buffer } = {}) => execFileSync(cmd, args, { maxBuffer: 1 << 30, ...options });
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -57,7 +70,12 @@ async function bundleBenches(): Promise<void> {
     },
   };
   await esbuild.build({
-    entryPoints: { run: path.join(ROOT, 'bench/run.ts'), profile: path.join(ROOT, 'bench/profile.ts') },
+    entryPoints: {
+      run: path.join(ROOT, 'bench/run.ts'),
+      profile: path.join(ROOT, 'bench/profile.ts'),
+      targets: path.join(ROOT, 'bench/writeTargets.ts'),
+      'server-check': path.join(ROOT, 'bench/serverCheck.ts'),
+    },
     outdir: path.join(KIT, 'bench'),
     bundle: true,
     platform: 'node',
@@ -110,7 +128,7 @@ function copyRuntimePackages(): void {
     fs.cpSync(path.join(scope, name), path.join(KIT, 'node_modules', '@node-llama-cpp', name), {
       recursive: true,
       // build-cuda.sh compiles it for the local GPU.
-      filter: (src) => path.basename(src) !== 'libggml-cuda.so',
+      filter: (src) => path.basename(src) !== 'libggml-cuda.so' && !OLD_CPU_VARIANTS.includes(path.basename(src)),
     });
   }
   linkIdenticalBinaries(path.join(KIT, 'node_modules', '@node-llama-cpp'), binaries);
@@ -152,7 +170,7 @@ function copyNode(): void {
 
 function writeScripts(commit: string): void {
   const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'node-llama-cpp', 'package.json'), 'utf8')).version;
-  for (const file of ['run.sh', 'build-cuda.sh', 'README.md']) {
+  for (const file of ['run.sh', 'build-cuda.sh', 'lease.sh', 'README.md']) {
     const text = fs.readFileSync(path.join(ROOT, 'scripts', 'bench-kit', file), 'utf8');
     fs.writeFileSync(path.join(KIT, file), text, { mode: file.endsWith('.sh') ? 0o755 : 0o644 });
   }
@@ -160,6 +178,89 @@ function writeScripts(commit: string): void {
     path.join(KIT, 'KIT.json'),
     `${JSON.stringify({ commit, nodeLlamaCpp: version, node: process.version, corpus: CORPUS_PACKAGES, pairs: withTiny ? ['v3', 'tiny'] : ['v3'], vulkan: withVulkan, created: new Date().toISOString() }, null, 2)}\n`,
   );
+}
+
+/**
+ * The kit's parts that change only with Node, the models, node-llama-cpp or the corpus (nearly all of
+ * the archives' bytes, and minutes of xz -9e on 2 cores), then the rest (the bundled benches, the
+ * scripts, KIT.json). The models (the v3 pair, hardly compressible) are an archive of their own: with
+ * Node and the rest they would not fit in what a lent box takes (sizes: docs/BENCHMARK.md), and the
+ * repository's working tree, which the device tool sends anyway, holds them.
+ */
+const STABLE_PARTS: Record<string, string[]> = {
+  node: ['node'],
+  models: ['models/draftline-code-target.gguf', 'models/draftline-code-draft.gguf'],
+  runtime: ['node_modules', '.cache', 'bench/cache', 'llama.cpp.tar.xz', 'llama.cpp.json', `models/${VOCAB_MODEL}`],
+};
+const MODELS_ARCHIVE = 'draftline-bench-kit-models.tar.xz';
+// Content-addressed, so one folder can serve every checkout on the machine (DRAFTLINE_MACHINE_CACHE, set
+// by scripts/test.sh: a fresh CI clone then compresses nothing that an earlier run compressed).
+const PART_CACHE = process.env.DRAFTLINE_MACHINE_CACHE ? path.join(process.env.DRAFTLINE_MACHINE_CACHE, 'bench-kit-parts') : path.join(ROOT, '.cache', 'bench-kit-parts');
+/**
+ * xz settings a part: the runtime's CPU and CUDA libraries are near copies of each other, far apart in
+ * the tar (a 64 MiB dictionary stores them once); Node and the models are single files that a larger
+ * dictionary or preset hardly shrinks, while the first run on a fresh checkout pays for it.
+ */
+const XZ: Record<string, string> = { node: 'preset=6', models: 'preset=6', runtime: 'preset=9,dict=64MiB', rest: 'preset=9,dict=64MiB' };
+
+/** A tar of `members` (paths in the kit), its bytes the same for the same files (no mtimes, owners or order of their own). */
+function tarOf(members: string[], extra: string[] = []): Buffer {
+  const flags = ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '-b1'];
+  return sh('tar', ['-C', OUT, '-cf', '-', ...flags, ...extra, ...members.map((m) => `draftline-bench-kit/${m}`)]);
+}
+
+function xz(input: Buffer, settings: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('xz', ['-T1', `--lzma2=${settings}`, '-c'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`xz exited ${code}`))));
+    child.stdin.end(input);
+  });
+}
+
+/**
+ * draftline-bench-kit.tar.xz (all but the models) and draftline-bench-kit-models.tar.xz, each of
+ * which `tar -xJf` unpacks as usual. Written as concatenated xz streams (xz reads them as one): a tar
+ * of each stable part without its end-of-archive blocks (-b1: exactly two zero blocks of 512 bytes;
+ * tar stops at the end of the data without them), then the rest with them. So `cat` of the models
+ * archive and the kit's is one archive of the whole kit too. Each stable part's stream is kept in
+ * .cache/bench-kit-parts/ under its tar's hash, so that only a changed part is compressed again (the
+ * kit test makes the archives on every run); parts no longer made are deleted. Returns the files.
+ */
+async function writeArchives(): Promise<string[]> {
+  fs.mkdirSync(PART_CACHE, { recursive: true });
+  const used = new Set<string>();
+  const stable = Object.entries(STABLE_PARTS).map(async ([name, members]) => {
+    const tar = tarOf(members);
+    const body = tar.subarray(0, tar.length - 1024);
+    if (tar.length < 1024 || body.length % 512 !== 0 || tar.subarray(body.length).some((b) => b !== 0)) throw new Error(`tar of ${name}: no end-of-archive blocks where expected`);
+    const cached = path.join(PART_CACHE, `${name}-${createHash('sha256').update(XZ[name]!).update(body).digest('hex').slice(0, 16)}.xz`);
+    used.add(path.basename(cached));
+    if (!fs.existsSync(cached)) {
+      const t0 = Date.now();
+      fs.writeFileSync(`${cached}.partial`, await xz(body, XZ[name]!));
+      fs.renameSync(`${cached}.partial`, cached);
+      log(`compressed ${name} in ${Math.round((Date.now() - t0) / 1000)} s (${mib(fs.statSync(cached).size)}; kept in ${path.relative(ROOT, PART_CACHE)})`);
+    }
+    return cached;
+  });
+  const cachedParts = await Promise.all(stable);
+  const stableMembers = Object.values(STABLE_PARTS).flat();
+  const members = fs.readdirSync(KIT).filter((entry) => !stableMembers.includes(entry));
+  const excludes = stableMembers.filter((m) => m.includes('/')).map((m) => `--exclude=draftline-bench-kit/${m}`);
+  const rest = await xz(tarOf(members, excludes), XZ.rest!);
+  const names = Object.keys(STABLE_PARTS);
+  const write = (file: string, parts: Buffer[]) => {
+    fs.writeFileSync(`${file}.partial`, Buffer.concat(parts));
+    fs.renameSync(`${file}.partial`, file);
+    return file;
+  };
+  const kit = write(path.join(OUT, 'draftline-bench-kit.tar.xz'), [...cachedParts.filter((_, i) => names[i] !== 'models').map((p) => fs.readFileSync(p)), rest]);
+  const models = write(path.join(OUT, MODELS_ARCHIVE), [fs.readFileSync(cachedParts[names.indexOf('models')]!)]);
+  for (const old of fs.readdirSync(PART_CACHE)) if (!used.has(old)) fs.rmSync(path.join(PART_CACHE, old), { force: true });
+  return [kit, models];
 }
 
 async function main(): Promise<void> {
@@ -186,6 +287,9 @@ async function main(): Promise<void> {
     for (const file of Object.values(embeddedPairPaths(ROOT, pair))) fs.cpSync(file, path.join(KIT, 'models', path.basename(file)));
   }
   fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
+  // The random targets' vocabulary (test/support/ggufWriter.ts embeddedVocabFile) where the v3 pair has
+  // not arrived yet: the tiny draft, small and with the same tokenizer, travels with the kit.
+  fs.cpSync(path.join(ROOT, 'models', VOCAB_MODEL), path.join(KIT, 'models', VOCAB_MODEL));
   const corpus = path.dirname(ensureCorpus());
   fs.cpSync(corpus, path.join(KIT, 'bench', 'cache', 'corpus'), { recursive: true });
   // The edits regime (--regimes edits) offline: its npm version pairs' tarballs (unpacked there on
@@ -199,20 +303,26 @@ async function main(): Promise<void> {
       fs.cpSync(path.join(EDIT_TARBALLS, tarballName(name, version)), path.join(KIT, 'bench', 'cache', 'edit-corpus', 'tarballs', tarballName(name, version)));
     }
   }
+  // Of llama.cpp's vocabulary files, Qwen2's alone: the random next-edit shapes carry Qwen2.5-Coder's
+  // tokenizer (realVocabModel's 'qwen2.5-coder-*' variants). The folder's marker file (the last
+  // vocabulary, which says it was extracted whole) is written empty: the kit never reads it.
   const vocab = await realVocabDir();
-  fs.cpSync(vocab, path.join(KIT, path.relative(ROOT, vocab)), { recursive: true });
+  const kitVocab = path.join(KIT, path.relative(ROOT, vocab));
+  for (const file of fs.readdirSync(path.join(vocab, 'models')).filter((f) => f.startsWith('ggml-vocab-qwen2.gguf'))) {
+    fs.cpSync(path.join(vocab, 'models', file), path.join(kitVocab, 'models', file));
+  }
+  fs.writeFileSync(path.join(kitVocab, 'models', `ggml-vocab-${REAL_VOCABS[REAL_VOCABS.length - 1]}.gguf`), '');
   log("llama.cpp's source");
   llamaSource();
   copyNode();
   writeScripts(commit);
   log(`kit: ${KIT} (${mib(sizeOf(KIT))})`);
   if (archive) {
-    const file = path.join(OUT, 'draftline-bench-kit.tar.xz');
-    // One xz stream with a 64 MiB dictionary: the CPU variants in the CPU and CUDA packages are the
-    // same files, stored once.
-    sh('tar', ['-C', OUT, '-cf', `${file}.partial`, '--use-compress-program=xz -T1 --lzma2=preset=9e,dict=64MiB', 'draftline-bench-kit']);
-    fs.renameSync(`${file}.partial`, file);
-    log(`archive: ${file} (${mib(fs.statSync(file).size)})`);
+    for (const file of await writeArchives()) {
+      const size = fs.statSync(file).size;
+      log(`archive: ${file} (${mib(size)})`);
+      if (size > KIT_LIMIT_BYTES) throw new Error(`${path.basename(file)} is ${mib(size)}, over the ${mib(KIT_LIMIT_BYTES)} a lent GPU box takes: leave something out`);
+    }
   }
   log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
 }

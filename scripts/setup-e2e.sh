@@ -41,7 +41,7 @@ APT_PACKAGES=(
   build-essential python3 pkg-config make g++             # node-gyp toolchain
   tar gzip ca-certificates
   mesa-vulkan-drivers libvulkan1   # llvmpipe, a software Vulkan device: test/integration/vulkan.test.ts runs the GPU path on it
-  xz-utils util-linux              # the bench kit's archive (xz) and its no-network run (unshare): test/integration/benchKit.test.ts
+  xz-utils util-linux iproute2     # the bench kit's archive (xz), its no-network run (unshare) with loopback up (ip): test/integration/benchKit.test.ts
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

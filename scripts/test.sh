@@ -30,7 +30,8 @@ export DRAFTLINE_REQUIRE_VULKAN=1
 npx tsc -p tsconfig.json
 npm run --silent lint
 node esbuild.mjs
-NEEDS_SERVER=(test/integration/llamaServerContract.test.ts)
+# The bench kit's test runs its lease with the llama-server built here where the kit would build its own.
+NEEDS_SERVER=(test/integration/llamaServerContract.test.ts test/integration/benchKit.test.ts)
 INTEGRATION=()
 for f in test/integration/*.test.ts; do [[ " ${NEEDS_SERVER[*]} " == *" $f "* ]] || INTEGRATION+=("$f"); done
 tier() {

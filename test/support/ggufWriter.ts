@@ -7,6 +7,7 @@
  * Tensors are generated and written a chunk at a time, so a 300+ MB benchmark model does not
  * have to fit in memory. Same options -> byte-identical file.
  */
+import * as fs from 'node:fs';
 import { open, writeFile, copyFile, truncate, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import * as os from 'node:os';
@@ -35,11 +36,23 @@ export interface VocabSpec {
 
 export const EMBEDDED_TARGET_MODEL = path.resolve(__dirname, '../../models/tiny-code-target.gguf');
 
+/**
+ * Where the embedded vocabulary is read: the first of these in models/, all with the same tokenizer
+ * (models/README.md; checked by test/unit/embeddedVocab.test.ts). The bench kit carries the tiny
+ * draft alone of the tiny pair, and the v3 pair travels apart.
+ */
+const EMBEDDED_VOCAB_FILES = ['tiny-code-target.gguf', 'tiny-code-draft.gguf', 'draftline-code-draft.gguf'];
+
+export function embeddedVocabFile(modelsDir = path.dirname(EMBEDDED_TARGET_MODEL)): string {
+  const files = EMBEDDED_VOCAB_FILES.map((f) => path.join(modelsDir, f));
+  return files.find((f) => fs.existsSync(f)) ?? files[0]!;
+}
+
 let embeddedVocab: Promise<VocabSpec> | null = null;
 
-/** The embedded models' vocabulary (read once from tiny-code-target.gguf, then cached). */
+/** The embedded models' vocabulary (read once, then cached). */
 export function loadEmbeddedVocab(): Promise<VocabSpec> {
-  embeddedVocab ??= readVocabFromGguf(EMBEDDED_TARGET_MODEL);
+  embeddedVocab ??= readVocabFromGguf(embeddedVocabFile());
   embeddedVocab.catch(() => (embeddedVocab = null));
   return embeddedVocab;
 }
