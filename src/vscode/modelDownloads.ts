@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { catalogModelByUri } from '../models/catalog';
-import { downloadedPath, isModelUri } from '../models/downloadIndex';
+import { inspectModelFile } from '../gguf/modelFileCheck';
+import { DownloadError, type DownloadProgress, type DownloadProxySettings, downloadedPath, isModelUri, recordDownload } from '../models/downloadIndex';
 import { downloadInWorker } from '../models/downloadInWorker';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
@@ -21,39 +22,144 @@ function formatEta(seconds: number): string {
   return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
 }
 
+/** VS Code's proxy settings, for the worker's downloads (it also honours HTTPS_PROXY and the like). */
+function proxySettings(): DownloadProxySettings {
+  const http = vscode.workspace.getConfiguration('http');
+  return { url: http.get<string>('proxy') || undefined, noProxy: http.get<string[]>('noProxy') ?? [] };
+}
+
+/** The buttons of a failed download's message. */
+export const DOWNLOAD_FAILED_CHOICES = { retry: 'Retry', local: 'Use a Local File…', log: 'Open Log' } as const;
+
+/** Marks an error whose message the user has already seen (the caller shows no second one). */
+export function markShown(error: Error): Error {
+  return Object.assign(error, { shown: true });
+}
+
+export function wasShown(error: unknown): boolean {
+  return (error as { shown?: unknown } | undefined)?.shown === true;
+}
+
+/** One download's progress text: what it waits for before the first byte, then bytes, percent, speed and ETA. */
+export function progressMessage(p: DownloadProgress): string {
+  if (p.note !== undefined && p.downloadedBytes === 0) return p.note;
+  if (p.verifiedBytes !== undefined) return `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`;
+  if (p.totalBytes <= 0) return `${mb(p.downloadedBytes)} · ${mb(p.bytesPerSecond)}/s`;
+  const percent = Math.floor((100 * p.downloadedBytes) / p.totalBytes);
+  return `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} (${percent}%) · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`;
+}
+
 /**
- * Downloads with a cancellable progress notification (size, speed, ETA). Resolves to local paths.
- * The download runs in the inference worker (node-llama-cpp never loads in the extension host).
+ * Downloads with a cancellable progress notification (waiting, then size, percent, speed, ETA).
+ * Resolves to local paths. The download runs in the inference worker (node-llama-cpp never loads
+ * in the extension host). Its start, each wait and retry, its end, failure or cancel go to the log.
+ * A failure is shown with Retry, Use a Local File… (the file then stands for the URI, as if
+ * downloaded) and Open Log; the error the caller then gets is marked shown.
  */
-export async function downloadWithProgress(context: vscode.ExtensionContext, worker: WorkerClient, uris: string[], title: string): Promise<string[]> {
+export async function downloadWithProgress(context: vscode.ExtensionContext, worker: WorkerClient, uris: string[], title: string, log?: vscode.LogOutputChannel): Promise<string[]> {
+  for (;;) {
+    try {
+      return await downloadOnce(context, worker, uris, title, log);
+    } catch (error) {
+      if (!(error instanceof DownloadError) || error.code === 'cancelled') throw error;
+      const choice = await vscode.window.showErrorMessage(`Draftline: ${error.message}`, DOWNLOAD_FAILED_CHOICES.retry, DOWNLOAD_FAILED_CHOICES.local, DOWNLOAD_FAILED_CHOICES.log);
+      if (choice === DOWNLOAD_FAILED_CHOICES.retry) {
+        log?.info(`download: retry asked for ${uris.join(', ')}`);
+        continue;
+      }
+      if (choice === DOWNLOAD_FAILED_CHOICES.local) {
+        const files = await pickLocalFiles(context, uris, log);
+        if (files) return files;
+      }
+      if (choice === DOWNLOAD_FAILED_CHOICES.log) log?.show(true);
+      throw markShown(error);
+    }
+  }
+}
+
+async function downloadOnce(context: vscode.ExtensionContext, worker: WorkerClient, uris: string[], title: string, log?: vscode.LogOutputChannel): Promise<string[]> {
   return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
     const controller = new AbortController();
-    token.onCancellationRequested(() => controller.abort());
-    let reported = 0;
-    return downloadInWorker(worker, uris, {
-      dirPath: modelsDir(context),
-      signal: controller.signal,
-      huggingFaceEndpoint: huggingFaceEndpoint(),
-      onProgress: (p) => {
-        const percent = p.totalBytes ? (100 * p.downloadedBytes) / p.totalBytes : 0;
-        progress.report({
-          increment: Math.max(0, percent - reported),
-          message:
-            p.verifiedBytes === undefined
-              ? `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`
-              : `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`,
-        });
-        reported = Math.max(reported, percent);
-      },
+    token.onCancellationRequested(() => {
+      log?.info(`download: cancelled by the user (${uris.join(', ')})`);
+      controller.abort();
     });
+    let reported = 0;
+    let lastNote: string | undefined;
+    let firstByte = false;
+    const started = Date.now();
+    log?.info(`download: starting ${uris.join(', ')} into ${modelsDir(context)}`);
+    progress.report({ message: 'starting…' });
+    try {
+      const files = await downloadInWorker(worker, uris, {
+        dirPath: modelsDir(context),
+        signal: controller.signal,
+        huggingFaceEndpoint: huggingFaceEndpoint(),
+        proxy: proxySettings(),
+        onProgress: (p) => {
+          if (p.note !== undefined && p.note !== lastNote) {
+            lastNote = p.note;
+            log?.info(`download: ${p.note}`);
+          }
+          if (!firstByte && p.downloadedBytes > 0) {
+            firstByte = true;
+            log?.info(`download: receiving (${mb(p.totalBytes)} in all)`);
+          }
+          const percent = p.totalBytes ? (100 * (p.verifiedBytes ?? p.downloadedBytes)) / p.totalBytes : 0;
+          progress.report({ increment: p.verifiedBytes === undefined ? Math.max(0, percent - reported) : 0, message: progressMessage(p) });
+          if (p.verifiedBytes === undefined) reported = Math.max(reported, percent);
+        },
+      });
+      log?.info(`download: done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${files.join(', ')}`);
+      return files;
+    } catch (error) {
+      const e = error as Error & { code?: unknown };
+      if (e instanceof DownloadError && e.code === 'cancelled') log?.info('download: cancelled; the partial files were removed');
+      else log?.error(`download failed after ${((Date.now() - started) / 1000).toFixed(1)} s: ${e.message}`);
+      throw error;
+    }
   });
+}
+
+/**
+ * "Use a Local File…": the user downloaded the file elsewhere. Each chosen file must be a GGUF;
+ * it is then recorded for its URI (as not verified, with why), so the setting that names the URI
+ * resolves to it from now on.
+ */
+async function pickLocalFiles(context: vscode.ExtensionContext, uris: string[], log?: vscode.LogOutputChannel): Promise<string[] | undefined> {
+  const files: string[] = [];
+  for (const uri of uris) {
+    const known = catalogModelByUri(uri);
+    const [picked] =
+      (await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        filters: { 'GGUF model': ['gguf'] },
+        openLabel: 'Use This File',
+        title: `Draftline: the local file for ${known?.name ?? uri}${known ? ` (${fileNameOf(uri)})` : ''}`,
+      })) ?? [];
+    if (!picked) return undefined;
+    try {
+      await inspectModelFile(picked.fsPath);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Draftline: ${picked.fsPath} is not a usable model: ${(error as Error).message}`);
+      return undefined;
+    }
+    recordDownload(modelsDir(context), uri, { file: picked.fsPath, verifiedBy: null, checkedAt: new Date().toISOString(), note: 'a local file chosen for this model, not downloaded by Draftline' });
+    log?.info(`download: ${uri} now resolves to the local file ${picked.fsPath}`);
+    files.push(picked.fsPath);
+  }
+  return files;
+}
+
+function fileNameOf(uri: string): string {
+  return uri.replace(/#.*$/, '').split('/').at(-1) ?? uri;
 }
 
 /**
  * Turns model URIs in the settings into local files: already downloaded ones resolve offline,
  * others are downloaded after the user agrees (never silently).
  */
-export async function resolveModelFiles(context: vscode.ExtensionContext, models: ResolvedModelSettings, worker: WorkerClient): Promise<ResolvedModelSettings> {
+export async function resolveModelFiles(context: vscode.ExtensionContext, models: ResolvedModelSettings, worker: WorkerClient, log?: vscode.LogOutputChannel): Promise<ResolvedModelSettings> {
   const dir = modelsDir(context);
   const missing = [models.targetModel, models.draftModel].filter((m) => m && isModelUri(m) && !downloadedPath(dir, m));
   if (missing.length > 0) {
@@ -63,7 +169,7 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
     });
     const choice = await vscode.window.showInformationMessage(`Draftline: ${names.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not downloaded yet.`, 'Download', 'Cancel');
     if (choice !== 'Download') throw new Error(`Model not downloaded: ${missing.join(', ')}`);
-    await downloadWithProgress(context, worker, missing, 'Draftline: downloading models');
+    await downloadWithProgress(context, worker, missing, 'Draftline: downloading models', log);
   }
   const local = (m: string) => (m && isModelUri(m) ? downloadedPath(dir, m)! : m);
   return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
@@ -75,7 +181,7 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
  * check as the completion pair (the download runs in the worker). Resolves to '' when none is
  * configured; rejects when the user declines or the download fails (the caller shows no next edits).
  */
-export async function resolveNextEditModelFile(context: vscode.ExtensionContext, settings: NextEditSettings, worker: WorkerClient): Promise<string> {
+export async function resolveNextEditModelFile(context: vscode.ExtensionContext, settings: NextEditSettings, worker: WorkerClient, log?: vscode.LogOutputChannel): Promise<string> {
   const uri = settings.model;
   if (!uri || !isModelUri(uri)) return uri;
   const dir = modelsDir(context);
@@ -85,7 +191,7 @@ export async function resolveNextEditModelFile(context: vscode.ExtensionContext,
   const name = known ? `${known.name} (${mb(known.sizeBytes)}${known.licence ? `, ${known.licence}` : ''})` : uri;
   const choice = await vscode.window.showInformationMessage(`Draftline: the next-edit model ${name} is not downloaded yet.`, 'Download', 'Cancel');
   if (choice !== 'Download') throw new Error(`Next-edit model not downloaded: ${uri}`);
-  const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`);
+  const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`, log);
   return file;
 }
 
@@ -112,7 +218,7 @@ export function offerRecommendedPair(context: vscode.ExtensionContext, worker: W
       state: context.globalState,
       machine: () => worker.request('systemInfo', {}),
       ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
-      download: (uris, title) => downloadWithProgress(context, worker, uris, title),
+      download: (uris, title) => downloadWithProgress(context, worker, uris, title, log),
       useModels: async (targetUri, draftUri) => {
         await writeSetting('targetModel', targetUri);
         await writeSetting('draftModel', draftUri);
