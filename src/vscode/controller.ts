@@ -17,7 +17,7 @@ import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, 
 import { DocumentSync, documentLength } from './documentSync';
 import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
-import { nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
+import { adviseNextEditModel, type NextEditModelResolver, nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { type OutageNotice, showOutageNotice } from './outageNotice';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
@@ -88,10 +88,15 @@ export class DraftlineController implements vscode.Disposable {
   private workerStatus: WorkerStatus | null = null;
   /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
   readonly nextEdits: NextEditController;
+  /** The local backend's next-edit model, kept across backends: toggling next edits resets what it was answered. */
+  private readonly nextEditModel: NextEditModelResolver;
+  private nextEditsWereOn: boolean;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
     this.quarantine = new ModelQuarantine(path.join(context.globalStorageUri.fsPath, 'model-quarantine.json'));
+    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log);
+    this.nextEditsWereOn = readNextEditUiSettings(this.reportSettingProblem).enabled;
     this.backendSettings = readBackendSettings(this.reportSettingProblem);
     this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
@@ -261,13 +266,13 @@ export class DraftlineController implements vscode.Disposable {
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
         settings: async (worker) => ({
           models: {
-            ...(await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker)),
+            ...(await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker, this.log)),
             // Measured flash-attention choices outlive the window: the measurement runs once per model.
             attentionMemoFile: path.join(this.context.globalStorageUri.fsPath, 'flash-attention.json'),
           },
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
-        nextEditModel: nextEditModelResolver(this.context, this.reportSettingProblem),
+        nextEditModel: this.nextEditModel,
       },
       events,
     );
@@ -508,8 +513,21 @@ export class DraftlineController implements vscode.Disposable {
     return { backend, models: backend.kind === 'local' ? readModelSettings(this.context.extensionPath, this.reportSettingProblem) : null };
   }
 
+  /**
+   * Next edits turned on or off (the command, the settings): a download declined, failed or cut
+   * short is offered again, and on with no next-edit model says so at once.
+   */
+  nextEditsToggled(): void {
+    const on = readNextEditUiSettings(this.reportSettingProblem).enabled;
+    if (on === this.nextEditsWereOn) return;
+    this.nextEditsWereOn = on;
+    this.nextEditModel.reset();
+    if (on) adviseNextEditModel(this.reportSettingProblem, this.log);
+  }
+
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
+    if (e.affectsConfiguration(`${SECTION}.nextEdit`)) this.nextEditsToggled();
     const affects = (key: string) => e.affectsConfiguration(key);
     if (reloadOnChange(affects, this.loadedInputs, () => this.wantedLoadInputs())) void this.loadModels('settings changed');
     else this.applyLiveSettings();

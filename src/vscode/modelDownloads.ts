@@ -3,6 +3,7 @@ import { catalogModelByUri } from '../models/catalog';
 import { inspectModelFile } from '../gguf/modelFileCheck';
 import { DownloadError, type DownloadProgress, type DownloadProxySettings, downloadedPath, isModelUri, recordDownload } from '../models/downloadIndex';
 import { downloadInWorker } from '../models/downloadInWorker';
+import { NextEditModelDeclined, NextEditModelMemo } from '../models/nextEditModelMemo';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
 import { modelsDir } from './modelPicker';
@@ -190,25 +191,66 @@ export async function resolveNextEditModelFile(context: vscode.ExtensionContext,
   const known = catalogModelByUri(uri);
   const name = known ? `${known.name} (${mb(known.sizeBytes)}${known.licence ? `, ${known.licence}` : ''})` : uri;
   const choice = await vscode.window.showInformationMessage(`Draftline: the next-edit model ${name} is not downloaded yet.`, 'Download', 'Cancel');
-  if (choice !== 'Download') throw new Error(`Next-edit model not downloaded: ${uri}`);
+  if (choice !== 'Download') throw new NextEditModelDeclined(`Next-edit model not downloaded: ${uri}`);
   const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`, log);
   return file;
 }
 
+/** The local backend's next-edit model (LocalBackendOptions.nextEditModel), with `reset` for when next edits are toggled. */
+export interface NextEditModelResolver {
+  (worker: WorkerClient): Promise<{ file: string; format: NextEditSettings['format'] }>;
+  reset(): void;
+}
+
 /**
- * The local backend's next-edit model (LocalBackendOptions.nextEditModel): resolved on the first
- * next-edit request, which only comes while next edits are on. The seam: once
- * draftline.nextEdit.enabled is on main, call it when that turns on (a download then asks before the
- * first suggestion, not at it). Kept per setting value, so a declined or failed download is not
- * asked again at every keystroke, only after the setting changes.
+ * The local backend's next-edit model: resolved on the first next-edit request, which only comes
+ * while next edits are on. A declined offer is not asked again at every pause (only after the
+ * setting changes or next edits are toggled); a failed or interrupted download is offered again at
+ * the next request (src/models/nextEditModelMemo.ts).
  */
-export function nextEditModelResolver(context: vscode.ExtensionContext, report?: SettingProblemReport): (worker: WorkerClient) => Promise<{ file: string; format: NextEditSettings['format'] }> {
-  let last: { model: string; file: Promise<string> } | null = null;
-  return async (worker) => {
-    const settings = readNextEditSettings(report);
-    if (last?.model !== settings.model) last = { model: settings.model, file: resolveNextEditModelFile(context, settings, worker) };
-    return { file: await last.file, format: settings.format };
+export function nextEditModelResolver(context: vscode.ExtensionContext, report?: SettingProblemReport, log?: vscode.LogOutputChannel): NextEditModelResolver {
+  let worker: WorkerClient | undefined;
+  let settings: NextEditSettings | undefined;
+  const memo = new NextEditModelMemo(async () => {
+    try {
+      return await resolveNextEditModelFile(context, settings as NextEditSettings, worker as WorkerClient, log);
+    } catch (error) {
+      const e = error as Error & { code?: unknown };
+      if (e instanceof DownloadError && e.code === 'cancelled') throw new NextEditModelDeclined(e.message);
+      if (!(e instanceof DownloadError) && !(e instanceof NextEditModelDeclined)) {
+        // The worker ended under the download: say so (the offer comes back at the next request).
+        log?.warn(`next-edit model: the download stopped (${e.message}); it is offered again at the next next-edit request`);
+        void vscode.window.showWarningMessage(`Draftline: the download of the next-edit model stopped: ${e.message}. It is offered again at the next pause.`);
+      }
+      throw error;
+    }
+  });
+  const resolver = async (w: WorkerClient) => {
+    worker = w;
+    settings = readNextEditSettings(report);
+    return { file: await memo.file(settings.model), format: settings.format };
   };
+  return Object.assign(resolver, { reset: () => memo.reset() });
+}
+
+/** The button that opens the next-edit model picker. */
+export const SELECT_NEXT_EDIT_MODEL = 'Select Next-Edit Model';
+
+/**
+ * Next edits were turned on: with no next-edit model set (and no format forced), the completion
+ * model would have to name a next-edit format itself, which a plain code model does not. Said at
+ * once, with the picker a click away, rather than a log line at every pause.
+ */
+export function adviseNextEditModel(report?: SettingProblemReport, log?: vscode.LogOutputChannel): boolean {
+  const settings = readNextEditSettings(report);
+  if (settings.model.trim() || settings.format !== 'auto') return false;
+  const message =
+    'Next-edit suggestions are on, but no next-edit model is set: the completion model serves them only if it names a next-edit format. Choose one (Sweep Next-Edit 1.5B, Zeta…) with Select Next-Edit Model.';
+  log?.warn(`next edits: ${message}`);
+  void vscode.window.showWarningMessage(`Draftline: ${message}`, SELECT_NEXT_EDIT_MODEL).then((choice) => {
+    if (choice === SELECT_NEXT_EDIT_MODEL) void vscode.commands.executeCommand('draftline.selectNextEditModel');
+  });
+  return true;
 }
 
 /** The first-run offer (src/models/onboarding.ts) with VS Code's notification, progress and settings. */
