@@ -221,6 +221,17 @@ export class DraftlineController implements vscode.Disposable {
     });
   }
 
+  /**
+   * Asks VS Code for the ghost text at the cursor, announced to the provider: such a request comes
+   * as Invoke, like the user's Alt+], and must cost one suggestion, not the alternatives.
+   */
+  private triggerGhostText(): void {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return;
+    this.provider.expectOwnTrigger(editor.document, editor.selection.active);
+    void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+  }
+
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
   get models(): LoadedModelsInfo | null {
     return this.info?.local ?? null;
@@ -357,7 +368,7 @@ export class DraftlineController implements vscode.Disposable {
       }
       this.refreshStats();
       // Whatever the user typed while the models loaded gets its completion now.
-      if (vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+      this.triggerGhostText();
     } catch (error) {
       if (generation !== this.loadGeneration || backend !== this.backend) return;
       // Saving the settings again (unchanged) retries a failed load.
@@ -407,7 +418,7 @@ export class DraftlineController implements vscode.Disposable {
     const wasEnabled = this.engine.settings.enabled;
     this.engine.settings = readEngineSettings(this.models?.draft != null, this.reportSettingProblem);
     // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
-    if (!wasEnabled && this.engine.settings.enabled && vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+    if (!wasEnabled && this.engine.settings.enabled) this.triggerGhostText();
     this.engine.cache.clear();
     if (this.info) void this.backend.configure(readSpeculationSettings(this.reportSettingProblem)).catch(() => undefined);
     this.statusBar.setModels(this.info, this.modeLabel);
