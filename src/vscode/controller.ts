@@ -36,7 +36,7 @@ import {
 import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
-import { StatsPanel } from './statsPanel';
+import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';
 import { statsView } from '../statsView/statsPage';
 import { NextEditController } from './nextEdit/controller';
 import { replaySourceFromEnvironment } from './nextEdit/replay';
@@ -165,6 +165,7 @@ export class DraftlineController implements vscode.Disposable {
       this.statusBar,
       this.documentSync,
       this.statsPanel,
+      vscode.window.registerWebviewPanelSerializer(STATS_VIEW_TYPE, this.statsPanel.serializer()),
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
