@@ -143,6 +143,27 @@ export function describeProvenance(dirPath: string, file: string, embeddedFiles:
   return { verified: false, text: `not verified: ${record.note ?? 'no hash to check against'} (${digest} recorded${when})`, short: 'not verified' };
 }
 
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
+
+function formatEta(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '…';
+  if (seconds < 60) return `${Math.ceil(seconds)} s`;
+  return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
+}
+
+/**
+ * A download's progress as its notification says it: what it waits for before the first byte
+ * ("waiting for huggingface.co…", a retry), then bytes, percent, speed and time left; then the
+ * sha256 check.
+ */
+export function progressMessage(p: DownloadProgress): string {
+  if (p.note !== undefined && p.downloadedBytes === 0) return p.note;
+  if (p.verifiedBytes !== undefined) return `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`;
+  if (p.totalBytes <= 0) return `${mb(p.downloadedBytes)} · ${mb(p.bytesPerSecond)}/s`;
+  const percent = Math.floor((100 * p.downloadedBytes) / p.totalBytes);
+  return `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} (${percent}%) · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`;
+}
+
 /** Download speed over a sliding window of a few seconds, and the ETA it implies. */
 export class SpeedMeter {
   private samples: { at: number; bytes: number }[] = [];

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { catalogModelByUri } from '../models/catalog';
 import { inspectModelFile } from '../gguf/modelFileCheck';
-import { DownloadError, type DownloadProgress, type DownloadProxySettings, downloadedPath, isModelUri, recordDownload } from '../models/downloadIndex';
+import { DownloadError, type DownloadProxySettings, downloadedPath, isModelUri, progressMessage, recordDownload } from '../models/downloadIndex';
 import { downloadInWorker } from '../models/downloadInWorker';
 import { NextEditModelDeclined, NextEditModelMemo } from '../models/nextEditModelMemo';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
@@ -16,12 +16,6 @@ export function huggingFaceEndpoint(): string | undefined {
 }
 
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
-
-function formatEta(seconds: number): string {
-  if (!Number.isFinite(seconds)) return '…';
-  if (seconds < 60) return `${Math.ceil(seconds)} s`;
-  return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
-}
 
 /** VS Code's proxy settings, for the worker's downloads (it also honours HTTPS_PROXY and the like). */
 function proxySettings(): DownloadProxySettings {
@@ -39,15 +33,6 @@ export function markShown(error: Error): Error {
 
 export function wasShown(error: unknown): boolean {
   return (error as { shown?: unknown } | undefined)?.shown === true;
-}
-
-/** One download's progress text: what it waits for before the first byte, then bytes, percent, speed and ETA. */
-export function progressMessage(p: DownloadProgress): string {
-  if (p.note !== undefined && p.downloadedBytes === 0) return p.note;
-  if (p.verifiedBytes !== undefined) return `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`;
-  if (p.totalBytes <= 0) return `${mb(p.downloadedBytes)} · ${mb(p.bytesPerSecond)}/s`;
-  const percent = Math.floor((100 * p.downloadedBytes) / p.totalBytes);
-  return `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} (${percent}%) · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`;
 }
 
 /**

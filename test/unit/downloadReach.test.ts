@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test';
 import { unblockAll, useProxy } from '../../src/inference/downloadProxy';
 import { waitForServer } from '../../src/inference/downloadReach';
 import { downloadModels } from '../../src/inference/modelDownloader';
-import { DownloadError, type DownloadProgress } from '../../src/models/downloadIndex';
+import { DownloadError, type DownloadProgress, progressMessage } from '../../src/models/downloadIndex';
 
 const OUT = path.resolve(__dirname, '../../test-output/downloadReach');
 
@@ -186,5 +186,13 @@ describe('downloads with no route to the server', () => {
     } finally {
       useProxy({});
     }
+  });
+});
+
+describe("a download's progress text", () => {
+  it('says what it waits for before the first byte, then bytes and percent', () => {
+    assert.equal(progressMessage({ downloadedBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: Number.POSITIVE_INFINITY, note: 'waiting for huggingface.co…' }), 'waiting for huggingface.co…');
+    assert.equal(progressMessage({ downloadedBytes: 412_000_000, totalBytes: 1_650_000_000, bytesPerSecond: 10_000_000, etaSeconds: 124 }), '412 MB of 1650 MB (24%) · 10.0 MB/s · 2 min 4 s left');
+    assert.equal(progressMessage({ downloadedBytes: 5_000_000, totalBytes: 0, bytesPerSecond: 1_000_000, etaSeconds: Number.POSITIVE_INFINITY }), '5.0 MB · 1.0 MB/s');
   });
 });
