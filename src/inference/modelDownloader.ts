@@ -111,7 +111,7 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
       if (stalled)
         throw new DownloadError(
-          `Download failed: no data from ${[...byHost.keys()].join(' or ')} for ${Math.round(stallMs / 1000)} s (the partial file is kept: downloading again continues it).`,
+          `Download failed: no data from ${[...byHost.keys()].join(' or ')} for ${Math.round(stallMs / 1000)} s; stopped (the partial file is kept for the next try, as after any failure).`,
           'failed',
         );
       if (isDiskFull(error)) {

@@ -10,6 +10,7 @@ import { after, describe, it } from 'node:test';
 import { unblockAll, useProxy } from '../../src/inference/downloadProxy';
 import { waitForServer } from '../../src/inference/downloadReach';
 import { downloadModels } from '../../src/inference/modelDownloader';
+import { startModelServer } from '../support/modelServer';
 import { DownloadError, type DownloadProgress, progressMessage } from '../../src/models/downloadIndex';
 
 const OUT = path.resolve(__dirname, '../../test-output/downloadReach');
@@ -134,12 +135,33 @@ describe('downloads with no route to the server', () => {
       'the cancel',
     );
     const atCancel = server.connections();
-    await sleep(3000);
+    // The downloader's retries come every 0.2 to 5 s: two seconds see several of them.
+    await sleep(2000);
     assert.equal(server.connections(), atCancel, 'no connection after the cancel');
     assert.deepEqual(
       fs.readdirSync(dir).filter((f) => f !== 'downloads.json'),
       [],
     );
+  });
+
+  it('a transfer that stops sending: given up after the stall timeout, naming the host', async () => {
+    const file = path.resolve(__dirname, '../../models/tiny-code-target.gguf');
+    const hub = await startModelServer({ '/m/stall.gguf': { file, stallAfter: 200_000 } });
+    closing.push(hub.close);
+    const dir = path.join(OUT, 'stall');
+    fs.rmSync(dir, { recursive: true, force: true });
+    const host = new URL(hub.url).host;
+    const error = await within(
+      downloadModels([`${hub.url}/m/stall.gguf`], { dirPath: dir, stallTimeoutMs: 1500 }).then(
+        () => assert.fail('resolved'),
+        (e: unknown) => e,
+      ),
+      15_000,
+      'the stalled download',
+    );
+    assert.ok(error instanceof DownloadError, String(error));
+    assert.equal(error.code, 'failed');
+    assert.match(error.message, new RegExp(`no data from ${host} for 2 s`));
   });
 
   it('goes through the proxy set in http.proxy, and says "proxy refused" when the proxy refuses', async () => {
