@@ -17,7 +17,7 @@
 // with import('@node-llama-cpp/<name>') from its own folder: node_modules/@node-llama-cpp/<name> in the package.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALL_TARGETS, binariesFor, TARGETS, vsixName } from './platforms.mjs';
 
@@ -48,6 +48,22 @@ const repositoryWeb = String(pkg.repository?.url ?? pkg.repository ?? '')
   .replace(/^git\+/, '')
   .replace(/\.git$/, '');
 if (!/^https:\/\//.test(repositoryWeb)) fail(`package.json's repository (${repositoryWeb || 'none'}) must be an https URL: the packaged README's links and images are made absolute against it`);
+
+/**
+ * The README for the package: relative links that are no image become absolute against the
+ * repository (`blob/HEAD/`); relative images are kept as they are and must be files the package
+ * carries (checked by test/unit/packageContents.test.ts).
+ */
+function packagedReadme(text) {
+  const markdownLink = /(!?)\[([^\][]*|!\[[^\][]*]\([^)]+\))\]\(([^)]+)\)/g;
+  const relative = (link) => !/^\w+:/.test(link) && !link.startsWith('#') && !link.startsWith('/');
+  const rewrite = (_all, image, title, link) => {
+    const inner = title.replace(markdownLink, rewrite);
+    if (image || !relative(link)) return `${image}[${inner}](${link})`;
+    return `[${inner}](${repositoryWeb}/blob/HEAD/${posix.normalize(link)})`;
+  };
+  return text.replace(markdownLink, rewrite);
+}
 
 /** Hard-links a file or a tree (copies where linking fails), leaving out the top-level names in `skip`. */
 function link(from, to, skip = new Set()) {
@@ -143,8 +159,10 @@ function packageTarget({ target, gpu, packages }, sources, deps, out) {
   const targetIgnore = target === `${process.platform}-${process.arch}` ? ignore : [...ignore, 'dist/*.node'];
   try {
     link(repo, stage, new Set([...topLevelSkip, ...readdirSync(repo).filter((name) => name.endsWith('.vsix'))]));
-    // The README as the Marketplace shows it (a new file, not a link: vsce rewrites its links).
-    writeFileSync(join(stage, 'README.md'), readFileSync(join(repo, 'README.md'), 'utf8'));
+    // The README as the extension's page shows it (a new file, not a link): its links to docs/ and other
+    // files the package leaves out point at the repository; its images stay relative, to the media/
+    // files the package carries, so the page shows them offline (vsce would make them absolute too).
+    writeFileSync(join(stage, 'README.md'), packagedReadme(readFileSync(join(repo, 'README.md'), 'utf8')));
     writeFileSync(join(stage, '.vscodeignore'), `${targetIgnore.join('\n')}\n`);
     // A dependency built for one OS or CPU (npm's os/cpu fields, e.g. ipull's optional @reflink/reflink-linux-x64-gnu)
     // goes only into that target's package; the code that loads it does without it elsewhere.
@@ -152,7 +170,7 @@ function packageTarget({ target, gpu, packages }, sources, deps, out) {
     for (const rel of deps) if (fitsTarget(join(repo, rel), nodePlatform, nodeArch)) link(join(repo, rel), join(stage, rel), new Set(['node_modules', '.bin']));
     for (const { name, dir } of sources) link(dir, join(stage, 'node_modules', '@node-llama-cpp', name));
     const vsce = join(repo, 'node_modules', '@vscode', 'vsce', 'vsce');
-    execFileSync(process.execPath, [vsce, 'package', '--target', target, '--out', out, '--baseContentUrl', `${repositoryWeb}/blob/HEAD/`, '--baseImagesUrl', `${repositoryWeb}/raw/HEAD/`], {
+    execFileSync(process.execPath, [vsce, 'package', '--target', target, '--out', out, '--no-rewrite-relative-links'], {
       cwd: stage,
       stdio: ['ignore', 'inherit', 'inherit'],
     });

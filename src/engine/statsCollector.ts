@@ -173,6 +173,12 @@ export class StatsCollector {
     const generated = this.records.filter((r) => r.stats);
     const latencies = this.records.map((r) => r.latencyMs).sort((a, b) => a - b);
     const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null);
+    // A cache hit costs a lookup: mixed with the computed ones it pulls the median toward 0 ms.
+    const spread = (records: CompletionRecord[]) => {
+      const sorted = records.map((r) => r.latencyMs).sort((a, b) => a - b);
+      const at = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! : null);
+      return { count: sorted.length, medianMs: at(0.5), p90Ms: at(0.9) };
+    };
     const by = (source: ProposalSource) => ({
       // A record from before a source existed has no entry for it.
       steps: sumSpeculation(generated, (s) => s.bySource[source]?.steps ?? 0),
@@ -197,6 +203,8 @@ export class StatsCollector {
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
       latencyMedianMs: pct(0.5),
       latencyP90Ms: pct(0.9),
+      computedLatency: spread(this.records.filter((r) => !r.fromCache)),
+      cachedLatency: spread(this.records.filter((r) => r.fromCache)),
       bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead'), copy: by('copy') },
       /** Over the completions with an estimate (speedupOverPlain). */
       speedup: speedups.length ? { completions: speedups.length, plainMs, decodeMs: speedupDecodeMs, speedup: plainMs / speedupDecodeMs } : null,

@@ -13,7 +13,7 @@ import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from './nativeAddon';
 import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
-import { chooseSequenceBudget, kvBytesPerToken, type SequenceBudget } from './sequenceBudget';
+import { chooseSequenceBudget, kvBytesPerToken, kvMemory, type SequenceBudget } from './sequenceBudget';
 
 export interface LoadedModel {
   info: ModelFileInfo;
@@ -122,10 +122,9 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
   const budget = chooseSequenceBudget({
     bytesPerToken: kvBytesPerToken(targetInfo) + (draftInfo ? kvBytesPerToken(draftInfo) : 0),
     contextSize,
-    freeBytes: onGpu ? (await llama.getVramState()).free : os.freemem(),
+    ...kvMemory(onGpu, onGpu ? await llama.getVramState() : null, os.freemem()),
     weightBytes: targetInfo.fileSize + (draftInfo?.fileSize ?? 0),
     cap: settings.kvSequences ?? 'auto',
-    memoryName: onGpu ? 'GPU memory' : 'RAM',
   });
   const placement = (role: ModelRole): ModelPlacement => ({
     role,

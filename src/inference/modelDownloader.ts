@@ -6,8 +6,13 @@ import * as path from 'node:path';
 import { inspectModelFile } from '../gguf/modelFileCheck';
 import { catalogModelByUri } from '../models/catalog';
 import { DownloadError, downloadedPath, readDownloadIndex, recordDownload, SpeedMeter, type DownloadOptions, type DownloadRecord } from '../models/downloadIndex';
+import { blockHosts, unblockAll, useProxy } from './downloadProxy';
+import { waitForServer } from './downloadReach';
 import { loadLibrary } from './llamaRuntime';
-import { type AnnouncedDigest, fetchAnnouncedDigest, modelFileUrl, sha256File } from './modelVerification';
+import { type AnnouncedDigest, fetchAnnouncedDigest, hubEndpoint, modelFileUrl, sha256File } from './modelVerification';
+
+/** A download that receives no byte for this long is given up, with a message naming the host. */
+const STALL_TIMEOUT_MS = 60_000;
 
 /**
  * Downloads several models as ONE operation (a target and its draft) through node-llama-cpp's
@@ -20,6 +25,15 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
   fs.mkdirSync(options.dirPath, { recursive: true });
   const pending = uris.filter((uri) => !downloadedPath(options.dirPath, uri));
   if (pending.length > 0) {
+    useProxy(options.proxy);
+    unblockAll();
+    const waiting = (note: string) => options.onProgress?.({ downloadedBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: Number.POSITIVE_INFINITY, note });
+    // Each server once, before the downloader (which would retry an absent one for many minutes).
+    const urls = pending.map((uri) => modelFileUrl(uri, options.huggingFaceEndpoint) ?? hubEndpoint(options.huggingFaceEndpoint));
+    const byHost = new Map(urls.map((url) => [new URL(url).host, url]));
+    for (const url of byHost.values()) {
+      await waitForServer(url, { signal: options.signal, answerTimeoutMs: options.answerTimeoutMs, retryDelaysMs: options.retryDelaysMs, onNote: waiting });
+    }
     const lib = await loadLibrary();
     const endpoints = options.huggingFaceEndpoint ? { huggingFace: options.huggingFaceEndpoint } : undefined;
     const speed = new SpeedMeter();
@@ -39,7 +53,14 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       if (pin && sha256 && sha256 !== pin.sha256) throw new DownloadError(changedUpstream(pending[i], pin, sha256), 'invalid');
     }
     try {
-      const single = await Promise.all(pending.map((uri) => lib.createModelDownloader({ modelUri: uri, dirPath: options.dirPath, deleteTempFileOnCancel: true, endpoints })));
+      // Creating one reads the file's size from the server, retrying for minutes if it stops
+      // answering, and takes no signal: a cancel returns at once, and a downloader created after it is cancelled.
+      const creating = Promise.all(pending.map((uri) => lib.createModelDownloader({ modelUri: uri, dirPath: options.dirPath, deleteTempFileOnCancel: true, endpoints })));
+      const single = await untilAborted(creating, options.signal, () => {
+        // Until the downloader gives up or is made (and cancelled at once), no request leaves this worker.
+        const release = blockHosts(['*']);
+        creating.then((made) => Promise.all(made.map((d) => d.cancel({ deleteTempFile: true })))).then(release, release);
+      });
       downloader = await lib.combineModelDownloaders(single, {
         onProgress: ({ totalSize, downloadedSize }) => options.onProgress?.(speed.sample(downloadedSize, totalSize)),
       });
@@ -63,10 +84,36 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
     options.signal?.addEventListener('abort', cancel, { once: true });
     let files: string[];
     const releaseGuard = guardDiskFullRejections();
+    // The downloader retries a connection that broke mid-file for many minutes: a download that
+    // receives nothing for a while is given up and said so, rather than left showing the same bytes.
+    const stallMs = options.stallTimeoutMs ?? STALL_TIMEOUT_MS;
+    let lastBytes = downloader.downloadedSize;
+    let lastChange = Date.now();
+    let stalled = false;
+    const watchdog = setInterval(
+      () => {
+        const now = downloader.downloadedSize;
+        if (now !== lastBytes) {
+          lastBytes = now;
+          lastChange = Date.now();
+        } else if (Date.now() - lastChange >= stallMs && !stalled) {
+          stalled = true;
+          cancel();
+        }
+      },
+      Math.min(1000, stallMs / 4),
+    );
+    watchdog.unref?.();
     try {
       files = await downloader.download({ signal: options.signal });
+      if (stalled) throw new Error('stalled');
     } catch (error) {
       if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
+      if (stalled)
+        throw new DownloadError(
+          `Download failed: no data from ${[...byHost.keys()].join(' or ')} for ${Math.round(stallMs / 1000)} s; stopped (the partial file is kept for the next try, as after any failure).`,
+          'failed',
+        );
       if (isDiskFull(error)) {
         // Stop the other writes, and free the space a partial file that cannot grow takes.
         await downloader.cancel().catch(() => undefined);
@@ -75,6 +122,7 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
       }
       throw new DownloadError(`Download failed: ${(error as Error).message}`, 'failed');
     } finally {
+      clearInterval(watchdog);
       options.signal?.removeEventListener('abort', cancel);
       // The stray rejections come a little after the download itself failed.
       setTimeout(releaseGuard, 2000).unref?.();
@@ -145,6 +193,29 @@ export async function downloadModels(uris: string[], options: DownloadOptions): 
     if (failures.length > 0) throw failures.length === 1 ? failures[0] : new DownloadError(failures.map((f) => f.message).join('\n'), 'invalid');
   }
   return uris.map((uri) => downloadedPath(options.dirPath, uri)!);
+}
+
+/** `promise`, or a 'cancelled' DownloadError as soon as `signal` fires (then `onAbort` deals with what the promise still does). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined, onAbort: () => void): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => {
+      onAbort();
+      reject(new DownloadError('Download cancelled', 'cancelled'));
+    };
+    if (signal.aborted) abort();
+    else signal.addEventListener('abort', abort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', abort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

@@ -16,7 +16,7 @@ import type { RuntimeLog } from './llamaRuntime';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { createContext, disposeContext, gpuLayersFor, type LoadedModel, type LoadedPair, loadModel, type ModelPlacement } from './loadedPair';
 import { PromptStates, type SequenceEvaluators } from './promptStates';
-import { chooseSequenceBudget, kvBytesPerToken } from './sequenceBudget';
+import { chooseSequenceBudget, kvBytesPerToken, kvMemory } from './sequenceBudget';
 
 /** What decodes next edits: a loaded model and its prompt states. */
 export interface NextEditServing {
@@ -167,10 +167,9 @@ export class NextEditModelSlot {
     const budget = chooseSequenceBudget({
       bytesPerToken: kvBytesPerToken(info) + (withDraft ? kvBytesPerToken(draft.info) : 0),
       contextSize,
-      freeBytes: onGpu ? (await llama.getVramState()).free : os.freemem(),
+      ...kvMemory(onGpu, onGpu ? await llama.getVramState() : null, os.freemem()),
       weightBytes: info.fileSize,
       cap: Math.min(NEXT_EDIT_SEQUENCES, typeof settings.kvSequences === 'number' ? settings.kvSequences : NEXT_EDIT_SEQUENCES),
-      memoryName: onGpu ? 'GPU memory' : 'RAM',
     });
     const placement: ModelPlacement = {
       role: 'target',

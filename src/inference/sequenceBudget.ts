@@ -63,6 +63,17 @@ export interface SequenceBudget {
   reason: string;
 }
 
+/**
+ * Where the KV cells live, for the budget: GPU memory when the models go to a GPU that reports
+ * some, else RAM. A backend that names a GPU but reports none (a CPU-only machine where llama.cpp
+ * picked a software Vulkan device, say) keeps its contexts in RAM: its budget is RAM's, not "0 MiB
+ * of free GPU memory".
+ */
+export function kvMemory(onGpu: boolean, vram: { total: number; free: number } | null, ramFreeBytes: number): { freeBytes: number; memoryName: string } {
+  if (onGpu && vram && vram.total > 0) return { freeBytes: vram.free, memoryName: 'GPU memory' };
+  return { freeBytes: ramFreeBytes, memoryName: 'RAM' };
+}
+
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 
 /**

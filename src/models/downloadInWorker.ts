@@ -17,7 +17,7 @@ export async function downloadInWorker(worker: Pick<WorkerClient, 'request'>, ur
   if (known.every((file) => file !== undefined)) return known as string[];
   if (options.signal?.aborted) throw new DownloadError('Download cancelled', 'cancelled');
   try {
-    return await worker.request('download', { uris, dirPath: options.dirPath, huggingFaceEndpoint: options.huggingFaceEndpoint }, options.signal, options.onProgress);
+    return await worker.request('download', { uris, dirPath: options.dirPath, huggingFaceEndpoint: options.huggingFaceEndpoint, proxy: options.proxy }, options.signal, options.onProgress);
   } catch (error) {
     const { message, code } = error as Error & { code?: unknown };
     throw isDownloadErrorCode(code) ? new DownloadError(message, code) : error;

@@ -14,6 +14,14 @@ export interface DownloadProgress {
   etaSeconds: number;
   /** Set once the bytes are in: the sha256 check of the finished files, bytes hashed so far of `totalBytes`. */
   verifiedBytes?: number;
+  /** Before any byte: what the download is waiting for or retrying, in words (shown, and logged by the extension host). */
+  note?: string;
+}
+
+/** The proxy downloads go through: VS Code's `http.proxy` and `http.noProxy` (else HTTPS_PROXY and the like). */
+export interface DownloadProxySettings {
+  url?: string;
+  noProxy?: string[];
 }
 
 export interface DownloadOptions {
@@ -23,6 +31,13 @@ export interface DownloadOptions {
   onProgress?: (progress: DownloadProgress) => void;
   /** Overrides the Hugging Face endpoint (tests point it at a local server). */
   huggingFaceEndpoint?: string;
+  proxy?: DownloadProxySettings;
+  /** How long one attempt to reach a server waits for its answer (tests shorten it). */
+  answerTimeoutMs?: number;
+  /** The waits between attempts to reach a server; their count bounds the retries (tests shorten them). */
+  retryDelaysMs?: number[];
+  /** A download that receives no byte for this long is given up (tests shorten it). */
+  stallTimeoutMs?: number;
 }
 
 export type DownloadErrorCode = 'cancelled' | 'failed' | 'invalid';
@@ -119,13 +134,34 @@ export function describeProvenance(dirPath: string, file: string, embeddedFiles:
   if (embeddedFiles.some((f) => path.resolve(f) === path.resolve(file))) return { verified: true, text: 'embedded (ships with Draftline)', short: 'embedded' };
   const record = recordOfFile(dirPath, file);
   if (!record) return { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' };
-  if (!record.sha256) return { verified: false, text: 'not verified (downloaded before Draftline checked hashes)', short: 'not verified' };
+  if (!record.sha256) return { verified: false, text: `not verified (${record.note ?? 'downloaded before Draftline checked hashes'})`, short: 'not verified' };
   const when = record.checkedAt ? ` on ${record.checkedAt.slice(0, 16).replace('T', ' ')} UTC` : '';
   const digest = `sha256 ${record.sha256.slice(0, 12)}…`;
   const short = `verified${record.checkedAt ? ` ${record.checkedAt.slice(0, 10)}` : ''}`;
   if (record.verifiedBy === 'hub') return { verified: true, text: `verified: ${digest} matched the hub's${when}`, short };
   if (record.verifiedBy === 'pin') return { verified: true, text: `verified: ${digest} matched the pinned hash${when}`, short };
   return { verified: false, text: `not verified: ${record.note ?? 'no hash to check against'} (${digest} recorded${when})`, short: 'not verified' };
+}
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`;
+
+function formatEta(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '…';
+  if (seconds < 60) return `${Math.ceil(seconds)} s`;
+  return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`;
+}
+
+/**
+ * A download's progress as its notification says it: what it waits for before the first byte
+ * ("waiting for huggingface.co…", a retry), then bytes, percent, speed and time left; then the
+ * sha256 check.
+ */
+export function progressMessage(p: DownloadProgress): string {
+  if (p.note !== undefined && p.downloadedBytes === 0) return p.note;
+  if (p.verifiedBytes !== undefined) return `verifying sha256: ${mb(p.verifiedBytes)} of ${mb(p.totalBytes)} · ${formatEta(p.etaSeconds)} left`;
+  if (p.totalBytes <= 0) return `${mb(p.downloadedBytes)} · ${mb(p.bytesPerSecond)}/s`;
+  const percent = Math.floor((100 * p.downloadedBytes) / p.totalBytes);
+  return `${mb(p.downloadedBytes)} of ${mb(p.totalBytes)} (${percent}%) · ${mb(p.bytesPerSecond)}/s · ${formatEta(p.etaSeconds)} left`;
 }
 
 /** Download speed over a sliding window of a few seconds, and the ETA it implies. */

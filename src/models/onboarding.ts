@@ -59,7 +59,9 @@ export async function offerRecommendedPair(host: OnboardingHost, options: { agai
     await host.download([pair.target.uri, pair.draft.uri], `Draftline: downloading ${pair.target.name} + ${pair.draft.name}`);
   } catch (error) {
     await host.state.update(ONBOARDED_KEY, false);
-    if (!(error instanceof DownloadError && error.code === 'cancelled')) host.showError((error as Error).message);
+    // A failed download's message (with Retry and Use a Local File…) has been shown already.
+    const shown = (error as { shown?: unknown }).shown === true;
+    if (!(error instanceof DownloadError && error.code === 'cancelled') && !shown) host.showError((error as Error).message);
     return;
   }
   await host.useModels(pair.target.uri, pair.draft.uri);

@@ -40,6 +40,31 @@ function linesBeforeRepeats(lines: readonly string[]): number | undefined {
   return undefined;
 }
 
+/** Lines the same but for their indentation before they are a loop nesting deeper. */
+const MIN_NESTED_RUN_LINES = 3;
+
+/**
+ * Lines [0, keep) once one line repeating up to the end, each time indented deeper than the last
+ * (`const sum = values.sort((a, b) => {` opening a scope inside itself, again and again), is cut to
+ * its first occurrence. linesBeforeRepeats compares lines with their indentation and so misses
+ * this loop. The last line may be cut short.
+ */
+function linesBeforeNestedRepeats(lines: readonly string[]): number | undefined {
+  const indent = (i: number) => /^\s*/.exec(lines[i]!)![0].length;
+  const code = (i: number) => lines[i]!.trim();
+  // Blank lines after the loop do not end it.
+  let count = lines.length;
+  while (count > 0 && code(count - 1) === '') count--;
+  let i = count - 1;
+  // The last line, cut short by the token budget: its text so far begins the line it repeats.
+  const lastCutShort = count >= 2 && code(count - 1) !== code(count - 2) && code(count - 2).startsWith(code(count - 1)) && code(count - 1).length > 0 && indent(count - 1) > indent(count - 2);
+  if (lastCutShort) i--;
+  const end = i;
+  while (i - 1 >= 0 && code(i) === code(i - 1) && indent(i) > indent(i - 1)) i--;
+  const run = end - i + 1;
+  return run >= MIN_NESTED_RUN_LINES && isSubstantial(lines[i]!) ? i + 1 : undefined;
+}
+
 /** A cut inside a line: where the kept text ends. */
 type LineCut = { keepUntil: number };
 
@@ -167,7 +192,7 @@ function linesBeforeShapeRepeats(lines: readonly string[]): number | undefined {
 
 /**
  * Tiny models loop. Cuts a cycle of lines repeating to the end after its first occurrence, the same
- * for lines of one shape counting through a trivial sequence, and a line ending in one unit
+ * for lines of one shape counting through a trivial sequence and for one line nesting deeper each time, and a line ending in one unit
  * repeated over and over (lineEndRunCut), with everything after it. The completion's first line
  * is compared as the full cursor line.
  */
@@ -175,7 +200,7 @@ export function removeRepetitiveLines(completion: string, ctx: CompletionContext
   const linePrefix = currentLinePrefix(ctx);
   const lines = completion.split('\n');
   const fullLines = [linePrefix + lines[0], ...lines.slice(1)];
-  const keep = Math.min(linesBeforeRepeats(fullLines) ?? lines.length, linesBeforeShapeRepeats(fullLines) ?? lines.length);
+  const keep = Math.min(linesBeforeRepeats(fullLines) ?? lines.length, linesBeforeShapeRepeats(fullLines) ?? lines.length, linesBeforeNestedRepeats(fullLines) ?? lines.length);
   const kept = lines.slice(0, keep);
 
   let offset = 0;

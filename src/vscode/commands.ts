@@ -23,6 +23,7 @@ const MENU: MenuItem[] = [
   { label: '$(cloud-download) Get Recommended Models', command: 'draftline.getRecommendedModels' },
   { label: '$(server-process) Select Target Model', command: 'draftline.selectTargetModel' },
   { label: '$(server) Select Draft Model', command: 'draftline.selectDraftModel' },
+  { label: '$(edit) Select Next-Edit Model', command: 'draftline.selectNextEditModel' },
   { label: '$(cloud) Select Backend (local or server)', command: 'draftline.selectBackend' },
   { label: '$(graph) Show Stats', command: 'draftline.showStats' },
   { label: '$(output) Show Log', command: 'draftline.showLog' },
@@ -43,6 +44,7 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.toggleNextEdits', async () => {
       const { on, place } = await toggleSetting('nextEdit.enabled', false);
       controller.nextEdits.settingsChanged();
+      controller.nextEditsToggled();
       vscode.window.setStatusBarMessage(`Draftline: next-edit suggestions ${on ? 'on' : 'off'} in the ${place}`, 4000);
       controller.log.info(`next-edit suggestions ${on ? 'on' : 'off'} (${place})`);
     }),

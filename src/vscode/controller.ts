@@ -17,7 +17,7 @@ import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, 
 import { DocumentSync, documentLength } from './documentSync';
 import { EditArrivals } from './editArrivals';
 import { HugeFileAdvice } from './hugeFileAdvice';
-import { nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
+import { adviseNextEditModel, type NextEditModelResolver, nextEditModelResolver, offerRecommendedPair, resolveModelFiles } from './modelDownloads';
 import { modelsDir } from './modelPicker';
 import { type OutageNotice, showOutageNotice } from './outageNotice';
 import { DraftlineInlineProvider, engineDocument } from './inlineProvider';
@@ -36,7 +36,7 @@ import {
 import { PowerMonitor } from '../power/battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
-import { StatsPanel } from './statsPanel';
+import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';
 import { statsView } from '../statsView/statsPage';
 import { NextEditController } from './nextEdit/controller';
 import { replaySourceFromEnvironment } from './nextEdit/replay';
@@ -88,10 +88,15 @@ export class DraftlineController implements vscode.Disposable {
   private workerStatus: WorkerStatus | null = null;
   /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
   readonly nextEdits: NextEditController;
+  /** The local backend's next-edit model, kept across backends: toggling next edits resets what it was answered. */
+  private readonly nextEditModel: NextEditModelResolver;
+  private nextEditsWereOn: boolean;
 
   constructor(readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
     this.quarantine = new ModelQuarantine(path.join(context.globalStorageUri.fsPath, 'model-quarantine.json'));
+    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log);
+    this.nextEditsWereOn = readNextEditUiSettings(this.reportSettingProblem).enabled;
     this.backendSettings = readBackendSettings(this.reportSettingProblem);
     this.backend = this.createBackend(this.backendSettings);
     const backend: CompletionBackend = {
@@ -160,6 +165,7 @@ export class DraftlineController implements vscode.Disposable {
       this.statusBar,
       this.documentSync,
       this.statsPanel,
+      vscode.window.registerWebviewPanelSerializer(STATS_VIEW_TYPE, this.statsPanel.serializer()),
       vscode.languages.registerInlineCompletionItemProvider({ pattern: '**' }, provider),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
@@ -216,6 +222,17 @@ export class DraftlineController implements vscode.Disposable {
     });
   }
 
+  /**
+   * Asks VS Code for the ghost text at the cursor, announced to the provider: such a request comes
+   * as Invoke, like the user's Alt+], and must cost one suggestion, not the alternatives.
+   */
+  private triggerGhostText(): void {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return;
+    this.provider.expectOwnTrigger(editor.document, editor.selection.active);
+    void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+  }
+
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
   get models(): LoadedModelsInfo | null {
     return this.info?.local ?? null;
@@ -261,13 +278,13 @@ export class DraftlineController implements vscode.Disposable {
         preloadGpu: readModelSettings(this.context.extensionPath).gpu,
         settings: async (worker) => ({
           models: {
-            ...(await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker)),
+            ...(await resolveModelFiles(this.context, readModelSettings(this.context.extensionPath, this.reportSettingProblem), worker, this.log)),
             // Measured flash-attention choices outlive the window: the measurement runs once per model.
             attentionMemoFile: path.join(this.context.globalStorageUri.fsPath, 'flash-attention.json'),
           },
           speculation: readSpeculationSettings(this.reportSettingProblem),
         }),
-        nextEditModel: nextEditModelResolver(this.context, this.reportSettingProblem),
+        nextEditModel: this.nextEditModel,
       },
       events,
     );
@@ -352,7 +369,7 @@ export class DraftlineController implements vscode.Disposable {
       }
       this.refreshStats();
       // Whatever the user typed while the models loaded gets its completion now.
-      if (vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+      this.triggerGhostText();
     } catch (error) {
       if (generation !== this.loadGeneration || backend !== this.backend) return;
       // Saving the settings again (unchanged) retries a failed load.
@@ -402,7 +419,7 @@ export class DraftlineController implements vscode.Disposable {
     const wasEnabled = this.engine.settings.enabled;
     this.engine.settings = readEngineSettings(this.models?.draft != null, this.reportSettingProblem);
     // Turned back on: VS Code does not ask again by itself, so the cursor would stay bare.
-    if (!wasEnabled && this.engine.settings.enabled && vscode.window.activeTextEditor) void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+    if (!wasEnabled && this.engine.settings.enabled) this.triggerGhostText();
     this.engine.cache.clear();
     if (this.info) void this.backend.configure(readSpeculationSettings(this.reportSettingProblem)).catch(() => undefined);
     this.statusBar.setModels(this.info, this.modeLabel);
@@ -508,8 +525,21 @@ export class DraftlineController implements vscode.Disposable {
     return { backend, models: backend.kind === 'local' ? readModelSettings(this.context.extensionPath, this.reportSettingProblem) : null };
   }
 
+  /**
+   * Next edits turned on or off (the command, the settings): a download declined, failed or cut
+   * short is offered again, and on with no next-edit model says so at once.
+   */
+  nextEditsToggled(): void {
+    const on = readNextEditUiSettings(this.reportSettingProblem).enabled;
+    if (on === this.nextEditsWereOn) return;
+    this.nextEditsWereOn = on;
+    this.nextEditModel.reset();
+    if (on) adviseNextEditModel(this.reportSettingProblem, this.log);
+  }
+
   private onConfigurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration(SECTION)) return;
+    if (e.affectsConfiguration(`${SECTION}.nextEdit`)) this.nextEditsToggled();
     const affects = (key: string) => e.affectsConfiguration(key);
     if (reloadOnChange(affects, this.loadedInputs, () => this.wantedLoadInputs())) void this.loadModels('settings changed');
     else this.applyLiveSettings();

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { SkippedCompletion, type CompletionEngine, type EngineAlternatives, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
 import type { GhostTextTimeline } from '../engine/ghostTextTimeline';
+import { type CursorAt, InvokeIntent } from '../engine/invokeIntent';
 import type { ExtraContext } from '../shared/types';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
@@ -48,9 +49,6 @@ export interface ProviderHooks {
   onFim?(document: vscode.TextDocument, position: vscode.Position, phase: 'pending' | 'shown' | 'none'): void;
 }
 
-/** How long the controller's announced trigger waits for VS Code's request (it comes within milliseconds). */
-const OWN_TRIGGER_MS = 2000;
-
 /** How many alternatives to ask for beyond the greedy suggestion: three to cycle through in all. */
 export const ALTERNATIVES_ASKED = 2;
 
@@ -71,31 +69,17 @@ function sleep(ms: number, token: vscode.CancellationToken): Promise<void> {
 export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvider {
   constructor(private readonly hooks: ProviderHooks) {}
 
-  /** The next Invoke request at this document version and cursor is the controller's own (after an accept), not the user's. */
-  private ownTrigger: { uri: string; version: number; line: number; character: number; at: number } | null = null;
+  /** Whether an Invoke request is the user cycling (alternatives) or one suggestion (src/engine/invokeIntent.ts). */
+  private readonly intent = new InvokeIntent();
 
   /**
    * The controller is about to ask VS Code for the ghost text at the cursor itself (a prefetch is
-   * ready after an accept): that request comes as Invoke, like the user's Alt+], but it must cost
-   * what an automatic one costs (one suggestion, no alternatives computed).
+   * ready after an accept, the models loaded, completions turned on): that request comes as Invoke,
+   * like the user's Alt+], but it must cost what an automatic one costs (one suggestion, no
+   * alternatives computed).
    */
   expectOwnTrigger(document: vscode.TextDocument, position: vscode.Position): void {
-    this.ownTrigger = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character, at: performance.now() };
-  }
-
-  /** Whether this Invoke request is the one the controller announced (consumed either way). */
-  private isOwnTrigger(document: vscode.TextDocument, position: vscode.Position): boolean {
-    const own = this.ownTrigger;
-    this.ownTrigger = null;
-    // VS Code asks at once; a mark it never answered must not turn the user's later Alt+] there into one suggestion.
-    return (
-      own !== null &&
-      performance.now() - own.at < OWN_TRIGGER_MS &&
-      own.uri === document.uri.toString() &&
-      own.version === document.version &&
-      own.line === position.line &&
-      own.character === position.character
-    );
+    this.intent.expectOwnTrigger(cursorAt(document, position));
   }
 
   async provideInlineCompletionItems(
@@ -107,11 +91,11 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     // A next edit drawn as ghost text (the controller asked VS Code for it with a trigger).
     const nextEdit = this.hooks.nextEditItem?.(document, position);
     if (nextEdit) return [nextEdit];
-    // VS Code asks with Invoke when the user shows the next/previous suggestion (Alt+] / Alt+[) or
-    // triggers one, and cycles through the list returned: only then are alternatives computed.
-    if (context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke && !this.isOwnTrigger(document, position)) {
-      return this.provideAlternatives(document, position, token);
-    }
+    // Alternatives only when the user cycles where ghost text is shown (Alt+] / Alt+[): never for a
+    // trigger or the keystrokes after one, which must get their one suggestion first.
+    const at = cursorAt(document, position);
+    const intent = this.intent.classify(at, context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke);
+    if (intent.kind === 'alternatives') return this.provideAlternatives(document, position, token);
     const askedAt = performance.now();
     const editAt = this.hooks.lastEditAt?.(document);
     const engine = this.hooks.engine();
@@ -128,7 +112,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     try {
       const result = await engine.complete(doc, controller.signal, async () => {
         // Only a cache miss waits for the user to pause typing.
-        if (context.triggerKind === vscode.InlineCompletionTriggerKind.Automatic) await sleep(this.hooks.debounceMs(), token);
+        if (intent.debounce) await sleep(this.hooks.debounceMs(), token);
         if (token.isCancellationRequested) controller.abort();
         else {
           busy = true;
@@ -138,6 +122,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       if (this.skipped(result)) return undefined;
       if (token.isCancellationRequested || !result.text) return undefined;
       fim = 'shown';
+      this.intent.shownAt(at);
       this.hooks.onCompleted(result);
       const last = result.fromCache ? undefined : engine.stats.last;
       this.hooks.onAnswered?.({
@@ -192,6 +177,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       if (this.skipped(answer)) return undefined;
       if (token.isCancellationRequested) return undefined;
       if (answer.greedy.text) this.hooks.onCompleted(answer.greedy);
+      if (answer.items.length) this.intent.shownAt(cursorAt(document, position));
       this.hooks.onAlternatives?.(answer);
       return answer.items.length ? answer.items.map((item) => inlineItem(document, position, item)) : undefined;
     } catch (error) {
@@ -202,6 +188,10 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       if (busy) this.hooks.onBusy(false);
     }
   }
+}
+
+function cursorAt(document: vscode.TextDocument, position: vscode.Position): CursorAt {
+  return { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character };
 }
 
 /**

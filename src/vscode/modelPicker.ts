@@ -123,5 +123,7 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
   if (value === undefined) return;
   // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.
   const place = await writeSetting(SETTING_KEYS[role], value);
-  vscode.window.setStatusBarMessage(`Draftline: ${role === 'nextEdit' ? 'next-edit' : role} model saved in the ${place}`, 4000);
+  // "No next-edit model — next-edit suggestions off" says what it does.
+  if (role === 'nextEdit' && value === '') await writeSetting('nextEdit.enabled', false);
+  vscode.window.setStatusBarMessage(`Draftline: ${role === 'nextEdit' ? (value ? 'next-edit model' : 'no next-edit model, next-edit suggestions off,') : `${role} model`} saved in the ${place}`, 4000);
 }

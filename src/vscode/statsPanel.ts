@@ -5,6 +5,16 @@ import { changedParts, type StatsView, type StatsViewParts, statsPageHtml, stats
 /** How often at most the open view is updated: completions and prefetches can end several times a second. */
 const UPDATE_EVERY_MS = 150;
 
+/** The stats view's type: package.json's activation event `onWebviewPanel:draftline.stats` names it. */
+export const STATS_VIEW_TYPE = 'draftline.stats';
+
+const WEBVIEW_OPTIONS: vscode.WebviewPanelOptions & vscode.WebviewOptions = {
+  enableScripts: true,
+  // Nothing to load: the page is self-contained.
+  localResourceRoots: [],
+  enableFindWidget: true,
+};
+
 /**
  * Show Stats: one webview panel (src/statsView renders it). While it is visible, what changed is posted
  * to it after each completion; a hidden one is reloaded by VS Code when shown again, and then asks for
@@ -27,12 +37,25 @@ export class StatsPanel implements vscode.Disposable {
       this.update();
       return;
     }
-    const panel = vscode.window.createWebviewPanel('draftline.stats', 'Draftline Stats', vscode.ViewColumn.Active, {
-      enableScripts: true,
-      // Nothing to load: the page is self-contained.
-      localResourceRoots: [],
-      enableFindWidget: true,
-    });
+    this.adopt(vscode.window.createWebviewPanel(STATS_VIEW_TYPE, 'Draftline Stats', vscode.ViewColumn.Active, WEBVIEW_OPTIONS));
+  }
+
+  /**
+   * VS Code restores the views that were open when the window reloaded (registerWebviewPanelSerializer):
+   * the stats view comes back with the session's figures, not as an empty tab.
+   */
+  serializer(): vscode.WebviewPanelSerializer {
+    return {
+      deserializeWebviewPanel: async (panel) => {
+        // Two restored tabs (not expected): the newer one is the view.
+        this.panel?.dispose();
+        panel.webview.options = WEBVIEW_OPTIONS;
+        this.adopt(panel);
+      },
+    };
+  }
+
+  private adopt(panel: vscode.WebviewPanel): void {
     this.panel = panel;
     this.shown = {};
     panel.webview.html = statsPageHtml(this.view(), randomBytes(16).toString('hex'));

@@ -316,14 +316,10 @@ function serveNextEdit(entry: LoadedModels): void {
 /** Starts the next waiting completion on these models, unless one generates: a real one before a prefetch. */
 function serveNextCompletion(entry: LoadedModels): void {
   if (entry.generating) return;
+  // A completion first, then alternatives, then a prefetch; the window that waited longest within each.
+  const rank = (c: Completion) => (c.request.prefetch ? 2 : c.alternatives !== undefined ? 1 : 0);
   let completion: Completion | undefined;
-  for (const waiting of entry.waiting.values()) {
-    if (!waiting.request.prefetch) {
-      completion = waiting;
-      break;
-    }
-    completion ??= waiting;
-  }
+  for (const waiting of entry.waiting.values()) if (!completion || rank(waiting) < rank(completion)) completion = waiting;
   if (!completion) return;
   entry.waiting.delete(completion.connection);
   const session = entry.session;

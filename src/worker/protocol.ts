@@ -9,7 +9,7 @@ import type {
   ModelSettings,
   SpeculationSettings,
 } from '../shared/types';
-import type { DownloadProgress } from '../models/downloadIndex';
+import type { DownloadProgress, DownloadProxySettings } from '../models/downloadIndex';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 /**
@@ -73,7 +73,7 @@ export interface WorkerMethods {
    * `progress` messages for this id while it runs (with `verifiedBytes` while the finished files are
    * sha256-checked, here too); a `cancel` stops it and removes the partial files. Fails with the DownloadError code ('cancelled' | 'failed' | 'invalid') as the error code.
    */
-  download: [{ uris: string[]; dirPath: string; huggingFaceEndpoint?: string }, string[]];
+  download: [{ uris: string[]; dirPath: string; huggingFaceEndpoint?: string; proxy?: DownloadProxySettings }, string[]];
   /** The worker's own view of its health: memory, the n-gram index, and whether generations overlapped. */
   diagnostics: [Record<string, never>, WorkerDiagnostics];
   /** Test hook, enabled by DRAFTLINE_TEST_HOOKS=1 only: kills the worker like a native abort would. */

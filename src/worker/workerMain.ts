@@ -195,7 +195,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     const vram = llama.gpu === false ? { total: 0, unifiedSize: 0 } : await llama.getVramState();
     return { backend: llama.gpu === false ? 'cpu' : llama.gpu, vramBytes: vram.total, ramBytes: os.totalmem(), unifiedMemory: vram.unifiedSize > 0 };
   },
-  download: async ({ uris, dirPath, huggingFaceEndpoint }, id, connection) => {
+  download: async ({ uris, dirPath, huggingFaceEndpoint, proxy }, id, connection) => {
     // Registered before the first await: a cancel that follows the request finds it.
     const controller = new AbortController();
     const key = requestKey(connection, id);
@@ -206,13 +206,14 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
       // Once the bytes are in, progress is the sha256 check's (every MiB): throttled like the download's.
       const done = progress.verifiedBytes ?? progress.downloadedBytes;
       const finished = progress.totalBytes > 0 && done >= progress.totalBytes;
-      if (!finished && now - sentAt < PROGRESS_INTERVAL_MS) return;
+      // A note (waiting, retrying) always goes: each says something new.
+      if (!finished && progress.note === undefined && now - sentAt < PROGRESS_INTERVAL_MS) return;
       sentAt = now;
       connection.send({ v: PROTOCOL_VERSION, type: 'progress', id, progress });
     };
     try {
       // Fails with a DownloadError: its code ('cancelled' | 'failed' | 'invalid') goes back as the error code.
-      return await downloadModels(uris, { dirPath, huggingFaceEndpoint, signal: controller.signal, onProgress });
+      return await downloadModels(uris, { dirPath, huggingFaceEndpoint, proxy, signal: controller.signal, onProgress });
     } finally {
       downloads.delete(key);
     }

@@ -124,15 +124,24 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
       await waitFor(async () => (isAlive(pid) ? undefined : true), { timeoutMs: 5000, what: `worker ${pid} gone` });
     }
     // Restarted, the models load again (not refused), and ghost text comes back.
+    const readLog = () =>
+      draftlineLogs(server.userDataDir)
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
+    const loads = (text: string) => text.match(/model files: target/g)?.length ?? 0;
+    const loadsBefore = loads(readLog());
+    await waitFor(async () => (loads(readLog()) > loadsBefore ? true : undefined), { timeoutMs: 120_000, what: 'the models loaded again after the restart' });
+    // Issue #48 item 4: the ghost text after a restart came seconds late, behind three alternatives
+    // nobody asked for (the trigger after the load, and the keystrokes after it, read as Alt+]), and
+    // typing on gave none for a minute. Once the models are back, typing gets its ghost text as usual.
     await page.keyboard.press('End');
     await page.keyboard.press('Enter');
     await typeLikeAPerson(page, 'return ', 60);
-    await waitForGhostText(page, { timeoutMs: 120_000 });
+    await waitForGhostText(page, { timeoutMs: 20_000 });
     await screenshot(page, OUT, '03-serving-after-two-kills');
-    const log = draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
+    const log = readLog();
     assert.match(log, /the shared inference worker ended \(killed by SIGKILL\)/);
     assert.doesNotMatch(log, /not loaded again until the file changes/);
+    assert.doesNotMatch(log, /alternatives: \d+ suggestion/, 'no alternatives computed: Alt+] was never pressed');
   });
 });

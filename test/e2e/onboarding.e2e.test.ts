@@ -7,17 +7,19 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CATALOG } from '../../src/models/catalog';
+import { CATALOG, NEXT_EDIT_CATALOG } from '../../src/models/catalog';
 import { startModelServer } from '../support/modelServer';
 import {
   draftlineLogs,
   clickNotificationButton,
+  closeQuickInput,
   closeWorkbench,
   e2eUnavailableReason,
   gotoLineEnd,
   openFile,
   openWorkbench,
   quickPickRows,
+  readNotifications,
   repoRoot,
   runCommand,
   screenshot,
@@ -27,6 +29,7 @@ import {
   waitFor,
   waitForGhostText,
   waitForNotification,
+  splitMachineSettings,
   type CodeServer,
   type Workbench,
 } from './harness';
@@ -125,6 +128,52 @@ describe('first run: download the recommended pair and complete with it', { skip
     await clickNotificationButton(page, /^Not Now$/);
   });
 
+  it('next edits on with no next-edit model say so; a next-edit model download with no route to the hub fails at once naming the host, and is offered again', async () => {
+    const page = wb.page;
+    // Issue #48 item 3: the menu lists the picker, and turning next edits on without a model says so.
+    await runCommand(page, 'Draftline: Show Menu');
+    await waitFor(async () => ((await quickPickRows(page)).some((r) => /Select Next-Edit Model/.test(r)) ? true : undefined), { timeoutMs: 15_000, what: 'Select Next-Edit Model in the menu' });
+    await closeQuickInput(page);
+    await runCommand(page, 'Draftline: Toggle Next-Edit Suggestions');
+    await waitForNotification(page, /next-edit suggestions are on, but no next-edit model is set/i, 15_000);
+    await screenshot(page, OUT, '06-next-edits-without-a-model');
+    // Item 1: the hub's name does not resolve (no route to it), as on the issue's machine.
+    writeSettings(server.userDataDir, { 'draftline.huggingFaceEndpoint': 'http://nonexistent.invalid/', 'draftline.nextEdit.model': NEXT_EDIT_CATALOG.sweep15.uri });
+    await openFile(page, 'main.ts');
+    await gotoLineEnd(page, 3);
+    await typeLikeAPerson(page, ' let n = 0;', 40);
+    await waitForNotification(page, /the next-edit model .* is not downloaded yet/, 60_000);
+    await clickNotificationButton(page, /^Download$/);
+    const clicked = Date.now();
+    await waitForNotification(page, /Cannot download from nonexistent\.invalid: cannot resolve nonexistent\.invalid/, 30_000);
+    const failedInMs = Date.now() - clicked;
+    await screenshot(page, OUT, '07-download-no-route');
+    const buttons = await page
+      .locator('.notifications-toasts .notification-toast', { hasText: 'Cannot download from nonexistent.invalid' })
+      .locator('.monaco-button')
+      .evaluateAll((elements) => elements.map((b) => (b.textContent ?? '').trim()));
+    assert.deepEqual(buttons, ['Retry', 'Use a Local File…', 'Open Log']);
+    assert.ok(failedInMs < 30_000, `failed after ${failedInMs} ms`);
+    const log = () =>
+      draftlineLogs(server.userDataDir)
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
+    const text = await waitFor(async () => (/download failed/.test(log()) ? log() : undefined), { timeoutMs: 10_000, what: 'the failure in the log' });
+    assert.match(text, /download: starting hf:sweepai\//);
+    assert.match(text, /download: cannot resolve nonexistent\.invalid .*retrying in 1 s \(attempt 2 of 3\)/);
+    assert.match(text, /download failed after [\d.]+ s: Cannot download from nonexistent\.invalid: cannot resolve nonexistent\.invalid/);
+    // Item 2: the next pause offers the download again (it was kept as failed, and next edits stayed dead).
+    await clickNotificationButton(page, /^Retry$/);
+    await waitForNotification(page, /Cannot download from nonexistent\.invalid/, 30_000);
+    // Answered (the next-edit requests wait for the answer rather than ask again meanwhile).
+    await clickNotificationButton(page, /^Open Log$/);
+    await openFile(page, 'main.ts');
+    await typeLikeAPerson(page, ' n++;', 40);
+    await waitFor(async () => ((await readNotifications(page)).filter((n) => /is not downloaded yet/.test(n)).length > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      what: 'the download offered again at the next pause',
+    });
+  });
   it("the status bar menu opens Draftline's walkthrough: the first steps", async () => {
     const page = wb.page;
     await runCommand(page, 'Draftline: Show Menu');
@@ -142,3 +191,18 @@ describe('first run: download the recommended pair and complete with it', { skip
     await screenshot(page, OUT, '05-walkthrough');
   });
 });
+
+/** Adds settings to the User and Remote (Machine) settings files of code-server's user data; VS Code reads them again. */
+function writeSettings(userDataDir: string, settings: Record<string, unknown>): void {
+  const { user, machine } = splitMachineSettings(settings);
+  for (const [dir, values] of [
+    ['User', user],
+    ['Machine', machine],
+  ] as const) {
+    if (Object.keys(values).length === 0) continue;
+    const file = path.join(userDataDir, dir, 'settings.json');
+    const current = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8') || '{}') as Record<string, unknown>) : {};
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ ...current, ...values }, null, 2));
+  }
+}

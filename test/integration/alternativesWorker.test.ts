@@ -128,6 +128,31 @@ describe("alternatives in a shared worker: another window's requests neither sto
     assert.notEqual((await keyA).stats.stopReason, 'abort');
     assert.notEqual((await runningB).stats.stopReason, 'abort');
   });
+
+  it("a window's completion does not wait behind another window's alternatives asked before it (issue #48)", async () => {
+    const address = isolatedAddress(sharedWorkerAddress(WORKER, path.join(TMP, `${process.pid}-order`)), 'alternatives-order');
+    fs.mkdirSync(TMP, { recursive: true });
+    const client = () => {
+      const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
+      clients.push(c);
+      return c;
+    };
+    const [a, b, c] = [client(), client(), client()];
+    for (const w of [a, b, c]) await w.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });
+    const request = long('function fibonacci(n) {\n');
+    await b.request('complete', { request });
+    const ended: string[] = [];
+    const note =
+      (name: string) =>
+      <T>(result: T): T => (ended.push(name), result);
+    // A generates; B's alternatives wait, then C's completion comes: C goes first.
+    const running = a.request('complete', { request: long('class Queue {\n') }).then(note('A complete'));
+    const alternatives = b.request('alternatives', { request, count: 2 }).then(note('B alternatives'));
+    const completion = c.request('complete', { request: short() }).then(note('C complete'));
+    await Promise.all([running, alternatives, completion]);
+    assert.deepEqual(ended, ['A complete', 'C complete', 'B alternatives']);
+    assert.ok((await alternatives).completions.length > 0, 'the alternatives still came, after');
+  });
 });
 
 describe('LocalBackend.alternatives under the engine', { skip }, () => {

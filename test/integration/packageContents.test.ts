@@ -57,6 +57,19 @@ describe("this machine's package carries what runs, and runs", { timeout: 10 * 6
     if (unpacked) fs.rmSync(unpacked, { recursive: true, force: true });
   });
 
+  it("shows the README's screenshots offline: each image is a relative path to a file the package carries", () => {
+    const readme = fs.readFileSync(path.join(unpacked, 'extension', 'readme.md'), 'utf8');
+    const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=["']([^"']+)["']/g)].map((m) => m[1] ?? m[2]!);
+    assert.ok(images.length >= 10, `the README's screenshots (${images.length})`);
+    for (const image of images) {
+      assert.doesNotMatch(image, /^\w+:/, `${image}: fetched from the network, not shown offline`);
+      assert.ok(names.includes(`extension/${path.posix.normalize(image)}`), `${image} is in the package`);
+    }
+    // Its other relative links (docs/, left out of the package) point at the repository.
+    const links = [...readme.matchAll(/(?<!!)\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    for (const link of links) if (!/^(\w+:|#)/.test(link)) assert.ok(names.includes(`extension/${path.posix.normalize(link.split('#')[0]!)}`), `${link} is in the package`);
+  });
+
   it("leaves out llama.cpp's build inputs and the dependencies' documentation, keeps their licences", (t) => {
     const buildOnly = names.filter((n) => BUILD_ONLY.some((re) => re.test(n)));
     assert.deepEqual(buildOnly, [], 'files only a build of llama.cpp from source reads');

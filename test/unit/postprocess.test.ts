@@ -121,6 +121,12 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'text);',
     expected: 'text',
   },
+  {
+    name: '#48.5 one line repeated four times, nested deeper each time: shown once (Tab accepted all four)',
+    ctx: at('export function total(values: number[]): number {\n  ║\n}\n'),
+    completion: 'const sum = values.sort((a, b) => {\n    const sum = values.sort((a, b) => {\n      const sum = values.sort((a, b) => {\n        const sum = values.sort((a, b) => {\n',
+    expected: 'const sum = values.sort((a, b) => {',
+  },
 ];
 
 describe('postprocess', () => {

@@ -195,6 +195,25 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: `0x${'0'.repeat(32)}`,
     expected: `0x${'0'.repeat(32)}`,
   },
+  {
+    // Issue #48: seen as a new user's first suggestion; Tab accepted all four lines.
+    name: 'one line repeated, nested one level deeper each time, is kept once',
+    ctx: at('export function total(values: number[]): number {\n  ║\n}\n'),
+    completion: 'const sum = values.sort((a, b) => {\n    const sum = values.sort((a, b) => {\n      const sum = values.sort((a, b) => {\n        const sum = values.sort((a, b) => {',
+    expected: 'const sum = values.sort((a, b) => {',
+  },
+  {
+    name: 'the nested loop cut short on its last line goes too',
+    ctx: at('function run() {\n  ║'),
+    completion: 'if (ready) {\n    if (ready) {\n      if (ready) {\n        if (rea',
+    expected: 'if (ready) {',
+  },
+  {
+    name: 'two nested equal lines are not a loop',
+    ctx: at('function run() {\n  ║'),
+    completion: 'for (const row of rows) {\n    for (const row of rows) {\n      use(row);',
+    expected: 'for (const row of rows) {\n    for (const row of rows) {\n      use(row);',
+  },
 ];
 
 describe('removeRepetitiveLines', () => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chooseSlot, PromptStates, type SequenceSlot } from '../../src/inference/promptStates';
-import { cellsPerSequence, chooseSequenceBudget, DEFAULT_MAX_SEQUENCES, kvBytesPerToken } from '../../src/inference/sequenceBudget';
+import { cellsPerSequence, chooseSequenceBudget, DEFAULT_MAX_SEQUENCES, kvBytesPerToken, kvMemory } from '../../src/inference/sequenceBudget';
 
 const slot = (owner: string | null, tokens: number[], lastUsed: number): SequenceSlot => ({ owner, tokens, lastUsed });
 
@@ -119,4 +119,20 @@ describe('the KV sequence budget', () => {
       assert.equal(budget.bytesPerSequence, c.input.bytesPerToken * cellsPerSequence(c.input.contextSize));
     });
   }
+});
+
+describe('where the KV budget is counted', () => {
+  const GiB = 2 ** 30;
+  it('a GPU that reports its memory: GPU memory', () => {
+    assert.deepEqual(kvMemory(true, { total: 8 * GiB, free: 6 * GiB }, 3 * GiB), { freeBytes: 6 * GiB, memoryName: 'GPU memory' });
+  });
+  it('a backend naming a GPU that reports none (a CPU-only machine): RAM, not "0 MiB of free GPU memory"', () => {
+    const memory = kvMemory(true, { total: 0, free: 0 }, 3 * GiB);
+    assert.deepEqual(memory, { freeBytes: 3 * GiB, memoryName: 'RAM' });
+    const budget = chooseSequenceBudget({ bytesPerToken: 12_288, contextSize: 2048, weightBytes: GiB, cap: 'auto', ...memory });
+    assert.doesNotMatch(budget.reason, /GPU/);
+  });
+  it('the CPU: RAM', () => {
+    assert.deepEqual(kvMemory(false, null, 3 * GiB), { freeBytes: 3 * GiB, memoryName: 'RAM' });
+  });
 });
