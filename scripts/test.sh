@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p test-output
 # What a run builds or installs outside npm (llama-server, code-server) is kept per machine, not per
 # checkout: a fresh clone on the same machine (CI) reuses it. Empty: everything in the checkout.
-export DRAFTLINE_MACHINE_CACHE="${DRAFTLINE_MACHINE_CACHE-$HOME/.cache/draftline}"
+export DRAFTLINE_MACHINE_CACHE="${DRAFTLINE_MACHINE_CACHE-${HOME:+$HOME/.cache/draftline}}"
 BUILD_PID=
 if [ "${DRAFTLINE_SKIP_LLAMA_SERVER:-}" != 1 ]; then
   nice -n 19 bash scripts/build-llama-server.sh >test-output/llama-server-build.log 2>&1 &

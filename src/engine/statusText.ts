@@ -55,19 +55,18 @@ export function backendExplanation(models: Pick<LoadedModelsInfo, 'backend' | 'g
 
 /**
  * Which path runs the target's decode steps and, where Draftline's native addon is not in the package
- * (it is built for Linux x64 only), what node-llama-cpp's own path costs. Figures from bench/PROFILE.md
- * (this project's 2-core Linux VM; `direct` vs `native` columns, and the threadpool section).
+ * (it is built for Linux x64 only), what node-llama-cpp's own path costs (measured: bench/PROFILE.md,
+ * the `direct` vs `native` columns and the threadpool section).
  */
 export function decodePathExplanation(models: Pick<LoadedModelsInfo, 'nativeAddon' | 'threads' | 'backend'>): string {
   const addon = models.nativeAddon;
   if (!addon) return "node-llama-cpp's";
   if (addon.used) return `native (Draftline's addon: the target's tokens of a verify batch in one call${models.threads >= 2 && models.backend === 'cpu' ? ', a persistent thread pool' : ''})`;
-  const read =
-    "reading the target's tokens costs 0.1 ms more a step with the v3 demo pair (0.37 vs 0.26 ms), 0.4 ms more for 6 verified tokens (0.81 vs 0.42), up to 1.6 ms more with a 152k-token vocabulary such as Qwen2.5-Coder's (2.39 vs 0.81)";
+  const read = "reading the target's tokens takes one call per verified position instead of one per step: slower, the more so with a large vocabulary such as Qwen2.5-Coder's";
   // Without the addon's thread pool, llama.cpp (as node-llama-cpp builds it) makes and joins its threads for every step.
   const threads =
     models.threads >= 2 && models.backend === 'cpu'
-      ? `; and llama.cpp starts its ${models.threads} threads anew for every step, which made a step 4-15x slower than 1 thread on Linux (set draftline.threads to 1 if completions are slow)`
+      ? `; and llama.cpp starts its ${models.threads} threads anew for every step, which makes a step several times slower than 1 thread on Linux (set draftline.threads to 1 if completions are slow)`
       : '';
   return `node-llama-cpp's own path (${addon.reason}): ${read}${threads}`;
 }

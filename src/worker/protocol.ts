@@ -13,19 +13,9 @@ import type { DownloadProgress, DownloadProxySettings } from '../models/download
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 /**
- * Bumped on any incompatible change; the client refuses a worker that speaks another version.
- * 3 (issue #26, one window never reaches another): `load` and `configure` set the calling window's
- * own speculation settings (no longer the shared models'), `complete` is scheduled per window (a
- * newer request supersedes only the same window's older one; windows take turns), and the
- * `modelLoading` message names the file llama.cpp is reading during a load.
- * 4 (issue #32): `alternatives`, alternatives to a request's greedy completion, scheduled as a
- * completion of that window.
- * 5 (issue #39): `nextEdit`, a next-edit suggestion for a window, on its own KV sequence and after
- * every completion (one that arrives stops it between two evaluations until it is served), with
- * `nextEditPartial` messages carrying each final edit as soon as it is final. Still 5 with the
- * optional `model` of `nextEdit` (the resolved draftline.nextEdit.model, loaded by the first request
- * that names it) and the optional `nextEditModel` of the diagnostics and LoadedModelsInfo: optional
- * fields only, which a worker or client that lacks them ignores (both ship in one build anyway).
+ * Bumped on any incompatible change; the client refuses a worker that speaks another version. Optional
+ * fields, which a peer that lacks them ignores, do not bump it (worker and client ship in one build).
+ * What each version changed: docs/ARCHITECTURE.md, 'Worker protocol versions'.
  */
 export const PROTOCOL_VERSION = 5;
 
