@@ -206,11 +206,11 @@ export const PLAIN_REFRESH_INTERVAL = 32;
  * acceptance and verify cost say speculation would cost more than it saves.
  */
 export class SpeculationPolicy {
-  private readonly exploration: Record<ProposalSource, { interval: number; since: number }> = {
-    ngram: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
-    draft: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
-    lookahead: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
-    copy: { interval: EXPLORE_FIRST_INTERVAL, since: 0 },
+  private readonly exploration: Record<ProposalSource, RetrySchedule> = {
+    ngram: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
+    draft: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
+    lookahead: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
+    copy: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
   };
   private speculativeInARow = 0;
   /**
@@ -218,7 +218,7 @@ export class SpeculationPolicy {
    * AcceptanceTracker counts a source; undefined until the first such step (the sources' rates stand in).
    */
   private shapeCounts: { accepted: number; rejected: number } | undefined;
-  private readonly shapeExploration = { interval: SHAPE_EXPLORE_FIRST_INTERVAL, since: 0 };
+  private readonly shapeExploration = new RetrySchedule(SHAPE_EXPLORE_FIRST_INTERVAL, SHAPE_EXPLORE_MAX_INTERVAL);
   /** The shape the latest generation chose (Show Stats): 0 variable, 1 plain, else the fixed size. */
   private lastShape = 0;
 
@@ -362,16 +362,11 @@ export class SpeculationPolicy {
       const rate = this.expectedShapeYield(size, offers) / this.cost.verifyCost(size, FIXED_SHAPE_PRIOR_SLOPE);
       if (rate > best.rate) best = { size, rate };
     }
-    const e = this.shapeExploration;
     if (best.size > 1) {
-      e.interval = SHAPE_EXPLORE_FIRST_INTERVAL;
-      e.since = 0;
+      this.shapeExploration.reset();
       return best.size;
     }
-    if (++e.since < e.interval) return 1;
-    e.since = 0;
-    e.interval = Math.min(e.interval * 2, SHAPE_EXPLORE_MAX_INTERVAL);
-    return FIXED_SHAPE_SIZES[0]!;
+    return this.shapeExploration.due() ? FIXED_SHAPE_SIZES[0]! : 1;
   }
 
   /**
@@ -425,18 +420,43 @@ export class SpeculationPolicy {
   }
 
   private pays(source: ProposalSource, k: number): StepPlan {
-    const e = this.exploration[source];
-    e.interval = EXPLORE_FIRST_INTERVAL;
-    e.since = 0;
+    this.exploration[source].reset();
     return { source, maxLen: k };
   }
 
   /** Now and then try a source the estimates have written off, so they can recover. */
   private exploreDue(source: ProposalSource): boolean {
-    const e = this.exploration[source];
-    if (++e.since < e.interval) return false;
-    e.since = 0;
-    e.interval = Math.min(e.interval * 2, EXPLORE_MAX_INTERVAL);
+    return this.exploration[source].due();
+  }
+}
+
+/**
+ * When to try again something the estimates have written off (a proposal source, every `interval`
+ * steps; a fixed verify shape, every `interval` generations): the interval doubles after each try
+ * that does not win it back, up to `max`, and starts over once it pays.
+ */
+class RetrySchedule {
+  interval: number;
+  private since = 0;
+
+  constructor(
+    private readonly first: number,
+    private readonly max: number,
+  ) {
+    this.interval = first;
+  }
+
+  /** Counts one more occasion; true when it is time to try (the next interval then doubles). */
+  due(): boolean {
+    if (++this.since < this.interval) return false;
+    this.since = 0;
+    this.interval = Math.min(this.interval * 2, this.max);
     return true;
+  }
+
+  /** It paid: back to the first interval. */
+  reset(): void {
+    this.interval = this.first;
+    this.since = 0;
   }
 }

@@ -80,9 +80,10 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     speculation: spec,
   };
   const started = now();
-  let shapesSeen: ShapeHistory | undefined;
+  // The decode steps' batch sizes (the prompt's evaluation is not one).
+  const shapes = new ShapeHistory();
   const finish = (): DecoderStats => {
-    if (shapesSeen && shapesSeen.distinct > 0) spec.batchShapes = shapesSeen.distinct;
+    if (shapes.distinct > 0) spec.batchShapes = shapes.distinct;
     stats.generatedTokens = stop.tokens.length;
     stats.totalMs = now() - started;
     stats.stopReason = stop.decision?.reason ?? 'maxTokens';
@@ -120,8 +121,6 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   // 0: variable shapes; 1: plain steps only; else the fixed size of every step.
   let shape = input.mode === 'plain' ? 0 : policy.chooseShape(offers);
   if (shape > 1) spec.fixedShape = shape;
-  const shapes = new ShapeHistory();
-  shapesSeen = shapes;
   const fixedRun = { steps: 0, tokens: 0 };
 
   const profile = input.profile;

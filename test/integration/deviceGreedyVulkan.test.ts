@@ -1,5 +1,5 @@
 // The device greedy path on a GPU backend: node-llama-cpp's prebuilt Vulkan binary on Mesa's llvmpipe
-// (see vulkan.test.ts for the setup and why fusion is off), every layer and the output on the device,
+// (test/support/softwareVulkan.ts sets it up, and says why fusion is off), every layer and the output on the device,
 // the greedy sampler chain attached there: ggml_argmax runs in Vulkan's shader and only the token comes
 // back. The same step-for-step equality with the native reader and the library as on the CPU
 // (deviceGreedy.test.ts). Its own process: one libllama per process (the native addon refuses two).
@@ -10,7 +10,6 @@
 // wait) in 2 of 6 runs here and hung in 1, against 0 of 6 runs without them and 0 of 3 of the same
 // scenario on the native path alone. DRAFTLINE_VULKAN_DETOURS=1 runs them (the CPU test always does).
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
@@ -19,23 +18,11 @@ import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluat
 import { allowDeviceGreedy } from '../../src/inference/nativeAddon';
 import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
 import { ensureTestModel } from '../support/models';
+import { useSoftwareVulkan } from '../support/softwareVulkan';
 
-process.env.GGML_VK_VISIBLE_DEVICES = '0';
-process.env.GGML_VK_DISABLE_FUSION = '1';
+const missing = useSoftwareVulkan();
 
 const ROOT = path.resolve(__dirname, '../..');
-
-function vulkanMissing(): string | null {
-  const icds = ['/usr/share/vulkan/icd.d', '/etc/vulkan/icd.d'].flatMap((d) => (fs.existsSync(d) ? fs.readdirSync(d).filter((f) => f.startsWith('lvp_icd')) : []));
-  if (icds.length === 0) return 'no llvmpipe Vulkan driver (Debian: apt-get install mesa-vulkan-drivers; scripts/setup-e2e.sh)';
-  const loader = ['/usr/lib/x86_64-linux-gnu/libvulkan.so.1', '/usr/lib/aarch64-linux-gnu/libvulkan.so.1', '/usr/lib/libvulkan.so.1'].some((f) => fs.existsSync(f));
-  return loader ? null : 'no Vulkan loader (libvulkan1)';
-}
-
-const missing = vulkanMissing();
-if (missing && process.env.DRAFTLINE_REQUIRE_VULKAN === '1') {
-  describe('Vulkan on a software GPU', () => it('is installed (DRAFTLINE_REQUIRE_VULKAN=1)', () => assert.fail(missing)));
-}
 
 describe('LlamaSequenceEvaluator: the device greedy path on Vulkan (llvmpipe)', { skip: missing ? `Vulkan unavailable: ${missing}` : false }, () => {
   let model: LlamaModel;

@@ -1,7 +1,7 @@
 // The GPU code path, on every CI run: node-llama-cpp's prebuilt Vulkan backend on Mesa's llvmpipe, a
 // software Vulkan device (Debian's mesa-vulkan-drivers; scripts/setup-e2e.sh installs it). ggml
 // skips CPU-type Vulkan devices unless GGML_VK_VISIBLE_DEVICES names them: set here, and inherited
-// by the workers these tests start. llvmpipe is slow (~0.1 s a token for the tiny pair) and its
+// by the workers these tests start (test/support/softwareVulkan.ts). llvmpipe is slow (~0.1 s a token for the tiny pair) and its
 // timings mean nothing: this is for correctness only, with the tiny pair, all layers offloaded.
 // DRAFTLINE_REQUIRE_VULKAN=1 (npm test sets it) turns a missing Vulkan device into a failure.
 import assert from 'node:assert/strict';
@@ -16,12 +16,9 @@ import { backendExplanation } from '../../src/engine/statusText';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { losslessSuite } from '../support/losslessSuite';
+import { useSoftwareVulkan } from '../support/softwareVulkan';
 
-process.env.GGML_VK_VISIBLE_DEVICES = '0';
-// Mesa 22.3.6's lavapipe (Debian 12) crashes in its own queue thread on ggml's fused Vulkan kernels
-// (SIGSEGV in libvulkan_lvp.so in 2-5 of 6 runs of the drift probe here; 0 of 19 with fusion off).
-// A driver bug of the software device, not of Draftline: fusion off keeps the GPU path testable.
-process.env.GGML_VK_DISABLE_FUSION = '1';
+const missing = useSoftwareVulkan();
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -31,18 +28,6 @@ const DRAFT = path.join(ROOT, 'models/tiny-code-draft.gguf');
 const ALL_LAYERS = 999;
 const log = () => undefined;
 
-/** Why Vulkan cannot run here, or null: Mesa's llvmpipe driver and the Vulkan loader must be installed. */
-function vulkanMissing(): string | null {
-  const icds = ['/usr/share/vulkan/icd.d', '/etc/vulkan/icd.d'].flatMap((d) => (fs.existsSync(d) ? fs.readdirSync(d).filter((f) => f.startsWith('lvp_icd')) : []));
-  if (icds.length === 0) return 'no llvmpipe Vulkan driver (Debian: apt-get install mesa-vulkan-drivers; scripts/setup-e2e.sh)';
-  const loader = ['/usr/lib/x86_64-linux-gnu/libvulkan.so.1', '/usr/lib/aarch64-linux-gnu/libvulkan.so.1', '/usr/lib/libvulkan.so.1'].some((f) => fs.existsSync(f));
-  return loader ? null : 'no Vulkan loader (libvulkan1)';
-}
-
-const missing = vulkanMissing();
-if (missing && process.env.DRAFTLINE_REQUIRE_VULKAN === '1') {
-  describe('Vulkan on a software GPU', () => it('is installed (DRAFTLINE_REQUIRE_VULKAN=1)', () => assert.fail(missing)));
-}
 const skip = missing ? `Vulkan unavailable: ${missing}` : fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs` (npm test does)';
 
 const vulkanModels = (over: Partial<ModelSettings> = {}): ModelSettings => ({ targetModel: TARGET, draftModel: DRAFT, gpu: 'vulkan', gpuLayers: ALL_LAYERS, threads: 1, contextSize: 256, ...over });
