@@ -69,7 +69,7 @@ if (!skip) {
         return session;
       },
       maxTokens: 24,
-      cases: 'core',
+      stopCases: 2,
       cancelCases: 3,
       report: (r) =>
         drifts.push(

@@ -38,12 +38,6 @@ export interface SuiteOptions {
    * on node-llama-cpp 3.21: minutes on a 150k-token vocabulary). Default: before the cases, reported.
    */
   driftAtFirstDivergence?: boolean;
-  /**
-   * 'core' (a slow backend): the speculative modes, the next-edit window copy and cancellation, where a
-   * backend's numerics and its abort meet the decoder; the lookahead pool, self-speculation, interleaved
-   * prompt states and stop rules are the decoder's own logic, the same on every backend. Default 'all'.
-   */
-  cases?: 'all' | 'core';
   /** Called once the drift and the divergences are known (the Vulkan suite reports them). */
   report?: (r: { pair: string; drift: number; runs: number; divergences: number; confirmed: number }) => void;
 }
@@ -58,7 +52,6 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
   describe(`lossless: ${pair.name}`, () => {
     // The completion cases, skipped for a copy-only pair.
     const completionIt = pair.copyOnly ? it.skip : it;
-    const decoderLogicIt = options.cases === 'core' ? it.skip : completionIt;
     let session: InferenceSession;
     let drift = 0;
     before(async () => {
@@ -125,7 +118,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       if (!pair.unrelated) assert.ok(accepted > 0, 'some proposals were accepted');
     });
 
-    decoderLogicIt("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
+    completionIt("with the lookahead pool (the target's own outputs after rejections) ngram and hybrid still equal plain", async () => {
       let proposed = 0;
       for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 5 + pair.name.length)) {
         const plain = await session.complete(request_(c, 'plain'));
@@ -184,7 +177,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       if (outputMeetsWindow) assert.ok(tally.window[1] > 0, 'the window was copied from');
     });
 
-    decoderLogicIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
+    completionIt('the target as its own draft on a short KV window (self-speculation) still equals plain', async () => {
       let proposed = 0;
       let accepted = 0;
       // Every step drafts: the adaptive policy would write a draft as costly as the target off, and
@@ -203,7 +196,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);
     });
 
-    decoderLogicIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
+    completionIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
       let reusedWhole = 0;
       const cases = promptCases(Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
       for (let i = 0; i + 1 < cases.length; i += 2) {
@@ -233,7 +226,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(reusedWhole > 0);
     });
 
-    decoderLogicIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
+    completionIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(options.stopCases ?? 12, 99)) {
         const plainFree = await session.complete(request_(c, 'plain', { maxTokens: 60 }));
         const stop = plainFree.text.slice(10, 13);
