@@ -275,7 +275,9 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // Device greedy needs a context created with room for a batch of sampled outputs (allowDeviceGreedy):
     // asked for where it may be used, so a CPU-only machine's contexts stay as node-llama-cpp makes them.
     const deviceGreedy = placement.deviceGreedy ?? 'off';
-    const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0) ? allowDeviceGreedy(llama) : { error: 'not asked for' };
+    // 'auto': CUDA only, where the graph-replay measurements and the lease's figures are; on Vulkan the
+    // software device (llvmpipe) was unstable with it and no GPU measured it.
+    const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
     const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const) };
     const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model, undefined, evaluatorOptions));
