@@ -13,6 +13,7 @@ import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import type { AlternativesResult, CompletionRequest, LocalCompletionResult, ModelSettings } from '../../src/shared/types';
 import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
+import { removeSocketDirs, socketDir } from '../support/socketDir';
 import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -90,12 +91,13 @@ describe("alternatives in a shared worker: another window's requests neither sto
   after(() => {
     for (const c of clients) c.dispose();
     fs.rmSync(TMP, { recursive: true, force: true });
+    removeSocketDirs();
   });
 
   it('window B completes while window A asks for alternatives: each gets its own, whole', async () => {
     fs.rmSync(TMP, { recursive: true, force: true });
     fs.mkdirSync(TMP, { recursive: true });
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, path.join(TMP, String(process.pid))), 'alternatives');
+    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('alt')), 'alternatives');
     const client = () => {
       const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
       clients.push(c);
@@ -130,7 +132,7 @@ describe("alternatives in a shared worker: another window's requests neither sto
   });
 
   it("a window's completion does not wait behind another window's alternatives asked before it (issue #48)", async () => {
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, path.join(TMP, `${process.pid}-order`)), 'alternatives-order');
+    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('alt')), 'alternatives-order');
     fs.mkdirSync(TMP, { recursive: true });
     const client = () => {
       const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });

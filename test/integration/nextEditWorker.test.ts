@@ -16,13 +16,13 @@ import type { NextEditPrompt, NextEditRequest } from '../../src/nextEdit/types';
 import type { CompletionRequest, ModelSettings } from '../../src/shared/types';
 import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
+import { removeSocketDirs, socketDir } from '../support/socketDir';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
 const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
 const TINY = embeddedPairPaths(ROOT, 'tiny');
 const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
-const TMP = path.join(ROOT, 'test-output', 'next-edit-worker');
 
 const TEXT = 'export function area(width: number, height: number): number {\n  const w = width;\n  return width * height;\n}\n';
 const REGION = { start: 0, end: TEXT.length };
@@ -159,13 +159,11 @@ describe('next-edit requests in a shared worker: another window’s completion w
   const clients: WorkerClient[] = [];
   after(() => {
     for (const c of clients) c.dispose();
-    fs.rmSync(TMP, { recursive: true, force: true });
+    removeSocketDirs();
   });
 
   it('window B’s completions go before window A’s running next-edit, which resumes whole; A’s next-edit never cancels B’s', async () => {
-    fs.rmSync(TMP, { recursive: true, force: true });
-    fs.mkdirSync(TMP, { recursive: true });
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, path.join(TMP, String(process.pid))), 'next-edit');
+    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('nes')), 'next-edit');
     const client = () => {
       const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
       clients.push(c);

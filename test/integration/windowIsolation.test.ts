@@ -18,12 +18,12 @@ import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../.
 import { isolatedAddress, sharedWorkerAddress, workerEnvironment } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { isAlive } from '../support/processes';
+import { removeSocketDirs, socketDir } from '../support/socketDir';
 import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
 const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
-const TMP = path.join(ROOT, 'test-output', 'isolation');
 const TINY = embeddedPairPaths(ROOT, 'tiny');
 const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
 const SPECULATION: SpeculationSettings = { maxProposal: 5, ngramMinMatch: 2, ngramMaxMatch: 8, draftMinConfidence: 0.4, adaptive: true, lookahead: false };
@@ -51,17 +51,8 @@ function targetNamed(file: string, name: string): string {
   return file;
 }
 
-let run = 0;
-const dirs: string[] = [];
-const freshDir = () => {
-  const dir = path.join(TMP, `${process.pid}-${run++}`);
-  fs.rmSync(dir, { recursive: true, force: true });
-  dirs.push(dir);
-  return dir;
-};
-after(() => {
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
+const freshDir = () => socketDir('iso');
+after(removeSocketDirs);
 
 describe('what a worker’s end blames on the model', () => {
   it('a crash signal from native code, never a kill from outside, an exit, or an end whose cause is not known', () => {
