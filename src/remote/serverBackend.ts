@@ -2,28 +2,18 @@
 // Ollama), behind the same InferenceBackend seam as the in-process worker: the engine's cache,
 // post-processing, cancellation, status bar and stats work the same. What each server's API looks
 // like is in its ServerApi (llamaServerApi.ts, openAiApi.ts, ollamaApi.ts).
-import { createParser } from 'eventsource-parser';
-import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
 import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
-import { requestStops, StopRules } from '../stopping/stopRules';
+import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult } from '../shared/types';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
-import {
-  errorMessageOf,
-  type CompletionCall,
-  type NamedToken,
-  type ReportedToken,
-  type ServerApi,
-  type ServerDescription,
-  type ServerFigures,
-  type ServerHttp,
-  type ServerSettings,
-} from './serverApi';
+import { errorMessageOf, type CompletionCall, type NamedToken, type ReportedToken, type ServerApi, type ServerDescription, type ServerHttp, type ServerSettings } from './serverApi';
 import { branchableLength, branchPoint } from './serverBranchPoint';
 import { type NextEditServer, serverNextEdit } from './serverNextEdit';
+import { asServerError, httpError, type RequestTarget } from './serverErrors';
+import { joinUrl, readCaFile, resolveServerSettings } from './serverSettings';
+import { cancelled, type CompletionExtra, readServerCompletion } from './serverStream';
 
 export type { BackendSettings };
 
@@ -71,8 +61,8 @@ export class ServerBackend implements InferenceBackend {
 
   /** Checks the server and its model (retrying a server that is starting up), and says what it found. */
   async load(): Promise<BackendInfo> {
-    const settings = this.resolveSettings();
-    this.ca = this.readCa();
+    const settings = resolveServerSettings(this.settings, this.api.defaultEndpoint);
+    this.ca = readCaFile(this.settings.caFile);
     let attempt = 0;
     for (;;) {
       try {
@@ -109,7 +99,7 @@ export class ServerBackend implements InferenceBackend {
       for (let retries = 0; response.status >= 300; retries++) {
         const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
         const retry = retries < 2 ? (this.api.retryWithout?.({ status: response.status, body }, call.request ?? sent, description, settings) ?? null) : null;
-        if (!retry) throw this.httpError(response.status, body, 'completion');
+        if (!retry) throw httpError(this.target, response.status, body, 'completion');
         this.events.log('info', `${this.kind}: ${errorMessageOf(body) ?? snippet(body)}: asking again (${retry.path})`);
         call = retry;
         response = await this.post(settings, call, signal, true);
@@ -207,7 +197,7 @@ export class ServerBackend implements InferenceBackend {
     const response = await this.post(settings, call, signal, true);
     if (response.status >= 300) {
       const body = await readText(response, undefined, this.settings.timeoutMs).catch(() => '');
-      throw this.httpError(response.status, body, what);
+      throw httpError(this.target, response.status, body, what);
     }
     return this.readCompletion(response, sent, started, signal, extra);
   }
@@ -260,27 +250,6 @@ export class ServerBackend implements InferenceBackend {
     this.down = null;
   }
 
-  private resolveSettings(): ServerSettings {
-    const raw = this.settings.endpoint || this.api.defaultEndpoint;
-    const endpoint = parseUrl(raw);
-    if (!endpoint || (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')) {
-      // "gpu-box:8080" parses as a URL whose scheme is "gpu-box:": say what was meant.
-      if (!raw.includes('://') && parseUrl(`http://${raw}`)) throw new ServerError(`draftline.server.endpoint is "${raw}": write it with its scheme, e.g. http://${raw}`, 'badRequest');
-      if (!endpoint) throw new ServerError(`draftline.server.endpoint is "${raw}", not a URL (e.g. ${this.api.defaultEndpoint})`, 'badRequest');
-      throw new ServerError(`draftline.server.endpoint must be an http or https URL, not ${endpoint.protocol}`, 'badRequest');
-    }
-    return { endpoint, model: this.settings.model, sendExtraContext: this.settings.sendExtraContext };
-  }
-
-  private readCa(): string | undefined {
-    if (!this.settings.caFile) return undefined;
-    try {
-      return fs.readFileSync(this.settings.caFile, 'utf8');
-    } catch (error) {
-      throw new ServerError(`cannot read draftline.server.caFile ${this.settings.caFile}: ${(error as Error).message}`, 'tls');
-    }
-  }
-
   private async headers(endpoint: URL): Promise<Record<string, string>> {
     const key = await this.deps.apiKey(endpoint);
     return key ? { authorization: `Bearer ${key}` } : {};
@@ -302,7 +271,7 @@ export class ServerBackend implements InferenceBackend {
     const call = async (method: 'GET' | 'POST', path: string | URL, body: unknown, what: string) => {
       const response = await this.send(settings, method, path, body);
       const text = await readText(response, undefined, this.settings.timeoutMs);
-      if (response.status >= 300) throw this.httpError(response.status, text, what);
+      if (response.status >= 300) throw httpError(this.target, response.status, text, what);
       try {
         return JSON.parse(text) as unknown;
       } catch {
@@ -327,135 +296,15 @@ export class ServerBackend implements InferenceBackend {
     }
   }
 
-  /** Reads the stream through the same stop rules as local decoding; stops the server once they say stop. */
-  private async readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined, extra: CompletionExtra = {}): Promise<CompletionResult> {
-    const chunks: string[] = [];
-    // The template's stop tokens the server writes as text end the completion as they do locally.
+  /** Reads the stream (serverStream.ts) with this backend's template stops and timeout. */
+  private readCompletion(response: HttpResponse, request: CompletionRequest, started: number, signal: AbortSignal | undefined, extra: CompletionExtra = {}): Promise<CompletionResult> {
     const writtenStops = this.description?.template?.spec.writtenStops ?? [];
-    const stop = new StopRules({
-      // Each streamed piece is one "token" here: the rules only need the text so far.
-      detokenize: (ids) => ids.map((i) => chunks[i]).join(''),
-      isEndToken: () => false,
-      maxTokens: Number.MAX_SAFE_INTEGER,
-      ...requestStops(request),
-      ...(writtenStops.length ? { stopStrings: [...(request.stop ?? []), ...writtenStops] } : {}),
-    });
-    let firstTokenAt: number | undefined;
-    const figures: ServerFigures = {};
-    let serverDone = false;
-    const contentType = String(response.headers['content-type'] ?? '');
-    const events: unknown[] = [];
-    let malformed: string | undefined;
-    const take = (data: string) => {
-      if (data === '[DONE]') return;
-      try {
-        events.push(JSON.parse(data));
-      } catch {
-        malformed ??= data;
-      }
-    };
-    const parser = createParser({ onEvent: (event) => take(event.data) });
-    let lineBuffer = '';
-    // A server that answers one JSON object (no stream) is read the same way.
-    const framing = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('ndjson') || this.api.framing === 'ndjson' ? 'ndjson' : 'json';
-    const decoder = new TextDecoder();
-    let whole = '';
-    const idle = setIdleTimer(this.settings.timeoutMs, () => response.close());
-    // Text forced after the prompt (an alternative's first tokens) goes through the stop rules first.
-    let forcedStop = false;
-    for (const text of extra.forced ?? []) {
-      chunks.push(text);
-      if (stop.push(chunks.length - 1)) {
-        forcedStop = true;
-        break;
-      }
-    }
-    // The reported tokens are kept while each event's text is exactly theirs (a stop word the server
-    // held back breaks that): the text of the tokens kept is then the completion's text so far.
-    let tokensAligned = extra.tokens !== undefined;
-    /** Feeds parsed events through the stop rules; true once the completion is over. */
-    const consume = (): boolean => {
-      while (events.length) {
-        const event = this.api.readEvent(events.shift());
-        if (!event) continue;
-        if (tokensAligned && (event.text || event.tokens?.length)) {
-          extra.tokens!.push(...(event.tokens ?? []));
-          if ((event.tokens ?? []).map((t) => t.text).join('') !== event.text) tokensAligned = false;
-        }
-        // A figure a later event leaves out keeps the value an earlier one gave.
-        if (event.figures) for (const [key, value] of Object.entries(event.figures)) if (value !== undefined) (figures as Record<string, unknown>)[key] = value;
-        if (event.text) {
-          firstTokenAt ??= this.now();
-          chunks.push(event.text);
-          const over = stop.push(chunks.length - 1);
-          extra.onText?.(stop.finalText);
-          if (over) return true;
-        }
-        if (event.done) return (serverDone = true);
-      }
-      return false;
-    };
-    try {
-      let over = forcedStop;
-      for await (const chunk of over ? [] : response.body) {
-        idle.reset();
-        const text = decoder.decode(chunk, { stream: true });
-        if (framing === 'sse') parser.feed(text);
-        else if (framing === 'ndjson') {
-          lineBuffer += text;
-          const lines = lineBuffer.split('\n');
-          lineBuffer = lines.pop() ?? '';
-          for (const line of lines) if (line.trim()) take(line);
-        } else whole += text;
-        if (malformed !== undefined || (over = consume())) break;
-      }
-      if (!over && malformed === undefined) {
-        if (framing === 'ndjson' && lineBuffer.trim()) take(lineBuffer);
-        if (framing === 'json' && whole.trim()) take(whole);
-        consume();
-        // The body ended as it should (OpenAI's ends after its usage chunk and [DONE]).
-        serverDone = true;
-      }
-    } catch (error) {
-      if (idle.fired && !signal?.aborted) throw new ServerError(`the ${this.kind} server sent nothing for ${(this.settings.timeoutMs / 1000).toFixed(1)} s in the middle of a completion`, 'timeout');
-      throw error;
-    } finally {
-      idle.clear();
-      // Stopped early (our stop rules): closing the connection stops the server's work.
-      if (!serverDone) response.close();
-    }
-    if (signal?.aborted) return cancelled(this.now() - started);
-    if (malformed !== undefined) throw new ServerError(`the ${this.kind} server's answer is not what its API sends (${snippet(malformed)})`, 'malformed');
-    const totalMs = this.now() - started;
-    const ttft = (firstTokenAt ?? this.now()) - started;
-    const stats: GenerationStats = {
-      promptTokens: figures.promptTokens ?? 0,
-      reusedPromptTokens: figures.reusedPromptTokens ?? 0,
-      generatedTokens: stop.decision && !serverDone ? stop.tokens.length : (figures.generatedTokens ?? chunks.length),
-      promptMs: ttft,
-      timeToFirstTokenMs: ttft,
-      totalMs,
-      stopReason: stop.decision?.reason ?? figures.stopReason ?? 'eos',
-      ...(figures.tokensPerSecond !== undefined ? { serverTokensPerSecond: figures.tokensPerSecond } : {}),
-      ...(figures.draftProposed !== undefined ? { serverDraft: { proposedTokens: figures.draftProposed, acceptedTokens: figures.draftAccepted ?? 0 } } : {}),
-    };
-    return { text: stop.finalText, stats };
+    return readServerCompletion({ api: this.api, writtenStops, timeoutMs: this.settings.timeoutMs, now: this.now }, response, request, started, signal, extra);
   }
 
-  private httpError(status: number, body: string, what: string): ServerError {
-    const said = errorMessageOf(body) ?? snippet(body);
-    const where = this.settingsResolved?.endpoint.origin ?? this.settings.endpoint;
-    if (status === 401 || status === 403) {
-      return new ServerError(`${what}: ${where} refused the request (${status}: ${said}): set its API key with "Draftline: Set Server API Key"`, 'unauthorized', status);
-    }
-    if (status === 404) {
-      if (/model/i.test(said)) return new ServerError(`${what}: ${where} has no model "${this.settings.model}" (${said}): check draftline.server.model`, 'modelNotFound', status);
-      return new ServerError(`${what}: ${where} has no such endpoint (404: ${said}): is it a ${this.kind} server, and the endpoint its base URL?`, 'notFound', status);
-    }
-    if (status === 501) return new ServerError(`${what}: ${where} does not support this (501: ${said})`, 'badRequest', status);
-    if (status === 429 || status === 503) return new ServerError(`${what}: ${where} is busy or still loading (${status}: ${said})`, 'busy', status);
-    if (status >= 500) return new ServerError(`${what}: ${where} failed (${status}: ${said})`, 'server', status);
-    return new ServerError(`${what}: ${where} refused the request (${status}: ${said})`, 'badRequest', status);
+  /** Who a refused request was addressed to, for its message. */
+  private get target(): RequestTarget {
+    return { kind: this.kind, where: this.settingsResolved?.endpoint.origin ?? this.settings.endpoint, model: this.settings.model };
   }
 
   private explain(error: ServerError, settings: ServerSettings): ServerError {
@@ -503,62 +352,4 @@ export class ServerBackend implements InferenceBackend {
     schedule(1);
     this.events.onOutage();
   }
-}
-
-/** What a completion read for alternatives carries besides its text. */
-interface CompletionExtra {
-  /** Texts forced after the prompt: the completion starts with them. */
-  forced?: string[];
-  /** Filled with the tokens the server reports, while they match its text. */
-  tokens?: ReportedToken[];
-  /** The output so far (the stop rules' text), after each piece of it (a next-edit's streamed edits). */
-  onText?(text: string): void;
-}
-
-function parseUrl(text: string): URL | undefined {
-  try {
-    return new URL(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function joinUrl(endpoint: URL, path: string): URL {
-  const url = new URL(endpoint.href);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
-  return url;
-}
-
-function asServerError(error: unknown): ServerError {
-  return error instanceof ServerError ? error : new ServerError((error as Error)?.message ?? String(error), 'malformed');
-}
-
-function cancelled(totalMs: number): CompletionResult {
-  return {
-    text: '',
-    stats: { promptTokens: 0, reusedPromptTokens: 0, generatedTokens: 0, promptMs: 0, timeToFirstTokenMs: 0, totalMs, stopReason: 'abort' },
-  };
-}
-
-function setIdleTimer(ms: number, onIdle: () => void) {
-  const state = { fired: false, timer: undefined as NodeJS.Timeout | undefined };
-  const arm = () => {
-    state.timer = setTimeout(() => {
-      state.fired = true;
-      onIdle();
-    }, ms);
-  };
-  arm();
-  return {
-    get fired() {
-      return state.fired;
-    },
-    reset() {
-      clearTimeout(state.timer);
-      arm();
-    },
-    clear() {
-      clearTimeout(state.timer);
-    },
-  };
 }
