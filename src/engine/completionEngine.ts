@@ -3,8 +3,9 @@ import { documentWindow, looksBinary, type TextSource, type WindowLimits } from 
 import { type CacheHit, CompletionCache } from './completionCache';
 import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
 import { StatsCollector } from './statsCollector';
+import { type ExpectedEdit, type PrefetchOptions, type PrefetchOutcome, Prefetcher, type PrefetchTrigger } from './prefetcher';
 export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
-import type { AlternativesResult, BackendKind, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {
@@ -40,6 +41,14 @@ export interface EngineSettings extends WindowLimits {
   maxDocumentChars: number;
   /** Compute the completion after an accepted one before it is asked for (draftline.prefetch.enabled). */
   prefetch: boolean;
+}
+
+export { documentAfterInsertion, type PrefetchOptions, type PrefetchOutcome, type PrefetchTrigger, type PrefetchWhileShown, prefetchWhileShownFor } from './prefetcher';
+
+/** How an engine is made besides its backend and settings. */
+export interface EngineOptions extends PrefetchOptions {
+  /** The clock latencies are measured by (tests step it). */
+  now?: () => number;
 }
 
 /** The declared defaults (package.json), read once. */
@@ -88,71 +97,6 @@ export function modeFor(settings: Pick<EngineSettings, 'speculation' | 'ngramReu
   return settings.draftAvailable ? 'draft' : 'plain';
 }
 
-/**
- * What a prefetch came to. ready: computed and in the cache; cached: the cache (or the prefetch
- * running) already has it; busy: a real request runs (here or, for the worker, in another window);
- * blocked: turned off, or on battery; cancelled: a keystroke or another request stopped it.
- */
-export type PrefetchOutcome = 'ready' | 'cached' | 'busy' | 'blocked' | 'skipped' | 'cancelled' | 'failed';
-
-/** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
-export type PrefetchTrigger = 'accepted' | 'shown';
-
-/**
- * Which shown ghost texts get the completion after them prefetched while the user reads them:
- * every one (the first Tab of a chain is then instant too), only those a prefetch computed (a chain
- * of accepts already under way), or none.
- */
-export type PrefetchWhileShown = 'all' | 'prefetched' | 'none';
-
-/**
- * What draftline.prefetch.whileShown means for a backend: 'auto' is every shown ghost text with
- * in-process models (the machine's own idle time), and with a server only in a chain of accepts
- * (every shown ghost text would cost the server one more request).
- */
-export function prefetchWhileShownFor(setting: 'auto' | 'all' | 'chain', backend: BackendKind): PrefetchWhileShown {
-  if (setting === 'all') return 'all';
-  if (setting === 'chain') return 'prefetched';
-  return backend === 'local' ? 'all' : 'prefetched';
-}
-
-/**
- * The document as it will be once `text` is inserted at the cursor (replacing `replaceSuffixChars`
- * characters after it), with the cursor after the insertion: what the editor's next request sees.
- */
-export function documentAfterInsertion(doc: EngineDocument, text: string, replaceSuffixChars = 0): EngineDocument {
-  const at = doc.offset;
-  const removed = Math.max(0, Math.min(replaceSuffixChars, doc.length - at));
-  const tailStart = at + removed;
-  const length = doc.length - removed + text.length;
-  const end = at + text.length;
-  const slice = (start: number, stop: number): string => {
-    const s = Math.max(0, start);
-    const e = Math.min(length, stop);
-    if (e <= s) return '';
-    let out = '';
-    if (s < at) out += doc.slice(s, Math.min(e, at));
-    if (e > at && s < end) out += text.slice(Math.max(s, at) - at, Math.min(e, end) - at);
-    if (e > end) out += doc.slice(tailStart + Math.max(s, end) - end, tailStart + e - end);
-    return out;
-  };
-  return { ...doc, offset: end, length, slice };
-}
-
-interface RunningPrefetch {
-  id: number;
-  prefix: string;
-  suffix: string;
-  /**
-   * A prefetch made while a ghost text is shown is for after this edit (that ghost text accepted):
-   * that edit keeps it, and so does typing its first characters (the rest is then expected).
-   */
-  expectedEdit?: { uri: string } & DocumentEdit;
-  controller: AbortController;
-  /** Settles (never rejects) when the prefetch ended, however it ended. */
-  done: Promise<void>;
-}
-
 /** Closing brackets and punctuation after the cursor still allow a multi-line completion. */
 const TRIVIAL_LINE_SUFFIX = /^[\s)\]}>;,'"`]*$/;
 
@@ -163,34 +107,60 @@ const TRIVIAL_LINE_SUFFIX = /^[\s)\]}>;,'"`]*$/;
 export class CompletionEngine {
   readonly cache = new CompletionCache();
   readonly stats = new StatsCollector();
-  /**
-   * Asked before each prefetch: why not now (e.g. 'on battery'), or null. The editor puts the
-   * battery check here; the engine knows nothing of the platform.
-   */
-  prefetchBlocker: () => Promise<string | null> | string | null = () => null;
-  /**
-   * Which shown ghost texts get the one after them prefetched (PrefetchWhileShown), asked at each
-   * one. The editor decides by its setting and backend (every one with in-process models); the
-   * bench compares them.
-   */
-  prefetchWhileShown: () => PrefetchWhileShown = () => 'prefetched';
-  /** Told of each prefetch's end (the editor's log). */
-  onPrefetch?: (outcome: PrefetchOutcome, trigger: PrefetchTrigger, detail: string) => void;
-  /** At most one at a time in this engine (a window): a newer one or any real request stops it. */
-  private prefetching: RunningPrefetch | null = null;
-  private nextPrefetchId = 1;
-  /** Prefetch ids a real request was answered from (each counts once, however often it serves). */
-  private readonly servedPrefetches = new Set<number>();
+  /** The completion the editor will ask for next, computed before it asks (prefetcher.ts). */
+  private readonly prefetcher: Prefetcher;
   /** Real model requests in flight (from the model call to its end). */
   private realRequests = 0;
   /** The last few answers to "alternatives here": cycling back and forth asks again for the same cursor. */
   private readonly alternativesCache: { prefix: string; suffix: string; answer: Omit<EngineAlternatives, 'greedy' | 'fromCache' | 'latencyMs'> }[] = [];
 
+  private readonly now: () => number;
+
+  /** `options`: the prefetch's hooks (PrefetchOptions), and the clock (tests). */
   constructor(
     private readonly backend: CompletionBackend,
     public settings: EngineSettings = { ...DEFAULT_ENGINE_SETTINGS },
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    options: EngineOptions = {},
+  ) {
+    this.now = options.now ?? (() => performance.now());
+    this.prefetcher = new Prefetcher(
+      {
+        enabled: () => this.settings.prefetch,
+        requestFor: (doc) => this.buildRequest(doc),
+        cache: this.cache,
+        realRequestRunning: () => this.realRequests > 0,
+        complete: (request, signal) => this.backend.complete(request, signal),
+        shownFor: (result, request, doc) => this.shownFor(result, request, doc),
+        tally: () => this.stats.prefetch,
+        now: () => this.now(),
+      },
+      options,
+    );
+  }
+
+  /** PrefetchOptions.prefetchBlocker (the editor's battery check; tests set it). */
+  get prefetchBlocker(): Prefetcher['prefetchBlocker'] {
+    return this.prefetcher.prefetchBlocker;
+  }
+  set prefetchBlocker(blocker: Prefetcher['prefetchBlocker']) {
+    this.prefetcher.prefetchBlocker = blocker;
+  }
+
+  /** PrefetchOptions.prefetchWhileShown (the bench compares its choices). */
+  get prefetchWhileShown(): Prefetcher['prefetchWhileShown'] {
+    return this.prefetcher.prefetchWhileShown;
+  }
+  set prefetchWhileShown(whileShown: Prefetcher['prefetchWhileShown']) {
+    this.prefetcher.prefetchWhileShown = whileShown;
+  }
+
+  /** PrefetchOptions.onPrefetch. */
+  get onPrefetch(): Prefetcher['onPrefetch'] {
+    return this.prefetcher.onPrefetch;
+  }
+  set onPrefetch(listener: Prefetcher['onPrefetch']) {
+    this.prefetcher.onPrefetch = listener;
+  }
 
   get mode(): DecodeMode {
     return modeFor(this.settings);
@@ -248,7 +218,7 @@ export class CompletionEngine {
     if (cached === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     if (cached) return this.served(doc, cached, started);
     // A real request elsewhere: the prefetch yields at once.
-    this.yieldPrefetchTo(request);
+    this.prefetcher.yieldTo(request);
     const waitStarted = this.now();
     await beforeModel?.();
     if (signal?.aborted) return new SkippedCompletion('cancelled', 'superseded by a newer request');
@@ -256,7 +226,7 @@ export class CompletionEngine {
     const cachedLater = await this.fromCacheOrPrefetch(request, signal);
     if (cachedLater === 'cancelled') return new SkippedCompletion('cancelled', 'superseded by a newer request');
     if (cachedLater) return this.served(doc, cachedLater, started);
-    this.yieldPrefetchTo(request);
+    this.prefetcher.yieldTo(request);
     started = this.now(); // latency counts from the model request, not the debounce
     const waitMs = started - waitStarted;
     this.realRequests++;
@@ -271,7 +241,7 @@ export class CompletionEngine {
     const latencyMs = this.now() - started;
     this.cache.put(request.prefix, request.suffix, shown);
     this.stats.record({ at: Date.now(), latencyMs, waitMs, fromCache: false, chars: shown.text.length, stats: result.stats });
-    if (this.prefetchWhileShown() === 'all') this.prefetchAfterShown(doc, shown);
+    this.prefetcher.shown(doc, shown, false);
     return { ...shown, fromCache: false, prefetched: false, result, latencyMs };
   }
 
@@ -285,9 +255,9 @@ export class CompletionEngine {
   private async fromCacheOrPrefetch(request: CompletionRequest, signal?: AbortSignal): Promise<CacheHit | undefined | 'cancelled'> {
     const hit = this.cache.get(request.prefix, request.suffix);
     if (hit) return hit;
-    const running = this.prefetching;
-    if (!running || running.prefix !== request.prefix || running.suffix !== request.suffix) return undefined;
-    await abortable(running.done, signal);
+    const running = this.prefetcher.runningFor(request);
+    if (!running) return undefined;
+    await abortable(running, signal);
     if (signal?.aborted) return 'cancelled';
     return this.cache.get(request.prefix, request.suffix);
   }
@@ -295,15 +265,10 @@ export class CompletionEngine {
   private served(doc: EngineDocument, hit: CacheHit, started: number): EngineCompletion {
     const latencyMs = this.now() - started;
     const prefetched = hit.prefetch !== undefined;
-    if (hit.prefetch && !this.servedPrefetches.has(hit.prefetch.id)) {
-      this.servedPrefetches.add(hit.prefetch.id);
-      this.stats.prefetch.served++;
-      if (hit.text) this.stats.prefetch.shown++;
-    }
+    this.prefetcher.countServed(hit);
     const prefetchedBy = hit.prefetch?.by;
     this.stats.record({ at: Date.now(), latencyMs, fromCache: true, ...(prefetchedBy ? { prefetchedBy } : {}), chars: hit.text.length, stats: null });
-    const whileShown = this.prefetchWhileShown();
-    if (whileShown === 'all' || (whileShown === 'prefetched' && prefetched)) this.prefetchAfterShown(doc, hit);
+    this.prefetcher.shown(doc, hit, prefetched);
     return { text: hit.text, replaceSuffixChars: hit.replaceSuffixChars, fromCache: true, prefetched, ...(prefetchedBy ? { prefetchedBy } : {}), result: null, latencyMs };
   }
 
@@ -366,134 +331,24 @@ export class CompletionEngine {
     return done(answer, false);
   }
 
-  /**
-   * The user reads the ghost text `shown` at `doc`'s cursor now: the completion after it (the one the
-   * editor asks for once it is accepted) is computed meanwhile, and kept by the accept's edit.
-   */
-  private prefetchAfterShown(doc: EngineDocument, shown: ShownCompletion): void {
-    if (!shown.text) return;
-    const next = documentAfterInsertion(doc, shown.text, shown.replaceSuffixChars);
-    const expectedEdit = { uri: doc.uri, offset: doc.offset, deleteCount: shown.replaceSuffixChars, text: shown.text };
-    // Registered now (before anything is awaited), so the next keystroke finds it and stops it.
-    void this.prefetch(next, 'shown', expectedEdit);
-  }
-
   /** Whether a prefetch runs now (for tests and the bench). */
   get prefetchRunning(): boolean {
-    return this.prefetching !== null;
-  }
-
-  /** A real request goes to the model: a prefetch of another request stops (one of this request was waited for). */
-  private yieldPrefetchTo(request: CompletionRequest): void {
-    const running = this.prefetching;
-    if (running && (running.prefix !== request.prefix || running.suffix !== request.suffix)) running.controller.abort();
+    return this.prefetcher.isRunning;
   }
 
   /** Stops the running prefetch, if any (a keystroke, a request elsewhere). */
   cancelPrefetch(): void {
-    this.prefetching?.controller.abort();
+    this.prefetcher.cancel();
   }
 
-  /**
-   * The user edited a document: a keystroke stops the running prefetch at once, except the edit a
-   * prefetch made while a ghost text was shown is for (that ghost text accepted with Tab), and the
-   * keystrokes that type that ghost text's beginning (the user types it instead: the accept of the
-   * rest, or the last of those keystrokes, ends where the prefetch is for).
-   */
+  /** A keystroke stops the running prefetch, but for the edit it is for (Prefetcher.documentEdited). */
   documentEdited(uri: string, edits: readonly DocumentEdit[]): void {
-    const running = this.prefetching;
-    if (!running || edits.length === 0) return;
-    const e = running.expectedEdit;
-    const [edit] = edits;
-    const at = e && edits.length === 1 && e.uri === uri && e.offset === edit.offset;
-    if (at && e.deleteCount === edit.deleteCount && e.text === edit.text) running.expectedEdit = undefined;
-    else if (at && edit.deleteCount === 0 && edit.text !== '' && edit.text.length < e.text.length && e.text.startsWith(edit.text)) {
-      running.expectedEdit = { ...e, offset: e.offset + edit.text.length, text: e.text.slice(edit.text.length) };
-    } else running.controller.abort();
+    this.prefetcher.documentEdited(uri, edits);
   }
 
-  /**
-   * Computes the completion at `doc`'s cursor through the same path as a real request (window,
-   * prompt, speculation, post-processing) and keeps it in the cache under the exact prefix and
-   * suffix that request will have. Never delays a real request: none starts while one runs, any
-   * real request stops it, and the backend is told it is a prefetch (the worker refuses it while
-   * another window's request runs). At most one at a time: a newer one replaces it.
-   */
-  async prefetch(doc: EngineDocument, trigger: PrefetchTrigger = 'accepted', expectedEdit?: RunningPrefetch['expectedEdit']): Promise<PrefetchOutcome> {
-    const tally = this.stats.prefetch;
-    const end = (outcome: PrefetchOutcome, detail = ''): PrefetchOutcome => {
-      this.onPrefetch?.(outcome, trigger, detail);
-      return outcome;
-    };
-    if (!this.settings.prefetch) {
-      tally.blocked++;
-      return end('blocked', 'draftline.prefetch.enabled is off');
-    }
-    const request = this.buildRequest(doc);
-    if (request instanceof SkippedCompletion) return end('skipped', request.message);
-    const running = this.prefetching;
-    if (running && running.prefix === request.prefix && running.suffix === request.suffix) return end('cached', 'already being prefetched');
-    if (this.cache.get(request.prefix, request.suffix)) return end('cached', 'already in the cache');
-    if (this.realRequests > 0) {
-      tally.busy++;
-      return end('busy', 'a completion is running');
-    }
-    // Registered before anything is awaited: the editor's request for this cursor, which comes
-    // right after the accept, finds it and waits for it instead of stopping it.
-    this.cancelPrefetch();
-    const id = this.nextPrefetchId++;
-    const controller = new AbortController();
-    const started = this.now();
-    let settle!: () => void;
-    const entry: RunningPrefetch = { id, prefix: request.prefix, suffix: request.suffix, expectedEdit, controller, done: new Promise((resolve) => (settle = resolve)) };
-    this.prefetching = entry;
-    const unregister = () => {
-      if (this.prefetching === entry) this.prefetching = null;
-      settle();
-    };
-    const blocked = await this.prefetchBlocker();
-    if (blocked) {
-      unregister();
-      tally.blocked++;
-      return end('blocked', blocked);
-    }
-    // The check above awaited: a real request or a keystroke may have come meanwhile.
-    if (controller.signal.aborted) {
-      unregister();
-      return end('cancelled', 'stopped before it started');
-    }
-    if (this.realRequests > 0) {
-      unregister();
-      tally.busy++;
-      return end('busy', 'a completion is running');
-    }
-    tally.started++;
-    try {
-      const result = await this.backend.complete({ ...request, prefetch: true }, controller.signal);
-      if (controller.signal.aborted || result.stats.stopReason === 'abort') {
-        tally.cancelled++;
-        return end('cancelled', 'stopped by a keystroke or a request');
-      }
-      const shown = this.shownFor(result, request, doc);
-      this.cache.put(request.prefix, request.suffix, shown, { id, by: trigger });
-      tally.ready++;
-      return end('ready', `${shown.text.length} chars in ${Math.round(this.now() - started)} ms`);
-    } catch (error) {
-      if ((error as { code?: string }).code === 'busy') {
-        // Refused before it ran (another window's request): not started after all.
-        tally.started--;
-        tally.busy++;
-        return end('busy', (error as Error).message);
-      }
-      if (controller.signal.aborted) {
-        tally.cancelled++;
-        return end('cancelled', 'stopped by a keystroke or a request');
-      }
-      tally.failed++;
-      return end('failed', (error as Error).message);
-    } finally {
-      unregister();
-    }
+  /** Prefetcher.prefetch: the completion at `doc`'s cursor, computed before it is asked for and kept in the cache. */
+  prefetch(doc: EngineDocument, trigger: PrefetchTrigger = 'accepted', expectedEdit?: ExpectedEdit): Promise<PrefetchOutcome> {
+    return this.prefetcher.prefetch(doc, trigger, expectedEdit);
   }
 }
 

@@ -21,7 +21,7 @@ function engineWith(others: string[] | null, limitedBy?: string, stepMs = 10) {
     complete: async () => result('a + b;'),
     ...(others ? { alternatives: async (): Promise<AlternativesResult> => ({ completions: others.map(result), branch: { tokenIndex: 1, margin: 0.5 }, limitedBy, totalMs: 1 }) } : {}),
   };
-  return new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS }, () => (clock += stepMs));
+  return new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS }, { now: () => (clock += stepMs) });
 }
 
 describe('Show Stats: alternatives', () => {
