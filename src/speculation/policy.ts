@@ -1,155 +1,15 @@
 import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../shared/types';
 import { CostModel } from './costModel';
 import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
+import { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
+import { COPY_MAX_PROPOSAL, CopyAcceptance } from './copyAcceptance';
+import { RetrySchedule } from './retrySchedule';
 
-/** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
-export function expectedTokensPerStep(a: number, k: number): number {
-  if (a >= 1) return k + 1;
-  return (1 - a ** (k + 1)) / (1 - a);
-}
-
-/**
- * Acceptance assumed before any observation (worth a few of them). The window copy: most of a
- * next-edit window is the current window unchanged (issue #39: a perfect model fed by it needs one
- * evaluation per 4 tokens at k = 4).
- */
-const DEFAULT_PRIORS: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5, lookahead: 0.4, copy: 0.75 };
-
-/**
- * The window copy's longest proposal when SpeculationSettings.copyMaxProposal is not set. Long: on a
- * CPU a token costs least in the largest batches (docs/BENCHMARK.md, 'Next edits'), and in a copy run
- * most of a window is accepted.
- */
-export const COPY_MAX_PROPOSAL = 64;
+export { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
+export { COPY_MAX_PROPOSAL, CopyAcceptance, type CopyPhase, copyPhase } from './copyAcceptance';
 
 /** How near the best expected rate an untimed longer copy proposal must come to be tried (SpeculationPolicy.copyLength). */
 const COPY_TRY_LONGER = 0.8;
-
-/**
- * How window-copy proposals fare, learned per phase: whether the first copied token is right (after a
- * divergence the proposer re-synchronised by a guess; in a copy run it continues a fully accepted
- * proposal), and then, once it is, how far the copy stays right: for each position j of a proposal,
- * of the proposals that were right up to j − 1 and went as far as j, the share right at j (a survival
- * curve, as Kaplan-Meier counts it, proposals cut short counting up to where they went). Copy runs are
- * long (to the next edit or the window's end) or short (a re-synchronisation near an edit that went
- * wrong a few tokens later): one geometric rate mixes both, and undervalues long proposals.
- */
-export type CopyPhase = 'run' | 'agree1' | 'agree2' | 'agree3' | 'agree5' | 'agree9';
-
-/** A copy proposal's phase: in a run, else by its agreement (unknown counts as a single token). */
-export function copyPhase(inRun: boolean, agreement = 1): CopyPhase {
-  if (inRun) return 'run';
-  return agreement >= 9 ? 'agree9' : agreement >= 5 ? 'agree5' : agreement >= 3 ? 'agree3' : agreement >= 2 ? 'agree2' : 'agree1';
-}
-
-export class CopyAcceptance {
-  /**
-   * First token right, by phase: in a copy run, or after a divergence by how many output tokens agree
-   * with where the copy resumes (1, 2, 3-4, 5-8, 9 or more): one token re-synchronises near the old
-   * place, often wrongly; a dozen that agree rarely mislead.
-   */
-  private readonly first: Record<CopyPhase, { right: number; seen: number }> = {
-    run: { right: 0.95 * 4, seen: 4 },
-    agree1: { right: 0.5 * 4, seen: 4 },
-    agree2: { right: 0.6 * 4, seen: 4 },
-    agree3: { right: 0.7 * 4, seen: 4 },
-    agree5: { right: 0.8 * 4, seen: 4 },
-    agree9: { right: 0.9 * 4, seen: 4 },
-  };
-  /**
-   * Index j ≥ 1 (position j + 1 of a proposal): proposals right up to it that went that far, and those
-   * wrong there; apart for runs and for proposals after a divergence (a copy resumed by a guess near
-   * an edit tends to go wrong again soon).
-   */
-  private readonly survival: Record<'run' | 'fresh', { reached: number[]; wrong: number[] }>;
-
-  constructor(
-    private readonly longest = COPY_MAX_PROPOSAL,
-    private readonly decay = 0.98,
-  ) {
-    // Prior: each further token right at 0.97, worth a few proposals.
-    const prior = () => ({ reached: Array.from({ length: longest }, () => 4), wrong: Array.from({ length: longest }, () => 4 * 0.03) });
-    this.survival = { run: prior(), fresh: prior() };
-  }
-
-  record(inRun: boolean, proposed: number, accepted: number, agreement?: number): void {
-    if (proposed <= 0) return;
-    const f = this.first[copyPhase(inRun, agreement)];
-    f.seen = f.seen * this.decay + 1;
-    f.right = f.right * this.decay + (accepted >= 1 ? 1 : 0);
-    if (accepted < 1) return;
-    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
-    for (let j = 1; j < this.longest; j++) {
-      reached[j] *= this.decay;
-      wrong[j] *= this.decay;
-      if (j < Math.min(proposed, accepted + 1)) reached[j] += 1;
-      if (j === accepted && accepted < proposed) wrong[j] += 1;
-    }
-  }
-
-  /** Probability that the first copied token is right, in a run or after a divergence (with `agreement` tokens agreeing). */
-  firstRate(inRun: boolean, agreement?: number): number {
-    const f = this.first[copyPhase(inRun, agreement)];
-    return f.right / f.seen;
-  }
-
-  /** Probability that the token at position j + 1 (j ≥ 1) is right, those before it right, in a run or after a divergence. */
-  continuationRate(j = 1, inRun = true): number {
-    const at = Math.min(Math.max(1, j), this.longest - 1);
-    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
-    return 1 - wrong[at] / reached[at];
-  }
-
-  /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */
-  expectedTokens(k: number, inRun: boolean, agreement?: number): number {
-    return this.expectedTokensUpTo(Math.max(0, k), inRun, agreement)[Math.max(0, k)]!;
-  }
-
-  /** expectedTokens for every k from 0 to `limit` (index k), in one pass over the survival curve. */
-  expectedTokensUpTo(limit: number, inRun: boolean, agreement?: number): Float64Array {
-    const out = new Float64Array(limit + 1);
-    out[0] = 1;
-    const first = this.firstRate(inRun, agreement);
-    let survive = 1;
-    let run = 0;
-    for (let k = 1; k <= limit; k++) {
-      if (k > 1) survive *= this.continuationRate(k - 1, inRun);
-      run += survive;
-      out[k] = 1 + first * run;
-    }
-    return out;
-  }
-}
-
-/**
- * Per-source acceptance learned as a geometric rate: accepted / (accepted + rejections), starting
- * from a prior worth a few observations so early luck does not decide everything.
- */
-export class AcceptanceTracker {
-  private readonly counts: Record<ProposalSource, { accepted: number; rejected: number }>;
-
-  constructor(
-    priors: Partial<Record<ProposalSource, number>> = {},
-    priorWeight = 4,
-    private readonly decay = 0.98,
-  ) {
-    const p = { ...DEFAULT_PRIORS, ...priors };
-    const count = (prior: number) => ({ accepted: prior * priorWeight, rejected: (1 - prior) * priorWeight });
-    this.counts = { ngram: count(p.ngram), draft: count(p.draft), lookahead: count(p.lookahead), copy: count(p.copy) };
-  }
-
-  record(source: ProposalSource, proposed: number, accepted: number): void {
-    const c = this.counts[source];
-    // Decay keeps the estimate following the text at hand.
-    c.accepted = c.accepted * this.decay + accepted;
-    c.rejected = c.rejected * this.decay + (accepted < proposed ? 1 : 0);
-  }
-
-  rate(source: ProposalSource): number {
-    const c = this.counts[source];
-    return c.accepted / (c.accepted + c.rejected);
-  }
-}
 
 export type StepPlan = { source: ProposalSource; maxLen: number } | null;
 
@@ -427,36 +287,5 @@ export class SpeculationPolicy {
   /** Now and then try a source the estimates have written off, so they can recover. */
   private exploreDue(source: ProposalSource): boolean {
     return this.exploration[source].due();
-  }
-}
-
-/**
- * When to try again something the estimates have written off (a proposal source, every `interval`
- * steps; a fixed verify shape, every `interval` generations): the interval doubles after each try
- * that does not win it back, up to `max`, and starts over once it pays.
- */
-class RetrySchedule {
-  interval: number;
-  private since = 0;
-
-  constructor(
-    private readonly first: number,
-    private readonly max: number,
-  ) {
-    this.interval = first;
-  }
-
-  /** Counts one more occasion; true when it is time to try (the next interval then doubles). */
-  due(): boolean {
-    if (++this.since < this.interval) return false;
-    this.since = 0;
-    this.interval = Math.min(this.interval * 2, this.max);
-    return true;
-  }
-
-  /** It paid: back to the first interval. */
-  reset(): void {
-    this.interval = this.first;
-    this.since = 0;
   }
 }
