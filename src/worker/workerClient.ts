@@ -1,9 +1,8 @@
-import { fork } from 'node:child_process';
 import type { DownloadProgress } from '../models/downloadIndex';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { readFrames, writeFrame } from './frames';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
-import { connectSharedWorker, type SharedWorkerAddress, sharedWorkerEnd, workerEnvironment } from './sharedWorker';
+import { connectSharedWorker, type SharedWorkerAddress } from './sharedWorker';
+import { type Channel, type ChannelEvents, forkChannel, socketChannel } from './workerChannels';
 
 export interface WorkerClientOptions {
   /** The bundled worker script (dist/worker.js). */
@@ -26,13 +25,6 @@ export interface WorkerClientOptions {
    * models another window loaded are ready at once. Its end looks like a crash to every client.
    */
   shared?: SharedWorkerAddress;
-}
-
-/** How the client reaches its worker: a private child's IPC channel or the shared worker's socket. */
-interface Channel {
-  send(message: ClientMessage): boolean;
-  /** Stops this client's use: a private worker is killed, a shared one only loses this connection. */
-  close(): void;
 }
 
 /** What this client had the worker do when it ended (for the model quarantine). */
@@ -259,9 +251,9 @@ export class WorkerClient {
           throw new WorkerError('worker client is disposed', 'disposed');
         }
         started = connection.started;
-        this.channel = this.socketChannel(connection.socket, shared);
+        this.channel = socketChannel(connection.socket, shared, this.channelEvents, (channel) => (this.channel === channel ? this.workerPid : undefined));
       } else {
-        this.channel = this.forkChannel();
+        this.channel = forkChannel(this.options.workerPath, this.options.env, this.channelEvents);
       }
       this.starts++;
       this.startedAt = Date.now();
@@ -280,66 +272,9 @@ export class WorkerClient {
     }
   }
 
-  private forkChannel(): Channel {
-    const child = fork(this.options.workerPath, [], {
-      // Inside Electron (desktop VS Code) the same binary runs as plain Node with this flag.
-      // An explicit environment, as for the shared worker (sharedWorker.ts workerEnvironment).
-      env: { ...workerEnvironment(), ...this.options.env, ELECTRON_RUN_AS_NODE: '1' },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: [],
-      serialization: 'advanced',
-    });
-    const channel: Channel = {
-      send: (message) => {
-        if (!child.connected) return false;
-        try {
-          child.send(message);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      close: () => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'), 3000).unref();
-      },
-    };
-    child.stdout?.on('data', (d: Buffer) => this.options.log?.('debug', `worker: ${d.toString().trimEnd()}`));
-    child.stderr?.on('data', (d: Buffer) => this.options.log?.('warn', `worker: ${d.toString().trimEnd()}`));
-    child.on('message', (message: WorkerMessage) => this.onMessage(message));
-    child.on('exit', (code, signal) => this.onExit(channel, signal ? `inference worker was killed by ${signal}` : `inference worker exited with code ${code}`));
-    child.on('error', (error) => this.options.log?.('error', `worker process error: ${error.message}`));
-    return channel;
-  }
-
-  private socketChannel(socket: import('node:net').Socket, address: SharedWorkerAddress): Channel {
-    const channel: Channel = {
-      send: (message) => {
-        if (socket.destroyed || !socket.writable) return false;
-        writeFrame(socket, message);
-        return true;
-      },
-      close: () => socket.destroy(),
-    };
-    readFrames(
-      socket,
-      (message) => this.onMessage(message as WorkerMessage),
-      (error) => {
-        this.options.log?.('error', `the shared inference worker sent what is not a message (${error.message})`);
-        socket.destroy();
-      },
-    );
-    socket.on('error', (error) => this.options.log?.('warn', `shared inference worker connection: ${error.message}`));
-    // The worker died (a native abort takes every window's connection) or was stopped. How, only the
-    // window that started it learns (a signal goes to a process's parent): it writes it down.
-    socket.on('close', () => {
-      const pid = this.workerPid;
-      const ended = (how: string | null) => this.onExit(channel, `the shared inference worker ended (${how ?? 'how is not known'})`);
-      if (pid === undefined || this.channel !== channel) ended(null);
-      else void sharedWorkerEnd(address, pid).then(ended);
-    });
-    return channel;
+  /** Where the channels deliver the worker's messages and its end. */
+  private get channelEvents(): ChannelEvents {
+    return { onMessage: (message) => this.onMessage(message), onExit: (channel, description) => this.onExit(channel, description), log: this.options.log };
   }
 
   private onMessage(message: WorkerMessage): void {
