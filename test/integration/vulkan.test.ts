@@ -73,7 +73,7 @@ if (!skip) {
       cancelCases: 3,
       report: (r) =>
         drifts.push(
-          `${r.pair}: batch drift ${r.drift.toExponential(2)}, ${r.runs - r.divergences} of ${r.runs} runs identical to plain, ${r.divergences} at near-ties (${r.confirmed} re-evaluated: the batch's numerics)`,
+          `${r.pair}: batch drift ${r.drift.toExponential(2)}, ${r.runs - r.divergences} of ${r.runs} runs identical to plain, ${r.divergences} at near-ties (${r.confirmed} re-evaluated: the batch's numerics; ${r.unexplainedSites} places not)`,
         ),
     },
   );
