@@ -57,7 +57,7 @@ const WARM_UP_OWNER = 'warm-up';
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
-export { DEFAULT_SPECULATION } from '../engine/declaredSettings';
+export { DEFAULT_SPECULATION } from '../settings/declaredSettings';
 
 /**
  * Everything that runs next to the models: loading, prompt layout, the speculative decoder, the

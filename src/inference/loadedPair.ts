@@ -5,8 +5,8 @@
 import type { Llama, LlamaContext, LlamaModel } from './llamaTypes';
 import * as os from 'node:os';
 import type { LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
-import { describeLoadTimings } from '../engine/loadTimings';
-import { backendExplanation, gpuName } from '../engine/statusText';
+import { describeLoadTimings } from '../stats/loadTimings';
+import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';

@@ -110,14 +110,14 @@ export interface DocumentEdit {
   text: string;
 }
 
-/** A piece of one of the user's other files (context/extraContextRing.ts). */
+/** A piece of one of the user's other files (prompt/extraContextRing.ts). */
 export interface ContextChunk {
   /** Workspace-relative path (shown to the model as the file's name). */
   path: string;
   text: string;
 }
 
-/** Chunks of other files for the prompt (see context/extraContextRing.ts), with their token budget. */
+/** Chunks of other files for the prompt (see prompt/extraContextRing.ts), with their token budget. */
 export interface ExtraContext {
   files: ContextChunk[];
   /** Path of the file being completed, workspace-relative. */
@@ -372,7 +372,7 @@ export function emptySpeculationStats(mode: DecodeMode): SpeculationStats {
 /** Where completions come from: Draftline's own worker, or an inference server the user points it at. */
 export type BackendKind = 'local' | 'llama-server' | 'openai-compatible' | 'ollama';
 
-/** The backend settings as read (user/machine scope only: engine/declaredSettings.ts). */
+/** The backend settings as read (user/machine scope only: settings/declaredSettings.ts). */
 export interface BackendSettings {
   kind: BackendKind;
   endpoint: string;

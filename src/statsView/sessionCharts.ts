@@ -1,6 +1,6 @@
 // The charts of Show Stats' rendered view: one value per completion the stats collector keeps, as
 // series a chart draws and a screen reader reads as numbers (the summary, the per-completion table).
-import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../engine/statsCollector';
+import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
 import type { ProposalSource } from '../shared/types';
 
 /** How a chart's numbers are written. */

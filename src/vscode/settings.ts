@@ -1,9 +1,9 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { EngineSettings } from '../engine/completionEngine';
 import {
   backendSettingsFrom,
   DECLARATIONS,
+  type EngineSettings,
   engineSettingsFrom,
   modelSettingsFrom,
   type NextEditSettings,
@@ -11,9 +11,9 @@ import {
   type ResolvedModelSettings,
   SECTION,
   speculationSettingsFrom,
-} from '../engine/declaredSettings';
-import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
-import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
+} from '../settings/declaredSettings';
+import { placeName, type WriteTarget, writeTarget } from '../settings/settingPlaces';
+import { type SettingDeclaration, SettingsReader } from '../settings/settingsReader';
 import type { SpeculationSettings } from '../shared/types';
 import type { BackendSettings } from '../shared/types';
 import { embeddedPairPaths } from '../models/embedded';
@@ -86,7 +86,7 @@ const TARGETS: Record<WriteTarget, vscode.ConfigurationTarget> = {
 };
 
 /**
- * Writes a setting where it takes effect (src/engine/settingPlaces.ts: where a workspace already sets it,
+ * Writes a setting where it takes effect (src/settings/settingPlaces.ts: where a workspace already sets it,
  * else the user settings, which are the Remote settings for a machine setting in a remote window).
  * Resolves to the name of that place, for the message that confirms the change.
  */

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import type { StatusSummary } from '../engine/statsCollector';
-import { statusTooltip } from '../engine/statusText';
+import type { StatusSummary } from '../stats/statsCollector';
+import { statusTooltip } from '../stats/statusText';
 import type { BackendInfo } from '../shared/types';
 
 export type StatusState = { kind: 'loading' } | { kind: 'ready' } | { kind: 'busy' } | { kind: 'off'; message?: string } | { kind: 'error'; message: string };

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { describeNextEditModel } from '../../src/engine/statsReport';
+import { describeNextEditModel } from '../../src/stats/statsReport';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import type { NextEditRequest } from '../../src/nextEdit/types';

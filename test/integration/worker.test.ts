@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, ModelSettings } from '../../src/shared/types';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { DownloadError, describeProvenance, downloadedPath, type DownloadProgress } from '../../src/models/downloadIndex';
-import { downloadInWorker } from '../../src/models/downloadInWorker';
+import { downloadInWorker } from '../../src/backend/downloadInWorker';
 import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../support/ggufWriter';
 import { startDownloadServer } from '../support/downloadModels';

@@ -3,8 +3,8 @@
 // loads nothing and runs only its own nonce'd script.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../src/engine/statsCollector';
-import { statsReport, statsReportModel } from '../../src/engine/statsReport';
+import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport, statsReportModel } from '../../src/stats/statsReport';
 import type { GenerationStats, LoadedModelsInfo } from '../../src/shared/types';
 import { sessionCharts } from '../../src/statsView/sessionCharts';
 import { CHARTED_COMPLETIONS, changedParts, statsPageHtml, statsView, statsViewParts } from '../../src/statsView/statsPage';

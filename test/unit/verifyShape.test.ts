@@ -14,7 +14,7 @@ import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { FIXED_SHAPE_TRIAL_STEPS, padToShape, ShapeHistory } from '../../src/speculation/verifyShape';
 import { StopRules } from '../../src/stopping/stopRules';
-import { policySection } from '../../src/engine/statsReport';
+import { policySection } from '../../src/stats/statsReport';
 import { FakeEvaluator, hashModel } from '../support/fakeModel';
 
 const VOCAB = 64;
