@@ -6,7 +6,7 @@
 // caches) and on a keystroke (the same spot one character earlier completed just before).
 import * as path from 'node:path';
 import { ExtraContextRing } from '../src/prompt/extraContextRing';
-import type { CompletionRequest, ExtraContext } from '../src/shared/types';
+import type { CompletionRequest, ExtraContext } from '../src/shared/completion';
 import type { BenchTask, SourceFile } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument, timedCompletion } from './engineView';
 import { summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';

@@ -2,7 +2,9 @@
 // (localBackend.ts) and the inference servers (src/remote/) implement it alike; only the controller
 // knows which one runs, and it can swap them without a reload.
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { AlternativesResult, BackendInfo, BackendKind, CompletionRequest, CompletionResult, DocumentEdit, SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { BackendInfo } from '../shared/backendInfo';
+import type { BackendKind, SpeculationSettings } from '../shared/settings';
 
 /** Where completions are computed: the worker client in the extension, an in-process session in tests. */
 export interface CompletionBackend {

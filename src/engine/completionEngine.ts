@@ -5,7 +5,9 @@ import type { CompletionBackend } from '../backend/backend';
 import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../settings/declaredSettings';
 import { type PrefetchTrigger, StatsCollector } from '../stats/statsCollector';
 export { emptyPrefetchTally, type PrefetchTally, type PrefetchTrigger, wastedPrefetches } from '../stats/statsCollector';
-import type { AlternativesResult, BackendKind, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit, ExtraContext } from '../shared/completion';
+import type { BackendKind } from '../shared/settings';
+import type { DecodeMode } from '../shared/decoding';
 
 export interface EngineDocument extends TextSource {
   uri: string;

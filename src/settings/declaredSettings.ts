@@ -7,7 +7,7 @@ import { contributes } from '../../package.json';
 import { resolveModelPath } from '../models/modelPath';
 import type { WindowLimits } from '../prompt/documentWindow';
 import type { NextEditFormatId } from '../nextEdit/types';
-import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/types';
+import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/settings';
 import { type SettingDeclaration, SettingsReader, type SettingsSource } from './settingsReader';
 
 export const SECTION = 'draftline';

@@ -1,4 +1,5 @@
-import type { DecodeMode, GenerationStats, ProposalSource, SpeculationStats } from '../shared/types';
+import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import type { GenerationStats, SpeculationStats } from '../shared/generationStats';
 
 /** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
 export type PrefetchTrigger = 'accepted' | 'shown';

@@ -3,7 +3,10 @@ import { type AlternativesTally, type PrefetchTrigger, acceptanceRate, speedupOv
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
-import type { AlternativesResult, BackendInfo, DecodeMode, KvSequencesReport, NextEditModelReport, PolicySnapshot, ProposalSource } from '../shared/types';
+import type { AlternativesResult } from '../shared/completion';
+import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
+import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import type { PolicySnapshot } from '../shared/generationStats';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));

@@ -11,7 +11,9 @@ import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, report
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
-import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
+import type { BackendInfo, LoadedModelsInfo } from '../shared/backendInfo';
+import type { BackendSettings } from '../shared/settings';
+import type { CompletionRequest, CompletionResult } from '../shared/completion';
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { DocumentSync, documentLength } from './documentSync';

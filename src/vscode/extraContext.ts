@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { ExtraContextRing, MAX_CHUNK_CHARS } from '../prompt/extraContextRing';
-import type { ExtraContext } from '../shared/types';
+import type { ExtraContext } from '../shared/completion';
 import { documentLength } from './documentSync';
 
 /** Lines read around the cursor of a file the user leaves or saves (the ring keeps 64 of them). */

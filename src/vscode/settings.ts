@@ -14,8 +14,8 @@ import {
 } from '../settings/declaredSettings';
 import { placeName, type WriteTarget, writeTarget } from '../settings/settingPlaces';
 import { type SettingDeclaration, SettingsReader } from '../settings/settingsReader';
-import type { SpeculationSettings } from '../shared/types';
-import type { BackendSettings } from '../shared/types';
+import type { SpeculationSettings } from '../shared/settings';
+import type { BackendSettings } from '../shared/settings';
 import { embeddedPairPaths } from '../models/embedded';
 import type { ExtraContextSettings } from './extraContext';
 import type { NextEditFormatId } from '../nextEdit/types';

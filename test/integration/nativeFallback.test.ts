@@ -10,7 +10,8 @@ import { StatsCollector } from '../../src/stats/statsCollector';
 import { statsReport } from '../../src/stats/statsReport';
 import { decodePathExplanation, statusTooltip } from '../../src/stats/statusText';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import type { LoadedModelsInfo, ModelSettings } from '../../src/shared/types';
+import type { LoadedModelsInfo } from '../../src/shared/backendInfo';
+import type { ModelSettings } from '../../src/shared/settings';
 import { WorkerClient } from '../../src/worker/workerClient';
 
 const ROOT = path.resolve(__dirname, '../..');

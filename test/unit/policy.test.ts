@@ -1,7 +1,7 @@
 // The speculation policy and its cost model are pure: table-driven tests, no model needed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { SpeculationSettings } from '../../src/shared/types';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { CostModel } from '../../src/speculation/costModel';
 import { policyReport } from '../../src/stats/statsReport';
 import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, PLAIN_REFRESH_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
 import { backendExplanation } from '../../src/stats/statusText';
-import type { RuntimeChoice } from '../../src/shared/types';
+import type { RuntimeChoice } from '../../src/shared/backendInfo';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -6,7 +6,7 @@ import type { StatusSummary } from '../../src/stats/statsCollector';
 import { StatsCollector } from '../../src/stats/statsCollector';
 import { statsReport } from '../../src/stats/statsReport';
 import { acceptanceExplanation, backendExplanation, decodePathExplanation, statusTooltip, threadsExplanation } from '../../src/stats/statusText';
-import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
+import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/backendInfo';
 import { describeRuntimeChoice, getRuntime, installedGpuBinaries, llamaGpuOption } from '../../src/inference/llamaRuntime';
 
 const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({
