@@ -1,9 +1,20 @@
 // The one seam between the VS Code layer and whatever computes completions. The in-process worker
 // (localBackend.ts) and the inference servers (src/remote/) implement it alike; only the controller
 // knows which one runs, and it can swap them without a reload.
-import type { CompletionBackend } from '../engine/completionEngine';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { BackendInfo, BackendKind, DocumentEdit, SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { BackendInfo } from '../shared/backendInfo';
+import type { BackendKind, SpeculationSettings } from '../shared/settings';
+
+/** Where completions are computed: the worker client in the extension, an in-process session in tests. */
+export interface CompletionBackend {
+  complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
+  /**
+   * Up to `count` alternatives to the greedy completion of `request` (see AlternativesResult), asked
+   * only on demand; a backend without them leaves this out.
+   */
+  alternatives?(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult>;
+}
 
 /** Why a backend cannot serve right now, while it waits to try again (a crashed worker, an unreachable server). */
 export interface OutageStatus {

@@ -1,20 +1,13 @@
 import { defaultFilters, postprocess, type ShownCompletion } from '../postprocess';
-import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
+import { documentWindow, looksBinary, type TextSource } from '../prompt/documentWindow';
 import { type CacheHit, CompletionCache } from './completionCache';
-import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
-import { StatsCollector } from './statsCollector';
-export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
-import type { AlternativesResult, BackendKind, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
-
-/** Where completions are computed: the worker client in the extension, an in-process session in tests. */
-export interface CompletionBackend {
-  complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
-  /**
-   * Up to `count` alternatives to the greedy completion of `request` (see AlternativesResult), asked
-   * only on demand; a backend without them leaves this out.
-   */
-  alternatives?(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult>;
-}
+import type { CompletionBackend } from '../backend/backend';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../settings/declaredSettings';
+import { type PrefetchTrigger, StatsCollector } from '../stats/statsCollector';
+export { emptyPrefetchTally, type PrefetchTally, type PrefetchTrigger, wastedPrefetches } from '../stats/statsCollector';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit, ExtraContext } from '../shared/completion';
+import type { BackendKind } from '../shared/settings';
+import type { DecodeMode } from '../shared/decoding';
 
 export interface EngineDocument extends TextSource {
   uri: string;
@@ -27,23 +20,8 @@ export interface EngineDocument extends TextSource {
   extraContext?: () => ExtraContext | undefined;
 }
 
-export interface EngineSettings extends WindowLimits {
-  enabled: boolean;
-  speculation: boolean;
-  ngramReuse: boolean;
-  /** True when a usable draft model is loaded. */
-  draftAvailable: boolean;
-  maxTokens: number;
-  maxLines: number;
-  disabledLanguages: string[];
-  /** Documents longer than this are not completed in (chars). */
-  maxDocumentChars: number;
-  /** Compute the completion after an accepted one before it is asked for (draftline.prefetch.enabled). */
-  prefetch: boolean;
-}
-
 /** The declared defaults (package.json), read once. */
-export { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
+export { DEFAULT_ENGINE_SETTINGS } from '../settings/declaredSettings';
 
 export interface EngineCompletion {
   text: string;
@@ -94,9 +72,6 @@ export function modeFor(settings: Pick<EngineSettings, 'speculation' | 'ngramReu
  * blocked: turned off, or on battery; cancelled: a keystroke or another request stopped it.
  */
 export type PrefetchOutcome = 'ready' | 'cached' | 'busy' | 'blocked' | 'skipped' | 'cancelled' | 'failed';
-
-/** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
-export type PrefetchTrigger = 'accepted' | 'shown';
 
 /**
  * Which shown ghost texts get the completion after them prefetched while the user reads them:

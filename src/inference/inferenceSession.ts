@@ -1,17 +1,9 @@
 import type { Llama, LlamaToken } from './llamaTypes';
-import {
-  type AlternativesResult,
-  type CompletionRequest,
-  type DecoderStats,
-  emptySpeculationStats,
-  type GenerationStats,
-  type KvSequencesReport,
-  type LocalCompletionResult,
-  type LoadedModelsInfo,
-  type ModelSettings,
-  type SpeculationSettings,
-  type Token,
-} from '../shared/types';
+import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
+import { type DecoderStats, emptySpeculationStats, type GenerationStats } from '../shared/generationStats';
+import type { KvSequencesReport, LoadedModelsInfo } from '../shared/backendInfo';
+import type { ModelSettings, SpeculationSettings } from '../shared/settings';
+import type { Token } from '../shared/decoding';
 import { NgramIndex } from '../ngram';
 import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import type { PromptTemplate } from '../prompt/templates';
@@ -57,7 +49,7 @@ const WARM_UP_OWNER = 'warm-up';
 /** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
-export { DEFAULT_SPECULATION } from '../engine/declaredSettings';
+export { DEFAULT_SPECULATION } from '../settings/declaredSettings';
 
 /**
  * Everything that runs next to the models: loading, prompt layout, the speculative decoder, the

@@ -1,6 +1,6 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
 import { type DeviceSamplerMode, type NativeAddon, nativeAddonFor } from './nativeAddon';
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 
 /**

@@ -8,7 +8,8 @@
 import type { NextEditModelInfo, NextEditPieces } from '../nextEdit/nextEditPieces';
 import { noNextEdit } from '../nextEdit/noSuggestion';
 import type { NextEditPrompt, NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { SpeculationSettings, Token } from '../shared/types';
+import type { SpeculationSettings } from '../shared/settings';
+import type { Token } from '../shared/decoding';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';

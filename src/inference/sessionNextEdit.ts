@@ -7,7 +7,8 @@
 import type { NgramIndex } from '../ngram';
 import type { NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
-import type { SpeculationSettings, Token } from '../shared/types';
+import type { SpeculationSettings } from '../shared/settings';
+import type { Token } from '../shared/decoding';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { ContextGate } from './contextGate';

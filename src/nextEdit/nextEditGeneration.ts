@@ -3,7 +3,8 @@
 // verified output has re-synchronised with the window after it. The prompt format and the reduction
 // of output to edits come in as parameters (nextEdit/formats/, nextEdit/outputToEdit.ts), so this
 // file depends on neither.
-import type { DecoderStats, DecodeMode, Token } from '../shared/types';
+import type { DecoderStats } from '../shared/generationStats';
+import type { DecodeMode, Token } from '../shared/decoding';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { LookaheadPool } from '../speculation/lookaheadPool';
 import type { SpeculationPolicy } from '../speculation/policy';

@@ -4,7 +4,8 @@
 // `decode` (inference/nextEditTask.ts); a server backend sends the same prompt and reads its output
 // with `fromOutput` (remote/serverBackend.ts). Injected, so tests and the bench can swap them.
 import type { ModelFileInfo } from '../gguf/modelFileCheck';
-import type { DecoderStats, Token } from '../shared/types';
+import type { DecoderStats } from '../shared/generationStats';
+import type { Token } from '../shared/decoding';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { DraftProposer, NgramProposer } from '../speculation/proposers';

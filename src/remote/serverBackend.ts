@@ -8,7 +8,10 @@ import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/b
 import { splitTrailingBlank } from '../prompt/fimPrompt';
 import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult } from '../shared/completion';
+import type { BackendInfo } from '../shared/backendInfo';
+import type { BackendKind, BackendSettings } from '../shared/settings';
+import type { GenerationStats } from '../shared/generationStats';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import {

@@ -3,7 +3,8 @@
 // to next edits (the format's prompt, its stop texts, the output parsed and streamed as edits) is here.
 import type { NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { type CompletionRequest, type CompletionResult, emptySpeculationStats, type GenerationStats } from '../shared/types';
+import type { CompletionRequest, CompletionResult } from '../shared/completion';
+import { emptySpeculationStats, type GenerationStats } from '../shared/generationStats';
 import type { ServerError } from './http';
 import type { CompletionCall, ServerApi, ServerDescription, ServerSettings } from './serverApi';
 

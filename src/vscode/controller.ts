@@ -1,17 +1,19 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { InferenceBackend } from '../backend/backend';
+import type { CompletionBackend, InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import { ModelQuarantine, type QuarantinedModelError } from '../backend/modelQuarantine';
-import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type CompletionBackend, prefetchWhileShownFor } from '../engine/completionEngine';
-import { type LoadInputs, reloadOnChange } from '../engine/declaredSettings';
-import { describeSlowGhostText, type GhostTextTimeline } from '../engine/ghostTextTimeline';
-import { describeLoadTimings } from '../engine/loadTimings';
-import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, reportMarkdown, type StatsReportModel, statsReportModel, type WorkerStatus } from '../engine/statsReport';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, prefetchWhileShownFor } from '../engine/completionEngine';
+import { type LoadInputs, reloadOnChange } from '../settings/declaredSettings';
+import { describeSlowGhostText, type GhostTextTimeline } from '../stats/ghostTextTimeline';
+import { describeLoadTimings } from '../stats/loadTimings';
+import { describeAlternatives, type ModelFilesProvenance, prefetchOrigin, reportMarkdown, type StatsReportModel, statsReportModel, type WorkerStatus } from '../stats/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
-import type { BackendInfo, BackendSettings, CompletionRequest, CompletionResult, LoadedModelsInfo } from '../shared/types';
+import type { BackendInfo, LoadedModelsInfo } from '../shared/backendInfo';
+import type { BackendSettings } from '../shared/settings';
+import type { CompletionRequest, CompletionResult } from '../shared/completion';
 import type { WorkerError } from '../worker/workerClient';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { DocumentSync, documentLength } from './documentSync';
@@ -33,7 +35,7 @@ import {
   SECTION,
   sharedWorkerIdleMs,
 } from './settings';
-import { PowerMonitor } from '../power/battery';
+import { PowerMonitor } from './battery';
 import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';

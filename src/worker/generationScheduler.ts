@@ -14,7 +14,9 @@
 import type { InferenceSession } from '../inference/inferenceSession';
 import { noNextEdit } from '../inference/nextEditTask';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
+import { emptySpeculationStats } from '../shared/generationStats';
+import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { PROTOCOL_VERSION, type WorkerMessage, type WorkerNotification } from './protocol';
 

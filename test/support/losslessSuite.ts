@@ -4,7 +4,9 @@
 // test/model/lossless.test.ts runs it on the CPU, test/integration/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, DecodeMode, LocalCompletionResult, ModelSettings, SpeculationSettings } from '../../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
+import type { DecodeMode } from '../../src/shared/decoding';
+import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';

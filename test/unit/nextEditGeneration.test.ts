@@ -3,7 +3,8 @@
 // long before the window's end, a keystroke (the abort) ends it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
+import type { DecodeMode, Token } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
 import { generateNextEdit } from '../../src/nextEdit/nextEditGeneration';
 import type { NextEditPrompt, TextReplacement } from '../../src/nextEdit/types';

@@ -1,6 +1,6 @@
 // Where the editor's next edits come from: the backend seam's nextEdit (the local worker or a server)
 // satisfies this, and so does a replay of recorded answers (the real-editor tests' backend).
-import { type DecoderStats, emptySpeculationStats } from '../../shared/types';
+import { type DecoderStats, emptySpeculationStats } from '../../shared/generationStats';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../types';
 
 export interface NextEditSource {

@@ -6,7 +6,7 @@ import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSugg
 import { classifyNextEdit, type ShapeText } from '../../nextEdit/ui/shape';
 import type { NextEditSource } from '../../nextEdit/ui/source';
 import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/ui/stats';
-import type { DecodeMode } from '../../shared/types';
+import type { DecodeMode } from '../../shared/decoding';
 import { FimTracker } from './fimTracker';
 import { NextEditRenderer } from './renderer';
 import { buildRequest } from './request';
