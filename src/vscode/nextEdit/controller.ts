@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import type { NextEditFormatId, TextReplacement } from '../../nextEdit/types';
-import { shifted } from '../../nextEdit/ui/chain';
-import { RecordedEdits } from '../../nextEdit/ui/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/ui/session';
-import { classifyNextEdit, type ShapeText } from '../../nextEdit/ui/shape';
-import type { NextEditSource } from '../../nextEdit/ui/source';
-import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/ui/stats';
+import { shifted } from '../../nextEdit/suggestion/chain';
+import { RecordedEdits } from '../../nextEdit/suggestion/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/suggestion/session';
+import { classifyNextEdit, type ShapeText } from '../../nextEdit/suggestion/shape';
+import type { NextEditSource } from '../../nextEdit/suggestion/source';
+import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/suggestion/stats';
 import type { DecodeMode } from '../../shared/types';
 import { FimTracker } from './fimTracker';
 import { NextEditRenderer } from './renderer';

@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { type NextEditSource, type RecordedNextEdit, ReplayNextEditSource } from '../../nextEdit/ui/source';
+import { type NextEditSource, type RecordedNextEdit, ReplayNextEditSource } from '../../nextEdit/suggestion/source';
 
 /** Environment variable naming a JSON file of recorded next-edit answers (`{ "cases": RecordedNextEdit[] }`). */
 export const REPLAY_ENV = 'DRAFTLINE_NEXT_EDIT_REPLAY';

@@ -3,13 +3,13 @@
 // answers the real-editor tests replay, the block image.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEdit/ui/blockImage';
-import { nearestEdit, remainingAfter, shifted } from '../../src/nextEdit/ui/chain';
-import { RecordedEdits } from '../../src/nextEdit/ui/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEdit/ui/session';
-import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEdit/ui/shape';
-import { editsBetween, ReplayNextEditSource } from '../../src/nextEdit/ui/source';
-import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEdit/ui/stats';
+import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEdit/suggestion/blockImage';
+import { nearestEdit, remainingAfter, shifted } from '../../src/nextEdit/suggestion/chain';
+import { RecordedEdits } from '../../src/nextEdit/suggestion/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEdit/suggestion/session';
+import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEdit/suggestion/shape';
+import { editsBetween, ReplayNextEditSource } from '../../src/nextEdit/suggestion/source';
+import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEdit/suggestion/stats';
 import type { TextReplacement } from '../../src/nextEdit/types';
 
 /** `|` marks the cursor; returns the text without it and the cursor's offset. */
