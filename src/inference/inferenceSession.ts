@@ -35,7 +35,6 @@ import type { DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { runSessionNextEdit, type SessionNextEditOptions } from './sessionNextEdit';
-import { nextEditPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
 
 export { gpuLayersFor } from './loadedPair';
@@ -223,9 +222,9 @@ export class InferenceSession {
    * evaluations, and it resumes after. Never throws for a cancel or a next-edit file that cannot be
    * loaded (the result says why there is no suggestion).
    */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: DecodeOverrides & Partial<SessionNextEditOptions> = {}, pieces: NextEditPieces = nextEditPieces): Promise<NextEditResult> {
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: DecodeOverrides & Partial<SessionNextEditOptions> = {}): Promise<NextEditResult> {
     const options = { ...overrides, speculation: overrides.speculation ?? this.speculation, policy: overrides.policy ?? this.policy };
-    const run = this.nextEdits.then(() => runSessionNextEdit({ gate: this.gate, slot: this.nextEditModels, documents: this.documents }, pieces, request, signal, options));
+    const run = this.nextEdits.then(() => runSessionNextEdit({ gate: this.gate, slot: this.nextEditModels, documents: this.documents }, request, signal, options));
     this.nextEdits = run.catch(() => undefined);
     return run;
   }

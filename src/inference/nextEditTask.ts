@@ -5,7 +5,7 @@
 // native call goes through the context gate (inference/contextGate.ts): a completion that arrives
 // takes the context between two of them, and the next-edit resumes after it on its own sequence.
 // InferenceSession.nextEdit wires it; the session's own file stays about completions.
-import type { NextEditModelInfo, NextEditPieces } from '../nextEdit/nextEditPieces';
+import { formatFor, generateNextEdit, type NextEditModelInfo, StreamedEdits } from '../nextEdit/generation';
 import { noNextEdit } from '../nextEdit/noSuggestion';
 import type { NextEditPrompt, NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import type { SpeculationSettings, Token } from '../shared/types';
@@ -77,11 +77,11 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
 }
 
 /** Runs one next-edit request; never throws for a cancel or a taken sequence (a result says why). */
-export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, request: NextEditRequest, run: NextEditRun): Promise<NextEditResult> {
+export async function runNextEdit(host: NextEditHost, request: NextEditRequest, run: NextEditRun): Promise<NextEditResult> {
   const started = performance.now();
   const { signal } = run;
   // A prompt built already is decoded as it is; its format reads the output.
-  const format = pieces.formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, host.model);
+  const format = formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, host.model);
   if ('none' in format) return noNextEdit(request, 'noFormat', format.none);
   let prompt: NextEditPrompt;
   try {
@@ -114,23 +114,32 @@ export async function runNextEdit(host: NextEditHost, pieces: NextEditPieces, re
     state = await host.gate.evaluate(() => host.sequenceFor(run.owner, promptTokens), signal, { onPark, onResume: run.onResume });
     const target = gated(state.target, host.gate, signal, hooks);
     const draft = state.draft ? host.draftProposer(gated(state.draft, host.gate, signal, hooks), run.speculation) : undefined;
-    const generated = await pieces.decode({
-      request,
-      format,
-      prompt,
-      promptTokens,
+    const streamed = new StreamedEdits(format, prompt, request);
+    const settled: TextReplacement[] = [];
+    const generation = await generateNextEdit({
       target,
-      draft,
-      ngram: host.ngramProposer(request.documentKey, run.speculation),
-      mode: request.mode,
-      policy: run.policy,
-      tokenize: host.tokenize,
-      tokenizeWithSpecials: host.tokenizeWithSpecials,
+      tokenize: (text, specials) => (specials ? host.tokenizeWithSpecials(text) : host.tokenize(text)),
       detokenize: host.detokenize,
       isEndToken: host.isEndToken,
+      prompt,
+      promptTokens,
+      mode: request.mode,
+      policy: run.policy,
+      draft,
+      ngram: host.ngramProposer(request.documentKey, run.speculation),
       signal,
+      finalEdits: (text) => {
+        settled.push(...streamed.push(text));
+        return settled;
+      },
       onEdit: (edit) => run.onEdit?.(edit, performance.now() - started),
     });
+    const generated = {
+      output: generation.text,
+      ...streamed.finish(generation.text),
+      ...(generation.timeToFirstEditMs !== undefined ? { timeToFirstEditMs: generation.timeToFirstEditMs } : {}),
+      stats: generation.stats,
+    };
     const yielded = parks > 0 ? { yieldedToCompletions: parks } : {};
     if (signal?.aborted) return { ...base, ...generated, ...yielded, edits: [], noSuggestion: { reason: 'cancelled', detail: 'cancelled while decoding' } };
     return { ...base, ...generated, ...yielded };

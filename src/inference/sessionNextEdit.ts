@@ -5,7 +5,6 @@
 // index. InferenceSession.nextEdit queues the requests and calls runSessionNextEdit; its own file
 // stays about completions.
 import type { NgramIndex } from '../ngram';
-import type { NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
 import type { SpeculationSettings, Token } from '../shared/types';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
@@ -67,15 +66,9 @@ export function nextEditHost(serving: NextEditServing, parts: SessionNextEditPar
  * next-edit file of its own; a file that cannot be loaded answers noSuggestion 'error' with why),
  * then the task on it.
  */
-export async function runSessionNextEdit(
-  parts: SessionNextEditParts,
-  pieces: NextEditPieces,
-  request: NextEditRequest,
-  signal: AbortSignal | undefined,
-  options: SessionNextEditOptions,
-): Promise<NextEditResult> {
+export async function runSessionNextEdit(parts: SessionNextEditParts, request: NextEditRequest, signal: AbortSignal | undefined, options: SessionNextEditOptions): Promise<NextEditResult> {
   const serving = await parts.slot.serving(options.model, options);
   if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
   const { owner = DEFAULT_OWNER, speculation, policy, onEdit, onPark, onResume } = options;
-  return runNextEdit(nextEditHost(serving, parts), pieces, request, { owner, speculation, policy, signal, onEdit, onPark, onResume });
+  return runNextEdit(nextEditHost(serving, parts), request, { owner, speculation, policy, signal, onEdit, onPark, onResume });
 }
