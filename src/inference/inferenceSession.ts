@@ -34,7 +34,7 @@ import { ContextGate } from './contextGate';
 import type { DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
-import { runSessionNextEdit, type SessionNextEditOptions } from './sessionNextEdit';
+import { type NextEditOptions, runNextEdit } from './nextEdit';
 import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
 
 export { gpuLayersFor } from './loadedPair';
@@ -215,16 +215,16 @@ export class InferenceSession {
   }
 
   /**
-   * A next-edit request (issue #39, inference/sessionNextEdit.ts): on `owner`'s own KV sequence (the
+   * A next-edit request (issue #39, inference/nextEdit.ts): on `owner`'s own KV sequence (the
    * worker names it `window N · next edit`) of the next-edit model (`overrides.model`: loaded by the
    * first request that names it; the target when none), its final edits to `onEdit` as they become
    * final. Completions come first: one that arrives takes the context between two of its
    * evaluations, and it resumes after. Never throws for a cancel or a next-edit file that cannot be
    * loaded (the result says why there is no suggestion).
    */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: DecodeOverrides & Partial<SessionNextEditOptions> = {}): Promise<NextEditResult> {
+  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: Partial<NextEditOptions> = {}): Promise<NextEditResult> {
     const options = { ...overrides, speculation: overrides.speculation ?? this.speculation, policy: overrides.policy ?? this.policy };
-    const run = this.nextEdits.then(() => runSessionNextEdit({ gate: this.gate, slot: this.nextEditModels, documents: this.documents }, request, signal, options));
+    const run = this.nextEdits.then(() => runNextEdit(this, request, signal, options));
     this.nextEdits = run.catch(() => undefined);
     return run;
   }

@@ -12,7 +12,7 @@
 // resumes on its own KV sequence (`window N · next edit`) where it was. The window's next next-edit
 // request (a keystroke) or its cancel supersedes it; nothing of another window's does.
 import type { InferenceSession } from '../inference/inferenceSession';
-import { noNextEdit } from '../inference/nextEditTask';
+import { noNextEdit } from '../nextEdit/noSuggestion';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type SpeculationSettings } from '../shared/types';
 import type { SpeculationPolicy } from '../speculation/policy';
