@@ -6,7 +6,7 @@
 // nextEdit/generation.ts, its final edits streamed as they become final, and the model's window
 // reduced to edits. Every native call goes through the context gate (inference/contextGate.ts): a
 // completion that arrives takes the context between two of them, and the next edit resumes after it
-// on its own sequence. InferenceSession.nextEdit queues the requests; its own file stays about completions.
+// on its own sequence. InferenceSession holds a SessionNextEdits; its own file stays about completions.
 import type { NgramIndex } from '../ngram';
 import { formatFor, generateNextEdit, StreamedEdits } from '../nextEdit/generation';
 import { noNextEdit } from '../nextEdit/noSuggestion';
@@ -69,18 +69,52 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
 }
 
 /**
- * One next-edit request on the session's models: the model that serves it (loaded first when it is
- * the first to name a next-edit file of its own; a file that cannot be loaded answers noSuggestion
- * 'error' with why), then the decode on it. Never throws for a cancel or a taken sequence (a result
- * says why).
+ * The next edits of one InferenceSession: its next-edit model (the slot: the target until next edits
+ * name a file of their own, loaded then) and its requests, one at a time (the worker's scheduler
+ * starts one at a time; a direct caller's wait here), on the session's context gate and n-gram index.
  */
-export async function runNextEdit(
-  session: { gate: ContextGate; nextEditModels: NextEditModelSlot; documents: NgramIndex },
+export class SessionNextEdits {
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly models: NextEditModelSlot,
+    private readonly session: { gate: ContextGate; documents: NgramIndex },
+    /** The session's speculation settings and policy, for a request that brings none. */
+    private readonly defaults: () => Pick<NextEditOptions, 'speculation' | 'policy'>,
+  ) {}
+
+  /**
+   * A next-edit request on `owner`'s own KV sequence (the worker names it `window N · next edit`) of
+   * the next-edit model (`options.model`: loaded by the first request that names it; the target
+   * when none), its final edits to `onEdit` as they become final. Completions come first: one that
+   * arrives takes the context between two of its evaluations, and it resumes after. Never throws for
+   * a cancel, a taken sequence or a next-edit file that cannot be loaded (the result says why there
+   * is no suggestion).
+   */
+  run(request: NextEditRequest, signal?: AbortSignal, options: Partial<NextEditOptions> = {}): Promise<NextEditResult> {
+    const defaults = this.defaults();
+    const full = { ...options, speculation: options.speculation ?? defaults.speculation, policy: options.policy ?? defaults.policy };
+    const run = this.running.then(() => runNextEdit(this.models, this.session, request, signal, full));
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Once the request running ends (aborted, it ends at its next step): the next-edit model goes. */
+  async dispose(): Promise<void> {
+    await this.running;
+    await this.models.dispose();
+  }
+}
+
+/** One request: the model that serves it (loaded first when it is the first to name its file), then the decode on it. */
+async function runNextEdit(
+  models: NextEditModelSlot,
+  session: { gate: ContextGate; documents: NgramIndex },
   request: NextEditRequest,
   signal: AbortSignal | undefined,
   options: NextEditOptions,
 ): Promise<NextEditResult> {
-  const serving = await session.nextEditModels.serving(options.model, options);
+  const serving = await models.serving(options.model, options);
   if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
   const { gate } = session;
   const { owner = DEFAULT_OWNER, speculation } = options;

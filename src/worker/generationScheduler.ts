@@ -287,8 +287,8 @@ function serveNextEdit(entry: LoadedModels): void {
     generations.running++;
     segmentStart = performance.now();
   };
-  session
-    .nextEdit(job.request, job.controller.signal, {
+  session.nextEdits
+    .run(job.request, job.controller.signal, {
       speculation: connection.speculation,
       policy: connection.nextEditPolicy,
       owner: `${ownerPrefix(connection)}next edit`,
