@@ -91,106 +91,102 @@ export class SessionNextEdits {
    * a cancel, a taken sequence or a next-edit file that cannot be loaded (the result says why there
    * is no suggestion).
    */
-  run(request: NextEditRequest, signal?: AbortSignal, options: Partial<NextEditOptions> = {}): Promise<NextEditResult> {
+  async run(request: NextEditRequest, signal?: AbortSignal, overrides: Partial<NextEditOptions> = {}): Promise<NextEditResult> {
     const defaults = this.defaults();
-    const full = { ...options, speculation: options.speculation ?? defaults.speculation, policy: options.policy ?? defaults.policy };
-    const run = this.running.then(() => runNextEdit(this.models, this.session, request, signal, full));
-    this.running = run.catch(() => undefined);
-    return run;
+    const options: NextEditOptions = { ...overrides, speculation: overrides.speculation ?? defaults.speculation, policy: overrides.policy ?? defaults.policy };
+    const previous = this.running;
+    let finished!: () => void;
+    this.running = new Promise<void>((resolve) => (finished = resolve));
+    try {
+      await previous;
+      // The model that serves it: loaded first when this is the first request to name its file.
+      const serving = await this.models.serving(options.model, options);
+      if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
+      const { gate, documents } = this.session;
+      const { owner = DEFAULT_OWNER, speculation } = options;
+      const { model, info, evaluator } = serving.model;
+      const tokenize = (text: string, specials: boolean) => model.tokenize(text, specials) as Token[];
+      const started = performance.now();
+      // A prompt built already is decoded as it is; its format reads the output. The model's GGUF identity chooses the format.
+      const format = formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { ...info, basename: model.fileInfo.metadata?.general?.basename ?? null });
+      if ('none' in format) return noNextEdit(request, 'noFormat', format.none);
+      let prompt: NextEditPrompt;
+      try {
+        prompt = request.prompt ?? format.buildPrompt(request);
+      } catch (error) {
+        return noNextEdit(request, 'error', `the ${format.id} prompt could not be built: ${(error as Error).message}`, { format: format.id });
+      }
+      const base = { format: format.id, region: prompt.region };
+      // Control tokens parsed (`<|file_sep|>` as one token); BOS first when the model wants one.
+      const promptTokens = [...(info.addBos && info.bos !== null ? [info.bos] : []), ...tokenize(prompt.prompt, true)];
+      // The window's tokens may all be rewritten: room for the prompt, the output and a proposal.
+      if (promptTokens.length + prompt.maxTokens + 8 > evaluator.capacity) {
+        return noNextEdit(request, 'error', `the ${format.id} prompt (${promptTokens.length} tokens) and ${prompt.maxTokens} new tokens do not fit a KV sequence of ${evaluator.capacity}`, base);
+      }
+      if (signal?.aborted) return noNextEdit(request, 'cancelled', 'cancelled before it started', base);
+      let parks = 0;
+      const onPark = () => {
+        parks++;
+        options.onPark?.();
+      };
+      const hooks = {
+        onPark,
+        onResume: options.onResume,
+        check: () => {
+          if (!serving.holds(owner, state.target)) throw new SequenceTaken(owner);
+        },
+      };
+      let state!: SequenceEvaluators<LlamaSequenceEvaluator>;
+      try {
+        // Taking (or loading back) the sequence is native work too: it waits for completions like a step.
+        state = await gate.evaluate(() => serving.sequenceFor(owner, promptTokens), signal, { onPark, onResume: options.onResume });
+        const streamed = new StreamedEdits(format, prompt, request);
+        const settled: TextReplacement[] = [];
+        const generation = await generateNextEdit({
+          target: gated(state.target, gate, signal, hooks),
+          tokenize,
+          detokenize: (tokens) => model.detokenize(tokens as readonly LlamaToken[], false),
+          // llama.cpp's end-of-generation tokens only: the format's stop texts end the window (not the FIM template's stops).
+          isEndToken: (token) => model.isEogToken(token as LlamaToken),
+          prompt,
+          promptTokens,
+          mode: request.mode,
+          policy: options.policy,
+          draft: state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
+          // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
+          ngram: documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
+          signal,
+          finalEdits: (text) => {
+            settled.push(...streamed.push(text));
+            return settled;
+          },
+          onEdit: (edit) => options.onEdit?.(edit, performance.now() - started),
+        });
+        const result: NextEditResult = {
+          ...base,
+          output: generation.text,
+          ...streamed.finish(generation.text),
+          ...(generation.timeToFirstEditMs !== undefined ? { timeToFirstEditMs: generation.timeToFirstEditMs } : {}),
+          stats: generation.stats,
+          ...(parks > 0 ? { yieldedToCompletions: parks } : {}),
+        };
+        if (signal?.aborted) return { ...result, edits: [], noSuggestion: { reason: 'cancelled', detail: 'cancelled while decoding' } };
+        return result;
+      } catch (error) {
+        if (error instanceof ParkedAbort || (signal?.aborted && !(error instanceof SequenceTaken))) return noNextEdit(request, 'cancelled', 'cancelled while waiting for a completion', base);
+        if (error instanceof SequenceTaken) return noNextEdit(request, 'cancelled', error.message, base);
+        // The library's state is unknown after a failed evaluation: start the sequence afresh (the gate: no completion runs meanwhile).
+        if (state) await gate.evaluate(() => state.target.reset()).catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      finished();
+    }
   }
 
   /** Once the request running ends (aborted, it ends at its next step): the next-edit model goes. */
   async dispose(): Promise<void> {
     await this.running;
     await this.models.dispose();
-  }
-}
-
-/** One request: the model that serves it (loaded first when it is the first to name its file), then the decode on it. */
-async function runNextEdit(
-  models: NextEditModelSlot,
-  session: { gate: ContextGate; documents: NgramIndex },
-  request: NextEditRequest,
-  signal: AbortSignal | undefined,
-  options: NextEditOptions,
-): Promise<NextEditResult> {
-  const serving = await models.serving(options.model, options);
-  if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
-  const { gate } = session;
-  const { owner = DEFAULT_OWNER, speculation } = options;
-  const { model, info, evaluator } = serving.model;
-  const tokenize = (text: string, specials: boolean) => model.tokenize(text, specials) as Token[];
-  const started = performance.now();
-  // A prompt built already is decoded as it is; its format reads the output. The model's GGUF identity chooses the format.
-  const format = formatFor(request.prompt ? { ...request, format: request.prompt.format } : request, { ...info, basename: model.fileInfo.metadata?.general?.basename ?? null });
-  if ('none' in format) return noNextEdit(request, 'noFormat', format.none);
-  let prompt: NextEditPrompt;
-  try {
-    prompt = request.prompt ?? format.buildPrompt(request);
-  } catch (error) {
-    return noNextEdit(request, 'error', `the ${format.id} prompt could not be built: ${(error as Error).message}`, { format: format.id });
-  }
-  const base = { format: format.id, region: prompt.region };
-  // Control tokens parsed (`<|file_sep|>` as one token); BOS first when the model wants one.
-  const promptTokens = [...(info.addBos && info.bos !== null ? [info.bos] : []), ...tokenize(prompt.prompt, true)];
-  // The window's tokens may all be rewritten: room for the prompt, the output and a proposal.
-  if (promptTokens.length + prompt.maxTokens + 8 > evaluator.capacity) {
-    return noNextEdit(request, 'error', `the ${format.id} prompt (${promptTokens.length} tokens) and ${prompt.maxTokens} new tokens do not fit a KV sequence of ${evaluator.capacity}`, base);
-  }
-  if (signal?.aborted) return noNextEdit(request, 'cancelled', 'cancelled before it started', base);
-  let parks = 0;
-  const onPark = () => {
-    parks++;
-    options.onPark?.();
-  };
-  const hooks = {
-    onPark,
-    onResume: options.onResume,
-    check: () => {
-      if (!serving.holds(owner, state.target)) throw new SequenceTaken(owner);
-    },
-  };
-  let state!: SequenceEvaluators<LlamaSequenceEvaluator>;
-  try {
-    // Taking (or loading back) the sequence is native work too: it waits for completions like a step.
-    state = await gate.evaluate(() => serving.sequenceFor(owner, promptTokens), signal, { onPark, onResume: options.onResume });
-    const streamed = new StreamedEdits(format, prompt, request);
-    const settled: TextReplacement[] = [];
-    const generation = await generateNextEdit({
-      target: gated(state.target, gate, signal, hooks),
-      tokenize,
-      detokenize: (tokens) => model.detokenize(tokens as readonly LlamaToken[], false),
-      // llama.cpp's end-of-generation tokens only: the format's stop texts end the window (not the FIM template's stops).
-      isEndToken: (token) => model.isEogToken(token as LlamaToken),
-      prompt,
-      promptTokens,
-      mode: request.mode,
-      policy: options.policy,
-      draft: state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
-      // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
-      ngram: documentNgramProposer(serving.targetVocabulary ? session.documents : null, request.documentKey, speculation),
-      signal,
-      finalEdits: (text) => {
-        settled.push(...streamed.push(text));
-        return settled;
-      },
-      onEdit: (edit) => options.onEdit?.(edit, performance.now() - started),
-    });
-    const result: NextEditResult = {
-      ...base,
-      output: generation.text,
-      ...streamed.finish(generation.text),
-      ...(generation.timeToFirstEditMs !== undefined ? { timeToFirstEditMs: generation.timeToFirstEditMs } : {}),
-      stats: generation.stats,
-      ...(parks > 0 ? { yieldedToCompletions: parks } : {}),
-    };
-    if (signal?.aborted) return { ...result, edits: [], noSuggestion: { reason: 'cancelled', detail: 'cancelled while decoding' } };
-    return result;
-  } catch (error) {
-    if (error instanceof ParkedAbort || (signal?.aborted && !(error instanceof SequenceTaken))) return noNextEdit(request, 'cancelled', 'cancelled while waiting for a completion', base);
-    if (error instanceof SequenceTaken) return noNextEdit(request, 'cancelled', error.message, base);
-    // The library's state is unknown after a failed evaluation: start the sequence afresh (the gate: no completion runs meanwhile).
-    if (state) await gate.evaluate(() => state.target.reset()).catch(() => undefined);
-    throw error;
   }
 }
