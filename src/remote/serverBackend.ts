@@ -6,7 +6,6 @@ import { createParser } from 'eventsource-parser';
 import * as fs from 'node:fs';
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
-import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 import type { AlternativesResult, CompletionRequest, CompletionResult } from '../shared/completion';
 import type { BackendInfo } from '../shared/backendInfo';
@@ -34,8 +33,6 @@ export interface ServerBackendDeps {
   /** The API key for this endpoint (VS Code's SecretStorage), if one is set. */
   apiKey(endpoint: URL): Promise<string | undefined>;
   now?(): number;
-  /** The next-edit formats and output parsing (tests swap them). */
-  nextEditPieces?: NextEditPieces;
   /** Waits between attempts (tests make it instant). */
   sleep?(ms: number): Promise<void>;
   /** First wait after the server went away; doubles up to maxOutageMs. */
@@ -188,7 +185,6 @@ export class ServerBackend implements InferenceBackend {
   nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
     const server: NextEditServer = {
       api: this.api,
-      pieces: this.deps.nextEditPieces ?? builtInPieces,
       now: this.now,
       connection: () => this.connection(),
       stream: (call, sent, started, signal, onText) => this.completionOf(call, sent, signal, { onText }, 'next-edit suggestion', started),

@@ -269,7 +269,7 @@ function kvSequencesSeenBy(connection: Connection, of?: KvSequencesReport): Work
 
 /** The next-edit model of a window's models, its KV sequences' owners named as kvSequencesSeenBy names them. */
 async function nextEditModelSeenBy(connection: Connection): Promise<WorkerDiagnostics['nextEditModel']> {
-  const report = await connection.models?.session?.nextEditModels.report();
+  const report = await connection.models?.session?.nextEdits.models.report();
   if (!report?.sequences) return report ?? null;
   return { ...report, sequences: kvSequencesSeenBy(connection, { evictions: 0, sequences: report.sequences })!.sequences };
 }

@@ -13,7 +13,7 @@ import ts from 'typescript';
 
 export interface Layer {
   name: string;
-  /** Folders under src/ (a subfolder, such as nextEdit/ui, may sit in another layer than its parent). */
+  /** Folders under src/ (a subfolder, such as nextEdit/suggestion, may sit in another layer than its parent). */
   folders: string[];
   why: string;
 }
@@ -21,7 +21,7 @@ export interface Layer {
 /** Top first: a layer may import only itself and the layers after it. */
 export const LAYERS: Layer[] = [
   { name: 'editor', folders: ['vscode', 'statsView'], why: "VS Code's API, commands and webviews: the one place that may import 'vscode'; nothing imports it." },
-  { name: 'engine', folders: ['engine', 'nextEdit/ui'], why: 'What the editor does, without the editor: the completion engine and the next-edit session state machine.' },
+  { name: 'engine', folders: ['engine', 'nextEdit/suggestion'], why: 'What the editor does, without the editor: the completion engine and the next-edit session state machine.' },
   { name: 'backend', folders: ['backend', 'remote'], why: "The seam the engine calls: Draftline's own worker (through its client) or an inference server over HTTP." },
   { name: 'worker', folders: ['worker'], why: 'The inference process and its client: protocol, scheduling, the shared worker; it runs inference.' },
   { name: 'inference', folders: ['inference'], why: 'node-llama-cpp sessions, loads and downloads, inside the worker only.' },
