@@ -22,7 +22,7 @@ import {
   type PrefetchWhileShown,
   wastedPrefetches,
 } from '../src/engine/completionEngine';
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
 import { Progress } from './stats';

@@ -9,7 +9,7 @@
 // Two branch scopes side by side: anywhere in the greedy completion (smallest margin overall), or only
 // before its first line with content is complete (each alternative then shows another first line).
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, SkippedCompletion } from '../src/engine/completionEngine';
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
 import { firstContentLine, firstLineExactMatch } from './quality';

@@ -12,7 +12,7 @@ import { CompletionEngine, SkippedCompletion, type EngineDocument } from '../src
 import { mirrorDecision } from '../src/engine/documentMirror';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import { resolveThreads } from '../src/inference/llamaRuntime';
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 import { WorkerClient } from '../src/worker/workerClient';
 import { minifiedJs } from '../test/support/syntheticText';
 

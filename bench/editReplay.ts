@@ -2,8 +2,9 @@
 // what the "model" writes is the true updated window, so acceptance is decided against it. This is
 // the speed a real next-edit model reaches at 100% accuracy on this machine, with the window copy
 // proposer feeding it: the engine's ceiling, measurable without a trained next-edit model.
-import type { SpeculationSettings, Token } from '../src/shared/types';
-import { DEFAULT_SPECULATION } from '../src/engine/declaredSettings';
+import type { SpeculationSettings } from '../src/shared/settings';
+import type { Token } from '../src/shared/decoding';
+import { DEFAULT_SPECULATION } from '../src/settings/declaredSettings';
 import { commonPrefixLength, type EvaluatedNext, type GreedyEvaluator } from '../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { decode } from '../src/speculation/speculativeDecoder';

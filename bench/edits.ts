@@ -1,13 +1,13 @@
 // The `edits` regime (issue #39): next-edit suggestions on real edits, every decoding mode side by side
 // on the same model and prompts, interleaved per case: plain, copy (the window copy proposer), hybrid
-// (copy + draft + n-gram) in-process (nextEdit/nextEditGeneration.ts on the loaded target, the prompt
+// (copy + draft + n-gram) in-process (nextEdit/generation.ts on the loaded target, the prompt
 // built by the format and the output reduced by outputToEdit.ts, as the worker's next-edit task does), and
 // llama-server on the same model file and the same prompt text through /completion with
 // `--spec-type ngram-simple` and `ngram-mod` (the anchor). Corpora: the npm version pairs of
 // bench/editCorpus.ts and the public cases of ../shared/nes-cases/ (read there, never copied).
 import { applyReplacements, finalEditsSoFar, outputToEdits, reduceToEdits } from '../src/nextEdit/outputToEdit';
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
-import { generateNextEdit } from '../src/nextEdit/nextEditGeneration';
+import { generateNextEdit } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
 import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import type { LlamaToken } from '../src/inference/llamaTypes';
@@ -15,7 +15,8 @@ import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import type { NgramProposer } from '../src/speculation/proposers';
-import type { ModelSettings, ProposalSource, Token } from '../src/shared/types';
+import type { ModelSettings } from '../src/shared/settings';
+import type { ProposalSource, Token } from '../src/shared/decoding';
 import { loadNesCases, nesCasesAvailable } from '../test/support/nesCases';
 import { type EditCase, editCases } from './editCorpus';
 import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';

@@ -2,7 +2,9 @@
 // raw completion becomes after the engine's post-processing.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
-import type { CompletionRequest, LocalCompletionResult, ModelSettings, ProposalSource } from '../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult } from '../src/shared/completion';
+import type { ModelSettings } from '../src/shared/settings';
+import type { ProposalSource } from '../src/shared/decoding';
 import { currentLineSuffix, defaultFilters, postprocess, type ShownCompletion } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 import { scoreShown, type TimedCompletion } from './quality';

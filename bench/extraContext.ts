@@ -1,12 +1,12 @@
 // Regime 6: extra context (issue #14). Plain decoding of one pair, per task, with and without
 // chunks of the user's other code in the prompt, where the other code is what a user would have
 // open: the files the task's file imports (relative imports, in order), then other files of its
-// folder; each as the extension's ring keeps it (context/extraContextRing.ts: up to 64 lines).
+// folder; each as the extension's ring keeps it (prompt/extraContextRing.ts: up to 64 lines).
 // Quality against the file's own continuation, and the cost: prompt tokens and TTFT, cold (empty
 // caches) and on a keystroke (the same spot one character earlier completed just before).
 import * as path from 'node:path';
-import { ExtraContextRing } from '../src/context/extraContextRing';
-import type { CompletionRequest, ExtraContext } from '../src/shared/types';
+import { ExtraContextRing } from '../src/prompt/extraContextRing';
+import type { CompletionRequest, ExtraContext } from '../src/shared/completion';
 import type { BenchTask, SourceFile } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument, timedCompletion } from './engineView';
 import { summarizeTimed, type TimedCompletion, type TimedSummary } from './quality';

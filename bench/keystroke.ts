@@ -1,4 +1,4 @@
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 import type { PromptLayout } from '../src/prompt/fimPrompt';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument, timedCompletion } from './engineView';

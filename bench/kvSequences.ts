@@ -16,7 +16,8 @@ import { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator'
 import type { LlamaContextSequence } from '../src/inference/llamaTypes';
 import { createContext, disposeContext } from '../src/inference/loadedPair';
 import { cellsPerSequence, kvBytesPerToken } from '../src/inference/sequenceBudget';
-import type { ModelSettings, Token } from '../src/shared/types';
+import type { ModelSettings } from '../src/shared/settings';
+import type { Token } from '../src/shared/decoding';
 import { runBenchmark, saveReport } from './savedRun';
 import { benchTarget } from './targets';
 

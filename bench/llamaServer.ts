@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 
 export const LLAMA_SERVER = path.resolve(__dirname, 'cache/llama-server/build/bin/llama-server');
 

@@ -6,7 +6,7 @@
 // proposer: the proposers compared alone, without either runtime's overheads. What is not ported: the
 // server's reuse of a partial draft carried over between batches, and ngram-mod's table shared
 // across requests (each run here starts with an empty one, filled from its prompt as `begin` does).
-import type { Token } from '../src/shared/types';
+import type { Token } from '../src/shared/decoding';
 import type { CopyProposer, Proposal } from '../src/speculation/proposers';
 
 /** common_params_speculative_ngram_map (ngram_simple): n-gram looked up, m-gram drafted. */

@@ -10,7 +10,7 @@
 // the best speedup over plain: max over k of E(a, k) / (V(k+1)(C) / V1(C) + k V1(W) / V1(C)).
 import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
-import type { ModelSettings } from '../src/shared/types';
+import type { ModelSettings } from '../src/shared/settings';
 import { clockNative, measureForwardPass } from './nativeClock';
 import { runBenchmark, saveReport } from './savedRun';
 import { benchTarget } from './targets';

@@ -4,7 +4,8 @@
 // long generation (128 tokens, no stop but the end of text), each checked equal to plain decoding.
 // The pool is kept per document across tasks, as the extension keeps it.
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
-import type { CompletionRequest, DecodeMode } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
+import type { DecodeMode } from '../src/shared/decoding';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, type DecodeTally, emptyTally, engineDocument, tallyDecode } from './engineView';

@@ -1,4 +1,4 @@
-import type { Token } from '../src/shared/types';
+import type { Token } from '../src/shared/decoding';
 import type { DraftProposer, Proposal } from '../src/speculation/proposers';
 import { mulberry32 } from '../test/support/ggufWriter';
 

@@ -5,9 +5,10 @@
 // native greedy reader), side by side in one run.
 // The native calls are timed by wrapping the context's binding object: decodeBatch is the forward
 // pass V(b); sampleToken (or one native reader call a step) is reading the greedy tokens.
-import { backendExplanation } from '../src/engine/statusText';
+import { backendExplanation } from '../src/stats/statusText';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
-import type { CompletionRequest, ModelSettings, SpeculationSettings } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
+import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
 import { CostModel } from '../src/speculation/costModel';

@@ -7,7 +7,7 @@
 // here are a few hundred, so this measures how often a window agrees with the full context, not the
 // 4k-16k contexts where a window would be cheap (bench/longContext.ts measures that cost).
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
-import type { CompletionRequest } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, type DecodeTally, emptyTally, engineDocument, tallyDecode } from './engineView';

@@ -13,7 +13,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { CompletionRequest, LoadTimings } from '../src/shared/types';
+import type { CompletionRequest } from '../src/shared/completion';
+import type { LoadTimings } from '../src/shared/backendInfo';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import { WorkerClient } from '../src/worker/workerClient';
 import { median } from './stats';

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-server from the source node-llama-cpp ships (llama/gitRelease.bundle),
-# into bench/cache/llama-server (cached; ~30 min on 2 cores). `npm run bench` uses it when present:
-# speculative decoding with -md and /infill, the way llama.vscode users run it.
+# into bench/cache/llama-server (cached). `npm run bench` uses it when present: speculative decoding
+# with -md and /infill, the way llama.vscode users run it. Where node-llama-cpp ships prebuilt
+# libraries of the same release for this platform (Linux x64 and arm64), only the server and the
+# quantize tool are compiled and linked against them (scripts/llama-server/CMakeLists.txt): a few
+# minutes instead of the whole of llama.cpp (~30 min on 2 cores), and the server then computes with
+# the very ggml kernels Draftline does. Elsewhere, or where that fails, the full build.
+# DRAFTLINE_LLAMA_SERVER_FULL_BUILD=1 asks for the full build.
 # The cache is keyed by the llama.cpp release node-llama-cpp ships (llama/llama.cpp.info.json `tag`):
 # after a node-llama-cpp version move that changes the release, the old source and build are
 # thrown away and rebuilt, so the bench never compares against a stale llama-server.
@@ -41,6 +46,30 @@ if [ ! -d "$DIR/src/.git" ]; then
 fi
 # Stamped before the (long) build: an interrupted build of this release resumes instead of restarting.
 printf '%s\n' "$RELEASE" >"$RELEASE_STAMP"
+# node-llama-cpp's prebuilt libraries for this platform (the same release as the bundle: both are that package's).
+PLATFORM=$(node -p 'process.platform + "-" + process.arch')
+PREBUILT=node_modules/@node-llama-cpp/$PLATFORM/bins/$PLATFORM
+build_on_prebuilt() {
+  local tool=$DIR/src/tools/draftline-server
+  mkdir -p "$tool"
+  cp scripts/llama-server/CMakeLists.txt "$tool/"
+  # tools/ui finds its asset script under the project's folder.
+  ln -sfn ../../scripts "$tool/scripts"
+  rm -rf "$DIR/build"
+  cmake -S "$tool" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release -DPREBUILT_BINS="$(readlink -f "$PREBUILT")" >/dev/null &&
+    cmake --build "$DIR/build" --target llama-server llama-quantize -j "$(nproc)" &&
+    cp "$PREBUILT"/*.so "$DIR/build/bin/" &&
+    "$BIN" --version >/dev/null 2>&1
+}
+if [ "${DRAFTLINE_LLAMA_SERVER_FULL_BUILD:-}" != 1 ] && [ -f "$PREBUILT/libllama-common.so" ]; then
+  if build_on_prebuilt; then
+    touch "$DIR/build/.runs-here"
+    echo "built $BIN on node-llama-cpp's prebuilt libraries (llama.cpp $RELEASE)"
+    exit 0
+  fi
+  echo "building llama-server on node-llama-cpp's prebuilt libraries failed: building the whole of llama.cpp" >&2
+  rm -rf "$DIR/build"
+fi
 # Built for this CPU, except AMX: where the CPU reports AMX tiles but the VM does not enable them
 # (this VM), -march=native builds an llama-server that dies with SIGILL at the first decode
 # (tilezero in ggml's AMX Q8_0 kernel). There, the same ISA without AMX.

@@ -7,7 +7,7 @@
 #   test/integration  processes, servers, packaging, threadpools, the software GPU; one at a time
 #   test/e2e          a real VS Code in chromium; one at a time
 #
-# llama-server is built once from the llama.cpp source node-llama-cpp ships (~20 min on 2 cores):
+# llama-server is built once from the llama.cpp source node-llama-cpp ships (scripts/build-llama-server.sh):
 # niced, in the background while the tiers run, and kept per machine (DRAFTLINE_MACHINE_CACHE below).
 # DRAFTLINE_SKIP_LLAMA_SERVER=1 skips the build, and the tests that need the server say they were skipped.
 set -euo pipefail

@@ -1,9 +1,21 @@
-// The one seam between the VS Code layer and whatever computes completions. The in-process worker
-// (localBackend.ts) and the inference servers (src/remote/) implement it alike; only the controller
-// knows which one runs, and it can swap them without a reload.
-import type { CompletionBackend } from '../engine/completionEngine';
-import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { BackendInfo, BackendKind, DocumentEdit, SpeculationSettings } from '../shared/types';
+// The one seam between the VS Code layer and whatever computes completions and next edits (the
+// latter through nextEdit/provider.ts, the only part the next-edit editor code knows). The
+// in-process worker (localBackend.ts) and the inference servers (src/remote/) implement it alike;
+// only the controller knows which one runs, and it can swap them without a reload.
+import type { NextEditProvider } from '../nextEdit/provider';
+import type { BackendInfo } from '../shared/backendInfo';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { BackendKind, SpeculationSettings } from '../shared/settings';
+
+/** Where completions are computed: the worker client in the extension, an in-process session in tests. */
+export interface CompletionBackend {
+  complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
+  /**
+   * Up to `count` alternatives to the greedy completion of `request` (see AlternativesResult), asked
+   * only on demand; a backend without them leaves this out.
+   */
+  alternatives?(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult>;
+}
 
 /** Why a backend cannot serve right now, while it waits to try again (a crashed worker, an unreachable server). */
 export interface OutageStatus {
@@ -26,18 +38,10 @@ export interface BackendEvents {
   onResync(key: string): void;
 }
 
-export interface InferenceBackend extends CompletionBackend {
+export interface InferenceBackend extends CompletionBackend, NextEditProvider {
   readonly kind: BackendKind;
   /** Loads the models (in-process) or checks the server and its model; describes what serves completions. */
   load(): Promise<BackendInfo>;
-  /**
-   * A next-edit suggestion (issue #39): the request's window rewritten by the model and reduced to
-   * edits. `onEdit` gets each final edit as soon as it is final (in-process: while the rest of the
-   * window decodes; a server: as its stream shows it), `ms` from the request's start. Completions
-   * come first (in-process, the worker schedules them before it); the signal cancels, answered with
-   * noSuggestion 'cancelled'. A model output that gives no suggestion says why (noSuggestion).
-   */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult>;
   /** Live speculation settings (in-process only: a server decodes its own way). */
   configure(speculation: SpeculationSettings): Promise<void>;
   /**

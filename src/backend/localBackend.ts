@@ -1,7 +1,9 @@
 // Completions from Draftline's own inference worker (llama.cpp in a child process): the draft
 // and target models on this machine, with lossless speculative decoding and the n-gram index.
-import type { AlternativesResult, BackendInfo, CompletionRequest, CompletionResult, DocumentEdit, LoadedModelsInfo, ModelSettings, SpeculationSettings } from '../shared/types';
-import { gpuName } from '../engine/statusText';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { BackendInfo, LoadedModelsInfo } from '../shared/backendInfo';
+import type { ModelSettings, SpeculationSettings } from '../shared/settings';
+import { gpuName } from '../stats/statusText';
 import { isolatedAddress, type SharedWorkerAddress } from '../worker/sharedWorker';
 import { type CrashContext, WorkerClient } from '../worker/workerClient';
 import { ModelQuarantine, QuarantinedModelError } from './modelQuarantine';

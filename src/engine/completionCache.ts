@@ -1,5 +1,5 @@
 import type { ShownCompletion } from '../postprocess';
-import type { PrefetchTrigger } from './completionEngine';
+import type { PrefetchTrigger } from '../stats/statsCollector';
 
 interface Entry {
   prefix: string;

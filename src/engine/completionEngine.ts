@@ -1,49 +1,17 @@
 import { defaultFilters, postprocess, type ShownCompletion } from '../postprocess';
-import { documentWindow, looksBinary, type TextSource, type WindowLimits } from '../prompt/documentWindow';
+import { documentWindow, looksBinary } from '../prompt/documentWindow';
 import { type CacheHit, CompletionCache } from './completionCache';
-import { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
-import { StatsCollector } from './statsCollector';
-import { type ExpectedEdit, type PrefetchOptions, type PrefetchOutcome, Prefetcher, type PrefetchTrigger } from './prefetcher';
-export { emptyPrefetchTally, type PrefetchTally, wastedPrefetches } from './statsCollector';
-import type { AlternativesResult, CompletionRequest, CompletionResult, DecodeMode, DocumentEdit, ExtraContext } from '../shared/types';
+import type { CompletionBackend } from '../backend/backend';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../settings/declaredSettings';
+import { type PrefetchTrigger, StatsCollector } from '../stats/statsCollector';
+import type { EngineDocument } from './engineDocument';
+import { type ExpectedEdit, type PrefetchOptions, type PrefetchOutcome, Prefetcher } from './prefetcher';
+export { emptyPrefetchTally, type PrefetchTally, type PrefetchTrigger, wastedPrefetches } from '../stats/statsCollector';
+import type { AlternativesResult, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { DecodeMode } from '../shared/decoding';
 
-/** Where completions are computed: the worker client in the extension, an in-process session in tests. */
-export interface CompletionBackend {
-  complete(request: CompletionRequest, signal?: AbortSignal): Promise<CompletionResult>;
-  /**
-   * Up to `count` alternatives to the greedy completion of `request` (see AlternativesResult), asked
-   * only on demand; a backend without them leaves this out.
-   */
-  alternatives?(request: CompletionRequest, count: number, signal?: AbortSignal): Promise<AlternativesResult>;
-}
-
-export interface EngineDocument extends TextSource {
-  uri: string;
-  languageId: string;
-  /** Cursor offset in UTF-16 code units. */
-  offset: number;
-  tabSize?: number;
-  insertSpaces?: boolean;
-  /** The user's other code for the prompt (the editor's extra-context ring), asked only for a model request. */
-  extraContext?: () => ExtraContext | undefined;
-}
-
-export interface EngineSettings extends WindowLimits {
-  enabled: boolean;
-  speculation: boolean;
-  ngramReuse: boolean;
-  /** True when a usable draft model is loaded. */
-  draftAvailable: boolean;
-  maxTokens: number;
-  maxLines: number;
-  disabledLanguages: string[];
-  /** Documents longer than this are not completed in (chars). */
-  maxDocumentChars: number;
-  /** Compute the completion after an accepted one before it is asked for (draftline.prefetch.enabled). */
-  prefetch: boolean;
-}
-
-export { documentAfterInsertion, type PrefetchOptions, type PrefetchOutcome, type PrefetchTrigger, type PrefetchWhileShown, prefetchWhileShownFor } from './prefetcher';
+export { documentAfterInsertion, type EngineDocument } from './engineDocument';
+export { type PrefetchOptions, type PrefetchOutcome, type PrefetchWhileShown, prefetchWhileShownFor } from './prefetcher';
 
 /** How an engine is made besides its backend and settings. */
 export interface EngineOptions extends PrefetchOptions {
@@ -52,7 +20,7 @@ export interface EngineOptions extends PrefetchOptions {
 }
 
 /** The declared defaults (package.json), read once. */
-export { DEFAULT_ENGINE_SETTINGS } from './declaredSettings';
+export { DEFAULT_ENGINE_SETTINGS } from '../settings/declaredSettings';
 
 export interface EngineCompletion {
   text: string;

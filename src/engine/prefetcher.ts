@@ -1,8 +1,9 @@
 import type { ShownCompletion } from '../postprocess';
-import type { BackendKind, CompletionRequest, CompletionResult, DocumentEdit } from '../shared/types';
+import type { CompletionRequest, CompletionResult, DocumentEdit } from '../shared/completion';
+import type { BackendKind } from '../shared/settings';
 import type { CacheHit, CompletionCache } from './completionCache';
-import type { EngineDocument } from './completionEngine';
-import type { PrefetchTally } from './statsCollector';
+import { documentAfterInsertion, type EngineDocument } from './engineDocument';
+import type { PrefetchTally, PrefetchTrigger } from '../stats/statsCollector';
 
 /**
  * What a prefetch came to. ready: computed and in the cache; cached: the cache (or the prefetch
@@ -10,9 +11,6 @@ import type { PrefetchTally } from './statsCollector';
  * blocked: turned off, or on battery; cancelled: a keystroke or another request stopped it.
  */
 export type PrefetchOutcome = 'ready' | 'cached' | 'busy' | 'blocked' | 'skipped' | 'cancelled' | 'failed';
-
-/** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
-export type PrefetchTrigger = 'accepted' | 'shown';
 
 /**
  * Which shown ghost texts get the completion after them prefetched while the user reads them:
@@ -264,27 +262,4 @@ export class Prefetcher {
       return ['failed', (error as Error).message];
     }
   }
-}
-
-/**
- * The document as it will be once `text` is inserted at the cursor (replacing `replaceSuffixChars`
- * characters after it), with the cursor after the insertion: what the editor's next request sees.
- */
-export function documentAfterInsertion(doc: EngineDocument, text: string, replaceSuffixChars = 0): EngineDocument {
-  const at = doc.offset;
-  const removed = Math.max(0, Math.min(replaceSuffixChars, doc.length - at));
-  const tailStart = at + removed;
-  const length = doc.length - removed + text.length;
-  const end = at + text.length;
-  const slice = (start: number, stop: number): string => {
-    const s = Math.max(0, start);
-    const e = Math.min(length, stop);
-    if (e <= s) return '';
-    let out = '';
-    if (s < at) out += doc.slice(s, Math.min(e, at));
-    if (e > at && s < end) out += text.slice(Math.max(s, at) - at, Math.min(e, end) - at);
-    if (e > end) out += doc.slice(tailStart + Math.max(s, end) - end, tailStart + e - end);
-    return out;
-  };
-  return { ...doc, offset: end, length, slice };
 }

@@ -3,7 +3,8 @@
 // each of the next most likely tokens there, decoded as a completion is (the request's mode), the KV
 // cache reused up to the branch point. Lossless like a completion: each is plain greedy decoding
 // after greedy[0..i) + its token. InferenceSession queues it like a completion.
-import type { AlternativesResult, CompletionRequest, LocalCompletionResult, Token } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
+import type { Token } from '../shared/decoding';
 import { chooseBranchPoint } from '../speculation/branchPoint';
 import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
 import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';

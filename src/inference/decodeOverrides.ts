@@ -1,7 +1,7 @@
 // What a caller may set for one request beyond the request itself (InferenceSession's complete,
 // alternatives and nextEdit): the benchmark's controlled proposers, a window's own settings and its
 // prompt state's owner.
-import type { SpeculationSettings } from '../shared/types';
+import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { CopyProposer, DraftProposer } from '../speculation/proposers';
 import type { StepProfile } from '../speculation/speculativeDecoder';

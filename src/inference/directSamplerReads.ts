@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, RankedNext } from '../speculation/greedyEvaluator';
 import { createGreedySampler, type LlamaInternals, type NativeContext, type NativeSampler, sampledToken } from './evaluatorInternals';
 import type { TotalLogitWeightSupport } from './evaluatorPaths';

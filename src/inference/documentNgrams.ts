@@ -3,7 +3,7 @@
 // vocabulary, a next-edit model of its own, gets the local part only).
 import type { NgramIndex } from '../ngram';
 import { findInSequence } from '../ngram';
-import type { SpeculationSettings } from '../shared/types';
+import type { SpeculationSettings } from '../shared/settings';
 import type { NgramProposer, Proposal } from '../speculation/proposers';
 
 export function documentNgramProposer(documents: NgramIndex | null, documentKey: string | undefined, speculation: SpeculationSettings): NgramProposer {

@@ -1,5 +1,5 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 
 /**
  * The few node-llama-cpp internals the direct, native and device paths use (the same in 3.21.1 and

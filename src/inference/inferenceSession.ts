@@ -1,21 +1,12 @@
 import type { Llama, LlamaToken } from './llamaTypes';
-import {
-  type AlternativesResult,
-  type CompletionRequest,
-  type DecoderStats,
-  emptySpeculationStats,
-  type GenerationStats,
-  type KvSequencesReport,
-  type LocalCompletionResult,
-  type LoadedModelsInfo,
-  type ModelSettings,
-  type SpeculationSettings,
-  type Token,
-} from '../shared/types';
+import type { KvSequencesReport, LoadedModelsInfo } from '../shared/backendInfo';
+import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
+import type { Token } from '../shared/decoding';
+import { type DecoderStats, emptySpeculationStats } from '../shared/generationStats';
+import type { ModelSettings, SpeculationSettings } from '../shared/settings';
 import { NgramIndex } from '../ngram';
-import { ANCHOR_LINE_GROUP, buildPrompt, splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
+import { splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '../prompt/fimPrompt';
 import type { PromptTemplate } from '../prompt/templates';
-import { buildPromptContext } from '../prompt/contextBlock';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
 import { LookaheadPools } from '../speculation/lookaheadPool';
@@ -23,6 +14,7 @@ import { WindowDraftProposer } from '../speculation/windowDraft';
 import { decode } from '../speculation/speculativeDecoder';
 import { clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
+import { CompletionPrompts, type PromptRequest } from './completionPrompt';
 import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
@@ -34,15 +26,11 @@ import { ContextGate } from './contextGate';
 import type { DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
-import { runSessionNextEdit, type SessionNextEditOptions } from './sessionNextEdit';
-import { nextEditPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
-import type { NextEditRequest, NextEditResult } from '../nextEdit/types';
+import { SessionNextEdits } from './nextEdit';
 
 export { gpuLayersFor } from './loadedPair';
 export type { DecodeOverrides } from './decodeOverrides';
-
-/** What a prompt is laid out from. */
-type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
+export { EXTRA_CONTEXT_KEY } from './completionPrompt';
 
 /** A prompt like a user's: a few lines of code, the cursor inside a function body. */
 const WARM_UP_PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values) {\n    total += ';
@@ -54,10 +42,7 @@ const SAVED_STATES_MAX_BYTES = 512 * 2 ** 20;
 /** The warm-up's prompt state (freed once it ran). */
 const WARM_UP_OWNER = 'warm-up';
 
-/** N-gram index keys of extra-context chunks (documents are keyed by their uri). */
-export const EXTRA_CONTEXT_KEY = 'extra-context:';
-
-export { DEFAULT_SPECULATION } from '../engine/declaredSettings';
+export { DEFAULT_SPECULATION } from '../settings/declaredSettings';
 
 /**
  * Everything that runs next to the models: loading, prompt layout, the speculative decoder, the
@@ -74,7 +59,6 @@ export class InferenceSession {
    * Next-edit requests run one at a time among themselves (`nextEdits`), beside the completions' queue.
    */
   readonly gate = new ContextGate();
-  private nextEdits: Promise<unknown> = Promise.resolve();
   /**
    * Where alternatives may branch off the greedy completion: anywhere in it, or only before its first
    * line with content is complete, so that each alternative shows another first line (the default:
@@ -82,8 +66,8 @@ export class InferenceSession {
    * 10 compares both (docs/BENCHMARK.md).
    */
   alternativesScope: 'completion' | 'firstLine' = 'firstLine';
-  /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
-  promptLayout: PromptLayout = 'lineAnchored';
+  /** The FIM prompt's layout and extra context (inference/completionPrompt.ts). */
+  private readonly prompts: CompletionPrompts;
 
   readonly llama: Llama;
   readonly target: LoadedModel;
@@ -94,8 +78,8 @@ export class InferenceSession {
   private readonly states: PromptStates<LlamaSequenceEvaluator>;
   /** The KV states of prompts whose sequence another owner took, to load back when they return. */
   private readonly saved: SavedPromptStates;
-  /** The next-edit model: the target until next edits name a file of their own, loaded then (inference/nextEditModelSlot.ts). */
-  readonly nextEditModels: NextEditModelSlot;
+  /** Next-edit requests (issue #39) and the next-edit model (inference/nextEdit.ts, nextEditModelSlot.ts). */
+  readonly nextEdits: SessionNextEdits;
 
   private constructor(
     pair: LoadedPair,
@@ -111,13 +95,15 @@ export class InferenceSession {
       maxN: speculation.ngramMaxMatch,
       tokenize: (text: string): Token[] => target.model.tokenize(text, false),
     });
+    this.prompts = new CompletionPrompts(target, this.template, this.documents);
     const bytesPerToken = kvBytesPerToken(this.target.info);
     this.states = new PromptStates(this.target.sequences, this.draft?.sequences ?? null, bytesPerToken, (message) => log('info', message));
     // Room for a few evicted prompts' states on disk (each a sequence's cells at most), 512 MiB at most.
     const sequenceBytes = pair.sequences.bytesPerSequence;
     this.saved = new SavedPromptStates(Math.max(sequenceBytes, Math.min(SAVED_STATES_MAX_BYTES, SAVED_STATES_PER_SEQUENCE * sequenceBytes)), (message) => log('warn', message));
     const targetServing: NextEditServing = { model: target, sequenceFor: (o, p) => this.sequenceFor(o, p), holds: (o, t) => this.states.holds(o, t), targetVocabulary: true };
-    this.nextEditModels = new NextEditModelSlot(pair, targetServing, speculation.maxProposal + 1, log);
+    const slot = new NextEditModelSlot(pair, targetServing, speculation.maxProposal + 1, log);
+    this.nextEdits = new SessionNextEdits(slot, this, () => ({ speculation: this.speculation, policy: this.policy }));
   }
 
   /**
@@ -138,7 +124,7 @@ export class InferenceSession {
   releaseOwners(matches: (owner: string) => boolean): void {
     this.states.release(matches);
     this.saved.release(matches);
-    this.nextEditModels.releaseOwners(matches);
+    this.nextEdits.models.releaseOwners(matches);
   }
 
   /**
@@ -161,13 +147,16 @@ export class InferenceSession {
   }
 
   get vocabulary(): PromptVocabulary {
-    const info = this.target.info;
-    return {
-      tokenize: (text) => this.target.model.tokenize(text, false),
-      bos: info.addBos && info.bos !== null ? info.bos : null,
-      fim: info.fim,
-      template: this.template,
-    };
+    return this.prompts.vocabulary;
+  }
+
+  /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
+  get promptLayout(): PromptLayout {
+    return this.prompts.layout;
+  }
+
+  set promptLayout(layout: PromptLayout) {
+    this.prompts.layout = layout;
   }
 
   detokenize(tokens: readonly Token[]): string {
@@ -200,7 +189,9 @@ export class InferenceSession {
    * what an alternative is, for tests that check one against plain decoding.
    */
   completeAfter(request: CompletionRequest, forced: readonly Token[], signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.exclusive(() => this.decodeAfter(request, this.layoutPrompt(request, overrides.speculation ?? this.speculation).tokens, forced, signal, overrides)));
+    const run = this.running.then(() =>
+      this.exclusive(() => this.decodeAfter(request, this.prompts.tokens(request, (overrides.speculation ?? this.speculation).maxProposal).tokens, forced, signal, overrides)),
+    );
     this.running = run.catch(() => undefined);
     return run;
   }
@@ -215,21 +206,6 @@ export class InferenceSession {
     }
   }
 
-  /**
-   * A next-edit request (issue #39, inference/sessionNextEdit.ts): on `owner`'s own KV sequence (the
-   * worker names it `window N · next edit`) of the next-edit model (`overrides.model`: loaded by the
-   * first request that names it; the target when none), its final edits to `onEdit` as they become
-   * final. Completions come first: one that arrives takes the context between two of its
-   * evaluations, and it resumes after. Never throws for a cancel or a next-edit file that cannot be
-   * loaded (the result says why there is no suggestion).
-   */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, overrides: DecodeOverrides & Partial<SessionNextEditOptions> = {}, pieces: NextEditPieces = nextEditPieces): Promise<NextEditResult> {
-    const options = { ...overrides, speculation: overrides.speculation ?? this.speculation, policy: overrides.policy ?? this.policy };
-    const run = this.nextEdits.then(() => runSessionNextEdit({ gate: this.gate, slot: this.nextEditModels, documents: this.documents }, pieces, request, signal, options));
-    this.nextEdits = run.catch(() => undefined);
-    return run;
-  }
-
   private alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
     const speculation = overrides.speculation ?? this.speculation;
     return findAlternatives(
@@ -237,8 +213,8 @@ export class InferenceSession {
         scope: this.alternativesScope,
         recentGreedy: this.recentGreedy,
         promptTokens: () => {
-          this.indexExtraContext(request);
-          return this.layoutPrompt(request, speculation).tokens;
+          this.prompts.indexExtraContext(request);
+          return this.prompts.tokens(request, speculation.maxProposal).tokens;
         },
         decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
         targetSequence: async (prompt) => (await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
@@ -294,34 +270,7 @@ export class InferenceSession {
 
   /** The prompt tokens a request is decoded from (without the prefix's trailing blank: see splitTrailingBlank). */
   promptFor(request: PromptRequest): Token[] {
-    return this.layoutPrompt(request).tokens;
-  }
-
-  /** The prompt's tokens and what its extra context showed (for the completion's stats). */
-  private layoutPrompt(request: PromptRequest, speculation = this.speculation): { tokens: Token[]; extraContext: GenerationStats['extraContext'] } {
-    const maxTokens = clampMaxTokens(request.maxTokens);
-    // Every sequence holds the same number of cells.
-    const capacity = this.target.evaluator.capacity;
-    const budget = capacity - maxTokens - speculation.maxProposal - 2;
-    if (budget < 8) throw new Error(`context size ${capacity} is too small for ${maxTokens} new tokens`);
-    const extra = request.extraContext;
-    // The file's own text matters most: other files get at most a third of the prompt.
-    const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
-    const tokens = buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.promptLayout, ANCHOR_LINE_GROUP, context).tokens;
-    const extraContext = context?.files ? { files: context.files, tokens: context.beforePrompt.length + context.afterPrefixToken.length, repoLevel: context.beforePrompt.length > 0 } : undefined;
-    return { tokens, extraContext };
-  }
-
-  /**
-   * The extra context's chunks go into the n-gram index too (as llama.vscode's do), under their own
-   * keys: they stay there after their files are closed, as long as the ring keeps them. Indexed only
-   * when a chunk's text changed since the last request.
-   */
-  private indexExtraContext(request: CompletionRequest): void {
-    for (const file of request.extraContext?.files ?? []) {
-      const key = `${EXTRA_CONTEXT_KEY}${file.path}`;
-      if (this.documents.documentText(key) !== file.text) this.documents.setDocument(key, file.text);
-    }
+    return this.prompts.tokens(request, this.speculation.maxProposal).tokens;
   }
 
   /** A second context of the target for self-speculation on a KV window (made on first use). */
@@ -339,18 +288,6 @@ export class InferenceSession {
   /** The target's outputs after rejected guesses, per document (the 16 most recently completed in): they recur in later completions there. */
   private readonly lookaheadPools = new LookaheadPools(16);
 
-  /** Tokens of extra-context text, cached: the same chunks come with every keystroke. */
-  private readonly chunkTokens = new Map<string, Token[]>();
-  private readonly tokenizeChunk = (text: string): Token[] => {
-    let tokens = this.chunkTokens.get(text);
-    if (!tokens) {
-      tokens = this.target.model.tokenize(text, false) as Token[];
-      if (this.chunkTokens.size >= 128) this.chunkTokens.delete(this.chunkTokens.keys().next().value!);
-      this.chunkTokens.set(text, tokens);
-    }
-    return tokens;
-  };
-
   /** The stop rules of a request, the same for our decoder and the stock baseline. */
   stopRulesFor(request: CompletionRequest): StopRules {
     // The generated text follows the prompt's prefix, which ends before the typed blank.
@@ -367,8 +304,8 @@ export class InferenceSession {
 
   private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<LocalCompletionResult> {
     const speculation = overrides.speculation ?? this.speculation;
-    const { tokens: prompt, extraContext } = this.layoutPrompt(request, speculation);
-    this.indexExtraContext(request);
+    const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
+    this.prompts.indexExtraContext(request);
     testAbortHook('generation', this.target.info, this.draft?.info);
     const result = await this.decodeAfter(request, prompt, [], signal, overrides);
     if (extraContext) result.stats.extraContext = extraContext;
@@ -441,7 +378,6 @@ export class InferenceSession {
   async dispose(): Promise<void> {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
     await this.running;
-    await this.nextEdits;
     // Every step is tried: one that fails must not leave the rest loaded (in the shared worker they
     // would stay until it exits). The first failure is reported once all were tried.
     const failures: unknown[] = [];
@@ -452,8 +388,9 @@ export class InferenceSession {
         failures.push(error);
       }
     };
+    // Next edits: once the one running ends.
+    await attempt(() => this.nextEdits.dispose());
     await attempt(() => this.windowContext.dispose());
-    await attempt(() => this.nextEditModels.dispose());
     this.saved.dispose();
     for (const evaluator of this.draft?.sequences ?? []) await attempt(() => evaluator.dispose());
     for (const evaluator of this.target.sequences) await attempt(() => evaluator.dispose());

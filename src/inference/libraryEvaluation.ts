@@ -1,5 +1,5 @@
 import type { LlamaContextSequence } from './llamaTypes';
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, RankedNext } from '../speculation/greedyEvaluator';
 import type { TotalLogitWeightSupport } from './evaluatorPaths';
 

@@ -2,7 +2,8 @@ import type { Llama, LlamaGpuType } from './llamaTypes';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ModelSettings, RuntimeChoice } from '../shared/types';
+import type { ModelSettings } from '../shared/settings';
+import type { RuntimeChoice } from '../shared/backendInfo';
 
 export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' }});
 

@@ -1,6 +1,6 @@
 import type { LlamaContextSequence, LlamaModel } from './llamaTypes';
 import { type NativeAddon, nativeAddonFor } from './nativeAddon';
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 import { computesOnGpu, DeviceGreedyAttachment, DeviceSamplingMissing, DeviceTie } from './deviceGreedyAttachment';
 import { DirectSamplerReads } from './directSamplerReads';

@@ -4,9 +4,11 @@
 // falls back to the CPU when a GPU backend fails. InferenceSession decodes on what this loads.
 import type { Llama, LlamaContext, LlamaModel } from './llamaTypes';
 import * as os from 'node:os';
-import type { LoadedModelsInfo, ModelDescription, ModelSettings, SpeculationSettings, Token } from '../shared/types';
-import { describeLoadTimings } from '../engine/loadTimings';
-import { backendExplanation, gpuName } from '../engine/statusText';
+import type { LoadedModelsInfo, ModelDescription } from '../shared/backendInfo';
+import type { ModelSettings, SpeculationSettings } from '../shared/settings';
+import type { Token } from '../shared/decoding';
+import { describeLoadTimings } from '../stats/loadTimings';
+import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';

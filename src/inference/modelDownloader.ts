@@ -1,6 +1,6 @@
 // The download itself, through node-llama-cpp's downloader: inference worker only (its `download`
 // method). The extension host reads src/models/downloadIndex.ts and asks the worker
-// (src/models/downloadInWorker.ts).
+// (src/backend/downloadInWorker.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inspectModelFile } from '../gguf/modelFileCheck';

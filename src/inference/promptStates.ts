@@ -3,7 +3,7 @@
 // keystroke in one window re-evaluates only what changed in that window's prompt, whatever another
 // window asked in between. When every sequence is owned, the least recently used one is taken
 // (llama-server's slots: one sequence each, longest common prefix first, else least recently used).
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import { commonPrefixLength } from '../speculation/greedyEvaluator';
 
 /** The owner of requests that name none (tests, the benchmark, a session with one caller). */

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import { commonPrefixLength } from '../speculation/greedyEvaluator';
 import { describeOwner } from './promptStates';
 

@@ -1,7 +1,7 @@
 // A next-edit result with no suggestion, for a request that did not get as far as decoding: made in
-// the worker (inference/nextEditTask.ts) and in the host (backend/localBackend.ts: a next-edit model
+// the worker (inference/nextEdit.ts) and in the host (backend/localBackend.ts: a next-edit model
 // that could not be resolved), so it lives outside src/inference/ (test/integration/hostBoundary.test.ts).
-import { type DecoderStats, emptySpeculationStats } from '../shared/types';
+import { type DecoderStats, emptySpeculationStats } from '../shared/generationStats';
 import type { NextEditRequest, NextEditResult, NoSuggestionReason } from './types';
 
 /** The stats of a request that decoded nothing. */

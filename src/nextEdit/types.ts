@@ -1,7 +1,8 @@
 // Next-edit suggestions (NES): the contract between the text side (history, window, prompt formats,
 // output parsing, edits), the decode side (the copy proposer, speculative decoding of the window),
 // the worker and the backends. Plain data only: requests and results cross IPC.
-import type { DecodeMode, DecoderStats } from '../shared/types';
+import type { DecodeMode } from '../shared/decoding';
+import type { DecoderStats } from '../shared/generationStats';
 
 /** One edit the user made to one file, as a unified diff (`--- a/path`, `+++ b/path`, hunks). */
 export interface EditEvent {

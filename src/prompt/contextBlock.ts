@@ -1,4 +1,5 @@
-import type { ContextChunk, ExtraContext, Token } from '../shared/types';
+import type { ContextChunk, ExtraContext } from '../shared/completion';
+import type { Token } from '../shared/decoding';
 import { NO_CONTEXT, type PromptContext } from './fimPrompt';
 import type { PromptTemplate } from './templates';
 

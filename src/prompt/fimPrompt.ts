@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { PromptTemplate } from './templates';
 
 export interface PromptVocabulary {

@@ -1,4 +1,5 @@
-import type { ContextChunk, Token } from '../shared/types';
+import type { ContextChunk } from '../shared/completion';
+import type { Token } from '../shared/decoding';
 
 /**
  * Fill-in-the-middle prompt templates per model family, chosen from a model's vocabulary (and its

@@ -10,7 +10,8 @@
 // started with a draft model (-md), speculates on its side: its timings say how many drafted tokens
 // it kept (draft_n, draft_n_accepted). Fixtures: test/fixtures/remote/llama-server/.
 import * as path from 'node:path';
-import type { CompletionRequest, StopReason } from '../shared/types';
+import type { CompletionRequest } from '../shared/completion';
+import type { StopReason } from '../shared/decoding';
 import { ServerError } from './http';
 import { llamaServerTemplate } from './llamaServerModel';
 import { type CompletionCall, errorMessageOf, type ReportedToken, type ServerApi, type ServerDescription, type StreamEvent, stopStrings, templatePrompt, templatePromptFormat } from './serverApi';

@@ -1,7 +1,8 @@
 // Ollama's /api/generate: `suffix` makes it fill in the middle through the model's own template
 // (models whose template takes a suffix say so with the "insert" capability in /api/show); others
 // get the family's FIM template as text with `raw`. Answers stream as one JSON object a line.
-import type { CompletionRequest, StopReason } from '../shared/types';
+import type { CompletionRequest } from '../shared/completion';
+import type { StopReason } from '../shared/decoding';
 import { ServerError } from './http';
 import {
   type CompletionCall,

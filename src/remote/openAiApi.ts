@@ -4,7 +4,8 @@
 // template as plain text (prompt/templates.ts), which the server tokenizes. Which template: the one
 // the model's vocabulary calls for where the server says (llama-server, llamaServerModel.ts), else
 // the family guessed from the model's name.
-import type { CompletionRequest, StopReason } from '../shared/types';
+import type { CompletionRequest } from '../shared/completion';
+import type { StopReason } from '../shared/decoding';
 import { ServerError } from './http';
 import { llamaServerTemplate } from './llamaServerModel';
 import {

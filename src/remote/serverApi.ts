@@ -1,7 +1,10 @@
 // What differs between inference servers: how to check one, how to ask it for a completion, and how
 // to read its streamed answer. Everything else (timeouts, cancellation, outages, stop rules, stats)
 // is serverBackend.ts's, the same for all.
-import type { BackendKind, CompletionRequest, RemoteServerInfo, StopReason } from '../shared/types';
+import type { BackendKind } from '../shared/settings';
+import type { CompletionRequest } from '../shared/completion';
+import type { RemoteServerInfo } from '../shared/backendInfo';
+import type { StopReason } from '../shared/decoding';
 import { anchoredSplit } from '../prompt/fimPrompt';
 import { guessTemplateFamily, renderTextPrompt, type TemplateSpec, templateSpec } from '../prompt/templates';
 import type { HttpResponse } from './http';

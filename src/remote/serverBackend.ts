@@ -4,9 +4,10 @@
 // like is in its ServerApi (llamaServerApi.ts, openAiApi.ts, ollamaApi.ts).
 import type { BackendEvents, InferenceBackend, OutageStatus } from '../backend/backend';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
-import { nextEditPieces as builtInPieces, type NextEditPieces } from '../nextEdit/nextEditPieces';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import type { AlternativesResult, BackendInfo, BackendKind, BackendSettings, CompletionRequest, CompletionResult } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult } from '../shared/completion';
+import type { BackendInfo } from '../shared/backendInfo';
+import type { BackendKind, BackendSettings } from '../shared/settings';
 import { readText, request as httpRequest, ServerError, snippet, type HttpResponse } from './http';
 import { errorMessageOf, type CompletionCall, type NamedToken, type ReportedToken, type ServerApi, type ServerDescription, type ServerHttp, type ServerSettings } from './serverApi';
 import { branchableLength, branchPoint } from './serverBranchPoint';
@@ -21,8 +22,6 @@ export interface ServerBackendDeps {
   /** The API key for this endpoint (VS Code's SecretStorage), if one is set. */
   apiKey(endpoint: URL): Promise<string | undefined>;
   now?(): number;
-  /** The next-edit formats and output parsing (tests swap them). */
-  nextEditPieces?: NextEditPieces;
   /** Waits between attempts (tests make it instant). */
   sleep?(ms: number): Promise<void>;
   /** First wait after the server went away; doubles up to maxOutageMs. */
@@ -175,7 +174,6 @@ export class ServerBackend implements InferenceBackend {
   nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
     const server: NextEditServer = {
       api: this.api,
-      pieces: this.deps.nextEditPieces ?? builtInPieces,
       now: this.now,
       connection: () => this.connection(),
       stream: (call, sent, started, signal, onText) => this.completionOf(call, sent, signal, { onText }, 'next-edit suggestion', started),

@@ -1,6 +1,6 @@
 // A server's refusals as ServerErrors whose code says what to do and whose message says what the
 // server said, for every API alike.
-import type { BackendKind } from '../shared/types';
+import type { BackendKind } from '../shared/settings';
 import { ServerError, snippet } from './http';
 import { errorMessageOf } from './serverApi';
 

@@ -1,7 +1,7 @@
 // The server backend's settings as a request needs them: the endpoint checked and parsed, the
 // CA file read. Kept apart so that each mistake in the settings gets its own message.
 import * as fs from 'node:fs';
-import type { BackendSettings } from '../shared/types';
+import type { BackendSettings } from '../shared/settings';
 import { ServerError } from './http';
 import type { ServerSettings } from './serverApi';
 

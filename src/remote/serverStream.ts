@@ -1,7 +1,8 @@
 // Reading a server's streamed completion (SSE, NDJSON or one JSON object) through the same stop
 // rules as local decoding, so that a server's completion ends where a local one would.
 import { createParser } from 'eventsource-parser';
-import type { CompletionRequest, CompletionResult, GenerationStats } from '../shared/types';
+import type { CompletionRequest, CompletionResult } from '../shared/completion';
+import type { GenerationStats } from '../shared/generationStats';
 import { requestStops, StopRules } from '../stopping/stopRules';
 import { ServerError, snippet, type HttpResponse } from './http';
 import type { ReportedToken, ServerApi, ServerFigures, StreamEvent } from './serverApi';

@@ -1,4 +1,4 @@
-import type { ProposalSource } from '../shared/types';
+import type { ProposalSource } from '../shared/decoding';
 
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
 export function expectedTokensPerStep(a: number, k: number): number {

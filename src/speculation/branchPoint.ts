@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { RankedNext } from './greedyEvaluator';
 
 /** Where alternatives branch off a greedy completion, and the tokens they start with there. */

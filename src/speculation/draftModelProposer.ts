@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import { syncAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { DraftProposer, Proposal } from './proposers';
 

@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 
 /**
  * What the decoder needs from a model: a KV cache it can append to and cut back, and the greedy

@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 
 /**
  * N-grams the target wrote itself but nobody used yet: every verify step returns the target's greedy

@@ -1,4 +1,6 @@
-import type { PolicySnapshot, ProposalSource, SpeculationSettings } from '../shared/types';
+import type { PolicySnapshot } from '../shared/generationStats';
+import type { ProposalSource } from '../shared/decoding';
+import type { SpeculationSettings } from '../shared/settings';
 import { CostModel } from './costModel';
 import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
 import { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';

@@ -1,4 +1,4 @@
-import type { ProposalSource, Token } from '../shared/types';
+import type { ProposalSource, Token } from '../shared/decoding';
 
 /** A guess at the tokens that follow `history`, to be verified by the target. */
 export interface Proposal {

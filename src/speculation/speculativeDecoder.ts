@@ -1,5 +1,6 @@
 import type { LookaheadPool } from './lookaheadPool';
-import { emptySpeculationStats, type DecoderStats, type SpeculationStats, type DecodeMode, type Token } from '../shared/types';
+import { emptySpeculationStats, type DecoderStats, type SpeculationStats } from '../shared/generationStats';
+import type { DecodeMode, Token } from '../shared/decoding';
 import type { StopRules } from '../stopping/stopRules';
 import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { ShapeOffers, SpeculationPolicy } from './policy';

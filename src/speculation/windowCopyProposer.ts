@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import type { CopyProposer, Proposal } from './proposers';
 
 /** How the window copy proposer finds its place and how long it proposes (defaults: DEFAULT_COPY_OPTIONS). */

@@ -1,4 +1,4 @@
-import type { Token } from '../shared/types';
+import type { Token } from '../shared/decoding';
 import { DraftModelProposer } from './draftModelProposer';
 import type { GreedyEvaluator } from './greedyEvaluator';
 import type { DraftProposer, Proposal } from './proposers';

@@ -1,7 +1,7 @@
 // The charts of Show Stats' rendered view: one value per completion the stats collector keeps, as
 // series a chart draws and a screen reader reads as numbers (the summary, the per-completion table).
-import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../engine/statsCollector';
-import type { ProposalSource } from '../shared/types';
+import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
+import type { ProposalSource } from '../shared/decoding';
 
 /** How a chart's numbers are written. */
 export type ChartUnit = 'ms' | 'tokens' | 'percent' | 'times';

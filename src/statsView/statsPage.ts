@@ -2,8 +2,8 @@
 // the session's charts as inline SVG, VS Code's theme colours (its CSS variables), and a strict
 // Content-Security-Policy: nothing is loaded (no network, no file, no font), the one script and the one
 // stylesheet run by nonce. The extension updates the page in parts (statsViewParts) by postMessage.
-import type { CompletionRecord } from '../engine/statsCollector';
-import type { FigureRow, StatsReportModel, StatsSection } from '../engine/statsReport';
+import type { CompletionRecord } from '../stats/statsCollector';
+import type { FigureRow, StatsReportModel, StatsSection } from '../stats/statsReport';
 import { escapeHtml } from './html';
 import { completionTable, type SessionChart, sessionCharts } from './sessionCharts';
 import { chartSvg, legendHtml } from './svgChart';

@@ -1,5 +1,6 @@
 import { blockEndOffset } from '../postprocess/limitScopeByIndentation';
-import type { CompletionRequest, StopReason, Token } from '../shared/types';
+import type { CompletionRequest } from '../shared/completion';
+import type { StopReason, Token } from '../shared/decoding';
 
 export interface StopRulesOptions {
   detokenize(tokens: readonly Token[]): string;

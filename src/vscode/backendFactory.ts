@@ -4,7 +4,7 @@ import type { BackendEvents, InferenceBackend } from '../backend/backend';
 import { LocalBackend } from '../backend/localBackend';
 import type { ModelQuarantine } from '../backend/modelQuarantine';
 import { createServerBackend, serverApiKeyName } from '../remote/servers';
-import type { BackendSettings } from '../shared/types';
+import type { BackendSettings } from '../shared/settings';
 import { ensurePrivateDirectory, type SharedWorkerAddress, sharedWorkerAddress, sharedWorkerSupported } from '../worker/sharedWorker';
 import { type NextEditModelResolver, resolveModelFiles } from './modelDownloads';
 import { readModelSettings, readSpeculationSettings, type SettingProblemReport, sharedWorkerIdleMs } from './settings';

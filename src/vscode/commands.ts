@@ -5,7 +5,7 @@ import { offerRecommendedPair } from './modelDownloads';
 import { pickModel } from './modelPicker';
 import { readBackendSettings, toggleSetting, writeSetting } from './settings';
 import { SERVER_APIS, serverApiKeyName } from '../remote/servers';
-import type { BackendKind } from '../shared/types';
+import type { BackendKind } from '../shared/settings';
 
 interface MenuItem extends vscode.QuickPickItem {
   command: string;

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 
 /**
  * When each open document's last edit reached the extension host (performance.now()): the start of
- * the ghost-text timeline (engine/ghostTextTimeline.ts), so that the time VS Code takes before it
+ * the ghost-text timeline (stats/ghostTextTimeline.ts), so that the time VS Code takes before it
  * asks for ghost text is told apart from Draftline's own.
  */
 export class EditArrivals implements vscode.Disposable {

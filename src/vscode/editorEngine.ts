@@ -1,7 +1,7 @@
 import type * as vscode from 'vscode';
-import type { InferenceBackend } from '../backend/backend';
-import { CompletionEngine, type CompletionBackend, DEFAULT_ENGINE_SETTINGS, prefetchWhileShownFor } from '../engine/completionEngine';
-import { PowerMonitor } from '../power/battery';
+import type { CompletionBackend, InferenceBackend } from '../backend/backend';
+import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, prefetchWhileShownFor } from '../engine/completionEngine';
+import { PowerMonitor } from './battery';
 import { pauseOnBattery, prefetchWhileShown, readEngineSettings, type SettingProblemReport } from './settings';
 
 /** What the editor's engine needs of the editor. */

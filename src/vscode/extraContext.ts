@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import { ExtraContextRing, MAX_CHUNK_CHARS } from '../context/extraContextRing';
-import type { ExtraContext } from '../shared/types';
+import { ExtraContextRing, MAX_CHUNK_CHARS } from '../prompt/extraContextRing';
+import type { ExtraContext } from '../shared/completion';
 import { documentLength } from './documentSync';
 
 /** Lines read around the cursor of a file the user leaves or saves (the ring keeps 64 of them). */
@@ -16,7 +16,7 @@ export interface ExtraContextSettings {
 }
 
 /**
- * Collects chunks of the user's other code for the prompt (context/extraContextRing.ts), the way
+ * Collects chunks of the user's other code for the prompt (prompt/extraContextRing.ts), the way
  * llama.vscode does: the code around the cursor of a file the user leaves for another, and of a
  * file saved. Only files on disk or untitled ones; only what the user had in front of them; it
  * stays in this process and the local worker.

@@ -3,7 +3,7 @@
 // completion a prefetch made ready.
 import * as vscode from 'vscode';
 import type { CompletionEngine } from '../engine/completionEngine';
-import type { ExtraContext } from '../shared/types';
+import type { ExtraContext } from '../shared/completion';
 import { type DraftlineInlineProvider, engineDocument } from './inlineProvider';
 
 /**

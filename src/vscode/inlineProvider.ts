@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
 import { SkippedCompletion, type CompletionEngine, type EngineAlternatives, type EngineCompletion, type EngineDocument } from '../engine/completionEngine';
-import type { GhostTextTimeline } from '../engine/ghostTextTimeline';
+import type { GhostTextTimeline } from '../stats/ghostTextTimeline';
 import { type CursorAt, InvokeIntent } from '../engine/invokeIntent';
-import type { ExtraContext } from '../shared/types';
+import type { ExtraContext } from '../shared/completion';
 
 /** TextSource over a VS Code document that reads only the window it needs. */
 export function engineDocument(

@@ -3,12 +3,13 @@
 // that can fix it.
 import * as vscode from 'vscode';
 import type { QuarantinedModelError } from '../backend/modelQuarantine';
-import { describeLoadTimings } from '../engine/loadTimings';
-import type { ModelFilesProvenance } from '../engine/statsReport';
+import { describeLoadTimings } from '../stats/loadTimings';
+import type { ModelFilesProvenance } from '../stats/statsReport';
 import { describeProvenance } from '../models/downloadIndex';
 import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
 import { modelsDir } from './modelPicker';
-import type { BackendKind, LoadedModelsInfo } from '../shared/types';
+import type { LoadedModelsInfo } from '../shared/backendInfo';
+import type { BackendKind } from '../shared/settings';
 
 /** The log line for the first models ready, `ms` after activation, and how they came to be. */
 export function readyMessage(ms: number, local: LoadedModelsInfo | undefined): string {

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { catalogModelByUri } from '../models/catalog';
 import { inspectModelFile } from '../gguf/modelFileCheck';
 import { DownloadError, type DownloadProxySettings, downloadedPath, isModelUri, progressMessage, recordDownload } from '../models/downloadIndex';
-import { downloadInWorker } from '../models/downloadInWorker';
+import { downloadInWorker } from '../backend/downloadInWorker';
 import { NextEditModelDeclined, NextEditModelMemo } from '../models/nextEditModelMemo';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { DECLARATIONS, SECTION } from '../engine/declaredSettings';
-import { type IgnoredSetting, ignoredInRemoteWindow, ignoredSettingsMessage, parseJsonc, remoteWindowNote } from '../engine/settingPlaces';
+import { DECLARATIONS, SECTION } from '../settings/declaredSettings';
+import { type IgnoredSetting, ignoredInRemoteWindow, ignoredSettingsMessage, parseJsonc, remoteWindowNote } from '../settings/settingPlaces';
 
 const COPY = 'Copy to Remote';
 const OPEN = 'Open Remote';
@@ -12,7 +12,7 @@ const OPEN = 'Open Remote';
  * (the log), and tells the user when a machine setting they set in the User settings is ignored there,
  * with a button that copies it to the Remote settings. VS Code itself says so only in a hover of the
  * settings editor, and a machine setting that was in the User settings at startup may even apply until
- * VS Code next reads them, then silently stop (src/engine/settingPlaces.ts).
+ * VS Code next reads them, then silently stop (src/settings/settingPlaces.ts).
  */
 export function watchRemoteSettings(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): vscode.Disposable {
   const remoteName = vscode.env.remoteName;

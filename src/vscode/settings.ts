@@ -1,9 +1,9 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { EngineSettings } from '../engine/completionEngine';
 import {
   backendSettingsFrom,
   DECLARATIONS,
+  type EngineSettings,
   engineSettingsFrom,
   modelSettingsFrom,
   type NextEditSettings,
@@ -11,11 +11,11 @@ import {
   type ResolvedModelSettings,
   SECTION,
   speculationSettingsFrom,
-} from '../engine/declaredSettings';
-import { placeName, type WriteTarget, writeTarget } from '../engine/settingPlaces';
-import { type SettingDeclaration, SettingsReader } from '../engine/settingsReader';
-import type { SpeculationSettings } from '../shared/types';
-import type { BackendSettings } from '../shared/types';
+} from '../settings/declaredSettings';
+import { placeName, type WriteTarget, writeTarget } from '../settings/settingPlaces';
+import { type SettingDeclaration, SettingsReader } from '../settings/settingsReader';
+import type { SpeculationSettings } from '../shared/settings';
+import type { BackendSettings } from '../shared/settings';
 import { embeddedPairPaths } from '../models/embedded';
 import type { ExtraContextSettings } from './extraContext';
 import type { NextEditFormatId } from '../nextEdit/types';
@@ -86,7 +86,7 @@ const TARGETS: Record<WriteTarget, vscode.ConfigurationTarget> = {
 };
 
 /**
- * Writes a setting where it takes effect (src/engine/settingPlaces.ts: where a workspace already sets it,
+ * Writes a setting where it takes effect (src/settings/settingPlaces.ts: where a workspace already sets it,
  * else the user settings, which are the Remote settings for a machine setting in a remote window).
  * Resolves to the name of that place, for the message that confirms the change.
  */

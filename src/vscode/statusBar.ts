@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import type { StatusSummary } from '../engine/statsCollector';
-import { statusTooltip } from '../engine/statusText';
-import type { BackendInfo } from '../shared/types';
+import type { StatusSummary } from '../stats/statsCollector';
+import { statusTooltip } from '../stats/statusText';
+import type { BackendInfo } from '../shared/backendInfo';
 
 export type StatusState = { kind: 'loading' } | { kind: 'ready' } | { kind: 'busy' } | { kind: 'off'; message?: string } | { kind: 'error'; message: string };
 

@@ -12,9 +12,11 @@
 // resumes on its own KV sequence (`window N · next edit`) where it was. The window's next next-edit
 // request (a keystroke) or its cancel supersedes it; nothing of another window's does.
 import type { InferenceSession } from '../inference/inferenceSession';
-import { noNextEdit } from '../inference/nextEditTask';
+import { noNextEdit } from '../nextEdit/noSuggestion';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { type AlternativesResult, type CompletionRequest, emptySpeculationStats, type LocalCompletionResult, type SpeculationSettings } from '../shared/types';
+import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
+import { emptySpeculationStats } from '../shared/generationStats';
+import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { PROTOCOL_VERSION, type WorkerMessage, type WorkerNotification } from './protocol';
 
@@ -287,8 +289,8 @@ function serveNextEdit(entry: LoadedModels): void {
     generations.running++;
     segmentStart = performance.now();
   };
-  session
-    .nextEdit(job.request, job.controller.signal, {
+  session.nextEdits
+    .run(job.request, job.controller.signal, {
       speculation: connection.speculation,
       policy: connection.nextEditPolicy,
       owner: `${ownerPrefix(connection)}next edit`,

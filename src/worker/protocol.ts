@@ -1,14 +1,6 @@
-import type {
-  AlternativesResult,
-  CompletionRequest,
-  DocumentEdit,
-  KvSequencesReport,
-  NextEditModelReport,
-  LocalCompletionResult,
-  LoadedModelsInfo,
-  ModelSettings,
-  SpeculationSettings,
-} from '../shared/types';
+import type { AlternativesResult, CompletionRequest, DocumentEdit, LocalCompletionResult } from '../shared/completion';
+import type { KvSequencesReport, NextEditModelReport, LoadedModelsInfo } from '../shared/backendInfo';
+import type { ModelSettings, SpeculationSettings } from '../shared/settings';
 import type { DownloadProgress, DownloadProxySettings } from '../models/downloadIndex';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 

@@ -13,7 +13,9 @@ import * as os from 'node:os';
 import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../inference/inferenceSession';
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
-import type { AlternativesResult, KvSequencesReport, LocalCompletionResult, ModelSettings } from '../shared/types';
+import type { AlternativesResult, LocalCompletionResult } from '../shared/completion';
+import type { KvSequencesReport } from '../shared/backendInfo';
+import type { ModelSettings } from '../shared/settings';
 import type { TextReplacement } from '../nextEdit/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
@@ -267,7 +269,7 @@ function kvSequencesSeenBy(connection: Connection, of?: KvSequencesReport): Work
 
 /** The next-edit model of a window's models, its KV sequences' owners named as kvSequencesSeenBy names them. */
 async function nextEditModelSeenBy(connection: Connection): Promise<WorkerDiagnostics['nextEditModel']> {
-  const report = await connection.models?.session?.nextEditModels.report();
+  const report = await connection.models?.session?.nextEdits.models.report();
   if (!report?.sequences) return report ?? null;
   return { ...report, sequences: kvSequencesSeenBy(connection, { evictions: 0, sequences: report.sequences })!.sequences };
 }

@@ -6,7 +6,7 @@
 // ghost text by tokenizing the file up to the cursor first (219 s to the ghost text with it, 22 s
 // without, on a busy machine). Draftline offers to turn that coloring off (vscode/hugeFileAdvice.ts). Draftline's
 // own part is bounded: the provider answers within ANSWER_BOUND_MS of being asked, read from its log
-// line (engine/ghostTextTimeline.ts), and the file is neither mirrored nor indexed (documentMirror.ts).
+// line (stats/ghostTextTimeline.ts), and the file is neither mirrored nor indexed (documentMirror.ts).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseJsonc } from '../../src/engine/settingPlaces';
+import { parseJsonc } from '../../src/settings/settingPlaces';
 import {
   clickNotificationButton,
   closeWorkbench,

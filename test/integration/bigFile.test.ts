@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { CompletionEngine, SkippedCompletion, type EngineDocument } from '../../src/engine/completionEngine';
 import { MAX_MIRRORED_CHARS, looksMinified, mirrorDecision } from '../../src/engine/documentMirror';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import type { CompletionRequest } from '../../src/shared/types';
+import type { CompletionRequest } from '../../src/shared/completion';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { minifiedJs, syntheticSource } from '../support/syntheticText';
 

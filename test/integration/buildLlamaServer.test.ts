@@ -33,9 +33,9 @@ describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release
     fs.rmSync(source, { recursive: true, force: true });
   };
 
-  const build = (machineCache = '', checkout = repo) => {
+  const build = (machineCache = '', checkout = repo, extraEnv: Record<string, string> = {}) => {
     fs.writeFileSync(cmakeCalls, '');
-    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, DRAFTLINE_MACHINE_CACHE: machineCache };
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, DRAFTLINE_MACHINE_CACHE: machineCache, ...extraEnv };
     const run = spawnSync('bash', [path.join(checkout, 'scripts/build-llama-server.sh')], { cwd: checkout, env, encoding: 'utf8' });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     return { output: run.stdout, cmakeRan: fs.readFileSync(cmakeCalls, 'utf8').includes('--build') };
@@ -47,6 +47,7 @@ describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release
     repo = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-llama-server-'));
     fs.mkdirSync(path.join(repo, 'scripts'));
     fs.copyFileSync(path.join(ROOT, 'scripts/build-llama-server.sh'), path.join(repo, 'scripts/build-llama-server.sh'));
+    fs.cpSync(path.join(ROOT, 'scripts/llama-server'), path.join(repo, 'scripts/llama-server'), { recursive: true });
     bin = path.join(repo, '.bin');
     fs.mkdirSync(bin);
     cmakeCalls = path.join(repo, 'cmake-calls');
@@ -56,7 +57,11 @@ describe('scripts/build-llama-server.sh: the cache follows the llama.cpp release
       path.join(bin, 'cmake'),
       `#!/usr/bin/env bash
 echo "$*" >> ${JSON.stringify(cmakeCalls)}
-if [ "$1" = "-S" ]; then mkdir -p "$4"; cp "$2/RELEASE" "$4/RELEASE"; exit 0; fi
+if [ "$1" = "-S" ]; then
+  src="$2"
+  case "$src" in */tools/draftline-server) [ -n "$FAIL_PREBUILT" ] && exit 1; src="$src/../.." ;; esac
+  mkdir -p "$4"; cp "$src/RELEASE" "$4/RELEASE"; exit 0
+fi
 if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\necho %s\\n' "$(cat "$2/RELEASE")" > "$2/bin/llama-server"; chmod +x "$2/bin/llama-server"; printf '#!/usr/bin/env bash\\n' > "$2/bin/llama-quantize"; chmod +x "$2/bin/llama-quantize"; fi
 `,
       { mode: 0o755 },
@@ -91,6 +96,32 @@ if [ "$1" = "--build" ]; then mkdir -p "$2/bin"; printf '#!/usr/bin/env bash\\ne
     assert.match(unkeyed.output, /cache is from llama\.cpp \(unknown release\); node-llama-cpp ships v0\.5\.0: rebuilding/);
     assert.ok(unkeyed.cmakeRan);
     assert.equal(builtRelease(), 'v0.5.0');
+  });
+
+  it("on node-llama-cpp's prebuilt libraries of this platform: only the server and quantize tool are compiled, the libraries copied beside them", () => {
+    const platform = `${process.platform}-${process.arch}`;
+    const prebuilt = path.join(repo, 'node_modules/@node-llama-cpp', platform, 'bins', platform);
+    fs.mkdirSync(prebuilt, { recursive: true });
+    for (const lib of ['libllama-common.so', 'libggml-base.so', 'libggml-cpu-x64.so']) fs.writeFileSync(path.join(prebuilt, lib), lib);
+    try {
+      fs.rmSync(cache(), { recursive: true, force: true });
+      const fast = build();
+      assert.match(fast.output, /on node-llama-cpp's prebuilt libraries \(llama\.cpp v0\.5\.0\)/);
+      const calls = fs.readFileSync(cmakeCalls, 'utf8');
+      assert.match(calls, /^-S \S+\/src\/tools\/draftline-server -B \S+\/build .*-DPREBUILT_BINS=\S+\/bins\//m, calls);
+      assert.equal(fs.readFileSync(path.join(cache(), 'src/tools/draftline-server/CMakeLists.txt'), 'utf8'), fs.readFileSync(path.join(ROOT, 'scripts/llama-server/CMakeLists.txt'), 'utf8'));
+      assert.equal(fs.readFileSync(path.join(cache(), 'build/bin/libggml-cpu-x64.so'), 'utf8'), 'libggml-cpu-x64.so', "the CPU backends ggml loads from the executable's folder");
+      assert.equal(builtRelease(), 'v0.5.0');
+
+      // Where that build fails, the whole of llama.cpp is built.
+      fs.rmSync(cache(), { recursive: true, force: true });
+      const fallback = build('', repo, { FAIL_PREBUILT: '1' });
+      assert.match(fallback.output, /^built .* \(llama\.cpp v0\.5\.0\)$/m);
+      assert.match(fs.readFileSync(cmakeCalls, 'utf8'), /^-S \S+\/src -B /m);
+      assert.equal(builtRelease(), 'v0.5.0');
+    } finally {
+      fs.rmSync(path.join(repo, 'node_modules/@node-llama-cpp'), { recursive: true, force: true });
+    }
   });
 
   it("with a machine cache, a second checkout (a fresh CI clone) finds the first one's build", () => {

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gpuLayersFor } from '../../src/inference/inferenceSession';
 import { describeRuntimeChoice, getRuntime, loadLibrary } from '../../src/inference/llamaRuntime';
-import { backendExplanation } from '../../src/engine/statusText';
+import { backendExplanation } from '../../src/stats/statusText';
 import { CATALOG, catalogModelByUri, recommendPair } from '../../src/models/catalog';
 import { DownloadError, describeProvenance, downloadedPath, isModelUri, readDownloadIndex, recordDownload, SpeedMeter, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadModels } from '../../src/inference/modelDownloader';

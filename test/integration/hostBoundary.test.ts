@@ -13,7 +13,7 @@ const SRC = path.join(ROOT, 'src');
 const HOST_ENTRY = path.join(SRC, 'vscode/extension.ts');
 const WORKER_ENTRY = path.join(SRC, 'worker/workerMain.ts');
 /** Folders of host code (or code shared with the host): none of their files may import the runtime. */
-const HOST_DIRS = ['vscode', 'engine', 'models', 'backend', 'remote', 'shared', 'context', 'prompt', 'postprocess'];
+const HOST_DIRS = ['vscode', 'engine', 'settings', 'stats', 'models', 'backend', 'remote', 'shared', 'prompt', 'postprocess'];
 const WORKER_ONLY_DIR = path.join(SRC, 'inference') + path.sep;
 
 const rel = (file: string) => path.relative(ROOT, file).split(path.sep).join('/');

@@ -18,7 +18,7 @@ import { llamaServerApi } from '../../src/remote/llamaServerApi';
 import { openAiApi } from '../../src/remote/openAiApi';
 import { templatePrompt } from '../../src/remote/serverApi';
 import { ServerBackend, type BackendSettings } from '../../src/remote/serverBackend';
-import type { CompletionRequest } from '../../src/shared/types';
+import type { CompletionRequest } from '../../src/shared/completion';
 
 const MODELS = path.resolve(__dirname, '../../models');
 const TARGET = path.join(MODELS, 'draftline-code-target.gguf');

@@ -6,11 +6,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { StatsCollector } from '../../src/engine/statsCollector';
-import { statsReport } from '../../src/engine/statsReport';
-import { decodePathExplanation, statusTooltip } from '../../src/engine/statusText';
+import { StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport } from '../../src/stats/statsReport';
+import { decodePathExplanation, statusTooltip } from '../../src/stats/statusText';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import type { LoadedModelsInfo, ModelSettings } from '../../src/shared/types';
+import type { LoadedModelsInfo } from '../../src/shared/backendInfo';
+import type { ModelSettings } from '../../src/shared/settings';
 import { WorkerClient } from '../../src/worker/workerClient';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { CATALOG } from '../../src/models/catalog';
-import { downloadInWorker } from '../../src/models/downloadInWorker';
+import { downloadInWorker } from '../../src/backend/downloadInWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { startModelServer } from '../support/modelServer';
 

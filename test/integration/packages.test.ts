@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { llamaGpuOption } from '../../src/inference/llamaRuntime';
-import type { ModelSettings } from '../../src/shared/types';
+import type { ModelSettings } from '../../src/shared/settings';
 // @ts-expect-error: a plain ES module of the scripts, without type declarations
 import { ALL_TARGETS, TARGETS, binariesFor, vsixName } from '../../scripts/platforms.mjs';
 

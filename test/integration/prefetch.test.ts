@@ -18,12 +18,12 @@ import {
   SkippedCompletion,
   wastedPrefetches,
 } from '../../src/engine/completionEngine';
-import { DECLARATIONS } from '../../src/engine/declaredSettings';
-import { statsReport } from '../../src/engine/statsReport';
+import { DECLARATIONS } from '../../src/settings/declaredSettings';
+import { statsReport } from '../../src/stats/statsReport';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import { PowerMonitor, type PowerProbe, parsePmset, parseWin32BatteryStatus, readPowerSource } from '../../src/power/battery';
-import type { CompletionRequest, CompletionResult } from '../../src/shared/types';
+import { PowerMonitor, type PowerProbe, parsePmset, parseWin32BatteryStatus, readPowerSource } from '../../src/vscode/battery';
+import type { CompletionRequest, CompletionResult } from '../../src/shared/completion';
 import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
 
 /** A backend whose every call waits until the test ends it (or its signal aborts it), answering `answer(request)`. */

@@ -1,12 +1,12 @@
-// Settings as declared in package.json and as read (src/engine/settingsReader.ts, used by
+// Settings as declared in package.json and as read (src/settings/settingsReader.ts, used by
 // src/vscode/settings.ts): bounded, never taken from a workspace where they cost resources or reach
 // the network, and every problem a sentence rather than a stuck worker.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
-import { backendSettingsFrom, DEFAULT_ENGINE_SETTINGS, DEFAULT_SPECULATION, type LoadInputs, modelSettingsFrom, reloadOnChange } from '../../src/engine/declaredSettings';
-import { SettingsReader, type SettingDeclaration, type SettingValues } from '../../src/engine/settingsReader';
+import { backendSettingsFrom, DEFAULT_ENGINE_SETTINGS, DEFAULT_SPECULATION, type LoadInputs, modelSettingsFrom, reloadOnChange } from '../../src/settings/declaredSettings';
+import { SettingsReader, type SettingDeclaration, type SettingValues } from '../../src/settings/settingsReader';
 import { resolveThreads } from '../../src/inference/llamaRuntime';
 import { resolveModelPath } from '../../src/models/modelPath';
 

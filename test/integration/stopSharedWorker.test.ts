@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { DEFAULT_SPECULATION } from '../../src/engine/declaredSettings';
+import { DEFAULT_SPECULATION } from '../../src/settings/declaredSettings';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';

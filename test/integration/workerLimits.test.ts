@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ModelSettings } from '../../src/shared/types';
+import type { ModelSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';

@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, DecodeMode, LocalCompletionResult, SpeculationSettings } from '../../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
+import type { DecodeMode } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { ensureTestModel } from '../support/models';
 import { promptCases } from '../support/prompts';

@@ -1,9 +1,9 @@
-// The extra-context ring (src/context/extraContextRing.ts): bounded, newest last, near-duplicates
+// The extra-context ring (src/prompt/extraContextRing.ts): bounded, newest last, near-duplicates
 // replaced, stable order (adding appends), budgeted selection that leaves out the current file.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { ExtraContextRing, jaccard, MAX_CHUNK_CHARS } from '../../src/context/extraContextRing';
+import { ExtraContextRing, jaccard, MAX_CHUNK_CHARS } from '../../src/prompt/extraContextRing';
 import { DEFAULT_SPECULATION, EXTRA_CONTEXT_KEY, InferenceSession } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { minifiedJs } from '../support/syntheticText';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest } from '../../src/shared/types';
+import type { CompletionRequest } from '../../src/shared/completion';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { commonPrefixLength } from '../../src/speculation/greedyEvaluator';

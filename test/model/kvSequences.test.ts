@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { MIN_RESTORE_GAIN, MIN_SAVED_TOKENS, SavedPromptStates, type StatefulSequence } from '../../src/inference/savedPromptStates';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
 import { batchDrift } from '../support/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -10,7 +10,7 @@ import { nextEditRequestOf, perfectSweepOutput } from '../../bench/edits';
 import { sweepFormat } from '../../src/nextEdit/formats/sweep';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import type { LlamaModel } from '../../src/inference/llamaTypes';
-import type { Token } from '../../src/shared/types';
+import type { Token } from '../../src/shared/decoding';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
 import { loadNesCases, nesCasesAvailable } from '../support/nesCases';
 import { realVocabModel } from '../support/realVocab';

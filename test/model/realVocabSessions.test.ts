@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import type { SpeculationSettings } from '../../src/shared/types';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { batchDrift, marginAtDivergence, tieTolerance } from '../support/batchDrift';
 import { losslessSuite, request } from '../support/losslessSuite';
 import { promptCases } from '../support/prompts';

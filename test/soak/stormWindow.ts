@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import type { ModelSettings } from '../../src/shared/types';
+import type { ModelSettings } from '../../src/shared/settings';
 import type { SharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { typingStorm } from '../support/typingStorm';

@@ -1,4 +1,4 @@
-import type { Token } from '../../src/shared/types';
+import type { Token } from '../../src/shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator } from '../../src/speculation/greedyEvaluator';
 
 /** A deterministic stand-in "model": the next token is a hash of the last `order` tokens. */

@@ -1,7 +1,7 @@
 // The model pairs the lossless suite runs on the CPU (test/support/losslessSuite.ts), split over three
 // test files of the model tier (lossless*.test.ts) so that two can run at once, and the loader they share.
 import * as path from 'node:path';
-import type { ModelSettings, SpeculationSettings } from '../../src/shared/types';
+import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import type { writeRandomLlamaModel } from './ggufWriter';
 import { ensureTestModel } from './models';

@@ -4,7 +4,9 @@
 // test/model/lossless.test.ts runs it on the CPU, test/integration/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CompletionRequest, DecodeMode, LocalCompletionResult, ModelSettings, SpeculationSettings } from '../../src/shared/types';
+import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
+import type { DecodeMode } from '../../src/shared/decoding';
+import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
@@ -39,7 +41,7 @@ export interface SuiteOptions {
    */
   driftAtFirstDivergence?: boolean;
   /** Called once the drift and the divergences are known (the Vulkan suite reports them). */
-  report?: (r: { pair: string; drift: number; runs: number; divergences: number; confirmed: number }) => void;
+  report?: (r: { pair: string; drift: number; runs: number; divergences: number; confirmed: number; unexplainedSites: number }) => void;
 }
 
 export function request(c: { prefix: string; suffix: string }, mode: DecodeMode, extra: Partial<CompletionRequest> = {}, maxTokens = 40): CompletionRequest {
@@ -67,6 +69,9 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
     let runs = 0;
     let divergences = 0;
     let confirmed = 0;
+    // Where runs part from plain: the history before the first differing token. Every mode that
+    // decodes a prompt meets its near-ties at the same places, so one tie can show in many runs.
+    const sites = new Map<string, { confirmed: boolean; what: string }>();
     /** spec equals plain token for token (or, with prefixOnly, is a prefix of it), up to numerical ties. */
     const same = async (spec: LocalCompletionResult, plain: LocalCompletionResult, prompt: CompletionRequest, what: string, prefixOnly = false) => {
       runs++;
@@ -85,18 +90,26 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(verdict.cappedRule, `${what}: diverged at token ${at < 0 ? 'end' : at} with a logit margin ${verdict.margin} (drift ${drift})`);
       // Shown directly: alone the target picks plain's token there, batched the other one.
       if (verdict.batchConfirmed) confirmed++;
+      const site = JSON.stringify([session.promptFor(prompt), plain.tokens.slice(0, at < 0 ? Math.min(spec.tokens.length, expected.length) : at)]);
+      const known = sites.get(site);
+      sites.set(site, { confirmed: verdict.batchConfirmed || known?.confirmed === true, what: known?.what ?? what });
     };
     after(async () => {
       process.stdout.write(
         `# ${pair.name}: batch drift ${drift.toExponential(2)}, ${divergences} of ${runs} runs differ from plain, each at a near-tie (${confirmed} shown by re-evaluation to be the batch's numerics)\n`,
       );
-      options.report?.({ pair: pair.name, drift, runs, divergences, confirmed });
-      // Ties are rare: a decoder bug shows up as many divergences, not a few. One that re-evaluation
-      // shows directly (alone the target picks plain's token, batched the other) is the backend's
-      // numerics, proven: only the others count. A GPU drifts 1e-2..1e-1 (the CPU ~1e-3), so
-      // near-ties are several times likelier there.
-      const unexplained = divergences - confirmed;
-      assert.ok(unexplained <= Math.max(2, runs * 0.05), `${divergences} of ${runs} runs diverged, ${unexplained} not shown to be the batch's numerics`);
+      const unexplained = [...sites.values()].filter((s) => !s.confirmed);
+      options.report?.({ pair: pair.name, drift, runs, divergences, confirmed, unexplainedSites: unexplained.length });
+      // Ties are rare: a decoder bug shows up at many places, not a few. A place where re-evaluation
+      // shows directly that alone the target picks plain's token and batched the other is the
+      // backend's numerics, proven: only the other places count, each once however many modes met it
+      // (a bug in one mode parts from plain where the others do not). A GPU drifts 1e-2..1e-1 (the
+      // CPU ~1e-3), and its KV layout differs between sequences (two windows' caches), so near-ties
+      // are several times likelier there.
+      assert.ok(
+        unexplained.length <= Math.max(2, runs * 0.05),
+        `${divergences} of ${runs} runs diverged at ${sites.size} places, ${unexplained.length} not shown to be the batch's numerics: ${unexplained.map((s) => s.what).join('; ')}`,
+      );
       await session?.dispose();
     });
 

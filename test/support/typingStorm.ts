@@ -1,7 +1,7 @@
 // A typing storm against the real inference worker (WorkerClient + dist/worker.js), as the editor
 // drives it with a debounce of 0: every keystroke mirrors an edit, aborts the running completion and
 // asks for a new one. Used by the CI-size soak test (test/integration/soak.test.ts) and `npm run soak`.
-import type { CompletionRequest, CompletionResult } from '../../src/shared/types';
+import type { CompletionRequest, CompletionResult } from '../../src/shared/completion';
 import type { WorkerDiagnostics } from '../../src/worker/protocol';
 import type { WorkerClient } from '../../src/worker/workerClient';
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, distinctSuggestions, type EngineAlternatives, type EngineDocument, SkippedCompletion } from '../../src/engine/completionEngine';
-import type { AlternativesResult, CompletionRequest, CompletionResult } from '../../src/shared/types';
+import type { AlternativesResult, CompletionRequest, CompletionResult } from '../../src/shared/completion';
 
 const result = (text: string, stopReason: 'eos' | 'abort' = 'eos'): CompletionResult => ({
   text,

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, type EngineDocument } from '../../src/engine/completionEngine';
-import { describeAlternatives, statsReport } from '../../src/engine/statsReport';
-import type { AlternativesResult, CompletionResult } from '../../src/shared/types';
+import { describeAlternatives, statsReport } from '../../src/stats/statsReport';
+import type { AlternativesResult, CompletionResult } from '../../src/shared/completion';
 
 const result = (text: string): CompletionResult => ({
   text,

@@ -1,9 +1,9 @@
-// Issue #27 item 1: where the time between an edit and its ghost text goes (engine/ghostTextTimeline.ts).
+// Issue #27 item 1: where the time between an edit and its ghost text goes (stats/ghostTextTimeline.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeSlowGhostText, SLOW_GHOST_TEXT_MS, timelineRows, totalMs } from '../../src/engine/ghostTextTimeline';
-import { StatsCollector } from '../../src/engine/statsCollector';
-import { statsReport } from '../../src/engine/statsReport';
+import { describeSlowGhostText, SLOW_GHOST_TEXT_MS, timelineRows, totalMs } from '../../src/stats/ghostTextTimeline';
+import { StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport } from '../../src/stats/statsReport';
 
 describe('ghost-text timeline', () => {
   it('says nothing when the user waited less than the threshold', () => {

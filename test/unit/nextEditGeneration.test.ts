@@ -1,11 +1,12 @@
-// The next-edit generation loop (nextEdit/nextEditGeneration.ts) on a stand-in model that rewrites a
+// The next-edit generation loop (nextEdit/generation.ts) on a stand-in model that rewrites a
 // window: the same output as plain decoding in every mode, edits streamed once final, the first one
 // long before the window's end, a keystroke (the abort) ends it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
+import type { DecodeMode, Token } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
-import { generateNextEdit } from '../../src/nextEdit/nextEditGeneration';
+import { generateNextEdit } from '../../src/nextEdit/generation';
 import type { NextEditPrompt, TextReplacement } from '../../src/nextEdit/types';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import type { GreedyEvaluator } from '../../src/speculation/greedyEvaluator';

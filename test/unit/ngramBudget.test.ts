@@ -45,26 +45,32 @@ describe('NgramIndex memory budget', () => {
 });
 
 describe('NgramIndex slices', () => {
-  it('indexes a 2 MB document without blocking the event loop more than ~50 ms (a quarter of the whole on a loaded machine)', async () => {
+  it('indexes a 2 MB document without working more than ~50 ms of CPU between two turns of the event loop', async () => {
     const tokenize = wordTokenizer();
     const text = syntheticSource('big', TWO_MB);
     const sync = new NgramIndex({ minN: 2, maxN: 6, tokenize });
-    const syncStarted = performance.now();
+    // CPU time, not wall time: what the event loop spent working between two turns, which a busy
+    // machine that takes the core away (another test file, a build) does not stretch.
+    const cpuMs = () => {
+      const used = process.cpuUsage();
+      return (used.user + used.system) / 1000;
+    };
+    const syncStarted = cpuMs();
     sync.setDocument('big.ts', text);
-    const wholeMs = performance.now() - syncStarted;
+    const wholeMs = cpuMs() - syncStarted;
 
     const index = new NgramIndex({ minN: 2, maxN: 6, tokenize });
     let longestGapMs = 0;
-    let last = performance.now();
+    let last = cpuMs();
     let probing = true;
     const probe = () => {
-      const now = performance.now();
+      const now = cpuMs();
       longestGapMs = Math.max(longestGapMs, now - last);
       last = now;
       if (probing) setImmediate(probe);
     };
     setImmediate(probe);
-    const started = performance.now();
+    const started = cpuMs();
     try {
       const indexed = index.setDocumentInSlices('big.ts', text);
       // Edits typed while it is indexed are applied afterwards, in order.
@@ -75,11 +81,10 @@ describe('NgramIndex slices', () => {
     } finally {
       probing = false;
     }
-    const slicedMs = performance.now() - started;
-    console.log(`2 MB: ${wholeMs.toFixed(0)} ms at once; in slices ${slicedMs.toFixed(0)} ms with the event loop blocked at most ${longestGapMs.toFixed(1)} ms`);
-    // Against the same document indexed at once on the same machine at the same moment: a loaded
-    // machine (another test file beside this one) stretches both; without slices the gap is the whole.
-    assert.ok(longestGapMs < Math.max(50, wholeMs / 4), `event loop blocked ${longestGapMs.toFixed(1)} ms (the whole document at once: ${wholeMs.toFixed(0)} ms)`);
+    const slicedMs = cpuMs() - started;
+    console.log(`2 MB: ${wholeMs.toFixed(0)} ms of CPU at once; in slices ${slicedMs.toFixed(0)} ms with the event loop working at most ${longestGapMs.toFixed(1)} ms between turns`);
+    // Against the same document indexed at once in the same process: without slices the gap is the whole.
+    assert.ok(longestGapMs < Math.max(50, wholeMs / 4), `event loop blocked ${longestGapMs.toFixed(1)} ms of CPU (the whole document at once: ${wholeMs.toFixed(0)} ms)`);
     assert.equal(index.documentText('big.ts'), `// top\n${text}`);
     sync.setDocument('big.ts', `// top\n${text}`);
     assert.deepEqual(index.documentTokens('big.ts'), sync.documentTokens('big.ts'));

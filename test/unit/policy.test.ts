@@ -1,9 +1,9 @@
 // The speculation policy and its cost model are pure: table-driven tests, no model needed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { SpeculationSettings } from '../../src/shared/types';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { CostModel } from '../../src/speculation/costModel';
-import { policyReport } from '../../src/engine/statsReport';
+import { policyReport } from '../../src/stats/statsReport';
 import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, PLAIN_REFRESH_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
 
 const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true, lookahead: false };

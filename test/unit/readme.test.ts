@@ -5,8 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import manifest from '../../package.json';
-import { backendExplanation } from '../../src/engine/statusText';
-import type { RuntimeChoice } from '../../src/shared/types';
+import { backendExplanation } from '../../src/stats/statusText';
+import type { RuntimeChoice } from '../../src/shared/backendInfo';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -1,10 +1,10 @@
 // Issue #41 item 3: in a remote window (code-server, Remote-SSH, WSL, Dev Containers) VS Code applies
 // Draftline's machine settings only from the Remote settings, and a command that writes a setting must
-// write it where it takes effect. src/engine/settingPlaces.ts decides both from what the editor says.
+// write it where it takes effect. src/settings/settingPlaces.ts decides both from what the editor says.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DECLARATIONS, SECTION } from '../../src/engine/declaredSettings';
-import { ignoredInRemoteWindow, ignoredSettingsMessage, type PlacedValues, parseJsonc, placeName, remoteWindowNote, writeTarget } from '../../src/engine/settingPlaces';
+import { DECLARATIONS, SECTION } from '../../src/settings/declaredSettings';
+import { ignoredInRemoteWindow, ignoredSettingsMessage, type PlacedValues, parseJsonc, placeName, remoteWindowNote, writeTarget } from '../../src/settings/settingPlaces';
 
 const declared = (key: string) => DECLARATIONS[`${SECTION}.${key}`];
 

@@ -2,7 +2,8 @@
 // properties are checked against real GGUF models in lossless.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
+import type { DecodeMode, Token } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
 import { LookaheadPool } from '../../src/speculation/lookaheadPool';

@@ -3,9 +3,10 @@
 // loads nothing and runs only its own nonce'd script.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../src/engine/statsCollector';
-import { statsReport, statsReportModel } from '../../src/engine/statsReport';
-import type { GenerationStats, LoadedModelsInfo } from '../../src/shared/types';
+import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport, statsReportModel } from '../../src/stats/statsReport';
+import type { GenerationStats } from '../../src/shared/generationStats';
+import type { LoadedModelsInfo } from '../../src/shared/backendInfo';
 import { sessionCharts } from '../../src/statsView/sessionCharts';
 import { CHARTED_COMPLETIONS, changedParts, statsPageHtml, statsView, statsViewParts } from '../../src/statsView/statsPage';
 import { chartSvg, niceTop } from '../../src/statsView/svgChart';

@@ -2,11 +2,11 @@
 // carries Vulkan), why the thread count is what it is, why the acceptance reads "-".
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { StatusSummary } from '../../src/engine/statsCollector';
-import { StatsCollector } from '../../src/engine/statsCollector';
-import { statsReport } from '../../src/engine/statsReport';
-import { acceptanceExplanation, backendExplanation, decodePathExplanation, statusTooltip, threadsExplanation } from '../../src/engine/statusText';
-import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/types';
+import type { StatusSummary } from '../../src/stats/statsCollector';
+import { StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport } from '../../src/stats/statsReport';
+import { acceptanceExplanation, backendExplanation, decodePathExplanation, statusTooltip, threadsExplanation } from '../../src/stats/statusText';
+import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/backendInfo';
 import { describeRuntimeChoice, getRuntime, installedGpuBinaries, llamaGpuOption } from '../../src/inference/llamaRuntime';
 
 const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({

@@ -5,7 +5,8 @@
 // it had the same size (as ggml-cuda replays a captured graph).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
+import type { DecodeMode, Token } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
 import type { EvaluatedNext } from '../../src/speculation/greedyEvaluator';
@@ -14,7 +15,7 @@ import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { FIXED_SHAPE_TRIAL_STEPS, padToShape, ShapeHistory } from '../../src/speculation/verifyShape';
 import { StopRules } from '../../src/stopping/stopRules';
-import { policySection } from '../../src/engine/statsReport';
+import { policySection } from '../../src/stats/statsReport';
 import { FakeEvaluator, hashModel } from '../support/fakeModel';
 
 const VOCAB = 64;

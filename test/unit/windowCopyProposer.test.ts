@@ -3,7 +3,8 @@
 // is exactly plain greedy decoding. Real GGUF models: test/unit/losslessCopy.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecodeMode, SpeculationSettings, Token } from '../../src/shared/types';
+import type { DecodeMode, Token } from '../../src/shared/decoding';
+import type { SpeculationSettings } from '../../src/shared/settings';
 import { CostModel } from '../../src/speculation/costModel';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { decode } from '../../src/speculation/speculativeDecoder';

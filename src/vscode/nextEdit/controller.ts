@@ -1,12 +1,12 @@
 import * as vscode from 'vscode';
+import type { NextEditProvider } from '../../nextEdit/provider';
 import type { NextEditFormatId, TextReplacement } from '../../nextEdit/types';
-import { shifted } from '../../nextEdit/ui/chain';
-import { RecordedEdits } from '../../nextEdit/ui/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/ui/session';
-import { classifyNextEdit, type ShapeText } from '../../nextEdit/ui/shape';
-import type { NextEditSource } from '../../nextEdit/ui/source';
-import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/ui/stats';
-import type { DecodeMode } from '../../shared/types';
+import { shifted } from '../../nextEdit/suggestion/chain';
+import { RecordedEdits } from '../../nextEdit/suggestion/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/suggestion/session';
+import { classifyNextEdit, type ShapeText } from '../../nextEdit/suggestion/shape';
+import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/suggestion/stats';
+import type { DecodeMode } from '../../shared/decoding';
 import { FimTracker } from './fimTracker';
 import { NextEditRenderer } from './renderer';
 import { buildRequest } from './request';
@@ -21,8 +21,8 @@ const OWN_CURSOR_MS = 500;
 
 export interface NextEditHooks {
   log: vscode.LogOutputChannel;
-  /** What computes next edits now (the backend's nextEdit), or null when nothing can. */
-  source(): NextEditSource | null;
+  /** What computes next edits now (the backend, or the tests' recorded answers), or null when nothing can. */
+  source(): NextEditProvider | null;
   /** Why there is no source (for the log, once), when source() is null. */
   noSourceReason(): string;
   settings(): { enabled: boolean; debounceMs: number; format?: NextEditFormatId | 'auto' };

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { DecodeMode } from '../../shared/types';
+import type { DecodeMode } from '../../shared/decoding';
 import type { EditEvent, NextEditFormatId, NextEditRequest } from '../../nextEdit/types';
 
 /** Documents up to this size are sent whole; from a larger one, the lines around the cursor. */

@@ -1,9 +1,12 @@
-import type { EngineAlternatives, PrefetchTrigger } from './completionEngine';
-import { type AlternativesTally, acceptanceRate, speedupOverPlain, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
+import type { ShownCompletion } from '../postprocess';
+import { type AlternativesTally, type PrefetchTrigger, acceptanceRate, speedupOverPlain, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
-import type { BackendInfo, DecodeMode, KvSequencesReport, NextEditModelReport, PolicySnapshot, ProposalSource } from '../shared/types';
+import type { AlternativesResult } from '../shared/completion';
+import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
+import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import type { PolicySnapshot } from '../shared/generationStats';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
 const num = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
@@ -259,8 +262,17 @@ export function prefetchOrigin(by: PrefetchTrigger): string {
   return by === 'shown' ? 'made while the ghost text before it was shown' : 'made at the accept';
 }
 
+/** What the alternatives line reads of an answer (the engine's EngineAlternatives, engine/completionEngine.ts). */
+export interface AlternativesAnswer {
+  items: readonly ShownCompletion[];
+  branch?: AlternativesResult['branch'];
+  limitedBy?: string;
+  fromCache: boolean;
+  latencyMs: number;
+}
+
 /** One log line per alternatives answer: how many, how fast, where they branch, and why fewer when so. */
-export function describeAlternatives(a: Pick<EngineAlternatives, 'items' | 'branch' | 'limitedBy' | 'fromCache' | 'latencyMs'>): string {
+export function describeAlternatives(a: AlternativesAnswer): string {
   const how = a.fromCache ? 'served again (computed earlier at this cursor)' : `in ${Math.round(a.latencyMs)} ms`;
   const branch = a.branch ? `, branching at token ${a.branch.tokenIndex} (top-2 margin ${a.branch.margin.toFixed(2)})` : '';
   return `alternatives: ${a.items.length} suggestion${a.items.length === 1 ? '' : 's'} ${how}${branch}${a.limitedBy ? `; fewer than asked: ${a.limitedBy}` : ''}`;

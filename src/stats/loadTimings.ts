@@ -1,4 +1,4 @@
-import type { LoadTimings } from '../shared/types';
+import type { LoadTimings } from '../shared/backendInfo';
 
 /** "headers 12 ms, binding 380 ms (waited), draft 60 ms, target 80 ms": where a model load's time went. */
 export function describeLoadTimings(t: LoadTimings): string {

@@ -2,7 +2,7 @@
 // which runs node-llama-cpp's downloader (src/inference/modelDownloader.ts). Host-safe: nothing here
 // imports node-llama-cpp.
 import type { WorkerClient } from '../worker/workerClient';
-import { DownloadError, downloadedPath, isDownloadErrorCode, type DownloadOptions } from './downloadIndex';
+import { DownloadError, downloadedPath, isDownloadErrorCode, type DownloadOptions } from '../models/downloadIndex';
 
 /**
  * downloadModels, run in the worker: same options, same result (local paths in the order of `uris`),

@@ -5,9 +5,9 @@
 // Only `contributes` (a named import): esbuild then bundles that part of package.json alone.
 import { contributes } from '../../package.json';
 import { resolveModelPath } from '../models/modelPath';
+import type { WindowLimits } from '../prompt/documentWindow';
 import type { NextEditFormatId } from '../nextEdit/types';
-import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/types';
-import type { EngineSettings } from './completionEngine';
+import type { BackendKind, BackendSettings, ModelSettings, SpeculationSettings } from '../shared/settings';
 import { type SettingDeclaration, SettingsReader, type SettingsSource } from './settingsReader';
 
 export const SECTION = 'draftline';
@@ -34,6 +34,22 @@ export function speculationSettingsFrom(config: SettingsReader, report?: (messag
     lookahead: config.value('speculation.lookahead'),
     verifyShape: config.value('speculation.verifyShape'),
   };
+}
+
+/** What the completion engine reads of the settings (engine/completionEngine.ts). */
+export interface EngineSettings extends WindowLimits {
+  enabled: boolean;
+  speculation: boolean;
+  ngramReuse: boolean;
+  /** True when a usable draft model is loaded. */
+  draftAvailable: boolean;
+  maxTokens: number;
+  maxLines: number;
+  disabledLanguages: string[];
+  /** Documents longer than this are not completed in (chars). */
+  maxDocumentChars: number;
+  /** Compute the completion after an accepted one before it is asked for (draftline.prefetch.enabled). */
+  prefetch: boolean;
 }
 
 export function engineSettingsFrom(config: SettingsReader, draftAvailable: boolean): EngineSettings {

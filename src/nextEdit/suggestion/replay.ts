@@ -1,15 +1,8 @@
-// Where the editor's next edits come from: the backend seam's nextEdit (the local worker or a server)
-// satisfies this, and so does a replay of recorded answers (the real-editor tests' backend).
-import { type DecoderStats, emptySpeculationStats } from '../../shared/types';
+// Recorded next-edit answers as a NextEditProvider (nextEdit/provider.ts): the real-editor tests'
+// backend, in place of the local worker or a server.
+import { type DecoderStats, emptySpeculationStats } from '../../shared/generationStats';
+import type { NextEditProvider } from '../provider';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../types';
-
-export interface NextEditSource {
-  /**
-   * The edits the model predicts in the request's window. `onEdit` gets each edit as soon as it is
-   * final (verified), with ms since the request started, before the answer is complete.
-   */
-  nextEdit(request: NextEditRequest, signal: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult>;
-}
 
 /**
  * The smallest replacements that turn `before` into `after`: line by line where both have as many
@@ -57,12 +50,12 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * Recorded answers served by the document's text (for the real-editor tests, through
  * DRAFTLINE_NEXT_EDIT_REPLAY): a text that was recorded gets its edits, any other text none.
  */
-export class ReplayNextEditSource implements NextEditSource {
+export class ReplayNextEditProvider implements NextEditProvider {
   readonly requests: NextEditRequest[] = [];
 
   constructor(private readonly cases: readonly RecordedNextEdit[]) {}
 
-  async nextEdit(request: NextEditRequest, signal: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
+  async nextEdit(request: NextEditRequest, signal: AbortSignal = new AbortController().signal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
     this.requests.push(request);
     const started = Date.now();
     const recorded = this.cases.find((c) => c.before === request.text);

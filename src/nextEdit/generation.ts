@@ -1,9 +1,13 @@
-// The decode side of a next edit (issue #39, items 4 and 5): the target rewrites the window, the window
-// copy proposer feeds it what it will most likely copy, and each edit is streamed out as soon as the
-// verified output has re-synchronised with the window after it. The prompt format and the reduction
-// of output to edits come in as parameters (nextEdit/formats/, nextEdit/outputToEdit.ts), so this
-// file depends on neither.
-import type { DecoderStats, DecodeMode, Token } from '../shared/types';
+// What a next-edit request runs, wherever it runs (issue #39, items 4 and 5): the request's format
+// (nextEdit/formats/: the forced one, else the one the model's metadata and name say), the decode —
+// the target rewrites the window, the window copy proposer feeds it what it will most likely copy,
+// and each edit is streamed out as soon as the verified output has re-synchronised with the window
+// after it — and the output reduced to edits (nextEdit/outputToEdit.ts). The worker decodes here
+// (inference/nextEdit.ts); a server backend sends the same prompt and reads its streamed output with
+// StreamedEdits (remote/serverNextEdit.ts). Free of node-llama-cpp and of the editor.
+import type { ModelFileInfo } from '../gguf/modelFileCheck';
+import type { DecodeMode, Token } from '../shared/decoding';
+import type { DecoderStats } from '../shared/generationStats';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { LookaheadPool } from '../speculation/lookaheadPool';
 import type { SpeculationPolicy } from '../speculation/policy';
@@ -11,7 +15,18 @@ import type { DraftProposer, NgramProposer } from '../speculation/proposers';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { WindowCopyProposer, type WindowCopyOptions } from '../speculation/windowCopyProposer';
 import { StopRules } from '../stopping/stopRules';
-import type { NextEditPrompt, TextReplacement } from './types';
+import { chooseFormat } from './formats';
+import { type EditsFromOutput, finalEditsSoFar, outputToEdits, reduceToEdits } from './outputToEdit';
+import type { NextEditFormat, NextEditPrompt, NextEditRequest, TextReplacement } from './types';
+
+/** What is known of the model that serves next edits: its GGUF metadata in-process, only its name from a server. */
+export type NextEditModelInfo = Pick<ModelFileInfo, 'name'> & Partial<ModelFileInfo> & { basename?: string | null };
+
+/** The request's format on this model: the forced one, else the model's; a reason when there is none. */
+export function formatFor(request: NextEditRequest, model: NextEditModelInfo): NextEditFormat | { none: string } {
+  const format = chooseFormat({ name: model.name, basename: model.basename, fileName: model.path }, request.format);
+  return format ?? { none: `the model "${model.name ?? model.path ?? 'unnamed'}" names no next-edit format (Sweep Next-Edit or Zeta), and draftline.nextEdit.format does not force one` };
+}
 
 export interface NextEditGenerationInput {
   target: GreedyEvaluator;
@@ -116,4 +131,43 @@ export async function generateNextEdit(input: NextEditGenerationInput): Promise<
   // The last step's tokens (and an output that ended: its last edits are final too when they re-synchronised).
   stream();
   return { text: stop.finalText, tokens: [...stop.tokens], stats, edits, timeToFirstEditMs, windowMs: now() - started };
+}
+
+/**
+ * The edits final in a streamed output so far (outputToEdit.ts finalEditsSoFar on the format's
+ * partial region), and at the end the whole output's: the final ones first, then the rest reduced
+ * past what they account for, so every streamed edit is in the result unchanged. An output the
+ * checks refuse (outputToEdits) gives none, whatever was streamed.
+ */
+export class StreamedEdits {
+  private final: { edits: TextReplacement[]; regionConsumed: number; outputConsumed: number } = { edits: [], regionConsumed: 0, outputConsumed: 0 };
+  private readonly current: string;
+
+  constructor(
+    private readonly format: NextEditFormat,
+    private readonly prompt: NextEditPrompt,
+    private readonly request: NextEditRequest,
+  ) {
+    this.current = request.text.slice(prompt.region.start, prompt.region.end);
+  }
+
+  /** The edits that became final with `outputSoFar` (none when nothing new settled). */
+  push(outputSoFar: string): TextReplacement[] {
+    const region = this.format.partialRegion(outputSoFar, this.prompt);
+    if (region === null) return [];
+    const settled = finalEditsSoFar(this.current, region, this.prompt.region.start);
+    if (settled.edits.length <= this.final.edits.length) return [];
+    const fresh = settled.edits.slice(this.final.edits.length);
+    this.final = settled;
+    return fresh;
+  }
+
+  /** The whole output's edits (the streamed ones unchanged, first) or why there are none. */
+  finish(output: string): EditsFromOutput {
+    const whole = outputToEdits(this.request, this.prompt, this.format, output);
+    if (whole.noSuggestion || whole.regionText === null || this.final.edits.length === 0) return whole;
+    const { regionConsumed, outputConsumed } = this.final;
+    const rest = reduceToEdits(this.current.slice(regionConsumed), whole.regionText.slice(outputConsumed), this.prompt.region.start + regionConsumed);
+    return { regionText: whole.regionText, edits: [...this.final.edits, ...rest] };
+  }
 }

@@ -1,4 +1,4 @@
-import type { ContextChunk } from '../shared/types';
+import type { ContextChunk } from '../shared/completion';
 
 /**
  * Chunks of the user's other code to show the model before the current file (extra context), kept

@@ -1,5 +1,8 @@
-import type { DecodeMode, GenerationStats, ProposalSource, SpeculationStats } from '../shared/types';
-import type { PrefetchTrigger } from './completionEngine';
+import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import type { GenerationStats, SpeculationStats } from '../shared/generationStats';
+
+/** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
+export type PrefetchTrigger = 'accepted' | 'shown';
 
 export interface CompletionRecord {
   at: number;

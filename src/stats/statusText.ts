@@ -1,7 +1,7 @@
 // What the status bar tooltip (and Show Stats) say about the backend, the threads and the acceptance,
 // with the reason when a figure would otherwise puzzle: a CPU fallback, "1 thread", an acceptance of "-".
 import type { StatusSummary } from './statsCollector';
-import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../shared/types';
+import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../shared/backendInfo';
 
 export type StatusKind = 'loading' | 'ready' | 'busy' | 'off' | 'error';
 

@@ -3,13 +3,13 @@
 // answers the real-editor tests replay, the block image.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEdit/ui/blockImage';
-import { nearestEdit, remainingAfter, shifted } from '../../src/nextEdit/ui/chain';
-import { RecordedEdits } from '../../src/nextEdit/ui/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEdit/ui/session';
-import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEdit/ui/shape';
-import { editsBetween, ReplayNextEditSource } from '../../src/nextEdit/ui/source';
-import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEdit/ui/stats';
+import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEdit/suggestion/blockImage';
+import { nearestEdit, remainingAfter, shifted } from '../../src/nextEdit/suggestion/chain';
+import { RecordedEdits } from '../../src/nextEdit/suggestion/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEdit/suggestion/session';
+import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEdit/suggestion/shape';
+import { editsBetween, ReplayNextEditProvider } from '../../src/nextEdit/suggestion/replay';
+import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEdit/suggestion/stats';
 import type { TextReplacement } from '../../src/nextEdit/types';
 
 /** `|` marks the cursor; returns the text without it and the cursor's offset. */
@@ -263,7 +263,7 @@ describe('next-edit replay (the real-editor tests backend)', () => {
   });
 
   it('serves the recorded answer for the recorded text, streams its first edit, and nothing for any other text', async () => {
-    const source = new ReplayNextEditSource([{ before: 'let a = 1;\na;\n', after: 'let a = 1;\na + 1;\n' }]);
+    const source = new ReplayNextEditProvider([{ before: 'let a = 1;\na;\n', after: 'let a = 1;\na + 1;\n' }]);
     const streamed: TextReplacement[] = [];
     const hit = await source.nextEdit({ path: 'x.ts', text: 'let a = 1;\na;\n', cursorOffset: 0, events: [], mode: 'plain' }, new AbortController().signal, (e) => streamed.push(e));
     assert.deepEqual(hit.edits, [{ start: 12, end: 12, text: ' + 1' }]);

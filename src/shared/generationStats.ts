@@ -1,0 +1,94 @@
+// What a completion reports of itself: tokens, timings and the speculation record. Plain data only:
+// they cross IPC.
+import type { DecodeMode, ProposalSource, StopReason } from './decoding';
+
+export interface SourceStats {
+  /** Target verification steps that carried a proposal of this source. */
+  steps: number;
+  proposedTokens: number;
+  acceptedTokens: number;
+}
+
+/** What every backend reports of a completion. */
+export interface GenerationStats {
+  promptTokens: number;
+  /** Prompt tokens whose KV was reused from the previous request (a server's prompt cache included). */
+  reusedPromptTokens: number;
+  /**
+   * Prompt tokens this request evaluated (its cache misses), counted also when it was stopped while
+   * evaluating its prompt; absent when it stopped before starting (local decoding only).
+   */
+  promptTokensEvaluated?: number;
+  generatedTokens: number;
+  promptMs: number;
+  timeToFirstTokenMs: number;
+  totalMs: number;
+  stopReason: StopReason;
+  /** Extra context that went into the prompt (absent: none). */
+  extraContext?: { files: number; tokens: number; repoLevel: boolean };
+  /** Draftline's own speculation record: in-process decoding only. */
+  speculation?: SpeculationStats;
+  /** What a server says its own speculative decoding proposed and kept (llama-server with a draft model). */
+  serverDraft?: { proposedTokens: number; acceptedTokens: number };
+  /** Decode speed as the server measured it (without the network). */
+  serverTokensPerSecond?: number;
+}
+
+/** In-process speculative decoding's record of one completion. */
+export interface SpeculationStats {
+  mode: DecodeMode;
+  /** Target evaluations, the prompt's included (it yields the first token). Plain decoding: one per token. */
+  targetEvaluations: number;
+  /** Tokens the target evaluated while decoding (including rejected proposals). */
+  targetTokensEvaluated: number;
+  draftEvaluations: number;
+  bySource: Record<ProposalSource, SourceStats>;
+  targetMs: number;
+  draftMs: number;
+  /**
+   * Distinct target batch sizes of the decode steps after the first (1 with a fixed shape): whether a
+   * graph backend could replay one captured graph.
+   */
+  batchShapes?: number;
+  /** The fixed verify shape this generation used (absent: variable shapes). */
+  fixedShape?: number;
+  /** Tokens of padding the fixed shape added to proposals, and how many of them the target accepted. */
+  paddingTokens?: number;
+  paddingAccepted?: number;
+  /** What the speculation policy has learned on this machine, after this completion. */
+  policy?: PolicySnapshot;
+}
+
+/** The in-process decoder's stats: always with its speculation record. */
+export type DecoderStats = GenerationStats & { speculation: SpeculationStats };
+
+export interface PolicySnapshot {
+  /** Measured ms of one target evaluation by batch size (smoothed). */
+  verifyMs: Record<number, number>;
+  draftMsPerToken: number | null;
+  /** Estimated per-token acceptance of each source. */
+  acceptance: Record<ProposalSource, number>;
+  /** Proposal length the policy would pick now with enough on offer (0: plain decoding is faster). */
+  bestLength: Record<ProposalSource, number>;
+  /** Steps until a source it has written off is tried again. */
+  retryInterval: Record<ProposalSource, number>;
+  /** How verify batches are shaped, and the size the latest generation chose (0: variable; 1: plain). */
+  verifyShape?: { mode: 'fixed' | 'variable'; size: number };
+}
+
+export function emptySourceStats(): SourceStats {
+  return { steps: 0, proposedTokens: 0, acceptedTokens: 0 };
+}
+
+/** The speculation record of a decode that has not evaluated anything yet (the decoder's start, a request never run). */
+export function emptySpeculationStats(mode: DecodeMode): SpeculationStats {
+  return {
+    mode,
+    targetEvaluations: 0,
+    targetTokensEvaluated: 0,
+    draftEvaluations: 0,
+    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats(), copy: emptySourceStats() },
+    targetMs: 0,
+    draftMs: 0,
+  };
+}
