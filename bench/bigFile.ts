@@ -14,7 +14,7 @@ import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import { resolveThreads } from '../src/inference/llamaRuntime';
 import type { CompletionRequest } from '../src/shared/completion';
 import { WorkerClient } from '../src/worker/workerClient';
-import { minifiedJs } from '../test/support/syntheticText';
+import { minifiedJs } from '../testbed/syntheticText';
 
 const ROOT = path.resolve(__dirname, '..');
 const arg = (name: string, fallback: number) => {

@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { mulberry32 } from '../test/support/ggufWriter';
+import { mulberry32 } from '../testbed/ggufWriter';
 import { firstContentLineEnd } from './quality';
 
 export const CORPUS_PACKAGES = ['preact@11.2.0', 'immer@11.2.10', 'hono@4.13.19', 'valibot@1.5.0', 'zustand@5.1.0', 'mitt@3.0.1'];

@@ -8,12 +8,12 @@
 // recipe/RECIPE.md and recipe/gpu/README.md: the listed packages and their whole dependency trees,
 // resolved with `npm install --package-lock-only` on 2026-11-25: 1,035 packages, none of these),
 // outside the packages held out for evaluation (named by hash in recipe/gpu/build_corpus.py) and
-// outside CORPUS_PACKAGES (bench/corpus.ts). test/unit/editCorpus.test.ts checks the lists.
+// outside CORPUS_PACKAGES (bench/corpus.ts). bench/test/unit/editCorpus.test.ts checks the lists.
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { structuredPatch } from 'diff';
-import type { NesCase } from '../test/support/nesCases';
+import type { NesCase } from '../testbed/nesCases';
 import { CACHE } from './corpus';
 
 /**

@@ -5,7 +5,7 @@
 // install), the OS page cache warm (as after a reboot's first use it would not be: see the README).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeWorkbench, e2eUnavailableReason, openFile, openWorkbench, repoRoot, startCodeServer, waitFor, type CodeServer } from '../test/e2e/harness';
+import { closeWorkbench, e2eUnavailableReason, openFile, openWorkbench, repoRoot, startCodeServer, waitFor, type CodeServer } from '../testbed/editorHarness';
 import { median } from './stats';
 
 const ROOT = repoRoot();

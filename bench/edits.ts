@@ -17,11 +17,11 @@ import { SpeculationPolicy } from '../src/speculation/policy';
 import type { NgramProposer } from '../src/speculation/proposers';
 import type { ModelSettings } from '../src/shared/settings';
 import type { ProposalSource, Token } from '../src/shared/decoding';
-import { loadNesCases, nesCasesAvailable } from '../test/support/nesCases';
+import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { type EditCase, editCases } from './editCorpus';
 import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
-import { LlamaServer } from './llamaServer';
+import { LlamaServer } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
 
 export type EditsMode = 'plain' | 'copy' | 'hybrid' | 'llama-server ngram-simple' | 'llama-server ngram-mod';

@@ -1,6 +1,6 @@
 import type { Token } from '../src/shared/decoding';
 import type { DraftProposer, Proposal } from '../src/speculation/proposers';
-import { mulberry32 } from '../test/support/ggufWriter';
+import { mulberry32 } from '../testbed/ggufWriter';
 
 /**
  * A proposer of controlled accuracy: the target's own plain output (the oracle), each proposed token

@@ -16,7 +16,7 @@ import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type Embedded
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy, expectedTokensPerStep } from '../src/speculation/policy';
-import { batchDrift, judgeDivergence, tieTolerance, type DivergenceVerdict } from '../test/support/batchDrift';
+import { batchDrift, judgeDivergence, tieTolerance, type DivergenceVerdict } from '../testbed/batchDrift';
 import { barChart, lineChart } from './chart';
 import { engineDocument, flashAttentionOption, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
@@ -32,7 +32,7 @@ import { currentLineSuffix } from '../src/postprocess';
 import { OracleProposer } from './oracleProposer';
 import { scoreShown, summarizeQuality, type QualityScore } from './quality';
 import { fmt, median, pct, percentile, Progress } from './stats';
-import { LlamaServer } from './llamaServer';
+import { LlamaServer } from '../testbed/llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget } from './targets';

@@ -4,7 +4,7 @@
 // (issue 47: a symbol lookup error) is seen in seconds, not in the middle of every step.
 import * as path from 'node:path';
 import { embeddedPairPaths } from '../src/models/embedded';
-import { LlamaServer, LLAMA_SERVER } from './llamaServer';
+import { LlamaServer, LLAMA_SERVER } from '../testbed/llamaServer';
 
 /** --gpu cuda (or vulkan): every layer on the GPU, as the bench's llama-server modes run there. */
 function onGpu(): boolean {

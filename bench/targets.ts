@@ -6,10 +6,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { embeddedPairPaths } from '../src/models/embedded';
-import { writeRandomLlamaModel, type RandomLlamaOptions } from '../test/support/ggufWriter';
-import { realVocabModel } from '../test/support/realVocab';
+import { writeRandomLlamaModel, type RandomLlamaOptions } from '../testbed/ggufWriter';
+import { realVocabModel } from '../testbed/realVocab';
 import { CACHE } from './corpus';
-import { serverEnv } from './llamaServer';
+import { serverEnv } from '../testbed/llamaServer';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -58,7 +58,7 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
 };
 
 /*
- * '1.5b-qwen-coder': the 1.5B body (stable, F16) carrying Qwen2.5-Coder's real tokenizer (test/support/realVocab.ts: the
+ * '1.5b-qwen-coder': the 1.5B body (stable, F16) carrying Qwen2.5-Coder's real tokenizer (testbed/realVocab.ts: the
  * qwen2 vocabulary of llama.cpp's models/ plus the FIM and repository tokens, <|file_sep|> one control
  * token): what Sweep's next-edit 1.5B is shaped like, for the edits regime's replay (3.5 GB on disk).
  */

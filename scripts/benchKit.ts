@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import * as esbuild from 'esbuild';
 import { CORPUS_PACKAGES, ensureCorpus } from '../bench/corpus';
 import { EDIT_PAIRS, EDIT_TARBALLS, packageVersionFiles, parsePair, tarballName } from '../bench/editCorpus';
-import { REAL_VOCABS, realVocabDir } from '../test/support/realVocab';
+import { REAL_VOCABS, realVocabDir } from '../testbed/realVocab';
 import { type EmbeddedPairName, embeddedPairPaths } from '../src/models/embedded';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -287,7 +287,7 @@ async function main(): Promise<void> {
     for (const file of Object.values(embeddedPairPaths(ROOT, pair))) fs.cpSync(file, path.join(KIT, 'models', path.basename(file)));
   }
   fs.cpSync(path.join(ROOT, 'models', 'README.md'), path.join(KIT, 'models', 'README.md'));
-  // The random targets' vocabulary (test/support/ggufWriter.ts embeddedVocabFile) where the v3 pair has
+  // The random targets' vocabulary (testbed/ggufWriter.ts embeddedVocabFile) where the v3 pair has
   // not arrived yet: the tiny draft, small and with the same tokenizer, travels with the kit.
   fs.cpSync(path.join(ROOT, 'models', VOCAB_MODEL), path.join(KIT, 'models', VOCAB_MODEL));
   const corpus = path.dirname(ensureCorpus());

@@ -1,7 +1,7 @@
 // The llama.cpp source node-llama-cpp ships (node_modules/node-llama-cpp/llama/gitRelease.bundle, a git
 // bundle of the release its binaries were built from): files taken out of it once into a cache folder
 // keyed by that release, with no network. build-native.mjs takes llama.cpp's public headers from it;
-// the tokenizer conformance tests (test/support/realVocab.ts) its vocabulary-only GGUFs of real models.
+// the tokenizer conformance tests (testbed/realVocab.ts) its vocabulary-only GGUFs of real models.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

@@ -119,7 +119,7 @@ function binaryPackage(name) {
 }
 
 // Not linked into the stage at all (large, or written there): .vscodeignore leaves them out as well.
-const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'scripts', 'src', 'docs', 'README.md', '.vscodeignore']);
+const topLevelSkip = new Set(['.git', 'node_modules', '.cache', '.ci', 'test', 'test-output', 'bench', 'testbed', 'scripts', 'src', 'docs', 'README.md', '.vscodeignore']);
 // What a package leaves out: the repository's .vscodeignore (`npx vsce ls` there lists what a package keeps),
 // less its line for the binary packages: the stage holds exactly the target's.
 const BINARY_PACKAGES = 'node_modules/@node-llama-cpp/**';

@@ -6,6 +6,8 @@
 #   test/model        real GGUF models in this process; two files at a time (each computes on one thread)
 #   test/integration  processes, servers, packaging, threadpools, the software GPU; one at a time
 #   test/e2e          a real VS Code in chromium; one at a time
+# The bench's own tests (bench/test/unit, bench/test/model) run in the unit and model tiers. What tests and
+# bench both use (GGUF writer, vocabularies, next-edit cases, llama-server, the editor harness) is testbed/.
 #
 # llama-server is built once from the llama.cpp source node-llama-cpp ships (scripts/build-llama-server.sh):
 # niced, in the background while the tiers run, and kept per machine (DRAFTLINE_MACHINE_CACHE below).
@@ -41,8 +43,8 @@ tier() {
   node --import tsx --test --test-concurrency="$concurrency" --test-timeout=900000 "$@"
   echo "== $name: $((SECONDS - started)) s"
 }
-tier unit 2 test/unit/*.test.ts
-tier model 2 test/model/*.test.ts
+tier unit 2 test/unit/*.test.ts bench/test/unit/*.test.ts
+tier model 2 test/model/*.test.ts bench/test/model/*.test.ts
 tier integration 1 "${INTEGRATION[@]}"
 if [ -n "$BUILD_PID" ]; then
   echo "waiting for the llama-server build (log: test-output/llama-server-build.log)"

@@ -52,7 +52,7 @@ if [ "$gpu" = cuda ]; then
   bash "$KIT/build-cuda.sh"
   # The locally built libggml-cuda.so asks for libggml-base.so.0, which node-llama-cpp's folder holds
   # (build-cuda.sh links the name). For node only: the bench gives llama-server and llama-quantize
-  # the path as it was (bench/llamaServer.ts serverEnv), or they would load node-llama-cpp's prebuilt
+  # the path as it was (testbed/llamaServer.ts serverEnv), or they would load node-llama-cpp's prebuilt
   # libggml-base and libllama-common instead of their own.
   export DRAFTLINE_SERVER_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
   export LD_LIBRARY_PATH="$KIT/node_modules/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DraftlineController } from '../../src/vscode/controller';
-import { readVocabFromGguf, writeRandomLlamaModel } from '../support/ggufWriter';
+import { readVocabFromGguf, writeRandomLlamaModel } from '../../testbed/ggufWriter';
 
 const COMMANDS = ['toggleCompletions', 'toggleSpeculation', 'toggleNgram', 'selectTargetModel', 'selectDraftModel', 'showStats', 'showLog', 'showMenu'].map((c) => `draftline.${c}`);
 

@@ -28,7 +28,7 @@ import {
   waitForGhostText,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 import { isAlive } from '../support/processes';
 import { directCompletion } from './expected';
 

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { minifiedJs } from '../support/syntheticText';
+import { minifiedJs } from '../../testbed/syntheticText';
 import {
   draftlineLogs,
   clickNotificationButton,
@@ -30,7 +30,7 @@ import {
   waitFor,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-big-file');

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
+import { LlamaServer, LLAMA_SERVER } from '../../testbed/llamaServer';
 import { loadLibrary } from '../../src/inference/llamaRuntime';
 import { directAlternatives, directCompletion } from './expected';
 import {
@@ -36,7 +36,7 @@ import {
   waitForNotification,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e');

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
-import { CHROMIUM_ARGS, CHROMIUM_PATH, e2eUnavailableReason, repoRoot, startCodeServer, waitFor, type CodeServer } from './harness';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, e2eUnavailableReason, repoRoot, startCodeServer, waitFor, type CodeServer } from '../../testbed/editorHarness';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-extension-host');

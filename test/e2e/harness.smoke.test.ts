@@ -1,4 +1,4 @@
-// Proves test/e2e/harness.ts end to end on a tiny stand-in extension that this test writes itself:
+// Proves testbed/editorHarness.ts end to end on a tiny stand-in extension that this test writes itself:
 // package it with vsce, install the .vsix into a fresh code-server, and check ghost text, Tab accept,
 // save to disk, the status bar item and a palette command's notification. Screenshots go to
 // test-output/e2e-smoke/. Skips (with the install command) when code-server is not installed.
@@ -31,7 +31,7 @@ import {
   waitForNotification,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 
 const PUBLISHER = 'draftline-e2e';
 const NAME = 'smoke';

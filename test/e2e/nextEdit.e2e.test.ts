@@ -32,7 +32,7 @@ import {
   waitFor,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-next-edit');

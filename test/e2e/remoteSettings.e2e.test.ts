@@ -24,7 +24,7 @@ import {
   waitForNotification,
   type CodeServer,
   type Workbench,
-} from './harness';
+} from '../../testbed/editorHarness';
 
 const ROOT = repoRoot();
 const OUT = path.join(ROOT, 'test-output', 'e2e-remote-settings');

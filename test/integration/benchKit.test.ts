@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { serverEnv } from '../../bench/llamaServer';
+import { serverEnv } from '../../testbed/llamaServer';
 
 const ROOT = path.resolve(__dirname, '../..');
 /** The kit's archive limit (scripts/benchKit.ts KIT_LIMIT_BYTES): 64 MiB travels to the box, less room for the command's own files. */

@@ -13,7 +13,7 @@ import { MAX_MIRRORED_CHARS, looksMinified, mirrorDecision } from '../../src/eng
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import type { CompletionRequest } from '../../src/shared/completion';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { minifiedJs, syntheticSource } from '../support/syntheticText';
+import { minifiedJs, syntheticSource } from '../../testbed/syntheticText';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');

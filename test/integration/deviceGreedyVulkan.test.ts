@@ -17,7 +17,7 @@ import { getRuntime } from '../../src/inference/llamaRuntime';
 import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
 import { allowDeviceGreedy } from '../../src/inference/nativeAddon';
 import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 import { useSoftwareVulkan } from '../support/softwareVulkan';
 
 const missing = useSoftwareVulkan();

@@ -15,7 +15,7 @@ import { downloadModels } from '../../src/inference/modelDownloader';
 import { modelFileUrl, sha256FromEtag, sha256File } from '../../src/inference/modelVerification';
 import { startDownloadServer, tamperedCopy } from '../support/downloadModels';
 import { type ServedFile, sha256Of, startModelServer } from '../support/modelServer';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'test-output/downloads');

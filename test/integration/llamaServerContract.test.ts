@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LlamaServer, LLAMA_SERVER } from '../../bench/llamaServer';
+import { LlamaServer, LLAMA_SERVER } from '../../testbed/llamaServer';
 import type { BackendEvents } from '../../src/backend/backend';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../../src/engine/completionEngine';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { batchDrift } from '../support/batchDrift';
+import { batchDrift } from '../../testbed/batchDrift';
 import { divergencesAllAtTies } from '../support/losslessSuite';
 import { promptCases } from '../support/prompts';
 

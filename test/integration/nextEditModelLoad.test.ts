@@ -1,5 +1,5 @@
 // The next-edit model of its own (issue #39, item 7) through the real worker (dist/worker.js), the
-// tiny completion pair beside small random next-edit models (test/support/models.ts):
+// tiny completion pair beside small random next-edit models (testbed/models.ts):
 // - a file other than the target's is loaded by the first nextEdit that names it, not at the load;
 //   its memory is in the diagnostics (and Show Stats' line); its prompt format comes from its own
 //   GGUF metadata; it decodes on KV sequences of its own; the completion pair is unaffected;
@@ -18,8 +18,8 @@ import type { NextEditRequest } from '../../src/nextEdit/types';
 import type { CompletionRequest } from '../../src/shared/completion';
 import type { ModelSettings } from '../../src/shared/settings';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { truncateFile, writeNotGguf } from '../support/ggufWriter';
-import { ensureTestModel } from '../support/models';
+import { truncateFile, writeNotGguf } from '../../testbed/ggufWriter';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');

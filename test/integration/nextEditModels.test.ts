@@ -16,7 +16,7 @@ import { DownloadError, describeProvenance, downloadedPath, readDownloadIndex } 
 import { planNextEditModel, sameModelFile } from '../../src/models/nextEditModel';
 import { formatFromName, identityFromGguf, nextEditFormatOf } from '../../src/nextEdit/modelFormat';
 import { type ServedFile, sha256Of, startModelServer } from '../support/modelServer';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const OUT = path.join(ROOT, 'test-output/next-edit-models');

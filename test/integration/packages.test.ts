@@ -1,7 +1,7 @@
 // Every per-platform .vsix (`npm run package -- --target all`, issue #24) holds exactly what its
 // platform needs: node-llama-cpp's binary packages for that target and no other (checked down to the
 // binaries' own headers: ELF / PE / Mach-O and the CPU they are for), the embedded v3 models, the
-// bundles, nothing from test/, bench/, .cache/, src/ or docs/; its manifest names its target; and the
+// bundles, nothing from test/, bench/, testbed/, .cache/, src/ or docs/; its manifest names its target; and the
 // node-llama-cpp inside it, asked as draftline.gpu makes the worker ask (llamaGpuOption), finds the
 // binary in the package.
 //
@@ -203,7 +203,7 @@ describe('per-platform packages (npm run package -- --target all)', { timeout: 3
         }
         assert.equal(vsix.entries.get('extension/models/draftline-code-target.gguf')!.uncompressedSize, fs.statSync(path.join(ROOT, 'models/draftline-code-target.gguf')).size);
         const top = new Set(names.filter((n) => n.startsWith('extension/')).map((n) => n.split('/')[1]));
-        for (const never of ['test', 'bench', '.cache', 'src', 'docs', 'scripts', 'test-output', '.git']) assert.ok(!top.has(never), `${target} carries ${never}/`);
+        for (const never of ['test', 'bench', 'testbed', '.cache', 'src', 'docs', 'scripts', 'test-output', '.git']) assert.ok(!top.has(never), `${target} carries ${never}/`);
         const stray = names.filter((n) => /\.(ts|map)$/.test(n) || /\/models\/tiny-/.test(n) || /desktop-suite/.test(n) || /gitRelease\.bundle$/.test(n) || /\.vsix$/.test(n));
         assert.deepEqual(stray, [], `${target} carries files it does not need`);
 

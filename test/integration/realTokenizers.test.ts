@@ -1,5 +1,5 @@
 // Every model family on its real tokenizer (issue #37): llama.cpp's vocabulary-only GGUFs of real
-// models (test/support/realVocab.ts; extracted from the source bundle node-llama-cpp ships, no
+// models (testbed/realVocab.ts; extracted from the source bundle node-llama-cpp ships, no
 // network), and the code models' vocabularies built from them as the published GGUFs have them.
 // Per family: the tokenizer reproduces llama.cpp's own test vectors; the family is recognised from
 // the real metadata; the fill-in-the-middle prompt has each special token as one id and its text
@@ -16,7 +16,7 @@ import { chooseTemplate, type PromptTemplate, type TemplateFamily } from '../../
 import { ServerError } from '../../src/remote/http';
 import { llamaServerTemplate } from '../../src/remote/llamaServerModel';
 import { templatePrompt } from '../../src/remote/serverApi';
-import { REAL_VOCABS, realVocabFile, realVocabModel, tokenizerVectors, type VariantName } from '../support/realVocab';
+import { REAL_VOCABS, realVocabFile, realVocabModel, tokenizerVectors, type VariantName } from '../../testbed/realVocab';
 
 interface FamilyCase {
   variant: VariantName;

@@ -11,10 +11,10 @@ import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { DownloadError, describeProvenance, downloadedPath, type DownloadProgress } from '../../src/models/downloadIndex';
 import { downloadInWorker } from '../../src/backend/downloadInWorker';
 import { WorkerClient, WorkerError } from '../../src/worker/workerClient';
-import { truncateFile, writeNotGguf } from '../support/ggufWriter';
+import { truncateFile, writeNotGguf } from '../../testbed/ggufWriter';
 import { startDownloadServer } from '../support/downloadModels';
 import { sha256Of, type startModelServer } from '../support/modelServer';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');

@@ -9,7 +9,7 @@ import type { ModelSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
-import { syntheticSource } from '../support/syntheticText';
+import { syntheticSource } from '../../testbed/syntheticText';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');

@@ -10,9 +10,9 @@ import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/
 import type { DecodeMode } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 import { promptCases } from '../support/prompts';
-import { batchDrift, judgeDivergence, tieTolerance, topTwoAfter } from '../support/batchDrift';
+import { batchDrift, judgeDivergence, tieTolerance, topTwoAfter } from '../../testbed/batchDrift';
 import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
 import type { RankedNext } from '../../src/speculation/greedyEvaluator';
 

@@ -1,4 +1,4 @@
-// The batch-drift probe (test/support/batchDrift.ts) decides whether the lossless suite demands
+// The batch-drift probe (testbed/batchDrift.ts) decides whether the lossless suite demands
 // token identity (drift 0) or allows divergences at numerical ties. On the v3 target with flash
 // attention off (what the load-time measurement picks on a busy machine), llama.cpp's logits depend
 // on how tokens are batched, by up to ~0.1 logits, yet the probe read exactly 0: it measured after
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { batchDrift, probeDepths } from '../support/batchDrift';
+import { batchDrift, probeDepths } from '../../testbed/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TARGET = path.join(ROOT, 'models/draftline-code-target.gguf');

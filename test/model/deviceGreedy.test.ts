@@ -13,7 +13,7 @@ import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluat
 import { allowDeviceGreedy, loadNativeAddon, type NativeAddon } from '../../src/inference/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 

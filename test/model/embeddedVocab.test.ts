@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { embeddedVocabFile, readVocabFromGguf } from '../support/ggufWriter';
+import { embeddedVocabFile, readVocabFromGguf } from '../../testbed/ggufWriter';
 
 const MODELS = path.resolve(__dirname, '../../models');
 

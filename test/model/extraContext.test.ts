@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { ExtraContextRing, jaccard, MAX_CHUNK_CHARS } from '../../src/prompt/extraContextRing';
 import { DEFAULT_SPECULATION, EXTRA_CONTEXT_KEY, InferenceSession } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import { minifiedJs } from '../support/syntheticText';
+import { minifiedJs } from '../../testbed/syntheticText';
 
 const file = (n: number, tag = 'a') => Array.from({ length: n }, (_, i) => `const ${tag}${i} = ${i};`).join('\n');
 

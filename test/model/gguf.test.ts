@@ -7,9 +7,9 @@ import { GgufValueType, ModelFileError, readGgufMetadata } from '../../src/gguf/
 import type { ModelFileErrorCode } from '../../src/gguf/ggufReader';
 import { assertFimSupported, checkVocabularyCompatible, inspectModelFile } from '../../src/gguf/modelFileCheck';
 import type { ModelFileInfo } from '../../src/gguf/modelFileCheck';
-import { f16ToF32, f32ToF16, loadEmbeddedVocab, mulberry32, truncateFile, writeNotGguf, writeRandomLlamaModel } from '../support/ggufWriter';
-import type { RandomLlamaOptions } from '../support/ggufWriter';
-import { ensureTestModel } from '../support/models';
+import { f16ToF32, f32ToF16, loadEmbeddedVocab, mulberry32, truncateFile, writeNotGguf, writeRandomLlamaModel } from '../../testbed/ggufWriter';
+import type { RandomLlamaOptions } from '../../testbed/ggufWriter';
+import { ensureTestModel } from '../../testbed/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TARGET = path.join(ROOT, 'models/tiny-code-target.gguf');

@@ -8,7 +8,7 @@ import type { CompletionRequest } from '../../src/shared/completion';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { commonPrefixLength } from '../../src/speculation/greedyEvaluator';
-import { batchDrift } from '../support/batchDrift';
+import { batchDrift } from '../../testbed/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -177,7 +177,7 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
     await session.resetCaches();
     const cold = await session.complete(request(`${HEAD}.`));
     // Exact where llama.cpp computes a position the same in any batch (drift 0); elsewhere the
-    // split of the prompt into batches may flip a near-tie (see test/support/batchDrift.ts).
+    // split of the prompt into batches may flip a near-tie (see testbed/batchDrift.ts).
     if (drift === 0) assert.deepEqual(warm.tokens, cold.tokens);
     else assert.equal(warm.tokens.length, cold.tokens.length);
   });

@@ -10,7 +10,7 @@ import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/infer
 import { MIN_RESTORE_GAIN, MIN_SAVED_TOKENS, SavedPromptStates, type StatefulSequence } from '../../src/inference/savedPromptStates';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
-import { batchDrift } from '../support/batchDrift';
+import { batchDrift } from '../../testbed/batchDrift';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { InferenceSession } from '../../src/inference/inferenceSession';
 import { promptCases } from '../support/prompts';
-import { batchDrift } from '../support/batchDrift';
+import { batchDrift } from '../../testbed/batchDrift';
 import { divergencesAllAtTies, losslessSuite } from '../support/losslessSuite';
 import { fixedProposals, LOSSLESS_PAIRS, loadOnCpu as load, losslessGroup, random } from '../support/losslessPairs';
 

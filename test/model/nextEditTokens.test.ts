@@ -1,5 +1,5 @@
 // The next-edit prompts on the real Qwen2.5-Coder tokenizer (llama.cpp's ggml-vocab-qwen2.gguf with the
-// Qwen2.5 added tokens, test/support/realVocab.ts): Sweep's <|file_sep|> must be one control token each
+// Qwen2.5 added tokens, testbed/realVocab.ts): Sweep's <|file_sep|> must be one control token each
 // time it appears, its text parts tokenized as plain text; Zeta's markers are not tokens of Qwen's
 // vocabulary but plain text, several tokens each (as Sweep's blog says of <|editable_region_start|>).
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { sweepFormat } from '../../src/nextEdit/formats/sweep';
 import { ZETA_CURSOR, ZETA_REGION_END, ZETA_REGION_START, ZETA_START_OF_FILE, zetaFormat } from '../../src/nextEdit/formats/zeta';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import type { LlamaModel } from '../../src/inference/llamaTypes';
-import { realVocabModel } from '../support/realVocab';
+import { realVocabModel } from '../../testbed/realVocab';
 import { GREET_REQUEST } from '../support/nextEditRequests';
 
 const FILE_SEP_ID = 151_664;

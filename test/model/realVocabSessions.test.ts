@@ -1,5 +1,5 @@
 // End to end on real vocabularies (issue #37): random-weight models carrying each family's real
-// tokenizer (test/support/realVocab.ts) loaded through InferenceSession as the worker loads them: a
+// tokenizer (testbed/realVocab.ts) loaded through InferenceSession as the worker loads them: a
 // completion writes no special token's text, the model's own stop token ends it, speculation is
 // lossless with a draft of the same vocabulary, and the draft/target check accepts a padded
 // vocabulary with an unpadded one and refuses other families with the message a user reads.
@@ -9,10 +9,10 @@ import { after, before, describe, it } from 'node:test';
 import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import type { SpeculationSettings } from '../../src/shared/settings';
-import { batchDrift, marginAtDivergence, tieTolerance } from '../support/batchDrift';
+import { batchDrift, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
 import { losslessSuite, request } from '../support/losslessSuite';
 import { promptCases } from '../support/prompts';
-import { realVocabModel, TINY_BODY, type VariantName } from '../support/realVocab';
+import { realVocabModel, TINY_BODY, type VariantName } from '../../testbed/realVocab';
 
 const log = () => undefined;
 const fixedProposals = { adaptive: false, draftMinConfidence: 0 };

@@ -11,7 +11,7 @@ import { getRuntime } from '../../src/inference/llamaRuntime';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
 import { attachThreadpool, loadNativeAddon, nativeAddonFor } from '../../src/inference/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
-import { mulberry32 } from '../support/ggufWriter';
+import { mulberry32 } from '../../testbed/ggufWriter';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -9,7 +9,7 @@ import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { buildPrompt } from '../../src/prompt/fimPrompt';
 import { chooseTemplate, renderTextPrompt, templateSpec, type TemplateFamily } from '../../src/prompt/templates';
-import { ensureTestModel } from '../support/models';
+import { ensureTestModel } from '../../testbed/models';
 
 interface FamilyCase {
   family: TemplateFamily;

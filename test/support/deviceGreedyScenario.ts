@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
 import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { mulberry32, type RandomLlamaOptions } from './ggufWriter';
+import { mulberry32, type RandomLlamaOptions } from '../../testbed/ggufWriter';
 
 /** Two tokens whose output rows are the same (TIE_MODEL): their logits are always exactly equal. */
 export const TIED = [500, 600] as const;

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { writeNotGguf } from './ggufWriter';
+import { writeNotGguf } from '../../testbed/ggufWriter';
 import { type ServedFile, sha256Of, startModelServer } from './modelServer';
-import { ensureTestModel } from './models';
+import { ensureTestModel } from '../../testbed/models';
 
 export interface DownloadFiles {
   model: string;

@@ -3,8 +3,8 @@
 import * as path from 'node:path';
 import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import type { writeRandomLlamaModel } from './ggufWriter';
-import { ensureTestModel } from './models';
+import type { writeRandomLlamaModel } from '../../testbed/ggufWriter';
+import { ensureTestModel } from '../../testbed/models';
 import type { Pair } from './losslessSuite';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -10,9 +10,9 @@ import type { ModelSettings, SpeculationSettings } from '../../src/shared/settin
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
-import { mulberry32 } from './ggufWriter';
+import { mulberry32 } from '../../testbed/ggufWriter';
 import { type PromptCase, promptCases } from './prompts';
-import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from './batchDrift';
+import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
 
 export interface Pair {
   name: string;

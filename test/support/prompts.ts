@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { mulberry32 } from './ggufWriter';
+import { mulberry32 } from '../../testbed/ggufWriter';
 
 export interface PromptCase {
   name: string;

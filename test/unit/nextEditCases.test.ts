@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { unifiedDiff } from '../../src/nextEdit/editHistory';
 import { hunkSides, hunksOnly, parseEvent, recountHunks } from '../../src/nextEdit/eventDiffs';
 import { applyReplacements, reduceToEdits } from '../../src/nextEdit/outputToEdit';
-import { loadNesCases, NES_CASES_DIR, nesCasesAvailable } from '../support/nesCases';
+import { loadNesCases, NES_CASES_DIR, nesCasesAvailable } from '../../testbed/nesCases';
 
 const available = nesCasesAvailable();
 

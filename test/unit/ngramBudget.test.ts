@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NgramIndex } from '../../src/ngram';
-import { syntheticSource, wordTokenizer } from '../support/syntheticText';
+import { syntheticSource, wordTokenizer } from '../../testbed/syntheticText';
 
 const TWO_MB = 2_000_000;
 

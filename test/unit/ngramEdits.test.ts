@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NgramIndex, type TextEdit } from '../../src/ngram';
 import { HARD_MAX_CHARS, splitIntoChunks } from '../../src/ngram/chunkBoundaries';
-import { wordTokenizer } from '../support/syntheticText';
+import { wordTokenizer } from '../../testbed/syntheticText';
 
 function seededRandom(seed: number) {
   return (below: number) => {

@@ -10,7 +10,7 @@ import { SpeculationPolicy } from '../../src/speculation/policy';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { WindowCopyProposer, type WindowCopyOptions } from '../../src/speculation/windowCopyProposer';
 import { StopRules } from '../../src/stopping/stopRules';
-import { mulberry32 } from '../support/ggufWriter';
+import { mulberry32 } from '../../testbed/ggufWriter';
 import { FakeEvaluator, hashModel } from '../support/fakeModel';
 
 const NL = 1;

@@ -2,11 +2,11 @@
 // GGUF model: the batches are the model's, acceptance is decided against the true updated window.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CountingTarget, ISSUE_CPU_VERIFY_COST, countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../bench/editReplay';
-import { REPLAY_RIVALS } from '../../bench/edits';
-import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { mulberry32 } from '../support/ggufWriter';
-import { ensureTestModel } from '../support/models';
+import { CountingTarget, ISSUE_CPU_VERIFY_COST, countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../editReplay';
+import { REPLAY_RIVALS } from '../../edits';
+import { DEFAULT_SPECULATION, InferenceSession } from '../../../src/inference/inferenceSession';
+import { mulberry32 } from '../../../testbed/ggufWriter';
+import { ensureTestModel } from '../../../testbed/models';
 
 describe('replay of a perfect next-edit model', () => {
   let session: InferenceSession;

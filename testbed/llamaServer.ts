@@ -7,7 +7,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import type { CompletionRequest } from '../src/shared/completion';
 
-export const LLAMA_SERVER = path.resolve(__dirname, 'cache/llama-server/build/bin/llama-server');
+export const LLAMA_SERVER = path.resolve(__dirname, '../bench/cache/llama-server/build/bin/llama-server');
 
 /**
  * The environment llama.cpp's own programs (llama-server, llama-quantize) run in. The bench kit's

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export const NES_CASES_DIR = path.resolve(__dirname, '../..', '..', 'shared', 'nes-cases');
+export const NES_CASES_DIR = path.resolve(__dirname, '../..', 'shared', 'nes-cases');
 
 export interface NesCase {
   id: string;

@@ -12,7 +12,7 @@ import { open, writeFile, copyFile, truncate, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { readGgufMetadata, GgufValueType } from '../../src/gguf/ggufReader';
+import { readGgufMetadata, GgufValueType } from '../src/gguf/ggufReader';
 
 // ---------------------------------------------------------------------------------------------
 // Vocabulary
@@ -34,7 +34,7 @@ export interface VocabSpec {
   pre?: string;
 }
 
-export const EMBEDDED_TARGET_MODEL = path.resolve(__dirname, '../../models/tiny-code-target.gguf');
+export const EMBEDDED_TARGET_MODEL = path.resolve(__dirname, '../models/tiny-code-target.gguf');
 
 /**
  * Where the embedded vocabulary is read: the first of these in models/, all with the same tokenizer
@@ -444,7 +444,7 @@ export const DEFAULT_WEIGHT_SCALE = 2;
 
 /**
  * Bump whenever the bytes written for the same options change (defaults, layout, PRNG):
- * test/support/models.ts keys its cache on it.
+ * testbed/models.ts keys its cache on it.
  */
 export const GGUF_WRITER_VERSION = 1;
 

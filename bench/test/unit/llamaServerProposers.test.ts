@@ -2,8 +2,8 @@
 // (bench/llamaServerProposers.ts): the rules of the C++ source, case by case.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NGRAM_MOD_DEFAULTS, NgramModProposer, NgramSimpleProposer, ngramSimpleDraft } from '../../bench/llamaServerProposers';
-import { mulberry32 } from '../support/ggufWriter';
+import { NGRAM_MOD_DEFAULTS, NgramModProposer, NgramSimpleProposer, ngramSimpleDraft } from '../../llamaServerProposers';
+import { mulberry32 } from '../../../testbed/ggufWriter';
 
 const randomTokens = (seed: number, n: number) => {
   const rand = mulberry32(seed);

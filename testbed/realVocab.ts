@@ -13,13 +13,13 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { GgufValueType, type GgufKv, readGgufMetadata } from '../../src/gguf/ggufReader';
+import { GgufValueType, type GgufKv, readGgufMetadata } from '../src/gguf/ggufReader';
 import { GGUF_WRITER_VERSION, type KvEntry, type RandomLlamaOptions, writeRandomLlamaModel } from './ggufWriter';
 import { ensureCachedModel, TEST_MODEL_DIR } from './models';
 
-const ROOT = path.resolve(__dirname, '../..');
+const ROOT = path.resolve(__dirname, '..');
 // Plain JavaScript shared with scripts/build-native.mjs; an ES module, so imported dynamically.
-const llamaSource = () => import('../../scripts/llamaSource.mjs');
+const llamaSource = () => import('../scripts/llamaSource.mjs');
 
 /** llama.cpp's vocabulary files the tests read (models/ggml-vocab-<name>.gguf). */
 export const REAL_VOCABS = ['deepseek-coder', 'starcoder', 'refact', 'qwen2', 'llama-spm', 'llama-bpe', 'phi-3', 'gpt-2'] as const;

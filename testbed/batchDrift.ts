@@ -1,4 +1,4 @@
-import type { InferenceSession } from '../../src/inference/inferenceSession';
+import type { InferenceSession } from '../src/inference/inferenceSession';
 
 // Test-only access to the node-llama-cpp sequence behind the evaluator.
 type Next = { logits?: Map<number, number>; probabilities?: Map<number, number> };

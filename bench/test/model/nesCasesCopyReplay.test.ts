@@ -6,14 +6,14 @@
 // engine reaches with a model that is always right (bench --regimes edits times the same on real batches).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { nextEditRequestOf, perfectSweepOutput } from '../../bench/edits';
-import { sweepFormat } from '../../src/nextEdit/formats/sweep';
-import { getRuntime } from '../../src/inference/llamaRuntime';
-import type { LlamaModel } from '../../src/inference/llamaTypes';
-import type { Token } from '../../src/shared/decoding';
-import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
-import { loadNesCases, nesCasesAvailable } from '../support/nesCases';
-import { realVocabModel } from '../support/realVocab';
+import { nextEditRequestOf, perfectSweepOutput } from '../../edits';
+import { sweepFormat } from '../../../src/nextEdit/formats/sweep';
+import { getRuntime } from '../../../src/inference/llamaRuntime';
+import type { LlamaModel } from '../../../src/inference/llamaTypes';
+import type { Token } from '../../../src/shared/decoding';
+import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
+import { loadNesCases, nesCasesAvailable } from '../../../testbed/nesCases';
+import { realVocabModel } from '../../../testbed/realVocab';
 
 /** What the decoder would do with a perfect target: evaluations and the copy source's counts. */
 function replayCopy(copySource: readonly Token[], expected: readonly Token[], promptLength: number) {

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { GGUF_WRITER_VERSION, writeRandomLlamaModel } from './ggufWriter';
 import type { RandomLlamaOptions } from './ggufWriter';
 
-export const TEST_MODEL_DIR = path.resolve(__dirname, '../../test-output/models');
+export const TEST_MODEL_DIR = path.resolve(__dirname, '../test-output/models');
 
 const inFlight = new Map<string, Promise<string>>();
 

@@ -1,8 +1,8 @@
 // The benchmark's completion-quality metrics (bench/quality.ts) on hand-checked cases.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { autoClosedKindOf, fileTextOf, owedClosers, sampleAutoClosedTasks } from '../../bench/corpus';
-import { editSimilarity, firstContentLine, firstLineExactMatch, levenshtein, scoreCompletion, scoreShown, summarizeQuality, truthCutToLines } from '../../bench/quality';
+import { autoClosedKindOf, fileTextOf, owedClosers, sampleAutoClosedTasks } from '../../corpus';
+import { editSimilarity, firstContentLine, firstLineExactMatch, levenshtein, scoreCompletion, scoreShown, summarizeQuality, truthCutToLines } from '../../quality';
 
 describe('levenshtein', () => {
   const GOLDEN: [string, string, number][] = [

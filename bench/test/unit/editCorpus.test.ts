@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { CORPUS_PACKAGES } from '../../bench/corpus';
-import { casesFromVersions, EDIT_PAIRS, fileCases, MAX_EDIT_LINES, parsePair, selectFiles, WINDOW_LINES } from '../../bench/editCorpus';
+import { CORPUS_PACKAGES } from '../../corpus';
+import { casesFromVersions, EDIT_PAIRS, fileCases, MAX_EDIT_LINES, parsePair, selectFiles, WINDOW_LINES } from '../../editCorpus';
 
 const numbered = (from: number, to: number, f: (i: number) => string) => Array.from({ length: to - from }, (_, k) => f(from + k));
 
@@ -126,7 +126,7 @@ describe('edit corpus: the packages', () => {
   // and recipe/gpu/README.md), read from ../shared when it is there.
   const V2 = 'typescript @types/node lodash express react vue rxjs axios moment webpack eslint prettier zod date-fns';
   const V3 = `${V2} react-dom three d3 @angular/core @angular/common @angular/router lit svelte vite rollup jest mocha chai sinon socket.io mongoose sequelize typeorm knex pg ioredis graphql fastify @nestjs/core @nestjs/common yup joi ajv uuid ramda immutable mobx redux @reduxjs/toolkit jquery chart.js leaflet marked markdown-it highlight.js cheerio @babel/core @babel/traverse @babel/types mathjs luxon async bluebird commander inquirer webpack-dev-server @vue/compiler-core @vue/runtime-core @aws-sdk/client-s3 openai pixi.js codemirror @codemirror/view @codemirror/state prosemirror-model prosemirror-view prosemirror-state`;
-  const recipes = path.resolve(__dirname, '../../../shared/models/recipe');
+  const recipes = path.resolve(__dirname, '../../../../shared/models/recipe');
 
   it('none is a training package of the embedded models', () => {
     const training = new Set(V3.split(' '));
