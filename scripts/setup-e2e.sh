@@ -10,8 +10,12 @@
 # ripgrep download of @vscode/ripgrep's postinstall is pre-seeded from Debian's /usr/bin/rg, and node-gyp
 # is pointed at the local node headers so it never fetches them.
 #
-# Usage: bash scripts/setup-e2e.sh         (env: CODE_SERVER_VERSION to override, FORCE=1 to reinstall)
+# Usage: bash scripts/setup-e2e.sh [system|code-server]   (env: CODE_SERVER_VERSION to override, FORCE=1 to reinstall)
+#   system       only the Debian packages (the integration tier's software GPU needs them)
+#   code-server  only code-server (only test/e2e needs it: scripts/test.sh installs it meanwhile)
 set -euo pipefail
+PART="${1:-all}"
+case "$PART" in all | system | code-server) ;; *) printf 'usage: %s [system|code-server]\n' "$0" >&2; exit 2 ;; esac
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CS_VERSION="${CODE_SERVER_VERSION:-4.100.3}"
@@ -33,6 +37,7 @@ fi
 die() { printf '[setup-e2e] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------------- apt
+if [[ "$PART" != code-server ]]; then
 APT_PACKAGES=(
   chromium            # the browser playwright-core drives (never `playwright install`)
   fonts-liberation    # readable fonts in screenshots
@@ -67,6 +72,11 @@ else
 fi
 command -v chromium >/dev/null || die "chromium not on PATH after apt install"
 command -v rg >/dev/null || die "rg not on PATH after apt install"
+fi
+if [[ "$PART" == system ]]; then
+  log "done in $(($(date +%s) - START)) s"
+  exit 0
+fi
 
 # --------------------------------------------------------------------------------------------- node
 command -v node >/dev/null || die "node is not installed (the project needs node 20)"
