@@ -1,16 +1,22 @@
-// The worker's scheduler: one generation at a time on a loaded pair. Each window's newest request
-// waits in the pair's queue (a newer one from the same window supersedes it), and the next to run is
-// the newest request of the window that has waited longest; a prefetch yields to any real request;
-// the warm-up after a load yields to the first. Each request decodes on its window's own KV sequence
-// (InferenceSession's prompt-state owners), so taking turns costs no prompt re-evaluation.
+// The worker's scheduler: it alone decides what runs next on a loaded pair. Every request is a job
+// whose kind gives its priority (PRIORITY: a real completion, then alternatives, then a prefetch, then
+// a next edit, then the warm-up after a load) and its lane (LANE). One job runs at a time per lane
+// on a pair: the completion lane (completions, alternatives, prefetches, the warm-up) and the
+// next-edit lane. Each window's newest job of a lane waits in the lane's queue (a newer one from the
+// same window supersedes it, waiting or running), and the next to run is the highest priority's,
+// among equals the window that has waited longest (round robin). Jobs that give way (YIELDS: a
+// prefetch, the warm-up) are stopped by any job that outranks them, and a prefetch is refused as
+// `busy` while one that would stop it is pending. A job does not start while a job of another lane
+// that outranks it and does not give way waits (a next edit waits for real completions).
 //
-// Next-edit requests (issue #39) have a queue of their own on the pair, the newest of each window,
-// one started at a time, and come after completions: one starts only while no real completion waits,
-// and every completion (any window's, prefetches too) goes first even once it runs. The session
-// stops a running next-edit between two evaluations while a completion has the models
-// (inference/contextGate.ts), so another window's completion waits one decode step at most, and it
-// resumes on its own KV sequence (`window N · next edit`) where it was. The window's next next-edit
-// request (a keystroke) or its cancel supersedes it; nothing of another window's does.
+// The two lanes share the models through the context gate (inference/contextGate.ts), which the
+// scheduler takes for every completion-lane job: a running next edit stops between two evaluations
+// while a completion has the models, so another window's completion waits one decode step at most,
+// and it resumes on its own KV sequence (`window N · next edit`) where it was. The window's next
+// next-edit request (a keystroke) or its cancel supersedes it; nothing of another window's does.
+// Each job decodes on its window's own KV sequence (InferenceSession's prompt-state owners), so
+// taking turns costs no prompt re-evaluation. InferenceSession runs what it is given and queues
+// nothing: it throws if two generations ever overlap on it.
 import type { InferenceSession } from '../inference/inferenceSession';
 import { noNextEdit } from '../nextEdit/noSuggestion';
 import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
@@ -20,49 +26,47 @@ import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { PROTOCOL_VERSION, type WorkerMessage, type WorkerNotification } from './protocol';
 
+/** What a job is; its priority, lane and whether it gives way follow from it. */
+export type JobKind = 'completion' | 'alternatives' | 'prefetch' | 'nextEdit' | 'warmUp';
+/** Who goes first: the lower number. */
+export const PRIORITY: Readonly<Record<JobKind, number>> = { completion: 0, alternatives: 1, prefetch: 2, nextEdit: 3, warmUp: 4 };
+/** Kinds that give way: a job that outranks one stops it (waiting or running); a prefetch is refused while such a job is pending. */
+export const YIELDS: ReadonlySet<JobKind> = new Set<JobKind>(['prefetch', 'warmUp']);
+export type Lane = 'completion' | 'nextEdit';
+/** One job at a time per lane on a pair; the completion lane holds the context gate while it runs. */
+export const LANE: Readonly<Record<JobKind, Lane>> = { completion: 'completion', alternatives: 'completion', prefetch: 'completion', warmUp: 'completion', nextEdit: 'nextEdit' };
+/** The order lanes are served in. */
+const LANES: readonly Lane[] = ['completion', 'nextEdit'];
+
+/** One lane of a pair: the newest waiting job of each window (oldest window first) and the one running. */
+export interface LaneQueue {
+  waiting: Map<Connection, Job>;
+  running: Job | null;
+}
+
 /** Models loaded once for every client that asked for the same files with the same settings. */
 export interface LoadedModels {
   key: string;
   session: InferenceSession | null;
   loading: Promise<InferenceSession> | null;
   users: Set<Connection>;
-  /** Completions waiting for the generation in flight: the newest of each window, oldest window first. */
-  waiting: Map<Connection, Completion>;
-  /** The one generation in flight on these models (a warm-up, too), or null. */
-  generating: Completion | { controller: AbortController } | null;
-  /** Next-edit requests waiting: the newest of each window, oldest window first. */
-  nextEditWaiting: Map<Connection, NextEditJob>;
-  /** The next-edit request started on these models (decoding, or stopped while completions run), or null. */
-  nextEditGenerating: NextEditJob | null;
+  lanes: Record<Lane, LaneQueue>;
 }
 
-/** A next-edit request from a window (protocol 5), from its arrival until its answer. */
-export interface NextEditJob {
-  connection: Connection;
-  id: number;
-  request: NextEditRequest;
-  /** The next-edit model's local file (protocol `nextEdit`'s `model`): '' or absent, the target serves. */
-  model?: string;
-  controller: AbortController;
-  /** A final edit, as soon as it is final (sent as `nextEditPartial`). */
-  onEdit(edit: TextReplacement, ms: number): void;
-  resolve(result: NextEditResult): void;
-  reject(error: Error): void;
-}
+export const emptyLanes = (): Record<Lane, LaneQueue> => ({ completion: { waiting: new Map(), running: null }, nextEdit: { waiting: new Map(), running: null } });
 
-/**
- * A completion request from a window, from its arrival until its answer; or a request for
- * alternatives to its greedy completion (issue #32), scheduled the same way: a real request (it stops
- * a prefetch) that the window's next request (a keystroke) supersedes.
- */
-export interface Completion {
-  connection: Connection;
+/** A request from a window (or the warm-up), from its arrival until its answer. */
+export interface Job<R = unknown> {
+  kind: JobKind;
+  /** The window that asked; null for the warm-up. */
+  connection: Connection | null;
   id: number;
-  request: CompletionRequest;
-  /** How many alternatives are asked for; absent: the completion itself. */
-  alternatives?: number;
   controller: AbortController;
-  resolve(result: LocalCompletionResult | AlternativesResult): void;
+  /** Its work on the session, started once when its turn comes. */
+  run(session: InferenceSession): Promise<R>;
+  /** What it answers when it never ran (superseded or cancelled while waiting). */
+  notRun(): R;
+  resolve(result: R): void;
   reject(error: Error): void;
 }
 
@@ -87,19 +91,9 @@ export interface Connection {
    * (its verify cost another) and its copy proposals are learned apart from the completions' sources.
    */
   nextEditPolicy: SpeculationPolicy;
-  /** Its completion waiting or generating, if any: a newer one from the same window supersedes it. */
-  completion: Completion | null;
-  /** Its next-edit request waiting or started, if any: a newer one from the same window supersedes it. */
-  nextEdit: NextEditJob | null;
+  /** Its job of each lane waiting or running, if any: a newer one from the same window supersedes it. */
+  jobs: Record<Lane, Job | null>;
 }
-
-/** Completions waiting or generating, by connection-scoped request id (what a `cancel` names). */
-export const running = new Map<string, AbortController>();
-
-/** The worker's generation figures (diagnostics) and how many run now (indexing slices give way to them). */
-export const generations = { running: 0, completed: 0, maxConcurrent: 0 };
-/** End times (worker clock) of the latest generations, for generations.maxConcurrent. */
-const recentGenerationEnds: number[] = [];
 
 export const requestKey = (connection: Connection, id: number) => `${connection.id}:${id}`;
 /** A window's prompt states are named `window N · task` (InferenceSession's owners). */
@@ -107,41 +101,9 @@ export const ownerPrefix = (connection: Connection) => `window ${connection.id} 
 
 /** DRAFTLINE_WARM_UP=0 leaves it out (the startup benchmark measures the first completion both ways). */
 const WARM_UP = process.env.DRAFTLINE_WARM_UP !== '0';
-let warmUps = 0;
 
-/**
- * A short completion right after a load (InferenceSession.warmUp), so the user's first one is not
- * the slow first evaluation. It runs after the load's answer went out (the caller does not await
- * it) and is in `running` like any generation: a real request aborts it and goes first.
- */
-export function warmUp(entry: LoadedModels, session: InferenceSession, log: (level: 'info' | 'warn', message: string) => void): void {
-  if (!WARM_UP || entry.generating) return;
-  const controller = new AbortController();
-  const key = `warm-up:${++warmUps}`;
-  running.set(key, controller);
-  const generation = { controller };
-  entry.generating = generation;
-  generations.running++;
-  // After this turn of the event loop: the load's answer goes out first.
-  setImmediate(() =>
-    session
-      .warmUp(controller.signal)
-      .then(
-        (ms) => log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
-        (error: Error) => log('warn', `warm-up completion failed: ${error.message}`),
-      )
-      .finally(() => {
-        running.delete(key);
-        generations.running--;
-        if (entry.generating === generation) entry.generating = null;
-        serveNext(entry);
-      }),
-  );
-}
-
-/** What a request that never ran answers: nothing, stopped by a cancel (as a generation cut short at once is). */
-function notRun(completion: Completion): LocalCompletionResult | AlternativesResult {
-  if (completion.alternatives !== undefined) return { completions: [], limitedBy: 'cancelled', totalMs: 0 };
+/** What a completion that never ran answers: nothing, stopped by a cancel (as a generation cut short at once is). */
+function completionNotRun(): LocalCompletionResult {
   return {
     text: '',
     tokens: [],
@@ -158,214 +120,280 @@ function notRun(completion: Completion): LocalCompletionResult | AlternativesRes
   };
 }
 
-/**
- * Queues a window's completion on its models. Per window (connection): its newer request supersedes
- * its older one, waiting or generating, and a cancel stops only its own. Across windows nothing is
- * cancelled: one generation runs at a time on a pair, and the next is the newest request of the
- * window that has waited longest (round robin), so a window that types fast cannot starve another.
- */
-export function enqueueCompletion(connection: Connection, entry: LoadedModels, id: number, request: CompletionRequest, alternatives?: number): Promise<LocalCompletionResult | AlternativesResult> {
-  return new Promise((resolve, reject) => {
-    const previous = connection.completion;
-    const completion: Completion = { connection, id, request, ...(alternatives !== undefined ? { alternatives } : {}), controller: new AbortController(), resolve, reject };
-    const key = requestKey(connection, id);
-    running.set(key, completion.controller);
-    connection.completion = completion;
-    const settle = () => {
-      running.delete(key);
-      if (connection.completion === completion) connection.completion = null;
-    };
-    completion.resolve = (result) => (settle(), resolve(result));
-    completion.reject = (error) => (settle(), reject(error));
-    // A waiting completion that is cancelled answers at once; a generating one stops at its next step.
-    completion.controller.signal.addEventListener('abort', () => {
-      if (entry.waiting.get(connection) !== completion) return;
-      entry.waiting.delete(connection);
-      completion.resolve(notRun(completion));
-    });
-    // Stale: the same window asked again. A waiting one answers at once and the new one takes its
-    // place in the queue (the window keeps its turn); a generating one stops at its next step.
-    if (previous && entry.waiting.get(connection) === previous) {
-      entry.waiting.set(connection, completion);
-      previous.resolve(notRun(previous));
-      previous.controller.abort();
-    } else {
-      previous?.controller.abort();
-      entry.waiting.set(connection, completion);
-    }
-    // A warm-up gives way to the first real request.
-    if (entry.generating && !('connection' in entry.generating)) entry.generating.controller.abort();
-    // So does a prefetch, of any window (a waiting one answers at once through its abort listener).
-    if (!request.prefetch) {
-      if (entry.generating && 'connection' in entry.generating && entry.generating.request.prefetch) entry.generating.controller.abort();
-      for (const waiting of [...entry.waiting.values()]) if (waiting !== completion && waiting.request.prefetch) waiting.controller.abort();
-    }
-    serveNext(entry);
-  });
+const notLoaded = () => Object.assign(new Error('no model is loaded'), { code: 'not_loaded' });
+
+/** The worker's generation figures (diagnostics) and how many run now (indexing slices give way to them). */
+export interface GenerationFigures {
+  running: number;
+  completed: number;
+  maxConcurrent: number;
 }
 
-/** Whether a real (not prefetch) completion waits or generates on any loaded models, and was not cancelled. */
-export function realCompletionPending(loadedModels: Iterable<LoadedModels>): boolean {
-  const real = (c: Completion) => !c.request.prefetch && !c.controller.signal.aborted;
-  for (const entry of loadedModels) {
-    if (entry.generating && 'connection' in entry.generating && real(entry.generating)) return true;
-    for (const waiting of entry.waiting.values()) if (real(waiting)) return true;
+/** One per worker process: every decision about who runs next, and the requests a `cancel` can name. */
+export class Scheduler {
+  readonly generations: GenerationFigures = { running: 0, completed: 0, maxConcurrent: 0 };
+  /** Jobs waiting or running, by connection-scoped request id (what a `cancel` names). */
+  private readonly requests = new Map<string, AbortController>();
+  /** End times (worker clock) of the latest generations, for generations.maxConcurrent. */
+  private readonly recentGenerationEnds: number[] = [];
+
+  constructor(
+    /** Every loaded pair of the worker: a prefetch is refused while a real completion is pending on any. */
+    private readonly loaded: () => Iterable<LoadedModels>,
+    private readonly log: (level: 'info' | 'warn', message: string) => void,
+  ) {}
+
+  /** A `cancel` from a window: its request stops (a waiting one answers at once). */
+  cancel(connection: Connection, id: number): void {
+    this.requests.get(requestKey(connection, id))?.abort();
   }
-  return false;
-}
 
-/**
- * Queues a window's next-edit request on its models. Its newer request supersedes its older one
- * (waiting: answered at once; started: stopped at its next step), and a cancel stops only its own;
- * another window's never. It starts when no real completion waits and no other next-edit runs.
- */
-export function enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: NextEditJob['onEdit'], model?: string): Promise<NextEditResult> {
-  return new Promise((resolve, reject) => {
-    const previous = connection.nextEdit;
-    const job: NextEditJob = { connection, id, request, model, controller: new AbortController(), onEdit, resolve, reject };
-    const key = requestKey(connection, id);
-    running.set(key, job.controller);
-    connection.nextEdit = job;
-    const settle = () => {
-      running.delete(key);
-      if (connection.nextEdit === job) connection.nextEdit = null;
-    };
-    job.resolve = (result) => (settle(), resolve(result));
-    job.reject = (error) => (settle(), reject(error));
-    const notRunNextEdit = (j: NextEditJob) => noNextEdit(j.request, 'cancelled', 'superseded or cancelled before it started');
-    // A waiting one that is cancelled answers at once; a started one stops at its next step.
-    job.controller.signal.addEventListener('abort', () => {
-      if (entry.nextEditWaiting.get(connection) !== job) return;
-      entry.nextEditWaiting.delete(connection);
-      job.resolve(notRunNextEdit(job));
-    });
-    if (previous && entry.nextEditWaiting.get(connection) === previous) {
-      // The window keeps its turn.
-      entry.nextEditWaiting.set(connection, job);
-      previous.resolve(notRunNextEdit(previous));
-      previous.controller.abort();
-    } else {
-      previous?.controller.abort();
-      entry.nextEditWaiting.set(connection, job);
-    }
-    // A warm-up gives way to it, as to the first completion.
-    if (entry.generating && !('connection' in entry.generating)) entry.generating.controller.abort();
-    serveNext(entry);
-  });
-}
-
-/** Starts what comes next on these models: a waiting completion unless one generates, then a next-edit request. */
-export function serveNext(entry: LoadedModels): void {
-  serveNextCompletion(entry);
-  serveNextEdit(entry);
-}
-
-/** Starts the next next-edit request, while no real completion waits and none is started. */
-function serveNextEdit(entry: LoadedModels): void {
-  if (entry.nextEditGenerating) return;
-  for (const waiting of entry.waiting.values()) if (!waiting.request.prefetch) return;
-  const next = entry.nextEditWaiting.values().next();
-  if (next.done) return;
-  const job = next.value;
-  entry.nextEditWaiting.delete(job.connection);
-  const session = entry.session;
-  if (!session || job.connection.models !== entry) {
-    job.reject(Object.assign(new Error('no model is loaded'), { code: 'not_loaded' }));
-    serveNextEdit(entry);
-    return;
+  /** The window went away: every request of it stops. */
+  cancelAll(connection: Connection): void {
+    for (const [key, controller] of this.requests) if (key.startsWith(`${connection.id}:`)) controller.abort();
   }
-  entry.nextEditGenerating = job;
-  const { connection } = job;
-  // Counted as running only while it decodes: a completion that stops it counts instead (indexing slices wait for whichever runs).
-  generations.running++;
-  let segmentStart = performance.now();
-  const park = () => {
-    generations.running--;
-    // Its stretch ended with its last evaluation (the completion may have started since).
-    const ended = Math.max(segmentStart, session.gate.lastCallEndedAt);
-    recordInterval(ended, ended - segmentStart);
-  };
-  const resume = () => {
+
+  /**
+   * A window's completion, alternatives (`alternatives`: how many; issue #32) or prefetch
+   * (`request.prefetch`). Throws `busy` at once for a prefetch while a job that would stop it is
+   * pending: a prefetch never starts while a real request waits or runs, nor stops it.
+   */
+  enqueueCompletion(connection: Connection, entry: LoadedModels, id: number, request: CompletionRequest, alternatives?: number): Promise<LocalCompletionResult | AlternativesResult> {
+    const kind: JobKind = alternatives !== undefined ? 'alternatives' : request.prefetch ? 'prefetch' : 'completion';
+    this.admit(kind);
+    // Each window decodes on its own KV sequence while the budget allows (alternatives and prefetches
+    // too: they share the completion's prompt).
+    const overrides = () => ({ speculation: connection.speculation, policy: connection.policy, owner: `${ownerPrefix(connection)}completion` });
+    return this.enqueue<LocalCompletionResult | AlternativesResult>(entry, {
+      kind,
+      connection,
+      id,
+      notRun: () => (alternatives !== undefined ? { completions: [], limitedBy: 'cancelled', totalMs: 0 } : completionNotRun()),
+      run: (session, signal) =>
+        alternatives !== undefined
+          ? session.alternatives(request, alternatives, signal, overrides()).then((result) => this.completed(result, result.totalMs))
+          : session.complete(request, signal, overrides()).then((result) => this.completed(result, result.stats.totalMs)),
+    });
+  }
+
+  /** A window's next-edit request (issue #39): started while no real completion waits, stopped between two evaluations while one runs. */
+  enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: (edit: TextReplacement, ms: number) => void, model?: string): Promise<NextEditResult> {
+    return this.enqueue<NextEditResult>(entry, {
+      kind: 'nextEdit',
+      connection,
+      id,
+      notRun: () => noNextEdit(request, 'cancelled', 'superseded or cancelled before it started'),
+      run: (session, signal) => this.runNextEdit(session, connection, request, signal, onEdit, model),
+    });
+  }
+
+  /**
+   * A short completion right after a load (InferenceSession.warmUp), so the user's first one is not
+   * the slow first evaluation. It runs after the load's answer went out (the caller does not await
+   * it) as the completion lane's job: any request stops it and goes first.
+   */
+  warmUp(entry: LoadedModels, session: InferenceSession): void {
+    const lane = entry.lanes.completion;
+    if (!WARM_UP || lane.running) return;
+    const controller = new AbortController();
+    const job: Job<void> = { kind: 'warmUp', connection: null, id: 0, controller, run: () => Promise.resolve(), notRun: () => undefined, resolve: () => undefined, reject: () => undefined };
+    lane.running = job;
+    // After this turn of the event loop: the load's answer goes out first.
+    setImmediate(() =>
+      this.start(entry, job, session, () =>
+        session.warmUp(controller.signal).then(
+          (ms) => this.log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
+          (error: Error) => this.log('warn', `warm-up completion failed: ${error.message}`),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * Refuses a job that gives way (a prefetch) while one that would stop it waits or runs on any
+   * loaded models, this window's or another's: it neither starts behind it nor stops it. One already
+   * cancelled (the keystroke before) is only winding down: it does not count.
+   */
+  private admit(kind: JobKind): void {
+    if (!YIELDS.has(kind)) return;
+    const outranks = (job: Job) => PRIORITY[job.kind] < PRIORITY[kind] && !YIELDS.has(job.kind) && !job.controller.signal.aborted;
+    for (const entry of this.loaded()) {
+      for (const { running, waiting } of Object.values(entry.lanes)) {
+        if ((running && outranks(running)) || [...waiting.values()].some(outranks)) throw Object.assign(new Error('a completion is running'), { code: 'busy' });
+      }
+    }
+  }
+
+  /**
+   * The one path every request takes. Per window and lane: its newer request supersedes its older
+   * one, waiting (answered at once; the window keeps its turn) or running (stopped at its next step),
+   * and a cancel stops only its own. Across windows nothing is cancelled but what gives way.
+   */
+  private enqueue<R>(entry: LoadedModels, spec: { kind: JobKind; connection: Connection; id: number; notRun(): R; run(session: InferenceSession, signal: AbortSignal): Promise<R> }): Promise<R> {
+    const { kind, connection, id } = spec;
+    const lane = entry.lanes[LANE[kind]];
+    return new Promise<R>((resolve, reject) => {
+      const previous = connection.jobs[LANE[kind]];
+      const controller = new AbortController();
+      const key = requestKey(connection, id);
+      const settle = () => {
+        this.requests.delete(key);
+        if (connection.jobs[LANE[kind]] === job) connection.jobs[LANE[kind]] = null;
+      };
+      const job: Job<R> = {
+        kind,
+        connection,
+        id,
+        controller,
+        notRun: spec.notRun,
+        run: (session) => spec.run(session, controller.signal),
+        resolve: (result) => (settle(), resolve(result)),
+        reject: (error) => (settle(), reject(error)),
+      };
+      this.requests.set(key, controller);
+      connection.jobs[LANE[kind]] = job as Job;
+      // A waiting job that is cancelled answers at once; a running one stops at its next step.
+      controller.signal.addEventListener('abort', () => {
+        if (lane.waiting.get(connection) !== job) return;
+        lane.waiting.delete(connection);
+        job.resolve(job.notRun());
+      });
+      if (previous && lane.waiting.get(connection) === previous) {
+        lane.waiting.set(connection, job as Job);
+        previous.resolve(previous.notRun());
+        previous.controller.abort();
+      } else {
+        previous?.controller.abort();
+        lane.waiting.set(connection, job as Job);
+      }
+      // What gives way to it stops, of any window (a waiting one answers at once through its abort listener).
+      for (const other of LANES) {
+        const { running, waiting } = entry.lanes[other];
+        for (const j of [...(running ? [running] : []), ...waiting.values()]) {
+          if (j !== job && YIELDS.has(j.kind) && PRIORITY[j.kind] > PRIORITY[kind]) j.controller.abort();
+        }
+      }
+      this.serve(entry);
+    });
+  }
+
+  /** Starts what comes next on these models, in each lane where nothing runs. */
+  private serve(entry: LoadedModels): void {
+    for (const lane of LANES) this.serveLane(entry, lane);
+  }
+
+  private serveLane(entry: LoadedModels, laneName: Lane): void {
+    const lane = entry.lanes[laneName];
+    if (lane.running) return;
+    let job: Job | undefined;
+    for (const waiting of lane.waiting.values()) if (!job || PRIORITY[waiting.kind] < PRIORITY[job.kind]) job = waiting;
+    if (!job) return;
+    // Not while a job of another lane that outranks it and does not give way waits (a next edit waits for real completions).
+    for (const other of LANES) {
+      if (other === laneName) continue;
+      for (const waiting of entry.lanes[other].waiting.values()) if (PRIORITY[waiting.kind] < PRIORITY[job.kind] && !YIELDS.has(waiting.kind)) return;
+    }
+    lane.waiting.delete(job.connection!);
+    const session = entry.session;
+    if (!session || job.connection!.models !== entry) {
+      job.reject(notLoaded());
+      this.serveLane(entry, laneName);
+      return;
+    }
+    lane.running = job;
+    const started = job;
+    this.start(entry, job, session, () => started.run(session).then(started.resolve, started.reject));
+  }
+
+  /**
+   * Runs a job that is its lane's running one: a completion-lane job with the context gate (a next
+   * edit parks before its next evaluation), counted as running; then the lane's next.
+   */
+  private start(entry: LoadedModels, job: Job, session: InferenceSession, work: () => Promise<void>): void {
+    const lane = entry.lanes[LANE[job.kind]];
+    const done = () => {
+      if (lane.running === job) lane.running = null;
+      this.serve(entry);
+    };
+    if (LANE[job.kind] === 'nextEdit') {
+      // Counted in runNextEdit: only while it decodes.
+      work().finally(done);
+      return;
+    }
+    this.generations.running++;
+    session.gate
+      .pause()
+      .then(async (release) => {
+        try {
+          await work();
+        } finally {
+          release();
+        }
+      })
+      .finally(() => {
+        this.generations.running--;
+        done();
+      });
+  }
+
+  /** A completion (or alternatives) finished: counted, its interval recorded. */
+  private completed<R>(result: R, ms: number): R {
+    this.generations.completed++;
+    this.recordInterval(performance.now(), ms);
+    return result;
+  }
+
+  private runNextEdit(
+    session: InferenceSession,
+    connection: Connection,
+    request: NextEditRequest,
+    signal: AbortSignal,
+    onEdit: (edit: TextReplacement, ms: number) => void,
+    model: string | undefined,
+  ): Promise<NextEditResult> {
+    const { generations } = this;
+    // Counted as running only while it decodes: a completion that stops it counts instead (indexing slices wait for whichever runs).
     generations.running++;
-    segmentStart = performance.now();
-  };
-  session.nextEdits
-    .run(job.request, job.controller.signal, {
-      speculation: connection.speculation,
-      policy: connection.nextEditPolicy,
-      owner: `${ownerPrefix(connection)}next edit`,
-      onEdit: (edit, ms) => job.onEdit(edit, ms),
-      onPark: park,
-      onResume: resume,
-      // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
-      model: job.model,
-      onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
-    })
-    .then(
-      (result) => {
-        recordInterval(performance.now(), performance.now() - segmentStart);
-        job.resolve(result);
-      },
-      (error: Error) => job.reject(error),
-    )
-    .finally(() => {
+    let segmentStart = performance.now();
+    const park = () => {
       generations.running--;
-      if (entry.nextEditGenerating === job) entry.nextEditGenerating = null;
-      serveNext(entry);
-    });
-}
-
-/** Starts the next waiting completion on these models, unless one generates: a real one before a prefetch. */
-function serveNextCompletion(entry: LoadedModels): void {
-  if (entry.generating) return;
-  // A completion first, then alternatives, then a prefetch; the window that waited longest within each.
-  const rank = (c: Completion) => (c.request.prefetch ? 2 : c.alternatives !== undefined ? 1 : 0);
-  let completion: Completion | undefined;
-  for (const waiting of entry.waiting.values()) if (!completion || rank(waiting) < rank(completion)) completion = waiting;
-  if (!completion) return;
-  entry.waiting.delete(completion.connection);
-  const session = entry.session;
-  if (!session || completion.connection.models !== entry) {
-    completion.reject(Object.assign(new Error('no model is loaded'), { code: 'not_loaded' }));
-    serveNextCompletion(entry);
-    return;
+      // Its stretch ended with its last evaluation (the completion may have started since).
+      const ended = Math.max(segmentStart, session.gate.lastCallEndedAt);
+      this.recordInterval(ended, ended - segmentStart);
+    };
+    const resume = () => {
+      generations.running++;
+      segmentStart = performance.now();
+    };
+    return session.nextEdits
+      .run(request, signal, {
+        speculation: connection.speculation,
+        policy: connection.nextEditPolicy,
+        owner: `${ownerPrefix(connection)}next edit`,
+        onEdit,
+        onPark: park,
+        onResume: resume,
+        // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
+        model,
+        onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
+      })
+      .then((result) => {
+        this.recordInterval(performance.now(), performance.now() - segmentStart);
+        return result;
+      })
+      .finally(() => generations.running--);
   }
-  entry.generating = completion;
-  generations.running++;
-  const { connection, request } = completion;
-  // Each window decodes on its own KV sequence while the budget allows (alternatives and prefetches
-  // too: they share the completion's prompt).
-  const overrides = { speculation: connection.speculation, policy: connection.policy, owner: `${ownerPrefix(connection)}completion` };
-  const signal = completion.controller.signal;
-  const work: Promise<{ result: LocalCompletionResult | AlternativesResult; ms: number }> =
-    completion.alternatives !== undefined
-      ? session.alternatives(request, completion.alternatives, signal, overrides).then((result) => ({ result, ms: result.totalMs }))
-      : session.complete(request, signal, overrides).then((result) => ({ result, ms: result.stats.totalMs }));
-  work
-    .then(
-      ({ result, ms }) => {
-        generations.completed++;
-        recordInterval(performance.now(), ms);
-        completion.resolve(result);
-      },
-      (error: Error) => completion.reject(error),
-    )
-    .finally(() => {
-      generations.running--;
-      if (entry.generating === completion) entry.generating = null;
-      serveNext(entry);
-    });
-}
 
-/**
- * A generation (or a stretch of a next-edit request between two stops for completions) just ended
- * after running `durationMs`: it overlapped every recent one that ended after it started. The handler resumes in a microtask after the decoder returns, so `endedAt` is its end.
- */
-function recordInterval(endedAt: number, durationMs: number): void {
-  const startedAt = endedAt - durationMs;
-  // 1 ms of slack: the previous generation's end is stamped a microtask after it really ended.
-  const overlapping = recentGenerationEnds.filter((end) => end > startedAt + 1).length;
-  generations.maxConcurrent = Math.max(generations.maxConcurrent, overlapping + 1);
-  recentGenerationEnds.push(endedAt);
-  if (recentGenerationEnds.length > 16) recentGenerationEnds.shift();
+  /**
+   * A generation (or a stretch of a next-edit request between two stops for completions) just ended
+   * after running `durationMs`: it overlapped every recent one that ended after it started. The handler resumes in a microtask after the decoder returns, so `endedAt` is its end.
+   */
+  private recordInterval(endedAt: number, durationMs: number): void {
+    const startedAt = endedAt - durationMs;
+    // 1 ms of slack: the previous generation's end is stamped a microtask after it really ended.
+    const overlapping = this.recentGenerationEnds.filter((end) => end > startedAt + 1).length;
+    this.generations.maxConcurrent = Math.max(this.generations.maxConcurrent, overlapping + 1);
+    this.recentGenerationEnds.push(endedAt);
+    if (this.recentGenerationEnds.length > 16) this.recentGenerationEnds.shift();
+  }
 }

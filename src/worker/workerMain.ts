@@ -21,15 +21,18 @@ import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerDiagnostics, type WorkerMethods, type WorkerNotification } from './protocol';
 import { serveSocket } from './socketServer';
-import { type Connection, enqueueCompletion, enqueueNextEdit, generations, type LoadedModels, ownerPrefix, realCompletionPending, requestKey, running, warmUp } from './generationScheduler';
+import { type Connection, emptyLanes, type LoadedModels, ownerPrefix, requestKey, Scheduler } from './generationScheduler';
 
 const connections = new Set<Connection>();
 const sharedSocket = process.env.DRAFTLINE_SHARED_SOCKET;
 /** Serving every window (a shared worker) rather than the one that forked this process. */
 const sharing = Boolean(sharedSocket);
 const loadedModels = new Map<string, LoadedModels>();
+/** Who runs next on every loaded pair. */
+const scheduler = new Scheduler(() => loadedModels.values(), log);
+const generations = scheduler.generations;
 let nextConnectionId = 1;
-/** Downloads under way (apart from `running`: a new completion must not cancel them). */
+/** Downloads under way (apart from the scheduler's requests: a new completion must not cancel them). */
 const downloads = new Map<string, AbortController>();
 /** Least time between two progress messages of one download (the downloader reports every chunk). */
 const PROGRESS_INTERVAL_MS = 100;
@@ -75,8 +78,8 @@ function leaveModels(connection: Connection, keep = false): void {
   if (!entry) return;
   entry.users.delete(connection);
   // Its completion and next-edit request, waiting or generating, stop (a waiting one answers at once).
-  connection.completion?.controller.abort();
-  connection.nextEdit?.controller.abort();
+  connection.jobs.completion?.controller.abort();
+  connection.jobs.nextEdit?.controller.abort();
   const session = entry.session;
   for (const key of connection.documents) session?.documents.removeDocument(key);
   // Its KV sequences go to whoever asks next (their caches stay: a reloaded window's prompt reuses them).
@@ -112,7 +115,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
     leaveModels(connection);
     // Kept models nobody came back for make room for these.
     for (const other of [...loadedModels.values()]) if (other.users.size === 0) unloadModels(other);
-    entry = { key, session: null, loading: null, users: new Set([connection]), waiting: new Map(), generating: null, nextEditWaiting: new Map(), nextEditGenerating: null };
+    entry = { key, session: null, loading: null, users: new Set([connection]), lanes: emptyLanes() };
     connection.models = entry;
     loadedModels.set(key, entry);
     // Each window waiting for these models is told which file llama.cpp reads: if the process ends
@@ -127,7 +130,7 @@ async function loadModels(connection: Connection, models: ModelSettings, specula
         entry.loading = null;
         // Everyone left while it loaded.
         if (entry.users.size === 0) session.dispose().catch(() => undefined);
-        else warmUp(entry, session, log);
+        else scheduler.warmUp(entry, session);
       },
       () => {
         entry.loading = null;
@@ -153,24 +156,22 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
   load: async ({ models, speculation }, _id, connection) => loadModels(connection, models, speculation),
   complete: async ({ request }, id, connection) => {
     const current = requireSession(connection);
-    // A prefetch (CompletionRequest.prefetch) yields to every real request, this window's or
-    // another's: it does not start while one waits or runs (nor stop it), and a real request stops it
-    // (enqueueCompletion). One already cancelled (the keystroke before) is only winding down: it does not count.
-    if (request.prefetch && realCompletionPending(loadedModels.values())) throw Object.assign(new Error('a completion is running'), { code: 'busy' });
     const scoped = request.documentKey === undefined ? request : { ...request, documentKey: documentKey(connection, request.documentKey) };
+    // Queued, or refused at once: a prefetch (CompletionRequest.prefetch) is `busy` while a real request is pending (the scheduler's priority rule).
+    const answer = scheduler.enqueueCompletion(connection, connection.models!, id, scoped) as Promise<LocalCompletionResult>;
     // The document being completed in counts as recently used; if the index dropped it for room,
     // its text comes again and it is indexed (dropping the least recently used one instead).
     if (request.documentKey && scoped.documentKey && current.documents.useDocument(scoped.documentKey) === 'evicted') {
       connection.send({ v: PROTOCOL_VERSION, type: 'resync', key: request.documentKey });
     }
-    return enqueueCompletion(connection, connection.models!, id, scoped) as Promise<LocalCompletionResult>;
+    return answer;
   },
   alternatives: async ({ request, count }, id, connection) => {
     requireSession(connection);
     // Asked by the user (cycling suggestions): a real request, never a prefetch.
     const real = { ...request, prefetch: false };
     const scoped = real.documentKey === undefined ? real : { ...real, documentKey: documentKey(connection, real.documentKey) };
-    return enqueueCompletion(connection, connection.models!, id, scoped, Math.max(0, Math.floor(count))) as Promise<AlternativesResult>;
+    return scheduler.enqueueCompletion(connection, connection.models!, id, scoped, Math.max(0, Math.floor(count))) as Promise<AlternativesResult>;
   },
   nextEdit: async ({ request, model }, id, connection) => {
     const current = requireSession(connection);
@@ -180,7 +181,7 @@ const handlers: { [M in keyof WorkerMethods]: Handler<M> } = {
     }
     // Each final edit goes out at once: the editor may show it while the rest of the window decodes.
     const onEdit = (edit: TextReplacement, ms: number) => connection.send({ v: PROTOCOL_VERSION, type: 'nextEditPartial', id, edit, ms });
-    return enqueueNextEdit(connection, connection.models!, id, scoped, onEdit, model);
+    return scheduler.enqueueNextEdit(connection, connection.models!, id, scoped, onEdit, model);
   },
   configure: async ({ speculation }, _id, connection) => {
     requireSession(connection);
@@ -296,7 +297,7 @@ function requireSession(connection: Connection): InferenceSession {
 
 function applyNotification(connection: Connection, n: WorkerNotification): void {
   if (n.kind === 'cancel') {
-    running.get(requestKey(connection, n.id))?.abort();
+    scheduler.cancel(connection, n.id);
     downloads.get(requestKey(connection, n.id))?.abort();
     return;
   }
@@ -365,8 +366,7 @@ function openConnection(send: (message: WorkerMessage) => void): Connection {
     speculation,
     policy: new SpeculationPolicy(speculation),
     nextEditPolicy: new SpeculationPolicy(speculation),
-    completion: null,
-    nextEdit: null,
+    jobs: { completion: null, nextEdit: null },
   };
   connections.add(connection);
   return connection;
@@ -375,7 +375,8 @@ function openConnection(send: (message: WorkerMessage) => void): Connection {
 /** The client went away: its requests stop, its documents leave the index, its models unload if nobody else uses them. */
 function closeConnection(connection: Connection): void {
   if (!connections.delete(connection)) return;
-  for (const [key, controller] of [...running, ...downloads]) if (key.startsWith(`${connection.id}:`)) controller.abort();
+  scheduler.cancelAll(connection);
+  for (const [key, controller] of downloads) if (key.startsWith(`${connection.id}:`)) controller.abort();
   leaveModels(connection, sharing);
 }
 
