@@ -55,7 +55,7 @@ export class InferenceSession {
   private speculation: SpeculationSettings;
   /**
    * The generation running (completion, alternatives), or null. The session queues nothing: the
-   * worker's scheduler (worker/generationScheduler.ts) starts one at a time, and a direct caller
+   * worker's scheduler (worker/scheduler.ts) starts one at a time, and a direct caller
    * waits for each; a second one while one runs is a scheduling bug and throws.
    */
   private generating: Promise<unknown> | null = null;

@@ -21,7 +21,7 @@ import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
 import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerDiagnostics, type WorkerMethods, type WorkerNotification } from './protocol';
 import { serveSocket } from './socketServer';
-import { type Connection, emptyLanes, type LoadedModels, ownerPrefix, requestKey, Scheduler } from './generationScheduler';
+import { type Connection, emptyLanes, type LoadedModels, ownerPrefix, requestKey, Scheduler } from './scheduler';
 
 /** Least time between two progress messages of one download (the downloader reports every chunk). */
 const PROGRESS_INTERVAL_MS = 100;
