@@ -61,7 +61,7 @@ export class InferenceSession {
   private generating: Promise<unknown> | null = null;
   /**
    * Completions first: a next-edit generation evaluates between them (inference/contextGate.ts).
-   * The worker's scheduler takes the gate for each completion; next edits (`nextEdits`) go through it.
+   * Each generation here takes it (`alone`); next edits (`nextEdits`) go through it between evaluations.
    */
   readonly gate = new ContextGate();
   /**
@@ -194,27 +194,33 @@ export class InferenceSession {
   }
 
   /**
-   * Runs a generation, the only one on the session: a second while one runs throws at once (the
-   * scheduler serialises them; overlapping ones would interleave on the same KV sequences).
+   * Runs a generation, the only one on the session, with the context to itself (a next-edit
+   * generation parks before its next evaluation): a second while one runs throws at once (the
+   * scheduler serialises them; overlapping ones would interleave on the same KV sequences). It counts
+   * as running from the call, while it waits for the gate too: dispose waits for it.
    */
   private alone<T>(work: () => Promise<T>): Promise<T> {
     if (this.generating) return Promise.reject(new Error('InferenceSession: a generation started while another was running (a scheduling bug)'));
     let generation: Promise<void> | null = null;
-    let ended = false;
     const run = (async () => {
       try {
-        return await work();
+        const release = await this.gate.pause();
+        try {
+          return await work();
+        } finally {
+          release();
+        }
       } finally {
-        // Before the caller sees the answer: its next generation may start at once.
-        ended = true;
-        if (generation && this.generating === generation) this.generating = null;
+        // Before the caller sees the answer: its next generation may start at once. (After the
+        // gate's await, so `generation` is set by now.)
+        if (this.generating === generation) this.generating = null;
       }
     })();
     generation = run.then(
       () => undefined,
       () => undefined,
     );
-    if (!ended) this.generating = generation;
+    this.generating = generation;
     return run;
   }
 

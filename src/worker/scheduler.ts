@@ -9,9 +9,10 @@
 // `busy` while one that would stop it is pending. A job does not start while a job of another lane
 // that outranks it and does not give way waits (a next edit waits for real completions).
 //
-// The two lanes share the models through the context gate (inference/contextGate.ts), which the
-// scheduler takes for every completion-lane job: a running next edit stops between two evaluations
-// while a completion has the models, so another window's completion waits one decode step at most,
+// The two lanes run side by side and share the models through the context gate
+// (inference/contextGate.ts), which every completion-lane generation takes in the session (so that
+// disposing the session waits for one still waiting for the gate): a running next edit stops between
+// two evaluations while a completion has the models, so another window's completion waits one decode step at most,
 // and it resumes on its own KV sequence (`window N · next edit`) where it was. The window's next
 // next-edit request (a keystroke) or its cancel supersedes it; nothing of another window's does.
 // Each job decodes on its window's own KV sequence (InferenceSession's prompt-state owners), so
@@ -33,7 +34,7 @@ export const PRIORITY: Readonly<Record<JobKind, number>> = { completion: 0, alte
 /** Kinds that give way: a job that outranks one stops it (waiting or running); a prefetch is refused while such a job is pending. */
 export const YIELDS: ReadonlySet<JobKind> = new Set<JobKind>(['prefetch', 'warmUp']);
 export type Lane = 'completion' | 'nextEdit';
-/** One job at a time per lane on a pair; the completion lane holds the context gate while it runs. */
+/** One job at a time per lane on a pair; a completion-lane generation holds the context gate while it runs. */
 export const LANE: Readonly<Record<JobKind, Lane>> = { completion: 'completion', alternatives: 'completion', prefetch: 'completion', warmUp: 'completion', nextEdit: 'nextEdit' };
 /** The order lanes are served in. */
 const LANES: readonly Lane[] = ['completion', 'nextEdit'];
@@ -200,7 +201,7 @@ export class Scheduler {
     lane.running = job;
     // After this turn of the event loop: the load's answer goes out first.
     setImmediate(() =>
-      this.start(entry, job, session, () =>
+      this.start(entry, job, () =>
         session.warmUp(controller.signal).then(
           (ms) => this.log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
           (error: Error) => this.log('warn', `warm-up completion failed: ${error.message}`),
@@ -302,14 +303,11 @@ export class Scheduler {
     }
     lane.running = job;
     const started = job;
-    this.start(entry, job, session, () => started.run(session).then(started.resolve, started.reject));
+    this.start(entry, job, () => started.run(session).then(started.resolve, started.reject));
   }
 
-  /**
-   * Runs a job that is its lane's running one: a completion-lane job with the context gate (a next
-   * edit parks before its next evaluation), counted as running; then the lane's next.
-   */
-  private start(entry: LoadedModels, job: Job, session: InferenceSession, work: () => Promise<void>): void {
+  /** Runs a job that is its lane's running one (a completion-lane job counted as running), then the lane's next. */
+  private start(entry: LoadedModels, job: Job, work: () => Promise<void>): void {
     const lane = entry.lanes[LANE[job.kind]];
     const done = () => {
       if (lane.running === job) lane.running = null;
@@ -321,19 +319,10 @@ export class Scheduler {
       return;
     }
     this.generations.running++;
-    session.gate
-      .pause()
-      .then(async (release) => {
-        try {
-          await work();
-        } finally {
-          release();
-        }
-      })
-      .finally(() => {
-        this.generations.running--;
-        done();
-      });
+    work().finally(() => {
+      this.generations.running--;
+      done();
+    });
   }
 
   /** A completion (or alternatives) finished: counted, its interval recorded. */
