@@ -25,6 +25,7 @@ import {
 import type { CompletionRequest } from '../src/shared/completion';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { oneAtATime } from './oneAtATime';
 import { Progress } from './stats';
 
 export type ChainMode = 'off' | 'accept' | 'accept+chain' | 'shown';
@@ -81,7 +82,8 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
   const enter: Record<EnterMode, number[]> = { debounce: [], early: [] };
   const rows = new Map<ChainMode, ChainRow>(CHAIN_MODES.map((mode) => [mode, { mode, nextGhostMs: [[], [], []], emptyGhostTexts: 0, prefetch: emptyTally() }]));
   const progress = new Progress(tasks.length * CHAIN_MODES.length, `accept chain (${session.info.target.name})`);
-  const backend = { complete: (request: Parameters<typeof session.complete>[0], signal?: AbortSignal) => session.complete(request, signal) };
+  const turn = oneAtATime();
+  const backend = { complete: (request: Parameters<typeof session.complete>[0], signal?: AbortSignal) => turn(() => session.complete(request, signal)) };
   for (const [index, task] of tasks.entries()) {
     const start = engineDocument(task);
     session.documents.setDocument(start.uri, task.text);

@@ -12,6 +12,7 @@ import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, Ski
 import type { CompletionRequest } from '../src/shared/completion';
 import type { BenchTask } from './corpus';
 import { type BenchSessionOptions, benchSession, engineDocument } from './engineView';
+import { oneAtATime } from './oneAtATime';
 import { firstContentLine, firstLineExactMatch } from './quality';
 import { Progress } from './stats';
 
@@ -43,9 +44,10 @@ export interface AlternativesTaskRow {
 
 export async function regimeAlternatives(tasks: BenchTask[], pair: { target: string; draft: string }, opts: BenchSessionOptions) {
   const { session } = await benchSession(pair, opts);
+  const turn = oneAtATime();
   const backend = {
-    complete: (request: CompletionRequest, signal?: AbortSignal) => session.complete(request, signal),
-    alternatives: (request: CompletionRequest, count: number, signal?: AbortSignal) => session.alternatives(request, count, signal),
+    complete: (request: CompletionRequest, signal?: AbortSignal) => turn(() => session.complete(request, signal)),
+    alternatives: (request: CompletionRequest, count: number, signal?: AbortSignal) => turn(() => session.alternatives(request, count, signal)),
   };
   const rows: AlternativesTaskRow[] = [];
   const progress = new Progress(tasks.length * SCOPES.length, `alternatives (${session.info.target.name})`);

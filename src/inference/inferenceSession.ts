@@ -53,10 +53,15 @@ export class InferenceSession {
   readonly documents: NgramIndex;
   readonly policy: SpeculationPolicy;
   private speculation: SpeculationSettings;
-  private running: Promise<unknown> = Promise.resolve();
+  /**
+   * The generation running (completion, alternatives), or null. The session queues nothing: the
+   * worker's scheduler (worker/scheduler.ts) starts one at a time, and a direct caller
+   * waits for each; a second one while one runs is a scheduling bug and throws.
+   */
+  private generating: Promise<unknown> | null = null;
   /**
    * Completions first: a next-edit generation evaluates between them (inference/contextGate.ts).
-   * Next-edit requests run one at a time among themselves (`nextEdits`), beside the completions' queue.
+   * Each generation here takes it (`alone`); next edits (`nextEdits`) go through it between evaluations.
    */
   readonly gate = new ContextGate();
   /**
@@ -163,11 +168,9 @@ export class InferenceSession {
     return this.target.model.detokenize(tokens as readonly LlamaToken[], false);
   }
 
-  /** One generation at a time: a request waits for the previous one (which the caller aborts). */
+  /** One generation at a time: the caller waits for the previous one (a second one at once throws). */
   complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() => this.exclusive(() => this.completeNow(request, signal, overrides)));
-    this.running = run.catch(() => undefined);
-    return run;
+    return this.alone(() => this.completeNow(request, signal, overrides));
   }
 
   /**
@@ -176,12 +179,10 @@ export class InferenceSession {
    * greedy continuation after each of the next most likely tokens there, decoded as a completion is
    * (the request's mode: n-grams, draft, lookahead), the KV cache reused up to the branch point.
    * Lossless like a completion: each is plain greedy decoding after greedy[0..i) + its token.
-   * Queued like a completion; the signal stops it between steps (what was done is returned).
+   * One generation at a time, like a completion; the signal stops it between steps (what was done is returned).
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
-    const run = this.running.then(() => this.exclusive(() => this.alternativesNow(request, count, signal, overrides)));
-    this.running = run.catch(() => undefined);
-    return run;
+    return this.alone(() => this.alternativesNow(request, count, signal, overrides));
   }
 
   /**
@@ -189,21 +190,38 @@ export class InferenceSession {
    * what an alternative is, for tests that check one against plain decoding.
    */
   completeAfter(request: CompletionRequest, forced: readonly Token[], signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    const run = this.running.then(() =>
-      this.exclusive(() => this.decodeAfter(request, this.prompts.tokens(request, (overrides.speculation ?? this.speculation).maxProposal).tokens, forced, signal, overrides)),
-    );
-    this.running = run.catch(() => undefined);
-    return run;
+    return this.alone(() => this.decodeAfter(request, this.prompts.tokens(request, (overrides.speculation ?? this.speculation).maxProposal).tokens, forced, signal, overrides));
   }
 
-  /** A completion's work with the context to itself: a next-edit generation parks before its next evaluation. */
-  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const release = await this.gate.pause();
-    try {
-      return await work();
-    } finally {
-      release();
-    }
+  /**
+   * Runs a generation, the only one on the session, with the context to itself (a next-edit
+   * generation parks before its next evaluation): a second while one runs throws at once (the
+   * scheduler serialises them; overlapping ones would interleave on the same KV sequences). It counts
+   * as running from the call, while it waits for the gate too: dispose waits for it.
+   */
+  private alone<T>(work: () => Promise<T>): Promise<T> {
+    if (this.generating) return Promise.reject(new Error('InferenceSession: a generation started while another was running (a scheduling bug)'));
+    let generation: Promise<void> | null = null;
+    const run = (async () => {
+      try {
+        const release = await this.gate.pause();
+        try {
+          return await work();
+        } finally {
+          release();
+        }
+      } finally {
+        // Before the caller sees the answer: its next generation may start at once. (After the
+        // gate's await, so `generation` is set by now.)
+        if (this.generating === generation) this.generating = null;
+      }
+    })();
+    generation = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.generating = generation;
+    return run;
   }
 
   private alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
@@ -377,7 +395,7 @@ export class InferenceSession {
 
   async dispose(): Promise<void> {
     // A generation still running (aborted, it ends at its next step) must not see its contexts freed.
-    await this.running;
+    await this.generating;
     // Every step is tried: one that fails must not leave the rest loaded (in the shared worker they
     // would stay until it exits). The first failure is reported once all were tried.
     const failures: unknown[] = [];

@@ -71,11 +71,13 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
 
 /**
  * The next edits of one InferenceSession: its next-edit model (the slot: the target until next edits
- * name a file of their own, loaded then) and its requests, one at a time (the worker's scheduler
- * starts one at a time; a direct caller's wait here), on the session's context gate and n-gram index.
+ * name a file of their own, loaded then) and its requests, one at a time, on the session's context
+ * gate and n-gram index. Nothing queues here: the worker's scheduler starts one at a time, and a
+ * second one while one runs throws (a scheduling bug).
  */
 export class SessionNextEdits {
-  private running: Promise<unknown> = Promise.resolve();
+  /** The request running, or null. */
+  private running: Promise<unknown> | null = null;
 
   constructor(
     readonly models: NextEditModelSlot,
@@ -95,11 +97,11 @@ export class SessionNextEdits {
   async run(request: NextEditRequest, signal?: AbortSignal, overrides: Partial<NextEditOptions> = {}): Promise<NextEditResult> {
     const defaults = this.defaults();
     const options: NextEditOptions = { ...overrides, speculation: overrides.speculation ?? defaults.speculation, policy: overrides.policy ?? defaults.policy };
-    const previous = this.running;
+    if (this.running) throw new Error('SessionNextEdits: a next-edit request started while another was running (a scheduling bug)');
     let finished!: () => void;
-    this.running = new Promise<void>((resolve) => (finished = resolve));
+    const running = new Promise<void>((resolve) => (finished = resolve));
+    this.running = running;
     try {
-      await previous;
       // The model that serves it: loaded first when this is the first request to name its file.
       const serving = await this.models.serving(options.model, options);
       if ('problem' in serving) return noNextEdit(request, 'error', serving.problem);
@@ -181,6 +183,7 @@ export class SessionNextEdits {
         throw error;
       }
     } finally {
+      if (this.running === running) this.running = null;
       finished();
     }
   }

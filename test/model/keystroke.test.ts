@@ -181,4 +181,13 @@ describe('keystroke cost: prompt tokens evaluated again', () => {
     if (drift === 0) assert.deepEqual(warm.tokens, cold.tokens);
     else assert.equal(warm.tokens.length, cold.tokens.length);
   });
+
+  it('queues nothing: a second generation while one runs throws (the worker scheduler serialises them), and the first is unharmed', async () => {
+    const first = session.complete(request(HEAD));
+    await assert.rejects(session.complete(request(`${HEAD}.`)), /scheduling bug/);
+    await assert.rejects(session.alternatives(request(HEAD), 2), /scheduling bug/);
+    assert.notEqual((await first).stats.stopReason, 'abort');
+    // Once it ended, the next starts at once (the caller awaited the answer: nothing else to wait for).
+    assert.notEqual((await session.complete(request(`${HEAD}.`))).stats.stopReason, 'abort');
+  });
 });
