@@ -56,11 +56,12 @@ describe('Vulkan: the tiny pair placed on the device', { skip }, () => {
   });
 });
 
-// The lossless suite as on the CPU, with fewer and shorter completions (llvmpipe takes ~0.1 s a token).
+// The lossless suite as on the CPU, every case with fewer and shorter completions (llvmpipe takes ~0.1 s a
+// token): unexplained near-ties count per place, so a smaller sample does not loosen the rule.
 const drifts: string[] = [];
 if (!skip) {
   losslessSuite(
-    { name: 'Vulkan (llvmpipe), tiny pair, all layers on the device', target: async () => TARGET, draft: async () => DRAFT, prompts: 6, speculation: { adaptive: false, draftMinConfidence: 0 } },
+    { name: 'Vulkan (llvmpipe), tiny pair, all layers on the device', target: async () => TARGET, draft: async () => DRAFT, prompts: 4, speculation: { adaptive: false, draftMinConfidence: 0 } },
     {
       load: async (target, draft, speculation) => {
         const session = await InferenceSession.load(vulkanModels({ targetModel: target, draftModel: draft }), { ...DEFAULT_SPECULATION, ...speculation }, log);
@@ -72,6 +73,7 @@ if (!skip) {
       maxTokens: 24,
       stopCases: 2,
       cancelCases: 3,
+      interleavedCases: 2,
       report: (r) =>
         drifts.push(
           `${r.pair}: batch drift ${r.drift.toExponential(2)}, ${r.runs - r.divergences} of ${r.runs} runs identical to plain, ${r.divergences} at near-ties (${r.confirmed} re-evaluated: the batch's numerics; ${r.unexplainedSites} places not)`,

@@ -35,6 +35,8 @@ export interface SuiteOptions {
   /** Prompts the stop-rule and cancellation cases run on. */
   stopCases?: number;
   cancelCases?: number;
+  /** Prompts of the two-window case, taken in pairs (default: 4 or more). */
+  interleavedCases?: number;
   /**
    * Measure the batch drift only at the first divergence (it reads every output's full distribution
    * on node-llama-cpp 3.21: minutes on a 150k-token vocabulary). Default: before the cases, reported.
@@ -211,7 +213,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
 
     completionIt('two prompt states interleaved (two windows): each equals its prompt decoded alone, on a cache the other never touched', async () => {
       let reusedWhole = 0;
-      const cases = promptCases(Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
+      const cases = promptCases(options.interleavedCases ?? Math.max(4, Math.ceil(pair.prompts / 5)), pair.prompts * 11 + pair.name.length);
       for (let i = 0; i + 1 < cases.length; i += 2) {
         const [a, b] = [cases[i]!, cases[i + 1]!];
         const plainA = await session.complete(request_(a, 'plain'));
