@@ -552,7 +552,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     // Run alone, the extension may still be starting: its command comes with it.
     await runCommand(page, 'Draftline: Show Stats', 90_000);
     await waitFor(async () => ((await statsText(page).catch(() => '')).startsWith('Draftline stats') ? true : undefined), { timeoutMs: 15_000, what: 'the Show Stats view' });
-    await page.reload();
+    // VS Code's own reload, as a user's: it saves the open editors (the stats view among them) before
+    // the page goes. A reload of the page alone may go before that save and lose them.
+    const navigated = page.waitForNavigation({ timeout: 60_000 });
+    await runCommand(page, 'Developer: Reload Window').catch(() => undefined);
+    await navigated;
     await page.waitForSelector('.monaco-workbench', { state: 'visible', timeout: 60_000 });
     const text = await waitFor(
       async () => {
