@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import ts from 'typescript';
+import { filesUnder, relativeImports } from '../support/relativeImports';
 
 export interface Layer {
   name: string;
@@ -134,20 +134,10 @@ function cyclesOf(graph: Map<string, Map<string, Edge>>, withSteps: boolean): st
 const SRC = path.resolve(__dirname, '../../src');
 const rel = (file: string) => path.relative(SRC, file).split(path.sep).join('/');
 
-function tsFilesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? tsFilesUnder(p) : e.name.endsWith('.ts') ? [p] : [];
-  });
-}
-
 /** Every relative import of every src file that lands in src (type-only, re-exports and import() included). */
 function srcImports(files: string[]): Edge[] {
   return files.flatMap((file) =>
-    ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true).importedFiles.flatMap(({ fileName: specifier }) => {
-      if (!specifier.startsWith('.')) return [];
-      const base = path.resolve(path.dirname(file), specifier);
-      const target = [`${base}.ts`, path.join(base, 'index.ts'), base].find((f) => fs.existsSync(f) && fs.statSync(f).isFile());
+    relativeImports(file).flatMap(({ specifier, target }) => {
       assert.ok(target, `${rel(file)}: cannot resolve ${specifier}`);
       return target.startsWith(SRC + path.sep) && target.endsWith('.ts') ? [{ from: rel(file), to: rel(target) }] : [];
     }),
@@ -211,7 +201,7 @@ describe('the checker', () => {
 });
 
 describe('src/ layers point one way', () => {
-  const files = tsFilesUnder(SRC);
+  const files = filesUnder(SRC, /\.ts$/);
   const edges = srcImports(files);
 
   it('reads the whole tree', () => {

@@ -4,15 +4,18 @@
 // own tests sit beside it (bench/test/unit, bench/test/model) and may import bench/, never test/.
 // Every relative import counts: type-only, re-exports and import() too.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import ts from 'typescript';
+import { filesUnder, relativeImports } from '../support/relativeImports';
 
 const ROOT = path.resolve(__dirname, '../..');
 const rel = (file: string) => path.relative(ROOT, file).split(path.sep).join('/');
 
 /** The folders each side may not reach: a file under the key may not import a file under any of these. */
+/** What the boundary reads: sources, not caches, results or test data. */
+const SOURCE_NAMES = /\.(ts|mts|cts|mjs|js)$/;
+const SKIPPED_FOLDERS = new Set(['cache', 'results', 'fixtures']);
+
 export const FORBIDDEN: Record<string, string[]> = {
   test: ['bench'],
   bench: ['test'],
@@ -31,24 +34,9 @@ export function crossings(imports: Import[], forbidden = FORBIDDEN): string[] {
   return imports.filter(({ from, to }) => forbidden[top(from)]?.includes(top(to))).map(({ from, to }) => `${from} → ${to}`);
 }
 
-function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'cache' || e.name === 'results' || e.name === 'fixtures' ? [] : filesUnder(p);
-    return /\.(ts|mts|cts|mjs|js)$/.test(e.name) ? [p] : [];
-  });
-}
-
 /** Every relative import of these files, resolved to the file it lands on (or its bare path when none). */
 function importsOf(files: string[]): Import[] {
-  return files.flatMap((file) =>
-    ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true).importedFiles.flatMap(({ fileName: specifier }) => {
-      if (!specifier.startsWith('.')) return [];
-      const base = path.resolve(path.dirname(file), specifier);
-      const target = [`${base}.ts`, path.join(base, 'index.ts'), base].find((f) => fs.existsSync(f) && fs.statSync(f).isFile()) ?? base;
-      return [{ from: rel(file), to: rel(target) }];
-    }),
-  );
+  return files.flatMap((file) => relativeImports(file).map(({ specifier, target }) => ({ from: rel(file), to: rel(target ?? path.resolve(path.dirname(file), specifier)) })));
 }
 
 describe('the checker', () => {
@@ -83,7 +71,7 @@ describe('the checker', () => {
 });
 
 describe('test/, bench/ and testbed/ do not import across', () => {
-  const files = ['test', 'bench', 'testbed'].flatMap((dir) => filesUnder(path.join(ROOT, dir)));
+  const files = ['test', 'bench', 'testbed'].flatMap((dir) => filesUnder(path.join(ROOT, dir), SOURCE_NAMES, SKIPPED_FOLDERS));
   const imports = importsOf(files);
 
   it('reads all three trees', () => {
