@@ -84,6 +84,11 @@ export function createGreedySampler(internals: LlamaInternals): NativeSampler {
   return sampler;
 }
 
+/** Outputs are read after the whole call: they must all come from its last batch. */
+export function checkOutputsFit(batchSize: number, inputLength: number, outputs: number): void {
+  if (outputs > 1 && inputLength > batchSize) throw new Error(`${inputLength} tokens with ${outputs} outputs exceed one batch of ${batchSize}`);
+}
+
 /**
  * Decodes `input` in one call through the library's decoder, with outputs at positions
  * `firstOutput`.. of it, writing the batch output index of each into `batchIndexes` (at least
@@ -91,10 +96,7 @@ export function createGreedySampler(internals: LlamaInternals): NativeSampler {
  */
 export async function decodeWithOutputs(seq: SequenceInternals, batchSize: number, input: readonly Token[], firstOutput: number, batchIndexes: Int32Array): Promise<void> {
   const count = input.length - firstOutput;
-  // Outputs are read after the whole call: they must all come from its last batch.
-  if (count > 1 && input.length > batchSize) {
-    throw new Error(`${input.length} tokens with ${count} outputs exceed one batch of ${batchSize}`);
-  }
+  checkOutputsFit(batchSize, input.length, count);
   batchIndexes.fill(-1, 0, count);
   await seq._decodeTokens(
     input.slice(),

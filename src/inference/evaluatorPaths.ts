@@ -45,6 +45,12 @@ export interface EvaluatorOptions {
    * and hands exact ties to the host; `argmax` (llama.cpp's greedy sampler) still ships whole rows.
    */
   deviceSampler?: DeviceSamplerMode;
+  /**
+   * How the native and device paths decode a batch: `direct` (default, where available): the native
+   * addon's decode, straight to llama_decode (inference/directDecode.ts); `library`: node-llama-cpp's
+   * batch queue, as the other paths always do. The same tokens either way.
+   */
+  decode?: 'direct' | 'library';
 }
 
 /**

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelSettings } from '../shared/settings';
+import { loadLibraryLock } from './directDecode';
 import type { RuntimeChoice } from '../shared/backendInfo';
 
 export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' }});
@@ -12,7 +13,11 @@ let libraryPromise: Promise<NodeLlamaCpp> | undefined;
 /** node-llama-cpp is ESM-only with top-level await: from CommonJS it can only come in through import(). */
 export function loadLibrary(): Promise<NodeLlamaCpp> {
   // Kept as a real dynamic import in the CommonJS bundle (esbuild marks the package external).
-  libraryPromise ??= import('node-llama-cpp');
+  // The library's lock comes with it: the direct decode takes it (inference/directDecode.ts).
+  libraryPromise ??= import('node-llama-cpp').then(async (library) => {
+    await loadLibraryLock();
+    return library;
+  });
   return libraryPromise;
 }
 

@@ -3,8 +3,9 @@ import { type NativeAddon, nativeAddonFor } from './nativeAddon';
 import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext } from '../speculation/greedyEvaluator';
 import { computesOnGpu, DeviceGreedyAttachment, DeviceSamplingMissing, DeviceTie } from './deviceGreedyAttachment';
+import { DirectDecoder } from './directDecode';
 import { DirectSamplerReads } from './directSamplerReads';
-import { decodeWithOutputs, directInternals, type LlamaInternals } from './evaluatorInternals';
+import { checkOutputsFit, decodeWithOutputs, directInternals, type LlamaInternals } from './evaluatorInternals';
 import type { ConfidenceSource, EvaluatorOptions, EvaluatorPath, TotalLogitWeightSupport } from './evaluatorPaths';
 import { libraryGreedy, libraryRanked } from './libraryEvaluation';
 
@@ -30,6 +31,13 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private readonly nativeReader: NativeAddon | undefined;
   /** Why the native reader is not used, when it is not (logged by the session, shown by the profile). */
   readonly nativeUnavailable: string | undefined;
+  /** Batches straight to llama_decode (native and device paths), else through the library's queue. */
+  private readonly directDecoder: DirectDecoder | undefined;
+  /** Why batches go through the library's queue, when they do. */
+  readonly directDecodeUnavailable: string | undefined;
+  /** Batches decoded by the direct decoder and by the library's queue (the profile and tests read them). */
+  directDecodes = 0;
+  libraryDecodes = 0;
   /** The context's vocabulary (from the native reader's probe; 0 without it). */
   private readonly vocabularySize: number;
   /**
@@ -74,6 +82,13 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.vocabularySize = 'addon' in native ? native.vocabularySize : 0;
     if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     this.direct = this.internals ? new DirectSamplerReads(this.internals, this.reportsTotalLogitWeight) : undefined;
+    const decoder = !this.internals
+      ? { unavailable: 'node-llama-cpp internals missing' }
+      : options.decode === 'library'
+        ? { unavailable: 'asked for the library’s decode' }
+        : DirectDecoder.for(this.internals.seq, this.nativeReader);
+    this.directDecoder = decoder instanceof DirectDecoder ? decoder : undefined;
+    this.directDecodeUnavailable = decoder instanceof DirectDecoder ? undefined : decoder.unavailable;
     this.device = new DeviceGreedyAttachment(this.nativeReader, this.internals, options.deviceSampler ?? 'top2', this.nativeUnavailable);
     const best: EvaluatorPath = this.nativeReader ? 'native' : this.internals ? 'direct' : 'library';
     const choice = options.deviceGreedy ?? 'off';
@@ -232,15 +247,20 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
    */
   private async appendDirect(internals: LlamaInternals, input: readonly Token[], firstOutput: number, withConfidence: boolean, expected?: readonly Token[]): Promise<EvaluatedNext[]> {
     const count = input.length - firstOutput;
-    const batchIndexes = await this.decodeBatch(internals, input, firstOutput);
-    if (count <= 0) return [];
     const usesReader = (this.currentPath === 'native' || this.currentPath === 'device') && this.nativeReader;
     if (!usesReader) {
+      const batchIndexes = await this.decodeThen(internals, input, firstOutput, (indexes) => indexes);
+      if (count <= 0) return [];
       const out = await this.direct!.readGreedy(batchIndexes, count, firstOutput, withConfidence, expected);
       this.positionsRead += out.length;
       this.hostLogitBytes += out.length * this.vocabularySize * 4;
       return out;
     }
+    return this.decodeThen(internals, input, firstOutput, (batchIndexes) => (count <= 0 ? [] : this.readNative(internals, batchIndexes, count, withConfidence, expected)));
+  }
+
+  /** The native reader's (or the device sampler's) tokens of a batch just decoded. */
+  private readNative(internals: LlamaInternals, batchIndexes: Int32Array, count: number, withConfidence: boolean, expected?: readonly Token[]): EvaluatedNext[] {
     const expectedCount = expected ? Math.min(expected.length, count) : -1;
     for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
     const out: EvaluatedNext[] = [];
@@ -263,15 +283,24 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   }
 
   /**
-   * Decodes `input` in one call through the library's decoder, with outputs at positions
-   * `firstOutput`.. of it; returns the batch output index of each (this.batchIndexes, reused).
+   * Decodes `input` in one call, with outputs at positions `firstOutput`.. of it, then `read`s them
+   * given the batch output index of each (this.batchIndexes, reused). The native readers' paths decode
+   * directly (inference/directDecode.ts), decode and reads under the library's context lock; the
+   * `direct` path's sampleToken reads, and any path without the direct decoder, through the library's
+   * batch queue.
    */
-  private async decodeBatch(internals: LlamaInternals, input: readonly Token[], firstOutput: number): Promise<Int32Array> {
+  private async decodeThen<T>(internals: LlamaInternals, input: readonly Token[], firstOutput: number, read: (batchIndexes: Int32Array) => T): Promise<T> {
     const count = input.length - firstOutput;
     this.reserve(count);
-    await decodeWithOutputs(internals.seq, this.sequence.context.batchSize, input, firstOutput, this.batchIndexes);
     if (!this.device.attached) this.shippedLogitBytes += count * this.vocabularySize * 4;
-    return this.batchIndexes;
+    if (this.directDecoder && (this.currentPath === 'native' || this.currentPath === 'device')) {
+      checkOutputsFit(this.sequence.context.batchSize, input.length, count);
+      this.directDecodes++;
+      return this.directDecoder.decodeThen(input, firstOutput, this.batchIndexes, read);
+    }
+    await decodeWithOutputs(internals.seq, this.sequence.context.batchSize, input, firstOutput, this.batchIndexes);
+    this.libraryDecodes++;
+    return read(this.batchIndexes);
   }
 
   /**
@@ -295,13 +324,15 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private async rankedOutputs(input: readonly Token[], firstOutput: number, top: number): Promise<RankedNext[]> {
     if (!this.internals || this.currentPath === 'library') return libraryRanked(this.sequence, input, firstOutput, top);
     const count = input.length - firstOutput;
-    const batchIndexes = await this.decodeBatch(this.internals, input, firstOutput);
-    if (!((this.currentPath === 'native' || this.currentPath === 'device') && this.nativeReader && count > 0)) {
+    const internals = this.internals;
+    const reader = this.nativeReader;
+    if (!((this.currentPath === 'native' || this.currentPath === 'device') && reader && count > 0)) {
+      const batchIndexes = await this.decodeThen(internals, input, firstOutput, (indexes) => indexes);
       return this.direct!.readRanked(batchIndexes, count, firstOutput, top);
     }
     const tokens = new Int32Array(count * top);
     const logits = new Float32Array(count * top);
-    this.nativeReader.readTop(this.internals.seq._context._ctx, batchIndexes, count, top, tokens, logits, this.sequenceId ?? -1);
+    await this.decodeThen(internals, input, firstOutput, (batchIndexes) => reader.readTop(internals.seq._context._ctx, batchIndexes, count, top, tokens, logits, this.sequenceId ?? -1));
     this.positionsRead += count;
     this.hostLogitBytes += count * this.vocabularySize * 4;
     const out: RankedNext[] = [];

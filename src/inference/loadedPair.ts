@@ -391,7 +391,9 @@ function basename(path: string): string {
 
 /** How the target's greedy tokens are read, and why not a faster way where one was asked for (Show Stats). */
 function describeTokenReader(evaluator: LlamaSequenceEvaluator): string {
-  if (evaluator.path === 'device') return 'device (greedy sampled on the device; no logits rows to the host)';
+  // How batches reach llama.cpp: straight (the native addon's decode), or through the library's queue and why.
+  const decode = evaluator.directDecodeUnavailable ? `, library batch queue (${evaluator.directDecodeUnavailable})` : ', direct decode';
+  if (evaluator.path === 'device') return `device (greedy sampled on the device; no logits rows to the host)${decode}`;
   const why = [evaluator.nativeUnavailable && `native reader: ${evaluator.nativeUnavailable}`, evaluator.deviceUnavailable && `device greedy: ${evaluator.deviceUnavailable}`].filter(Boolean);
-  return why.length ? `${evaluator.path} (${why.join('; ')})` : evaluator.path;
+  return `${why.length ? `${evaluator.path} (${why.join('; ')})` : evaluator.path}${decode}`;
 }

@@ -8,6 +8,7 @@ import * as path from 'node:path';
  *   the library's `sampleToken` takes one asynchronous native round trip per position;
  * - the few highest logits of several positions (alternative completions branch on them), where the
  *   library sorts the whole vocabulary per position;
+ * - a batch decoded in one asynchronous call, where the library's batch queue costs a fixed amount a step;
  * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
  *   OpenMP) creates and joins its worker threads for every graph it computes.
  * Optional: without it tokens are read through `sampleToken` and llama.cpp threads as before.
@@ -41,6 +42,12 @@ export interface NativeAddon {
    * hold token -1. Returns `count`. For alternative completions, read only when asked for.
    */
   readTop: (nativeContext: object, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array, sequenceId?: number) => number;
+  /**
+   * Decodes one batch of one sequence (tokens at positions firstPosition.., outputs from token
+   * firstOutput on; batch output j is token firstOutput + j) with llama_decode on a worker thread,
+   * without the library's batch queue (inference/directDecode.ts keeps the library's sequence in step).
+   */
+  decode(nativeContext: object, sequenceId: number, firstPosition: number, tokens: Int32Array, firstOutput: number): Promise<void>;
   /** Gives the context a persistent CPU threadpool of `threads` (llama.cpp's `poll` level: 0 = workers sleep between graphs). Before its first decode. */
   attachThreadpool(nativeContext: object, threads: number, poll: number): boolean;
   /**
@@ -97,7 +104,7 @@ export type DeviceSamplerMode = 'top2' | 'argmax';
 
 const ADDON_FILE = 'draftline-native.node';
 /** What this code expects of the addon's functions; a build exporting another is not used. */
-const ADDON_API_VERSION = 4;
+const ADDON_API_VERSION = 5;
 /** node-llama-cpp pads a context's KV cells up to a multiple of this (its `contextSizePad`). */
 const CONTEXT_CELLS_PAD = 256;
 
