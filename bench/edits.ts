@@ -7,7 +7,7 @@
 // bench/editCorpus.ts and the public cases of ../shared/nes-cases/ (read there, never copied).
 import { applyReplacements, finalEditsSoFar, outputToEdits, reduceToEdits } from '../src/nextEdit/outputToEdit';
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
-import { generateNextEdit } from '../src/nextEdit/generation';
+import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
 import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import type { LlamaToken } from '../src/inference/llamaTypes';
@@ -225,7 +225,8 @@ function ngramProposer(session: InferenceSession, documentKey: string | undefine
 async function decodeInProcess(session: InferenceSession, request: NextEditRequest, prompt: NextEditPrompt, maxTokens?: number) {
   const format = NEXT_EDIT_FORMATS[prompt.format];
   const model = session.target.model;
-  const current = request.text.slice(prompt.region.start, prompt.region.end);
+  const streamed = new StreamedEdits(format, prompt, request);
+  const settled: TextReplacement[] = [];
   const draft = session.draft && request.mode === 'hybrid' ? new DraftModelProposer(session.draft.evaluator, DEFAULT_SPECULATION.draftMinConfidence) : undefined;
   const t0 = performance.now();
   const gen = await generateNextEdit({
@@ -239,9 +240,10 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     policy: session.policy,
     draft,
     ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
+    // As the worker streams them (inference/nextEdit.ts): the final edits so far, each once.
     finalEdits: (text) => {
-      const partial = format.partialRegion(text, prompt);
-      return partial === null ? [] : finalEditsSoFar(current, partial, prompt.region.start).edits;
+      settled.push(...streamed.push(text));
+      return settled;
     },
   });
   const windowMs = performance.now() - t0;

@@ -142,6 +142,8 @@ export async function generateNextEdit(input: NextEditGenerationInput): Promise<
 export class StreamedEdits {
   private final: { edits: TextReplacement[]; regionConsumed: number; outputConsumed: number } = { edits: [], regionConsumed: 0, outputConsumed: 0 };
   private readonly current: string;
+  /** The region's whole lines at the last push: only a new whole line can settle an edit (finalEditsSoFar). */
+  private lastWholeLines = '';
 
   constructor(
     private readonly format: NextEditFormat,
@@ -155,6 +157,10 @@ export class StreamedEdits {
   push(outputSoFar: string): TextReplacement[] {
     const region = this.format.partialRegion(outputSoFar, this.prompt);
     if (region === null) return [];
+    // Between two newlines nothing can settle: no diff of the whole region for each token.
+    const wholeLines = region.slice(0, region.lastIndexOf('\n') + 1);
+    if (wholeLines === this.lastWholeLines) return [];
+    this.lastWholeLines = wholeLines;
     const settled = finalEditsSoFar(this.current, region, this.prompt.region.start);
     if (settled.edits.length <= this.final.edits.length) return [];
     const fresh = settled.edits.slice(this.final.edits.length);

@@ -26,6 +26,9 @@ export function requestStops(request: CompletionRequest, prefix = request.prefix
   };
 }
 
+/** Settled tokens read before new ones, so that these are detokenized in context (StopRules.textSoFar). */
+const SETTLE_CONTEXT = 4;
+
 export interface StopDecision {
   reason: StopReason;
 }
@@ -40,6 +43,11 @@ export class StopRules {
   private text = '';
   private cut: number | undefined;
   private stopped: StopDecision | undefined;
+  /** The text of the first `settledTokens` tokens, which later tokens no longer change (see textSoFar). */
+  private settledTokens = 0;
+  private settledText = '';
+  /** The text of the last SETTLE_CONTEXT settled tokens on their own. */
+  private contextText = '';
 
   constructor(private readonly options: StopRulesOptions) {}
 
@@ -66,7 +74,7 @@ export class StopRules {
     if (this.options.isEndToken(token)) return this.stop('eos');
     this.accepted.push(token);
     const previousLength = this.text.length;
-    this.text = this.options.detokenize(this.accepted);
+    this.text = this.textSoFar();
     const textCut = this.findTextStop(previousLength);
     if (textCut) {
       this.cut = textCut.at;
@@ -74,6 +82,33 @@ export class StopRules {
     }
     if (this.accepted.length >= this.options.maxTokens) return this.stop('maxTokens');
     return undefined;
+  }
+
+  /**
+   * The text of all tokens so far, at a cost that does not grow with the output: the settled text,
+   * then the new tokens detokenized after the last few settled ones and cut off their text — as
+   * node-llama-cpp's `detokenize(tokens, special, lastTokens)` does, so a tokenizer that drops the
+   * first token's leading space (SentencePiece) or merges bytes into characters reads them in context.
+   * The text settles where it does not end in U+FFFD (a character whose bytes are still coming). Where
+   * the context has no text, or the text in context does not start with the context's own, the whole
+   * output is detokenized: the same text as before, slower.
+   */
+  private textSoFar(): string {
+    const { detokenize } = this.options;
+    const tokens = this.accepted;
+    let text: string;
+    if (this.settledTokens === 0) text = detokenize(tokens);
+    else {
+      const context = tokens.slice(Math.max(0, this.settledTokens - SETTLE_CONTEXT), this.settledTokens);
+      const inContext = this.contextText === '' ? null : detokenize([...context, ...tokens.slice(this.settledTokens)]);
+      text = inContext?.startsWith(this.contextText) ? this.settledText + inContext.slice(this.contextText.length) : detokenize(tokens);
+    }
+    if (!text.endsWith('\uFFFD')) {
+      this.settledTokens = tokens.length;
+      this.settledText = text;
+      this.contextText = detokenize(tokens.slice(-SETTLE_CONTEXT));
+    }
+    return text;
   }
 
   /** Ends generation for a reason outside the token stream (abort, full context). */

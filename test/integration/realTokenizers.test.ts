@@ -16,7 +16,9 @@ import { chooseTemplate, type PromptTemplate, type TemplateFamily } from '../../
 import { ServerError } from '../../src/remote/http';
 import { llamaServerTemplate } from '../../src/remote/llamaServerModel';
 import { templatePrompt } from '../../src/remote/serverApi';
-import { REAL_VOCABS, realVocabFile, realVocabModel, tokenizerVectors, type VariantName } from '../../testbed/realVocab';
+import { REAL_VOCABS, realVocabFile, realVocabModel, tokenizerVectors, VOCAB_VARIANTS, type VariantName } from '../../testbed/realVocab';
+import { mulberry32 } from '../../testbed/ggufWriter';
+import { StopRules } from '../../src/stopping/stopRules';
 
 interface FamilyCase {
   variant: VariantName;
@@ -152,6 +154,23 @@ describe('real tokenizers per model family', () => {
         for (const text of c.stops) {
           const t = id(text);
           assert.ok(model.isEogToken(t as never) || template.stopIds.has(t), `${text} (${t}) ends a completion`);
+        }
+      });
+
+      it('the stop rules read the text token by token as detokenizing the whole output does (text in context)', async () => {
+        const { model, info } = await load(c.variant);
+        const detokenize = (tokens: readonly number[]) => model.detokenize(tokens as never, false);
+        const vectors = await tokenizerVectors(VOCAB_VARIANTS[c.variant].base);
+        // llama.cpp's own vectors (spaces, accents, CJK, emoji, byte fallbacks), then random ids: bytes that split characters.
+        const written = model.tokenize(vectors.map((v) => v.text).join('\n'), false) as number[];
+        const random = mulberry32(c.variant.length);
+        const noise = Array.from({ length: 400 }, () => Math.floor(random() * info.tokens.length));
+        for (const tokens of [written, noise]) {
+          const stop = new StopRules({ detokenize, isEndToken: () => false, maxTokens: tokens.length + 1 });
+          for (let i = 0; i < tokens.length; i++) {
+            stop.push(tokens[i]!);
+            if (stop.finalText !== detokenize(tokens.slice(0, i + 1))) assert.equal(stop.finalText, detokenize(tokens.slice(0, i + 1)), `${c.variant}: after token ${i} of ${tokens.length}`);
+          }
         }
       });
 
