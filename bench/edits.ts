@@ -21,7 +21,7 @@ import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { type EditCase, editCases } from './editCorpus';
 import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
-import { LlamaServer } from '../testbed/llamaServer';
+import { LlamaServer, LlamaServerStreamError } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
 
 export type EditsMode = 'plain' | 'copy' | 'hybrid' | 'llama-server ngram-simple' | 'llama-server ngram-mod';
@@ -107,6 +107,8 @@ export interface EditsRun {
   regionText: string | null;
   noSuggestion: string | null;
   quality: EditQuality;
+  /** The run did not finish (llama-server's error mid-stream): left out of every figure, counted apart. */
+  failed?: string;
 }
 
 export interface EditsRow {
@@ -129,6 +131,8 @@ export interface EditsRow {
   noSuggestion: number;
   /** Why, by reason (outputToEdit's refusals; `unchanged`: the model kept the region). */
   noSuggestionReasons: Record<string, number>;
+  /** Runs that did not finish (left out of the figures above). */
+  failed: number;
 }
 
 export interface EditsResult {
@@ -142,7 +146,8 @@ export interface EditsResult {
 function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
   const plainOf = new Map(runs.filter((r) => r.mode === 'plain').map((r) => [r.case, r]));
   return modes.map((mode) => {
-    const mine = runs.filter((r) => r.mode === mode);
+    const failed = runs.filter((r) => r.mode === mode && r.failed).length;
+    const mine = runs.filter((r) => r.mode === mode && !r.failed);
     const first = mine.flatMap((r) => (r.firstEditMs === null ? [] : [r.firstEditMs]));
     const windows = mine.map((r) => r.windowMs);
     const speedups = mine.flatMap((r) => {
@@ -179,6 +184,7 @@ function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
         if (r.noSuggestion) n[r.noSuggestion] = (n[r.noSuggestion] ?? 0) + 1;
         return n;
       }, {}),
+      failed,
     };
   });
 }
@@ -285,7 +291,8 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
       // Untimed: the prompt into the KV caches (one token decoded), so that each mode's timed request
       // finds it there as the next one after a keystroke would; the servers likewise.
       await decodeInProcess(session, plainRequest, prompt, 1);
-      for (const server of Object.values(servers)) await server.completion(prompt.prompt, 1, prompt.stop);
+      for (const server of Object.values(servers))
+        await server.completion(prompt.prompt, 1, prompt.stop).catch((error: unknown) => (error instanceof LlamaServerStreamError ? undefined : Promise.reject(error)));
       const order = modes.map((_, i) => modes[(i + index) % modes.length]!);
       for (const mode of order) {
         const server = servers[mode];
@@ -294,11 +301,38 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
           const current = c.before.slice(prompt.region.start, prompt.region.end);
           let firstEditMs: number | null = null;
           const t0 = performance.now();
-          const r = await server.completion(prompt.prompt, opts.maxTokens ?? prompt.maxTokens, prompt.stop, (text) => {
-            if (firstEditMs !== null) return;
-            const partial = NEXT_EDIT_FORMATS[format].partialRegion(text, prompt);
-            if (partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length) firstEditMs = performance.now() - t0;
-          });
+          const r = await server
+            .completion(prompt.prompt, opts.maxTokens ?? prompt.maxTokens, prompt.stop, (text) => {
+              if (firstEditMs !== null) return;
+              const partial = NEXT_EDIT_FORMATS[format].partialRegion(text, prompt);
+              if (partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length) firstEditMs = performance.now() - t0;
+            })
+            .catch((error: unknown) => {
+              if (!(error instanceof LlamaServerStreamError)) throw error;
+              return error;
+            });
+          if (r instanceof LlamaServerStreamError) {
+            // Its time would be that of a shorter output: not a run to compare.
+            const quality = { windowExact: false, rightLines: false, noSuggestion: true };
+            runs.push({
+              case: c.id,
+              corpus: c.corpus,
+              mode,
+              firstEditMs: null,
+              windowMs: performance.now() - t0,
+              generatedTokens: 0,
+              evaluations: null,
+              promptTokensEvaluated: null,
+              proposed: {},
+              accepted: {},
+              regionText: null,
+              noSuggestion: null,
+              quality,
+              failed: r.message,
+            });
+            progress.tick();
+            continue;
+          }
           // Read and checked as the server backend reads a server's answer (the same refusals as in-process).
           const out = outputToEdits(nextEditRequestOf(c, 'plain', format), prompt, NEXT_EDIT_FORMATS[format], r.text);
           run = {
@@ -357,8 +391,8 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
 }
 
 export const EDITS_HEADER = [
-  '| mode | cases | first edit median ms | p90 | whole window median ms | p90 | speedup vs plain (median) | tok/eval | acceptance by source | identical to plain | window exact | right lines | no suggestion |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  '| mode | cases | first edit median ms | p90 | whole window median ms | p90 | speedup vs plain (median) | tok/eval | acceptance by source | identical to plain | window exact | right lines | no suggestion | failed runs |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 
 export function editsTableRow(x: EditsRow): string {
@@ -372,7 +406,7 @@ export function editsTableRow(x: EditsRow): string {
           .map(([k, v]) => `${k} ${v}`)
           .join(', ')})`
       : ''
-  } |`;
+  } | ${x.failed} |`;
 }
 
 export interface ReplayCaseRow {

@@ -162,7 +162,9 @@ export class LlamaServer {
         const line = pending.slice(0, at).trim();
         pending = pending.slice(at + 1);
         if (!line.startsWith('data:')) continue;
-        const event = JSON.parse(line.slice(5)) as { content?: string; stop?: boolean; timings?: typeof timings };
+        const event = JSON.parse(line.slice(5)) as { content?: string; stop?: boolean; timings?: typeof timings; error?: { message?: string } };
+        // A failure mid-stream comes as an event (the status was already 200): the run did not finish.
+        if (event.error) throw new LlamaServerStreamError(event.error.message ?? JSON.stringify(event.error), text);
         if (event.content) {
           text += event.content;
           onText?.(text);
@@ -185,5 +187,19 @@ export class LlamaServer {
     this.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 200));
     if (this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+/**
+ * llama-server ended a streamed /completion with an error event: e.g. on a random stand-in's output,
+ * "The model produced output that does not match the expected Content-only format" (its chat parser
+ * runs on every streamed chunk and refuses invalid UTF-8). `partial`: the text streamed before it.
+ */
+export class LlamaServerStreamError extends Error {
+  constructor(
+    message: string,
+    readonly partial: string,
+  ) {
+    super(`llama-server /completion failed mid-stream: ${message}`);
   }
 }
