@@ -1,6 +1,7 @@
 // Times the native calls of a node-llama-cpp context by wrapping its binding object (the library's
-// methods stay untouched): decodeBatch is the forward pass, sampleToken reading one position's token;
-// Draftline's native greedy reader (one call for all positions of a step) counts as reading too.
+// methods stay untouched): decodeBatch (or the native addon's decode) is the forward pass, sampleToken
+// reading one position's token; Draftline's native greedy reader (one call for all positions of a step)
+// counts as reading too.
 import type { InferenceSession } from '../src/inference/inferenceSession';
 import { loadNativeAddon } from '../src/inference/nativeAddon';
 import { median } from './stats';
@@ -72,6 +73,21 @@ export function clockNative(session: InferenceSession): NativeClock {
       const reads = name === 'readGreedy' || name === 'readSampled';
       addon[name] = (ctx: unknown, ...rest: unknown[]) => {
         if (ctx !== proxy) return (fn as (...a: unknown[]) => unknown)(ctx, ...rest);
+        // The direct decode (inference/directDecode.ts): a forward pass like the library's decodeBatch.
+        if (name === 'decode') {
+          const size = (rest[2] as Int32Array).length;
+          return timed(
+            (...a: unknown[]) => (fn as (...x: unknown[]) => Promise<unknown>)(native, ...a),
+            (ms) => {
+              clock.decodeMs += ms;
+              clock.decodes++;
+              const s = clock.bySize.get(size) ?? { ms: 0, count: 0 };
+              s.ms += ms;
+              s.count++;
+              clock.bySize.set(size, s);
+            },
+          )(...rest);
+        }
         const t = performance.now();
         try {
           return (fn as (...a: unknown[]) => unknown)(native, ...rest);

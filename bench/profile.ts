@@ -1,4 +1,5 @@
-// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off] [--device-greedy auto|on|off]
+// npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off] [--device-greedy auto|on|off] [--next-edit-cases N]
+// With qwen-coder-small among the targets, also the next-edit loop against the decoder's plain step.
 // Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
 // greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
 // controlledEvaluate, `direct` = our batch + reused native sampler, `native` = our batch + Draftline's
@@ -22,6 +23,14 @@ import { fmt, median } from './stats';
 import { benchTarget } from './targets';
 import { clockNative, measureForwardPass, measureWarmForwardPass } from './nativeClock';
 import { runBenchmark, saveReport } from './savedRun';
+import { editsCases, nextEditRequestOf, promptTokensOf } from './edits';
+import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
+import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
+import type { TextReplacement } from '../src/nextEdit/types';
+import { decode } from '../src/speculation/speculativeDecoder';
+import { StopRules } from '../src/stopping/stopRules';
+import type { LlamaToken } from '../src/inference/llamaTypes';
+import type { Token } from '../src/shared/decoding';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, fallback: string) => {
@@ -39,10 +48,14 @@ const K = 5;
 /** Fixed verify shapes timed in runs of their own. */
 const WARM_SIZES = [1, 2, 4, 8, 16, 32, 64];
 const MAX_TOKENS = 48;
+/** The next-edit loop's section (nextEditLoop): on a target with a real tokenizer, these output lengths. */
+const NEXT_EDIT_LENGTHS = [64, 256];
+const nextEditCases = Number(opt('next-edit-cases', '6'));
 
 interface StepRow {
   target: string;
-  path: EvaluatorPath;
+  /** The evaluator path, and for the native readers' paths how batches were decoded. */
+  path: string;
   kind: string;
   steps: number;
   /** Per step, ms. */
@@ -132,7 +145,23 @@ async function profileTarget(name: string): Promise<{
   // library: controlledEvaluate; direct: our batch + one reused sampler, outputs read in order up to
   // the first rejection; native: the same with all reads in one native call (the default when built).
   // device: greedy sampled on the target's device (a GPU's default), where the session attached it.
-  const paths: EvaluatorPath[] = evaluator.nativeUnavailable ? ['library', 'direct'] : ['library', 'direct', 'native', ...(deviceTried ? (['device'] as const) : [])];
+  // The native readers' paths twice: through the library's batch queue, and straight to llama_decode (the default).
+  const variant = (path: EvaluatorPath, decode: 'direct' | 'library' = 'library') => ({
+    label: path === 'native' || path === 'device' ? `${path}, ${decode === 'direct' ? 'direct decode' : 'library queue'}` : path,
+    path,
+    decode,
+  });
+  const direct = evaluator.directDecodeUnavailable === undefined;
+  if (!direct) process.stderr.write(`direct decode unavailable: ${evaluator.directDecodeUnavailable}\n`);
+  const paths = evaluator.nativeUnavailable
+    ? [variant('library'), variant('direct')]
+    : [
+        variant('library'),
+        variant('direct'),
+        variant('native'),
+        ...(direct ? [variant('native', 'direct')] : []),
+        ...(deviceTried ? [variant('device'), ...(direct ? [variant('device', 'direct')] : [])] : []),
+      ];
   if (evaluator.nativeUnavailable) process.stderr.write(`native reader unavailable: ${evaluator.nativeUnavailable}\n`);
   // Oracle at a = 1: every proposal right (k+1 tokens a step); a = 0: every proposal wrong.
   const kinds = [
@@ -149,7 +178,8 @@ async function profileTarget(name: string): Promise<{
     const promptLength = session.promptFor(request).length;
     for (const kind of kinds) {
       for (const p of paths) {
-        evaluator.usePath(p);
+        evaluator.usePath(p.path);
+        evaluator.useDecode(p.decode);
         await session.resetCaches();
         const profile = emptyStepProfile();
         // The prompt is evaluated before the clock starts, split as the decoder splits it (another
@@ -159,7 +189,7 @@ async function profileTarget(name: string): Promise<{
         const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, maxProposal: K, adaptive: false, draftMinConfidence: 0 } as SpeculationSettings, new CostModel(), new AcceptanceTracker());
         const oracle = kind.a < 0 ? undefined : new OracleProposer(promptLength, reference.tokens, kind.a, session.info.target.vocabSize, 7 + task.id);
         const r = await session.complete({ ...request, mode: kind.a < 0 ? 'plain' : 'draft' }, undefined, { draft: oracle, policy, profile });
-        const key = `${kind.kind}|${p}`;
+        const key = `${kind.kind}|${p.label}`;
         const a = acc.get(key) ?? { p: emptyStepProfile(), decodeMs: 0, sampleMs: 0, samples: 0, differing: 0 };
         for (const f of Object.keys(profile) as (keyof StepProfile)[]) a.p[f] += profile[f];
         a.decodeMs += clock.decodeMs - before.decodeMs;
@@ -176,7 +206,7 @@ async function profileTarget(name: string): Promise<{
   process.stderr.write('\n');
   for (const kind of kinds) {
     for (const p of paths) {
-      const { p: prof, decodeMs, sampleMs, samples, differing } = acc.get(`${kind.kind}|${p}`)!;
+      const { p: prof, decodeMs, sampleMs, samples, differing } = acc.get(`${kind.kind}|${p.label}`)!;
       totalDiffering += differing;
       const n = prof.steps;
       // The totals include each request's first token (the cached prompt's last token evaluated
@@ -185,7 +215,7 @@ async function profileTarget(name: string): Promise<{
       const perStepSample = (sampleMs * (1 - tasks.length / samples)) / n;
       rows.push({
         target: name,
-        path: p,
+        path: p.label,
         kind: kind.kind,
         steps: n,
         total: prof.totalMs / n,
@@ -205,6 +235,88 @@ async function profileTarget(name: string): Promise<{
   const backend = backendExplanation(session.info);
   await session.dispose();
   return { rows, v, warm, depth, confidence, backend, note: target.note, differing: totalDiffering, runs: tasks.length * kinds.length * paths.length };
+}
+
+/**
+ * The next-edit loop against the decoder's own plain step, on the same next-edit prompts (issue #46):
+ * plain decoding through decode() with its stop rules (what a completion's plain step is), and the
+ * next-edit generation's plain mode (generateNextEdit with its edits streamed by StreamedEdits, as the
+ * worker runs it), interleaved per case, the prompt cached for both. Per token: the whole window's ms
+ * over its tokens, at two output lengths (the loop's cost per token must not grow with the output).
+ */
+async function nextEditLoop(name: string): Promise<{ md: string[]; rows: { tokens: number; decoderMs: number; nextEditMs: number; cases: number }[] }> {
+  const target = await benchTarget(name);
+  const session = await InferenceSession.load(
+    { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 8192, flashAttention, deviceGreedy },
+    DEFAULT_SPECULATION,
+    () => undefined,
+  );
+  const model = session.target.model;
+  const detokenize = (tokens: readonly Token[]) => model.detokenize(tokens as readonly LlamaToken[], false);
+  const tokenize = (text: string, specials: boolean) => model.tokenize(text, specials) as Token[];
+  const cases = editsCases({ npm: Math.ceil((nextEditCases * 2) / 3), shared: Math.floor(nextEditCases / 3) });
+  const per = new Map<number, { decoder: number[]; nextEdit: number[] }>();
+  for (const [index, c] of cases.entries()) {
+    const request = nextEditRequestOf(c, 'plain', 'sweep');
+    const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(request);
+    const promptTokens = promptTokensOf(session, prompt);
+    if (promptTokens.length + Math.max(...NEXT_EDIT_LENGTHS) + 8 > session.target.evaluator.capacity) continue;
+    const viaDecoder = async (tokens: number) => {
+      const t0 = performance.now();
+      const stop = new StopRules({ detokenize, isEndToken: () => false, maxTokens: tokens, stopStrings: prompt.stop });
+      await decode({ mode: 'plain', target: session.target.evaluator, prompt: promptTokens, stop, policy: session.policy });
+      return (performance.now() - t0) / stop.tokens.length;
+    };
+    const viaNextEdit = async (tokens: number) => {
+      const streamed = new StreamedEdits(NEXT_EDIT_FORMATS.sweep, prompt, request);
+      const settled: TextReplacement[] = [];
+      const t0 = performance.now();
+      const generation = await generateNextEdit({
+        target: session.target.evaluator,
+        tokenize,
+        detokenize,
+        isEndToken: () => false,
+        prompt: { ...prompt, maxTokens: tokens },
+        promptTokens,
+        mode: 'plain',
+        policy: session.policy,
+        finalEdits: (text) => {
+          settled.push(...streamed.push(text));
+          return settled;
+        },
+      });
+      streamed.finish(generation.text);
+      return (performance.now() - t0) / generation.tokens.length;
+    };
+    // The prompt into the cache, untimed.
+    await viaDecoder(1);
+    for (const tokens of NEXT_EDIT_LENGTHS) {
+      const row = per.get(tokens) ?? { decoder: [], nextEdit: [] };
+      per.set(tokens, row);
+      for (const first of index % 2 ? ['nextEdit', 'decoder'] : ['decoder', 'nextEdit']) {
+        if (first === 'decoder') row.decoder.push(await viaDecoder(tokens));
+        else row.nextEdit.push(await viaNextEdit(tokens));
+      }
+    }
+    process.stderr.write('.');
+  }
+  process.stderr.write('\n');
+  await session.dispose();
+  const rows = NEXT_EDIT_LENGTHS.map((tokens) => {
+    const r = per.get(tokens)!;
+    return { tokens, decoderMs: median(r.decoder)!, nextEditMs: median(r.nextEdit)!, cases: r.decoder.length };
+  });
+  const md = [
+    `## The next-edit loop against the decoder's plain step (${name}: ${target.note}; sweep prompts of the edits corpus)`,
+    '',
+    '| output tokens | cases | decoder, plain (ms / token) | next-edit generation, plain (ms / token) | next edit / decoder |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.tokens} | ${r.cases} | ${fmt(r.decoderMs, 3)} | ${fmt(r.nextEditMs, 3)} | ${fmt(r.nextEditMs / r.decoderMs, 3)} |`),
+    '',
+    "Per token: the whole window's ms over its tokens, medians over cases, the prompt cached for both (interleaved per case). decoder: decode() with its stop rules, as a completion's plain steps; next-edit generation: generateNextEdit with its final edits streamed by StreamedEdits, as the worker runs it. Goal (issue #46): within 10% of the decoder's own plain step.",
+    '',
+  ];
+  return { md, rows };
 }
 
 async function main() {
@@ -241,10 +353,12 @@ async function main() {
     warmForwardPass[name] = warm;
     md.push('');
   }
+  const nextEdit = targetNames.includes('qwen-coder-small') ? await nextEditLoop('qwen-coder-small') : null;
+  if (nextEdit) md.push(...nextEdit.md);
   md.push(
     `Columns, per step in ms: forward pass = the native decodeBatch calls; reading = the native sampleToken calls (one per output read), native reader calls (one per step, host logits) or, on the device path, the sampled ids read back (one call a step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
   );
-  saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences, warmForwardPass });
+  saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences, warmForwardPass, nextEditLoop: nextEdit?.rows ?? null });
 }
 
 runBenchmark(main);

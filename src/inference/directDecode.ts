@@ -37,8 +37,8 @@ interface DirectSequenceInternals {
  * node-llama-cpp's own lock on the context (lifecycle-utils' withLock, loaded from where the library
  * loads it: loadLibraryLock) keeps these batches and the library's apart.
  *
- * Not used (`unavailable` says why) on Vulkan, whose decodes node-llama-cpp serialises across
- * contexts with a lock of its own; for models that need the library's checkpoints (sliding-window
+ * Not used (`unavailable` says why) for a model on a Vulkan GPU, whose decodes node-llama-cpp
+ * serialises across contexts with a lock of its own; for models that need the library's checkpoints (sliding-window
  * attention without a full cache, recurrent and hybrid models); where the library's lock cannot be
  * reached; or with DRAFTLINE_DIRECT_DECODE=off.
  */
@@ -49,7 +49,7 @@ export class DirectDecoder {
   ) {}
 
   /** A decoder for `seq`, or why its batches go through the library. */
-  static for(seq: SequenceInternals, addon: NativeAddon | undefined): DirectDecoder | { unavailable: string } {
+  static for(seq: SequenceInternals, addon: NativeAddon | undefined, onGpu: boolean): DirectDecoder | { unavailable: string } {
     if (process.env.DRAFTLINE_DIRECT_DECODE === 'off') return { unavailable: 'disabled by DRAFTLINE_DIRECT_DECODE=off' };
     if (!addon || typeof addon.decode !== 'function') return { unavailable: 'the native addon has no decode' };
     const s = seq as unknown as Partial<DirectSequenceInternals>;
@@ -64,7 +64,8 @@ export class DirectDecoder {
     if (!ok) return { unavailable: 'node-llama-cpp internals missing' };
     if (!libraryLock || 'error' in libraryLock) return { unavailable: libraryLock?.error ?? "node-llama-cpp's context lock was not loaded (loadLibrary)" };
     if (s._loadedTokenPredictions!.length > 0) return { unavailable: 'the sequence holds token predictions of the library’s' };
-    if (c._llama?.gpu === 'vulkan') return { unavailable: "Vulkan: node-llama-cpp serialises its decodes across contexts, so they stay the library's" };
+    // A Vulkan build that found no GPU computes on the CPU: nothing of Vulkan's runs there.
+    if (c._llama?.gpu === 'vulkan' && onGpu) return { unavailable: "Vulkan: node-llama-cpp serialises its decodes across contexts, so they stay the library's" };
     if (s.needsCheckpoints) return { unavailable: 'the model needs the library’s checkpoints (sliding-window or recurrent attention)' };
     return new DirectDecoder(s as DirectSequenceInternals, addon);
   }

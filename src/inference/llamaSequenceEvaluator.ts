@@ -35,6 +35,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private readonly directDecoder: DirectDecoder | undefined;
   /** Why batches go through the library's queue, when they do. */
   readonly directDecodeUnavailable: string | undefined;
+  /** Whether the direct decoder is used now (useDecode; the profile compares both on one sequence). */
+  private decodesDirectly = true;
   /** Batches decoded by the direct decoder and by the library's queue (the profile and tests read them). */
   directDecodes = 0;
   libraryDecodes = 0;
@@ -86,7 +88,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       ? { unavailable: 'node-llama-cpp internals missing' }
       : options.decode === 'library'
         ? { unavailable: 'asked for the library’s decode' }
-        : DirectDecoder.for(this.internals.seq, this.nativeReader);
+        : DirectDecoder.for(this.internals.seq, this.nativeReader, computesOnGpu(model));
     this.directDecoder = decoder instanceof DirectDecoder ? decoder : undefined;
     this.directDecodeUnavailable = decoder instanceof DirectDecoder ? undefined : decoder.unavailable;
     this.device = new DeviceGreedyAttachment(this.nativeReader, this.internals, options.deviceSampler ?? 'top2', this.nativeUnavailable);
@@ -150,6 +152,16 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     }
     this.device.detach();
     this.currentPath = path;
+  }
+
+  /** Switches how batches are decoded between evaluations (the profile compares them): `direct` only where the decoder is available. */
+  useDecode(decode: 'direct' | 'library'): void {
+    this.decodesDirectly = decode === 'direct';
+  }
+
+  /** Whether the next batch goes straight to llama_decode. */
+  get decode(): 'direct' | 'library' {
+    return this.directDecoder && this.decodesDirectly && (this.currentPath === 'native' || this.currentPath === 'device') ? 'direct' : 'library';
   }
 
   /**
@@ -293,7 +305,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     const count = input.length - firstOutput;
     this.reserve(count);
     if (!this.device.attached) this.shippedLogitBytes += count * this.vocabularySize * 4;
-    if (this.directDecoder && (this.currentPath === 'native' || this.currentPath === 'device')) {
+    if (this.directDecoder && this.decodesDirectly && (this.currentPath === 'native' || this.currentPath === 'device')) {
       checkOutputsFit(this.sequence.context.batchSize, input.length, count);
       this.directDecodes++;
       return this.directDecoder.decodeThen(input, firstOutput, this.batchIndexes, read);

@@ -168,7 +168,7 @@ describe('direct decode: the native path without the library’s batch queue', (
     await assert.rejects(evaluator.append([1], 1), /dispos/i);
   });
 
-  it('says why where batches stay the library’s: Vulkan, models that need checkpoints, switched off, no addon', () => {
+  it('says why where batches stay the library’s: a Vulkan GPU, models that need checkpoints, switched off, no addon', () => {
     const loaded = loadNativeAddon();
     assert.ok('addon' in loaded, 'the native addon is built');
     const fake = (gpu: string | false, needsCheckpoints: boolean) =>
@@ -180,15 +180,17 @@ describe('direct decode: the native path without the library’s batch queue', (
         needsCheckpoints,
         _context: { _ctx: {}, _backendContextDisposeGuard: { createPreventDisposalHandle: () => ({ dispose() {} }) }, _llama: { gpu }, batchSize: 512 },
       }) as unknown as SequenceInternals;
-    assert.ok(DirectDecoder.for(fake(false, false), loaded.addon) instanceof DirectDecoder);
-    assert.ok(DirectDecoder.for(fake('cuda', false), loaded.addon) instanceof DirectDecoder);
-    assert.match((DirectDecoder.for(fake('vulkan', false), loaded.addon) as { unavailable: string }).unavailable, /Vulkan/);
-    assert.match((DirectDecoder.for(fake(false, true), loaded.addon) as { unavailable: string }).unavailable, /checkpoints/);
-    assert.match((DirectDecoder.for(fake(false, false), undefined) as { unavailable: string }).unavailable, /no decode/);
-    assert.match((DirectDecoder.for({} as SequenceInternals, loaded.addon) as { unavailable: string }).unavailable, /internals missing/);
+    assert.ok(DirectDecoder.for(fake(false, false), loaded.addon, false) instanceof DirectDecoder);
+    assert.ok(DirectDecoder.for(fake('cuda', false), loaded.addon, true) instanceof DirectDecoder);
+    assert.match((DirectDecoder.for(fake('vulkan', false), loaded.addon, true) as { unavailable: string }).unavailable, /Vulkan/);
+    // A Vulkan build with no GPU computes on the CPU: direct.
+    assert.ok(DirectDecoder.for(fake('vulkan', false), loaded.addon, false) instanceof DirectDecoder);
+    assert.match((DirectDecoder.for(fake(false, true), loaded.addon, false) as { unavailable: string }).unavailable, /checkpoints/);
+    assert.match((DirectDecoder.for(fake(false, false), undefined, false) as { unavailable: string }).unavailable, /no decode/);
+    assert.match((DirectDecoder.for({} as SequenceInternals, loaded.addon, false) as { unavailable: string }).unavailable, /internals missing/);
     process.env.DRAFTLINE_DIRECT_DECODE = 'off';
     try {
-      assert.match((DirectDecoder.for(fake(false, false), loaded.addon) as { unavailable: string }).unavailable, /DRAFTLINE_DIRECT_DECODE=off/);
+      assert.match((DirectDecoder.for(fake(false, false), loaded.addon, false) as { unavailable: string }).unavailable, /DRAFTLINE_DIRECT_DECODE=off/);
     } finally {
       delete process.env.DRAFTLINE_DIRECT_DECODE;
     }
