@@ -49,8 +49,10 @@ export class DirectDecoder {
   ) {}
 
   /** A decoder for `seq`, or why its batches go through the library. */
-  static for(seq: SequenceInternals, addon: NativeAddon | undefined, onGpu: boolean): DirectDecoder | { unavailable: string } {
+  static for(seq: SequenceInternals | undefined, addon: NativeAddon | undefined, onGpu: boolean, asked: 'direct' | 'library' = 'direct'): DirectDecoder | { unavailable: string } {
+    if (asked === 'library') return { unavailable: 'asked for the library’s decode' };
     if (process.env.DRAFTLINE_DIRECT_DECODE === 'off') return { unavailable: 'disabled by DRAFTLINE_DIRECT_DECODE=off' };
+    if (!seq) return { unavailable: 'node-llama-cpp internals missing' };
     if (!addon || typeof addon.decode !== 'function') return { unavailable: 'the native addon has no decode' };
     const s = seq as unknown as Partial<DirectSequenceInternals>;
     const c = s._context as Partial<DirectContextInternals> | undefined;

@@ -8,6 +8,7 @@ import { DirectSamplerReads } from './directSamplerReads';
 import { checkOutputsFit, decodeWithOutputs, directInternals, type LlamaInternals } from './evaluatorInternals';
 import type { ConfidenceSource, EvaluatorOptions, EvaluatorPath, TotalLogitWeightSupport } from './evaluatorPaths';
 import { libraryGreedy, libraryRanked } from './libraryEvaluation';
+import { NativeReads, nativeRanked } from './nativeReads';
 
 export type { ConfidenceSource, DeviceGreedyChoice, EvaluatorOptions, EvaluatorPath } from './evaluatorPaths';
 export { rankedFromProbabilities } from './libraryEvaluation';
@@ -15,8 +16,8 @@ export { rankedFromProbabilities } from './libraryEvaluation';
 /**
  * GreedyEvaluator on one long-lived node-llama-cpp context sequence. Argmax is llama.cpp's own greedy
  * sampler, the same code path for a batch of 1 and a batch of k, on every path. This class keeps the
- * cache mirror and picks the path (evaluatorPaths.ts); the native reader's reads are here, the
- * others' in directSamplerReads.ts, libraryEvaluation.ts and deviceGreedyAttachment.ts.
+ * cache mirror, picks the path (evaluatorPaths.ts) and how batches are decoded (directDecode.ts); the
+ * reads are in nativeReads.ts, directSamplerReads.ts, libraryEvaluation.ts and deviceGreedyAttachment.ts.
  */
 export class LlamaSequenceEvaluator implements GreedyEvaluator {
   private cached: Token[] = [];
@@ -43,28 +44,18 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   /** The context's vocabulary (from the native reader's probe; 0 without it). */
   private readonly vocabularySize: number;
   /**
-   * Bytes of logits this evaluator's reads took on the host (a row, vocabulary × 4 bytes, per position
-   * the native reader or the direct path's sampler read; none on the device path), and the positions
-   * read on every path but the library's: hostLogitBytesPerPosition is the issue's proxy for a verify's
-   * transfers (0 on the device path when no confidence is asked).
+   * Bytes of logits this evaluator's reads took on the host (vocabulary × 4 a position read; none on the
+   * device path) and the positions read on every path but the library's: a verify's transfers.
    */
   hostLogitBytes = 0;
   positionsRead = 0;
-  /**
-   * Bytes of logits llama.cpp copied to the host in this evaluator's decodes: every output's row, read
-   * or not (outputs × vocabulary × 4), without the device sampler; with it, what llama.cpp copied for
-   * the rows read (top2: 16 bytes a row; argmax: the whole row and the token).
-   */
+  /** Bytes of logits llama.cpp copied to the host: every output's row without the device sampler; with it, what it copied for the rows read (top2: 16 bytes a row). */
   shippedLogitBytes = 0;
   /** Batches the device path decoded with its sampler detached, for a confidence or alternatives. */
   deviceDetours = 0;
   /** Batches the device path decoded again on the host because their two best logits tied (top2). */
   deviceTies = 0;
-  // Reused across steps: the native reader's arguments and results (no per-step allocation).
-  private batchIndexes = new Int32Array(16);
-  private expectedTokens = new Int32Array(16);
-  private readTokens = new Int32Array(16);
-  private readWeights = new Float32Array(16);
+  private readonly reads = new NativeReads();
 
   /**
    * `model` enables the native, direct and device paths; `forcePath` is for tests and the profile;
@@ -84,11 +75,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.vocabularySize = 'addon' in native ? native.vocabularySize : 0;
     if (forcePath === 'native' && !this.nativeReader) throw new Error(`the native greedy reader is unavailable: ${this.nativeUnavailable}`);
     this.direct = this.internals ? new DirectSamplerReads(this.internals, this.reportsTotalLogitWeight) : undefined;
-    const decoder = !this.internals
-      ? { unavailable: 'node-llama-cpp internals missing' }
-      : options.decode === 'library'
-        ? { unavailable: 'asked for the library’s decode' }
-        : DirectDecoder.for(this.internals.seq, this.nativeReader, computesOnGpu(model));
+    const decoder = DirectDecoder.for(this.internals?.seq, this.nativeReader, computesOnGpu(model), options.decode);
     this.directDecoder = decoder instanceof DirectDecoder ? decoder : undefined;
     this.directDecodeUnavailable = decoder instanceof DirectDecoder ? undefined : decoder.unavailable;
     this.device = new DeviceGreedyAttachment(this.nativeReader, this.internals, options.deviceSampler ?? 'top2', this.nativeUnavailable);
@@ -157,11 +144,6 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   /** Switches how batches are decoded between evaluations (the profile compares them): `direct` only where the decoder is available. */
   useDecode(decode: 'direct' | 'library'): void {
     this.decodesDirectly = decode === 'direct';
-  }
-
-  /** Whether the next batch goes straight to llama_decode. */
-  get decode(): 'direct' | 'library' {
-    return this.directDecoder && this.decodesDirectly && (this.currentPath === 'native' || this.currentPath === 'device') ? 'direct' : 'library';
   }
 
   /**
@@ -273,46 +255,38 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
 
   /** The native reader's (or the device sampler's) tokens of a batch just decoded. */
   private readNative(internals: LlamaInternals, batchIndexes: Int32Array, count: number, withConfidence: boolean, expected?: readonly Token[]): EvaluatedNext[] {
-    const expectedCount = expected ? Math.min(expected.length, count) : -1;
-    for (let j = 0; j < expectedCount; j++) this.expectedTokens[j] = expected![j];
-    const out: EvaluatedNext[] = [];
     if (this.currentPath === 'device' && this.device.attached) {
-      const { read, shippedBytes } = this.device.read(batchIndexes, count, this.expectedTokens, expectedCount, this.readTokens);
+      const { out, shippedBytes } = this.reads.sampled(this.device, batchIndexes, count, expected);
       this.shippedLogitBytes += shippedBytes;
-      this.positionsRead += read;
-      for (let j = 0; j < read; j++) out.push({ token: this.readTokens[j] });
+      this.positionsRead += out.length;
       return out;
     }
-    const native = internals.seq._context._ctx;
-    const read = this.nativeReader!.readGreedy(native, batchIndexes, count, this.expectedTokens, expectedCount, withConfidence, this.readTokens, this.readWeights, this.sequenceId ?? -1);
-    this.positionsRead += read;
-    this.hostLogitBytes += read * this.vocabularySize * 4;
-    for (let j = 0; j < read; j++) {
-      const weight = this.readWeights[j];
-      out.push(withConfidence && weight > 0 ? { token: this.readTokens[j], confidence: 1 / weight } : { token: this.readTokens[j] });
-    }
+    const out = this.reads.greedy(this.nativeReader!, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, withConfidence, expected);
+    this.positionsRead += out.length;
+    this.hostLogitBytes += out.length * this.vocabularySize * 4;
     return out;
   }
 
   /**
    * Decodes `input` in one call, with outputs at positions `firstOutput`.. of it, then `read`s them
-   * given the batch output index of each (this.batchIndexes, reused). The native readers' paths decode
+   * given the batch output index of each (reused from step to step). The native readers' paths decode
    * directly (inference/directDecode.ts), decode and reads under the library's context lock; the
    * `direct` path's sampleToken reads, and any path without the direct decoder, through the library's
    * batch queue.
    */
   private async decodeThen<T>(internals: LlamaInternals, input: readonly Token[], firstOutput: number, read: (batchIndexes: Int32Array) => T): Promise<T> {
     const count = input.length - firstOutput;
-    this.reserve(count);
+    this.reads.reserve(count);
+    const batchIndexes = this.reads.batchIndexes;
     if (!this.device.attached) this.shippedLogitBytes += count * this.vocabularySize * 4;
     if (this.directDecoder && this.decodesDirectly && (this.currentPath === 'native' || this.currentPath === 'device')) {
       checkOutputsFit(this.sequence.context.batchSize, input.length, count);
       this.directDecodes++;
-      return this.directDecoder.decodeThen(input, firstOutput, this.batchIndexes, read);
+      return this.directDecoder.decodeThen(input, firstOutput, batchIndexes, read);
     }
-    await decodeWithOutputs(internals.seq, this.sequence.context.batchSize, input, firstOutput, this.batchIndexes);
+    await decodeWithOutputs(internals.seq, this.sequence.context.batchSize, input, firstOutput, batchIndexes);
     this.libraryDecodes++;
-    return read(this.batchIndexes);
+    return read(batchIndexes);
   }
 
   /**
@@ -342,28 +316,10 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       const batchIndexes = await this.decodeThen(internals, input, firstOutput, (indexes) => indexes);
       return this.direct!.readRanked(batchIndexes, count, firstOutput, top);
     }
-    const tokens = new Int32Array(count * top);
-    const logits = new Float32Array(count * top);
-    await this.decodeThen(internals, input, firstOutput, (batchIndexes) => reader.readTop(internals.seq._context._ctx, batchIndexes, count, top, tokens, logits, this.sequenceId ?? -1));
+    const out = await this.decodeThen(internals, input, firstOutput, (batchIndexes) => nativeRanked(reader, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, top));
     this.positionsRead += count;
     this.hostLogitBytes += count * this.vocabularySize * 4;
-    const out: RankedNext[] = [];
-    for (let j = 0; j < count; j++) {
-      const ranked: Token[] = [];
-      for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
-      out.push({ tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY });
-    }
     return out;
-  }
-
-  /** Grows the reused arrays to hold `count` output positions. */
-  private reserve(count: number): void {
-    if (count <= this.batchIndexes.length) return;
-    const size = Math.max(count, this.batchIndexes.length * 2);
-    this.batchIndexes = new Int32Array(size);
-    this.expectedTokens = new Int32Array(size);
-    this.readTokens = new Int32Array(size);
-    this.readWeights = new Float32Array(size);
   }
 
   async truncate(length: number): Promise<void> {
