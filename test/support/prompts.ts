@@ -8,15 +8,17 @@ export interface PromptCase {
   suffix: string;
 }
 
-const ROOT = path.resolve(__dirname, '../..');
+/**
+ * The code the cases are cut from: copies of six of this repository's files as they were when the
+ * suites were tuned (never in the tiny models' training data), kept here so that editing the sources
+ * does not change what the lossless suites decode.
+ */
+const SOURCES = ['speculativeDecoder.ts', 'workerClient.ts', 'completionEngine.ts', 'fimPrompt.ts', 'esbuild.mjs', 'make-icon.mjs'].map((name) => path.join(__dirname, 'promptSources', `${name}.txt`));
 
-/** Real code (this repository's own sources: never in the tiny models' training data) and adversarial text. */
+/** Real code (see SOURCES) and adversarial text. */
 export function promptCases(count: number, seed: number): PromptCase[] {
   const rand = mulberry32(seed);
-  const files = ['src/speculation/speculativeDecoder.ts', 'src/worker/workerClient.ts', 'src/engine/completionEngine.ts', 'src/prompt/fimPrompt.ts', 'esbuild.mjs', 'scripts/make-icon.mjs']
-    .map((f) => path.join(ROOT, f))
-    .filter((f) => fs.existsSync(f))
-    .map((f) => fs.readFileSync(f, 'utf8'));
+  const files = SOURCES.map((f) => fs.readFileSync(f, 'utf8'));
   const python =
     'def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n\n\nclass Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        return self.items.pop()\n';
   const adversarial: Array<() => string> = [
