@@ -49,6 +49,8 @@ describe('inference worker', { skip: fs.existsSync(WORKER) ? false : 'dist/worke
     assert.equal(info.draftProblem, null);
     assert.equal(info.backend, 'cpu');
     assert.ok(info.contextSize <= 256, 'capped at the model training context');
+    // The bundled worker reaches node-llama-cpp's own context lock, so its batches go straight to llama_decode.
+    assert.match(info.tokenReader ?? '', /^native, direct decode$/, info.tokenReader);
     const r = await client.request('complete', { request: request(PREFIX) });
     assert.ok(r.tokens.length > 0);
     assert.equal(typeof r.text, 'string');
