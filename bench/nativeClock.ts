@@ -40,6 +40,15 @@ export function clockNative(session: InferenceSession): NativeClock {
         add(performance.now() - t);
       }
     };
+  /** One forward pass of `size` tokens took `ms` (the library's decodeBatch or the addon's decode). */
+  const forwardPass = (size: number, ms: number) => {
+    clock.decodeMs += ms;
+    clock.decodes++;
+    const s = clock.bySize.get(size) ?? { ms: 0, count: 0 };
+    s.ms += ms;
+    s.count++;
+    clock.bySize.set(size, s);
+  };
   const proxy = new Proxy(native, {
     get(target, prop) {
       const value = target[prop as string];
@@ -47,16 +56,7 @@ export function clockNative(session: InferenceSession): NativeClock {
       const bound = (value as (...a: unknown[]) => unknown).bind(target) as (...a: unknown[]) => Promise<unknown>;
       if (prop === 'initBatch') return (...args: unknown[]) => ((batchTokens = 0), bound(...args));
       if (prop === 'addToBatch') return (...args: unknown[]) => ((batchTokens += (args[2] as Uint32Array).length), bound(...args));
-      if (prop === 'decodeBatch') {
-        return timed(bound, (ms) => {
-          clock.decodeMs += ms;
-          clock.decodes++;
-          const s = clock.bySize.get(batchTokens) ?? { ms: 0, count: 0 };
-          s.ms += ms;
-          s.count++;
-          clock.bySize.set(batchTokens, s);
-        });
-      }
+      if (prop === 'decodeBatch') return timed(bound, (ms) => forwardPass(batchTokens, ms));
       if (prop === 'sampleToken') return timed(bound, (ms) => ((clock.sampleMs += ms), clock.samples++));
       return bound;
     },
@@ -78,14 +78,7 @@ export function clockNative(session: InferenceSession): NativeClock {
           const size = (rest[2] as Int32Array).length;
           return timed(
             (...a: unknown[]) => (fn as (...x: unknown[]) => Promise<unknown>)(native, ...a),
-            (ms) => {
-              clock.decodeMs += ms;
-              clock.decodes++;
-              const s = clock.bySize.get(size) ?? { ms: 0, count: 0 };
-              s.ms += ms;
-              s.count++;
-              clock.bySize.set(size, s);
-            },
+            (ms) => forwardPass(size, ms),
           )(...rest);
         }
         const t = performance.now();
