@@ -232,7 +232,6 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
   const format = NEXT_EDIT_FORMATS[prompt.format];
   const model = session.target.model;
   const streamed = new StreamedEdits(format, prompt, request);
-  const settled: TextReplacement[] = [];
   const draft = session.draft && request.mode === 'hybrid' ? new DraftModelProposer(session.draft.evaluator, DEFAULT_SPECULATION.draftMinConfidence) : undefined;
   const t0 = performance.now();
   const gen = await generateNextEdit({
@@ -247,10 +246,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     draft,
     ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
     // As the worker streams them (inference/nextEdit.ts): the final edits so far, each once.
-    finalEdits: (text) => {
-      settled.push(...streamed.push(text));
-      return settled;
-    },
+    finalEdits: (text) => streamed.finalSoFar(text),
   });
   const windowMs = performance.now() - t0;
   const out = outputToEdits(request, prompt, format, gen.text);

@@ -26,7 +26,6 @@ import { runBenchmark, saveReport } from './savedRun';
 import { editsCases, nextEditRequestOf, promptTokensOf } from './edits';
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
 import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
-import type { TextReplacement } from '../src/nextEdit/types';
 import { decode } from '../src/speculation/speculativeDecoder';
 import { StopRules } from '../src/stopping/stopRules';
 import type { LlamaToken } from '../src/inference/llamaTypes';
@@ -269,7 +268,6 @@ async function nextEditLoop(name: string): Promise<{ md: string[]; rows: { token
     };
     const viaNextEdit = async (tokens: number) => {
       const streamed = new StreamedEdits(NEXT_EDIT_FORMATS.sweep, prompt, request);
-      const settled: TextReplacement[] = [];
       const t0 = performance.now();
       const generation = await generateNextEdit({
         target: session.target.evaluator,
@@ -280,10 +278,7 @@ async function nextEditLoop(name: string): Promise<{ md: string[]; rows: { token
         promptTokens,
         mode: 'plain',
         policy: session.policy,
-        finalEdits: (text) => {
-          settled.push(...streamed.push(text));
-          return settled;
-        },
+        finalEdits: (text) => streamed.finalSoFar(text),
       });
       streamed.finish(generation.text);
       return (performance.now() - t0) / generation.tokens.length;

@@ -144,7 +144,6 @@ export class SessionNextEdits {
         // Taking (or loading back) the sequence is native work too: it waits for completions like a step.
         state = await gate.evaluate(() => serving.sequenceFor(owner, promptTokens), signal, { onPark, onResume: options.onResume });
         const streamed = new StreamedEdits(format, prompt, request);
-        const settled: TextReplacement[] = [];
         const generation = await generateNextEdit({
           target: gated(state.target, gate, signal, hooks),
           tokenize,
@@ -159,10 +158,7 @@ export class SessionNextEdits {
           // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
           ngram: documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
           signal,
-          finalEdits: (text) => {
-            settled.push(...streamed.push(text));
-            return settled;
-          },
+          finalEdits: (text) => streamed.finalSoFar(text),
           onEdit: (edit) => options.onEdit?.(edit, performance.now() - started),
         });
         const result: NextEditResult = {

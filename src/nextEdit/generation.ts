@@ -144,6 +144,8 @@ export class StreamedEdits {
   private readonly current: string;
   /** The region's whole lines at the last push: only a new whole line can settle an edit (finalEditsSoFar). */
   private lastWholeLines = '';
+  /** Every edit push has returned, in order (finalSoFar). */
+  private readonly pushed: TextReplacement[] = [];
 
   constructor(
     private readonly format: NextEditFormat,
@@ -166,6 +168,12 @@ export class StreamedEdits {
     const fresh = settled.edits.slice(this.final.edits.length);
     this.final = settled;
     return fresh;
+  }
+
+  /** Every edit that became final up to `outputSoFar`, in order: generateNextEdit's `finalEdits`. */
+  finalSoFar(outputSoFar: string): TextReplacement[] {
+    this.pushed.push(...this.push(outputSoFar));
+    return this.pushed;
   }
 
   /** The whole output's edits (the streamed ones unchanged, first) or why there are none. */
