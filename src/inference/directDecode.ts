@@ -6,9 +6,9 @@ import type { NativeAddon } from './nativeAddon';
 
 /**
  * What a decode without the library's batch queue needs of node-llama-cpp's context and sequence
- * objects (the same in 3.21.1 and 3.22.1): the native context, its disposal guard, its queue (to stay
- * out of its way), the backend, and the sequence's position and tokens, which are kept in step here
- * exactly as the library's own decode keeps them.
+ * objects (the same in 3.21.1 and 3.22.1): the native context, its disposal guard, its batch size, the
+ * backend, and the sequence's position and tokens, which are kept in step here exactly as the
+ * library's own decode keeps them.
  */
 interface DirectContextInternals {
   _ctx: object;
@@ -91,11 +91,12 @@ export class DirectDecoder {
     const context = this.seq._context;
     const batchSize = context.batchSize;
     const handle = context._backendContextDisposeGuard.createPreventDisposalHandle();
+    const tokens = Int32Array.from(input);
     let lastStart = 0;
     try {
       for (let start = 0; start < input.length; start += batchSize) {
         const end = Math.min(input.length, start + batchSize);
-        const chunk = Int32Array.from(input.slice(start, end));
+        const chunk = tokens.subarray(start, end);
         lastStart = start;
         await this.addon.decode(context._ctx, this.seq._sequenceId, this.seq._nextTokenIndex, chunk, Math.min(chunk.length, Math.max(0, firstOutput - start)));
         this.seq._nextTokenIndex += chunk.length;

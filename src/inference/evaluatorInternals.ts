@@ -92,11 +92,10 @@ export function checkOutputsFit(batchSize: number, inputLength: number, outputs:
 /**
  * Decodes `input` in one call through the library's decoder, with outputs at positions
  * `firstOutput`.. of it, writing the batch output index of each into `batchIndexes` (at least
- * input.length - firstOutput long). `batchSize` is the context's.
+ * input.length - firstOutput long). The caller checks that the outputs fit one batch (checkOutputsFit).
  */
-export async function decodeWithOutputs(seq: SequenceInternals, batchSize: number, input: readonly Token[], firstOutput: number, batchIndexes: Int32Array): Promise<void> {
+export async function decodeWithOutputs(seq: SequenceInternals, input: readonly Token[], firstOutput: number, batchIndexes: Int32Array): Promise<void> {
   const count = input.length - firstOutput;
-  checkOutputsFit(batchSize, input.length, count);
   batchIndexes.fill(-1, 0, count);
   await seq._decodeTokens(
     input.slice(),

@@ -279,12 +279,12 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     this.reads.reserve(count);
     const batchIndexes = this.reads.batchIndexes;
     if (!this.device.attached) this.shippedLogitBytes += count * this.vocabularySize * 4;
+    checkOutputsFit(this.sequence.context.batchSize, input.length, count);
     if (this.directDecoder && this.decodesDirectly && (this.currentPath === 'native' || this.currentPath === 'device')) {
-      checkOutputsFit(this.sequence.context.batchSize, input.length, count);
       this.directDecodes++;
       return this.directDecoder.decodeThen(input, firstOutput, batchIndexes, read);
     }
-    await decodeWithOutputs(internals.seq, this.sequence.context.batchSize, input, firstOutput, batchIndexes);
+    await decodeWithOutputs(internals.seq, input, firstOutput, batchIndexes);
     this.libraryDecodes++;
     return read(batchIndexes);
   }
