@@ -351,7 +351,7 @@ async function main() {
   const nextEdit = targetNames.includes('qwen-coder-small') ? await nextEditLoop('qwen-coder-small') : null;
   if (nextEdit) md.push(...nextEdit.md);
   md.push(
-    `Columns, per step in ms: forward pass = the native decodeBatch calls; reading = the native sampleToken calls (one per output read), native reader calls (one per step, host logits) or, on the device path, the sampled ids read back (one call a step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    `Columns, per step in ms: forward pass = the native decodeBatch calls (or, decoding directly, the native addon's decode calls); reading = the native sampleToken calls (one per output read), native reader calls (one per step, host logits) or, on the device path, the sampled ids read back (one call a step); rest of verify = the evaluator's own JS and the library's batch queue; overhead = everything but the forward pass. Goals (issue 11): a plain step ≤ 1.1 × V(1), a speculative step ≤ V(k+1) + 0.1 × V(1) (overhead / V(1) ≤ 0.1). ${taskCount} tasks × ${MAX_TOKENS} tokens per row, output checked equal to plain decoding. ${((Date.now() - started) / 1000).toFixed(0)} s.`,
   );
   saveReport(`profile${threads > 1 ? `-threads-${threads}` : ''}`, 'profile', md, { threads, gpu, rows: all, confidences, warmForwardPass, nextEditLoop: nextEdit?.rows ?? null });
 }

@@ -36,19 +36,18 @@ describe('direct decode: the native path without the library’s batch queue', (
   };
 
   /** The library's view of the sequence is ours: its tokens and its next position. */
-  const inStep = (evaluator: LlamaSequenceEvaluator, context: LlamaContext) => {
+  const inStep = (evaluator: LlamaSequenceEvaluator) => {
     const sequence = (evaluator as unknown as { sequence: { contextTokens: number[]; nextTokenIndex: number } }).sequence;
     assert.deepEqual(sequence.contextTokens, [...evaluator.tokens]);
     assert.equal(sequence.nextTokenIndex, evaluator.tokens.length);
-    assert.ok(context);
   };
 
   /** A decode of mixed steps: the prompt (several batches), plain steps, verify batches with a confidence, cuts. */
-  const script = async (evaluator: LlamaSequenceEvaluator, context: LlamaContext, seed: number) => {
+  const script = async (evaluator: LlamaSequenceEvaluator, seed: number) => {
     const random = mulberry32(seed);
     const out: EvaluatedNext[][] = [];
     out.push(await evaluator.append(prompt, 1, true));
-    inStep(evaluator, context);
+    inStep(evaluator);
     for (let step = 0; step < 24; step++) {
       const next = out[out.length - 1]!.at(-1)!.token;
       if (step % 3 === 2) {
@@ -62,7 +61,7 @@ describe('direct decode: the native path without the library’s batch queue', (
       } else {
         out.push(await evaluator.append([next], 1, step % 2 === 0));
       }
-      inStep(evaluator, context);
+      inStep(evaluator);
     }
     return out;
   };
@@ -89,7 +88,7 @@ describe('direct decode: the native path without the library’s batch queue', (
     for (const seed of [1, 2, 3]) {
       await direct.evaluator.reset();
       await library.evaluator.reset();
-      assert.deepEqual(await script(direct.evaluator, direct.context, seed), await script(library.evaluator, library.context, seed));
+      assert.deepEqual(await script(direct.evaluator, seed), await script(library.evaluator, seed));
       assert.deepEqual([...direct.evaluator.tokens], [...library.evaluator.tokens]);
     }
     assert.ok(direct.evaluator.directDecodes > 0);
@@ -108,19 +107,19 @@ describe('direct decode: the native path without the library’s batch queue', (
     assert.deepEqual([...b.evaluator.tokens], [...a.evaluator.tokens]);
     const next = [prompt[5]!, prompt[6]!, prompt[7]!];
     assert.deepEqual(await b.evaluator.append(next, 3, true), await a.evaluator.append(next, 3, true));
-    inStep(b.evaluator, b.context);
+    inStep(b.evaluator);
   });
 
   it('two sequences of one context decoding at once get what each gets alone (a decode and its reads under the library’s lock)', async () => {
     const alone = await make('direct');
-    const expectedA = await script(alone.evaluator, alone.context, 7);
+    const expectedA = await script(alone.evaluator, 7);
     await alone.evaluator.reset();
-    const expectedB = await script(alone.evaluator, alone.context, 8);
+    const expectedB = await script(alone.evaluator, 8);
     const context = await model.createContext({ contextSize: 512, batchSize: 64, sequences: 2, threads: 1 });
     contexts.push(context);
     const a = new LlamaSequenceEvaluator(context.getSequence(), model);
     const b = new LlamaSequenceEvaluator(context.getSequence(), model);
-    const [gotA, gotB] = await Promise.all([script(a, context, 7), script(b, context, 8)]);
+    const [gotA, gotB] = await Promise.all([script(a, 7), script(b, 8)]);
     assert.deepEqual(gotA, expectedA);
     assert.deepEqual(gotB, expectedB);
     assert.equal(a.libraryDecodes + b.libraryDecodes, 0);
@@ -128,7 +127,7 @@ describe('direct decode: the native path without the library’s batch queue', (
 
   it('the library’s own decodes on another sequence of the context never run at the same time as ours (its lock)', async () => {
     const alone = await make('direct');
-    const expected = await script(alone.evaluator, alone.context, 11);
+    const expected = await script(alone.evaluator, 11);
     const context = await model.createContext({ contextSize: 512, batchSize: 64, sequences: 2, threads: 1 });
     contexts.push(context);
     const ours = new LlamaSequenceEvaluator(context.getSequence(), model);
@@ -148,7 +147,7 @@ describe('direct decode: the native path without the library’s batch queue', (
       }
       return rounds;
     })();
-    const got = await script(ours, context, 11);
+    const got = await script(ours, 11);
     stop = true;
     await theirs;
     assert.deepEqual(got, expected);
