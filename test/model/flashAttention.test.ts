@@ -210,27 +210,36 @@ describe('flash attention: the embedded pair, loaded', () => {
     );
 
   it('measures both models at the first load, remembers them at the second, and creates the contexts that way', async () => {
-    const first = await load('auto');
-    try {
-      assert.match(first.info.flashAttention!.target, /measured: [\d.]+ ms with, [\d.]+ ms without/);
-      assert.match(first.info.flashAttention!.draft!, /measured/);
-      // The option the contexts were created with (node-llama-cpp's getter returns it as given).
-      assert.equal(first.target.context.flashAttention, first.target.attention.flashAttention);
-      assert.equal(first.draft!.context.flashAttention, first.draft!.attention.flashAttention);
-      assert.equal(typeof first.target.attention.flashAttention, 'boolean');
-      // The measurement's contexts are gone: the session still completes.
-      const r = await first.complete({ prefix: 'function add(a, b) {\n  return ', suffix: '\n}\n', maxTokens: 8, mode: 'hybrid' });
-      assert.ok(r.tokens.length > 0);
-    } finally {
-      await first.dispose();
-    }
     // Both models differ ~2x here, so their two rounds agree and both are remembered; a round skewed
-    // 2x by the machine would leave one unremembered, and the load would say so.
-    const reasons = [first.info.flashAttention!.target, first.info.flashAttention!.draft!];
-    // No file when nothing was remembered: the assertions below then say why (the load's reasons).
-    const stored = fs.existsSync(memoFile) ? Object.keys(JSON.parse(fs.readFileSync(memoFile, 'utf8')) as Record<string, unknown>) : [];
-    assert.equal(stored.length, reasons.filter((r) => !/disagreed/.test(r)).length, reasons.join(' | '));
-    assert.ok(stored.length > 0, `nothing remembered: ${reasons.join(' | ')}`);
+    // 2x by a loaded machine leaves one unremembered, and the load says so. A first load that
+    // remembered nothing is measured again (at most three times) before the test gives up.
+    let stored: string[] = [];
+    let reasons: string[] = [];
+    /** What the first load chose, per role. */
+    let chose: Record<'target' | 'draft', boolean | string> = { target: false, draft: false };
+    for (let attempt = 1; attempt <= 3 && stored.length === 0; attempt++) {
+      fs.rmSync(memoFile, { force: true });
+      const first = await load('auto');
+      try {
+        assert.match(first.info.flashAttention!.target, /measured: [\d.]+ ms with, [\d.]+ ms without/);
+        assert.match(first.info.flashAttention!.draft!, /measured/);
+        // The option the contexts were created with (node-llama-cpp's getter returns it as given).
+        assert.equal(first.target.context.flashAttention, first.target.attention.flashAttention);
+        assert.equal(first.draft!.context.flashAttention, first.draft!.attention.flashAttention);
+        assert.equal(typeof first.target.attention.flashAttention, 'boolean');
+        // The measurement's contexts are gone: the session still completes.
+        const r = await first.complete({ prefix: 'function add(a, b) {\n  return ', suffix: '\n}\n', maxTokens: 8, mode: 'hybrid' });
+        assert.ok(r.tokens.length > 0);
+      } finally {
+        await first.dispose();
+      }
+      reasons = [first.info.flashAttention!.target, first.info.flashAttention!.draft!];
+      chose = { target: first.target.attention.flashAttention, draft: first.draft!.attention.flashAttention };
+      // No file when nothing was remembered: the assertions below then say why (the load's reasons).
+      stored = fs.existsSync(memoFile) ? Object.keys(JSON.parse(fs.readFileSync(memoFile, 'utf8')) as Record<string, unknown>) : [];
+      assert.equal(stored.length, reasons.filter((r) => !/disagreed/.test(r)).length, reasons.join(' | '));
+    }
+    assert.ok(stored.length > 0, `nothing remembered in three first loads: ${reasons.join(' | ')}`);
     // The remembered answers are what the next load uses: flip them on disk and load again.
     const memo = JSON.parse(fs.readFileSync(memoFile, 'utf8')) as Record<string, { onMs: number; offMs: number }>;
     for (const k of stored) memo[k] = { onMs: memo[k]!.offMs, offMs: memo[k]!.onMs };
@@ -238,8 +247,8 @@ describe('flash attention: the embedded pair, loaded', () => {
     const second = await load('auto');
     try {
       for (const [role, model, before] of [
-        ['target', second.target, first.target.attention.flashAttention],
-        ['draft', second.draft!, first.draft!.attention.flashAttention],
+        ['target', second.target, chose.target],
+        ['draft', second.draft!, chose.draft],
       ] as const) {
         if (!stored.some((k) => k.includes(`|${role}|`))) continue;
         assert.match(model.attention.reason, /remembered/, role);
