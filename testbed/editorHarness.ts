@@ -303,6 +303,8 @@ export interface StartCodeServerOptions {
   settings?: Record<string, unknown>;
   /** Written into the User settings whatever their scope (a test of machine settings where VS Code ignores them). */
   userSettingsVerbatim?: Record<string, unknown>;
+  /** The user's own keybindings (<userDataDir>/User/keybindings.json). */
+  keybindings?: { key: string; command: string; when?: string }[];
   /** Extra environment for code-server (and so for the extension host). */
   env?: Record<string, string>;
   /** .vsix files installed into extensionsDir before the server starts. */
@@ -427,6 +429,7 @@ export async function startCodeServer(opts: StartCodeServerOptions): Promise<Cod
   const settingsPath = path.join(userDir, 'settings.json');
   const { user, machine } = splitMachineSettings({ ...DEFAULT_SETTINGS, ...(opts.settings ?? {}) });
   fs.writeFileSync(settingsPath, JSON.stringify({ ...user, ...(opts.userSettingsVerbatim ?? {}) }, null, 2));
+  if (opts.keybindings) fs.writeFileSync(path.join(userDir, 'keybindings.json'), JSON.stringify(opts.keybindings, null, 2));
   if (Object.keys(machine).length > 0) {
     fs.mkdirSync(path.join(dirs.userDataDir, 'Machine'), { recursive: true });
     fs.writeFileSync(path.join(dirs.userDataDir, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));

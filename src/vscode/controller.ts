@@ -139,7 +139,8 @@ export class DraftlineController implements vscode.Disposable {
         this.log.info(describeAlternatives(answer));
         this.refreshStats();
       },
-      nextEditItem: (document, position) => this.nextEdits.ghostItem(document, position),
+      nextEditItem: (document, position) => this.nextEdits.ghost.itemAt(document, position),
+      nextEditItemWhenAnswered: (document, position, token) => this.nextEdits.ghost.itemWhenAnswered(document, position, token),
       onFim: (document, position, phase) => this.nextEdits.fimPhase(document, position, phase),
     });
   }

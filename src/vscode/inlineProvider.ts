@@ -45,6 +45,11 @@ export interface ProviderHooks {
   onAlternatives?(alternatives: EngineAlternatives): void;
   /** A next edit to show as ghost text here (an insertion at the cursor, or a change VS Code can draw so); asked first. */
   nextEditItem?(document: vscode.TextDocument, position: vscode.Position): vscode.InlineCompletionItem | undefined;
+  /**
+   * Where fill-in-the-middle has nothing here: the next edit due at this version and cursor, once it
+   * has answered (VS Code may not ask again here: src/vscode/nextEdit/dueAnswer.ts).
+   */
+  nextEditItemWhenAnswered?(document: vscode.TextDocument, position: vscode.Position, token: vscode.CancellationToken): Promise<vscode.InlineCompletionItem | undefined>;
   /** Fill-in-the-middle ghost text asked for ('pending'), shown, or not ('none') at this version and cursor. */
   onFim?(document: vscode.TextDocument, position: vscode.Position, phase: 'pending' | 'shown' | 'none'): void;
 }
@@ -91,6 +96,19 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     // A next edit drawn as ghost text (the controller asked VS Code for it with a trigger).
     const nextEdit = this.hooks.nextEditItem?.(document, position);
     if (nextEdit) return [nextEdit];
+    const fim = await this.fillInTheMiddle(document, position, context, token);
+    if (fim?.length || token.isCancellationRequested || !this.hooks.nextEditItemWhenAnswered) return fim;
+    const answered = await this.hooks.nextEditItemWhenAnswered(document, position, token);
+    return answered ? [answered] : fim;
+  }
+
+  /** The completion (or, when the user cycles, the alternatives) at the cursor. */
+  private async fillInTheMiddle(
+    document: vscode.TextDocument,
+    position: vscode.Position,
+    context: vscode.InlineCompletionContext,
+    token: vscode.CancellationToken,
+  ): Promise<vscode.InlineCompletionItem[] | undefined> {
     // Alternatives only when the user cycles where ghost text is shown (Alt+] / Alt+[): never for a
     // trigger or the keystrokes after one, which must get their one suggestion first.
     const at = cursorAt(document, position);

@@ -156,11 +156,19 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
   /** Polls `probe` every 20 ms from the last keystroke; records how long it took under `label`. */
   const timed = async <T>(label: string, probe: () => Promise<T | undefined | false>, what: string): Promise<T> => {
     const t0 = Date.now();
+    const linesBefore = log().split('\n');
+    const seen = new Set(linesBefore);
     const value = await waitFor(probe, {
       timeoutMs: 15_000,
       intervalMs: 20,
       what,
-      describe: async () => `view:\n${await viewText(page)}\n${JSON.stringify(await drawn(page))}\nlog:\n${log().slice(-3000)}`,
+      // What the extension logged since the keystroke first: a CI report keeps only the message's head.
+      describe: async () => {
+        const since = log()
+          .split('\n')
+          .filter((line) => line && !seen.has(line));
+        return `log since the keystroke:\n${since.join('\n') || '(nothing)'}\nview:\n${await viewText(page)}\n${JSON.stringify(await drawn(page))}\nlog before it:\n${linesBefore.slice(-12).join('\n')}`;
+      },
     });
     onScreen[label] = Date.now() - t0;
     return value;
@@ -176,6 +184,7 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
       fs.writeFileSync(path.join(WORKSPACE, `delete${suffix}.ts`), DELETE);
       fs.writeFileSync(path.join(WORKSPACE, `block${suffix}.ts`), BLOCK);
     }
+    fs.writeFileSync(path.join(WORKSPACE, 'insert-asked.ts'), INSERT);
     fs.writeFileSync(path.join(WORKSPACE, 'indent.ts'), 'function f() {\nreturn 1;\n}\n');
     const replay = path.join(OUT, 'next-edit-answers.json');
     fs.writeFileSync(replay, JSON.stringify({ cases: CASES }, null, 2));
@@ -184,6 +193,8 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
       workspaceDir: WORKSPACE,
       outDir: path.join(OUT, 'server'),
       env: { DRAFTLINE_NEXT_EDIT_REPLAY: replay },
+      // VS Code binds no key to Trigger Inline Suggestion; users do.
+      keybindings: [{ key: 'ctrl+alt+i', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' }],
       settings: {
         'workbench.colorTheme': 'Default Dark Modern',
         'editor.autoClosingBrackets': 'never',
@@ -267,6 +278,20 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
     await page.keyboard.press('Tab');
     await saveActiveFile(page);
     assert.equal(file('insert.ts'), CASES[2]!.after);
+  });
+
+  it('asked for at once (Trigger Inline Suggestion) where nothing else suggests anything, the insertion still shows when it comes', async () => {
+    // VS Code asks the providers once per document version and cursor for such a trigger, and a later
+    // trigger there (the next edit's own) reuses that empty answer: the provider's call waits instead.
+    // The models finishing their load right after a keystroke trigger the same way.
+    await openFile(page, 'insert-asked.ts');
+    await placeCursor(page, 2, 27);
+    await page.keyboard.type('(', { delay: 60 });
+    await page.keyboard.press('Control+Alt+I');
+    const ghost = await timed('ghost text, asked for at once', async () => (await readGhostText(page)) || undefined, 'the next edit as ghost text');
+    assert.equal(ghost, '(value) => value * 2);');
+    await page.keyboard.press('Escape');
+    await waitFor(async () => !(await readGhostText(page)) || undefined, { timeoutMs: 3000, what: 'Escape hiding the ghost text' });
   });
 
   it('a deletion is drawn as struck-through text; Escape dismisses it and leaves the file as it was', async () => {

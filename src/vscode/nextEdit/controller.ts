@@ -8,6 +8,7 @@ import { classifyNextEdit, type ShapeText } from '../../nextEdit/suggestion/shap
 import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/suggestion/stats';
 import type { DecodeMode } from '../../shared/decoding';
 import { FimTracker } from './fimTracker';
+import { GhostNextEdit } from './ghostNextEdit';
 import { NextEditRenderer } from './renderer';
 import { buildRequest } from './request';
 
@@ -54,7 +55,7 @@ export class NextEditController implements vscode.Disposable {
   private ownCursorUntil = 0;
   private keys: ContextKeys = { shown: false, far: false };
   /** The suggestion drawn as ghost text, served to the inline provider. */
-  private ghost: { uri: string; version: number; offset: number; suggestion: ShownSuggestion } | null = null;
+  readonly ghost = new GhostNextEdit((s) => this.markOnScreen(s));
   /** Per request: its figures, for the log line of each suggestion it gave. */
   private readonly figures = new Map<number, NextEditRequestFigures>();
   private readonly onScreen = new WeakMap<ShownSuggestion, number | null>();
@@ -105,29 +106,15 @@ export class NextEditController implements vscode.Disposable {
     const active = vscode.window.activeTextEditor;
     if (active?.document !== e.document || this.applying) return;
     // VS Code's own Tab on a next edit drawn as ghost text: the chain goes on.
-    const g = this.ghost;
-    if (g && g.uri === e.document.uri.toString() && this.ghostWasAccepted(e, g.suggestion)) {
-      this.ghost = null;
-      const ghost = g.suggestion.shape.ghost!;
-      this.session.applied(ghost.start + ghost.text.length);
+    const acceptedTo = this.ghost.acceptedBy(e);
+    if (acceptedTo !== null) {
+      this.session.applied(acceptedTo);
       return;
     }
     if (this.hooks.settings().enabled) {
       this.editor = active;
       this.session.edited();
     } else this.session.reset();
-  }
-
-  /** Whether this change is the ghost text's replacement being accepted (however VS Code split it). */
-  private ghostWasAccepted(e: vscode.TextDocumentChangeEvent, s: ShownSuggestion): boolean {
-    const ghost = s.shape.ghost;
-    if (!ghost) return false;
-    const delta = e.contentChanges.reduce((sum, c) => sum + c.text.length - c.rangeLength, 0);
-    if (delta !== ghost.text.length - (ghost.end - ghost.start)) return false;
-    const doc = e.document;
-    const lo = Math.min(...e.contentChanges.map((c) => c.rangeOffset));
-    if (lo < ghost.start) return false;
-    return doc.getText(new vscode.Range(doc.positionAt(ghost.start), doc.positionAt(ghost.start + ghost.text.length))) === ghost.text;
   }
 
   private onSelectionChanged(e: vscode.TextEditorSelectionChangeEvent): void {
@@ -158,17 +145,16 @@ export class NextEditController implements vscode.Disposable {
 
   /** Escape. */
   dismiss(): boolean {
-    const ghost = this.ghost;
+    const ghost = this.ghost.suggestion;
     const dismissed = this.session.escape();
-    if (dismissed && ghost) void vscode.commands.executeCommand('editor.action.inlineSuggest.hide');
+    if (dismissed && ghost) this.ghost.hide();
     return dismissed;
   }
 
   /** VS Code accepted the ghost text of a next edit (its item's command): the chain goes on if the change did not already. */
   ghostAccepted(): void {
-    const g = this.ghost;
-    if (!g) return;
-    this.ghost = null;
+    if (!this.ghost.suggestion) return;
+    this.ghost.clear();
     const editor = vscode.window.activeTextEditor;
     if (editor) this.session.applied(editor.document.offsetAt(editor.selection.active));
   }
@@ -188,23 +174,13 @@ export class NextEditController implements vscode.Disposable {
     }
   }
 
-  /** The next edit to show as ghost text at this cursor, for the inline provider. */
-  ghostItem(document: vscode.TextDocument, position: vscode.Position): vscode.InlineCompletionItem | undefined {
-    const g = this.ghost;
-    if (!g || g.uri !== document.uri.toString() || g.version !== document.version || g.offset !== document.offsetAt(position)) return undefined;
-    const ghost = g.suggestion.shape.ghost!;
-    this.markOnScreen(g.suggestion);
-    return new vscode.InlineCompletionItem(ghost.text, new vscode.Range(document.positionAt(ghost.start), document.positionAt(ghost.end)), {
-      title: 'Draftline: next edit accepted',
-      command: 'draftline.nextEdit.accepted',
-    });
-  }
-
   // ------------------------------------------------------------------------------ session host
 
   private schedule(delayMs: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.ask(), delayMs);
+    const document = vscode.window.activeTextEditor?.document;
+    if (document) this.ghost.due.scheduled(document.uri.toString(), document.version);
   }
 
   private cancel(): void {
@@ -212,10 +188,12 @@ export class NextEditController implements vscode.Disposable {
     this.timer = undefined;
     this.inFlight?.abort();
     this.inFlight = null;
+    this.ghost.due.settled();
   }
 
   private async ask(): Promise<void> {
     this.timer = undefined;
+    this.ghost.due.settled();
     const editor = vscode.window.activeTextEditor;
     if (!editor?.selection.isEmpty || editor.selections.length !== 1 || !recordable(editor.document)) return;
     const settings = this.hooks.settings();
@@ -235,6 +213,7 @@ export class NextEditController implements vscode.Disposable {
     const requestId = this.session.requestStarted(cursor);
     const abort = new AbortController();
     this.inFlight = abort;
+    this.ghost.due.started(document.uri.toString(), version, cursor);
     this.stats.requested();
     const current = () => !abort.signal.aborted && document.version === version && this.session.wants(requestId);
     const onEdit = (edit: TextReplacement) => {
@@ -276,7 +255,10 @@ export class NextEditController implements vscode.Disposable {
       this.lastFailure = message;
       this.session.failed(requestId);
     } finally {
-      if (this.inFlight === abort) this.inFlight = null;
+      if (this.inFlight === abort) {
+        this.inFlight = null;
+        this.ghost.due.settled();
+      }
       this.hooks.onStats();
     }
   }
@@ -286,17 +268,15 @@ export class NextEditController implements vscode.Disposable {
     if (!s || !editor) {
       // Ghost text goes by itself (VS Code drops it on a keystroke; Escape hides it in dismiss()).
       this.renderer.clear();
-      this.ghost = null;
+      this.ghost.clear();
       return;
     }
-    const document = editor.document;
     if (s.shape.render === 'ghost') {
       this.renderer.clear();
-      this.ghost = { uri: document.uri.toString(), version: document.version, offset: s.cursor, suggestion: s };
-      void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+      this.ghost.show(editor.document, s);
       return;
     }
-    this.ghost = null;
+    this.ghost.clear();
     this.renderer.show(editor, s);
     this.markOnScreen(s);
   }
@@ -351,7 +331,7 @@ export class NextEditController implements vscode.Disposable {
   }
 
   private ended(s: ShownSuggestion, outcome: NextEditOutcome): void {
-    if (this.ghost?.suggestion === s) this.ghost = null;
+    this.ghost.clear(s);
     this.stats.ended(outcome);
     this.hooks.log.info(describeSuggestion(s, outcome, this.figures.get(s.requestId) ?? null, this.onScreen.get(s) ?? null));
     this.hooks.onStats();
