@@ -1,4 +1,5 @@
 import type * as vscode from 'vscode';
+import { ChangeSignal } from './changeSignal';
 
 interface Due {
   uri: string;
@@ -17,7 +18,7 @@ interface Due {
  */
 export class DueAnswer {
   private due: Due | null = null;
-  private readonly waiters = new Set<() => void>();
+  private readonly changed = new ChangeSignal();
 
   /** The pause runs: a request will be made for this version of the document. */
   scheduled(uri: string, version: number): void {
@@ -39,7 +40,7 @@ export class DueAnswer {
 
   /** Something changed that a waiter may be waiting for (an answer drawn): `ready` is checked again. */
   wake(): void {
-    for (const wake of [...this.waiters]) wake();
+    this.changed.notify();
   }
 
   /** Whether a request is due or under way for this version of the document at this cursor. */
@@ -55,18 +56,7 @@ export class DueAnswer {
   async until(uri: string, version: number, cursor: number, token: vscode.CancellationToken, maxMs: number, ready: () => boolean): Promise<void> {
     const deadline = Date.now() + maxMs;
     while (!ready() && this.isDueAt(uri, version, cursor) && !token.isCancellationRequested && Date.now() < deadline) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, deadline - Date.now());
-        const sub = token.onCancellationRequested(done);
-        const waiters = this.waiters;
-        waiters.add(done);
-        function done() {
-          clearTimeout(timer);
-          sub.dispose();
-          waiters.delete(done);
-          resolve();
-        }
-      });
+      await this.changed.next(deadline - Date.now(), token);
     }
   }
 }

@@ -1,4 +1,5 @@
 import type * as vscode from 'vscode';
+import { ChangeSignal } from './changeSignal';
 
 export type FimPhase = 'pending' | 'shown' | 'none';
 
@@ -17,11 +18,11 @@ interface FimState {
  */
 export class FimTracker {
   private state: FimState | null = null;
-  private waiters: (() => void)[] = [];
+  private readonly changed = new ChangeSignal();
 
   note(document: vscode.TextDocument, position: vscode.Position, phase: FimPhase): void {
     this.state = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character, phase };
-    if (phase !== 'pending') for (const wake of this.waiters.splice(0)) wake();
+    if (phase !== 'pending') this.changed.notify();
   }
 
   /** The phase at this version and cursor; 'none' when nothing was asked there. */
@@ -34,14 +35,7 @@ export class FimTracker {
   /** The phase once a pending FIM request there has answered (or `timeoutMs` passed: then 'none'). */
   async settled(document: vscode.TextDocument, position: vscode.Position, timeoutMs: number): Promise<FimPhase> {
     if (this.phaseAt(document, position) !== 'pending') return this.phaseAt(document, position);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
-      this.waiters.push(done);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
+    await this.changed.next(timeoutMs);
     const phase = this.phaseAt(document, position);
     return phase === 'pending' ? 'none' : phase;
   }
