@@ -93,10 +93,16 @@ describe("the installed extension's page", { skip: e2eUnavailableReason() ?? fal
         },
       );
     } finally {
-      // The first picture in view, for the record (shown or not).
+      // The first picture in view, for the record (shown or not), with no tooltip over it.
+      await page.mouse.move(1220, 720);
       await frame.evaluate(() => (globalThis as any).document.querySelector('img')?.scrollIntoView({ block: 'center' })).catch(() => undefined);
       await sleep(500);
       await screenshot(page, OUT, '01-details-first-picture');
+      await frame
+        .evaluate(() => Array.from((globalThis as any).document.querySelectorAll('img')).at(-1)?.scrollIntoView({ block: 'center' }))
+        .catch(() => undefined);
+      await sleep(500);
+      await screenshot(page, OUT, '02-details-last-pictures');
       fs.writeFileSync(path.join(OUT, 'images.json'), JSON.stringify({ images, consoleErrors: wb.consoleErrors.filter((e) => /img-src|Content Security Policy/i.test(e)) }, null, 2));
     }
     assert.ok(images.length >= 14, `the README's 14 pictures are on the page (${images.length})`);
