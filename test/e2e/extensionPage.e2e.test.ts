@@ -98,9 +98,7 @@ describe("the installed extension's page", { skip: e2eUnavailableReason() ?? fal
       await frame.evaluate(() => (globalThis as any).document.querySelector('img')?.scrollIntoView({ block: 'center' })).catch(() => undefined);
       await sleep(500);
       await screenshot(page, OUT, '01-details-first-picture');
-      await frame
-        .evaluate(() => Array.from((globalThis as any).document.querySelectorAll('img')).at(-1)?.scrollIntoView({ block: 'center' }))
-        .catch(() => undefined);
+      await frame.evaluate(() => (Array.from((globalThis as any).document.querySelectorAll('img')).at(-1) as any)?.scrollIntoView({ block: 'center' })).catch(() => undefined);
       await sleep(500);
       await screenshot(page, OUT, '02-details-last-pictures');
       fs.writeFileSync(path.join(OUT, 'images.json'), JSON.stringify({ images, consoleErrors: wb.consoleErrors.filter((e) => /img-src|Content Security Policy/i.test(e)) }, null, 2));
