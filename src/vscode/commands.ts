@@ -58,9 +58,9 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     // Alt+] / Alt+[ (package.json keybindings, over VS Code's own): the only requests that compute alternatives.
     vscode.commands.registerCommand('draftline.showNextSuggestion', () => showOtherSuggestion(controller.provider, 'next')),
     vscode.commands.registerCommand('draftline.showPreviousSuggestion', () => showOtherSuggestion(controller.provider, 'previous')),
-    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
-    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
-    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit')),
+    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target', controller.log)),
+    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft', controller.log)),
+    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit', controller.log)),
     vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       await controller.refreshWorkerStatus();

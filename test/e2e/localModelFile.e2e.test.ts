@@ -155,11 +155,11 @@ describe('Use a Local File… checks the file for its role', { skip: e2eUnavaila
     await screenshot(page, OUT, '02-picker');
     const sweepRow = rows.find((r) => r.includes('Sweep Next-Edit'))!;
     assert.match(sweepRow, /local file, not verified/, sweepRow);
-    assert.doesNotMatch(sweepRow, /downloaded/, sweepRow);
+    assert.doesNotMatch(sweepRow, /— downloaded/, sweepRow);
     await closeQuickInput(page);
     // ...in Show Stats,
     const stats = await showStatsText(page, /Next-edit file/);
-    assert.match(stats, /Next-edit file\s+local file, not verified/, stats);
+    assert.match(stats, /Next-edit file:? +local file, not verified/, stats);
     // ...and in the status bar's tooltip.
     const tooltip = await waitFor(
       async () => {
