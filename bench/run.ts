@@ -36,6 +36,7 @@ import { LlamaServer } from '../testbed/llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget } from './targets';
+import { resultsJson } from './savedRun';
 import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
@@ -1182,13 +1183,13 @@ async function main() {
   // Written after every section too: a run stopped at a time limit (the bench kit's lease) keeps the sections it finished.
   const save = () => {
     if (bench.modes.length) {
-      fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
+      fs.writeFileSync(path.join(outDir, 'runs.json'), resultsJson(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
     }
     results.seconds = (Date.now() - started) / 1000;
     const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
       .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
       .join(', ')})`;
-    fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
+    fs.writeFileSync(path.join(outDir, 'results.json'), resultsJson(results, 2));
     fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
     return timeLine;
   };
