@@ -593,7 +593,7 @@ interface Section {
 }
 
 /**
- * Wall-clock seconds measured with --quick at --threads 1 on the reference VM (this 2-core Intel Xeon
+ * Wall-clock seconds measured with --quick at --threads 1 on the reference VM (a 2-core Intel Xeon
  * VM, no GPU) while other jobs kept it busy (load average ~5; the same runs used 60-85% of that in
  * CPU time, nearer what a quiet VM takes). Regime 1: a task of one pair (six modes, untimed warm-ups,
  * model load and tie check; mean of two runs); regime 2: setup (random target written once, verify
