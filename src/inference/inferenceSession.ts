@@ -1,4 +1,4 @@
-import type { Llama, LlamaToken } from './llamaTypes';
+import type { Llama, LlamaToken } from '../llama/llamaTypes';
 import type { KvSequencesReport, LoadedModelsInfo } from '../shared/backendInfo';
 import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
 import type { Token } from '../shared/decoding';
@@ -15,7 +15,7 @@ import { decode } from '../speculation/speculativeDecoder';
 import { clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import { CompletionPrompts, type PromptRequest } from './completionPrompt';
-import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
 import { DEFAULT_OWNER, describeOwner, PromptStates, type SequenceEvaluators, type SequenceReport } from './promptStates';

@@ -18,8 +18,8 @@ import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { type ContextGate, ParkedAbort } from './contextGate';
 import { documentNgramProposer } from './documentNgrams';
-import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import type { LlamaToken } from './llamaTypes';
+import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { LlamaToken } from '../llama/llamaTypes';
 import type { NextEditModelSlot } from './nextEditModelSlot';
 import { DEFAULT_OWNER, type SequenceEvaluators } from './promptStates';
 

@@ -24,7 +24,12 @@ export const LAYERS: Layer[] = [
   { name: 'engine', folders: ['engine', 'nextEdit/suggestion'], why: 'What the editor does, without the editor: the completion engine and the next-edit session state machine.' },
   { name: 'backend', folders: ['backend', 'remote'], why: "The seam the engine calls: Draftline's own worker (through its client) or an inference server over HTTP." },
   { name: 'worker', folders: ['worker'], why: 'The inference process and its client: protocol, scheduling, the shared worker; it runs inference.' },
-  { name: 'inference', folders: ['inference'], why: 'node-llama-cpp sessions, loads and downloads, inside the worker only.' },
+  { name: 'inference', folders: ['inference'], why: "node-llama-cpp sessions, loads and downloads, inside the worker only, through the library's public API." },
+  {
+    name: 'llama',
+    folders: ['llama'],
+    why: "Everything below node-llama-cpp's public API: its private fields and lock (the direct decode, the native and device reads, the sequence evaluator) and the native addon on llama.cpp's C API (llama/native/). A node-llama-cpp upgrade touches this folder and nothing else.",
+  },
   {
     name: 'settings & stats',
     folders: ['settings', 'stats'],
