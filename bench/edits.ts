@@ -245,7 +245,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     policy: session.policy,
     draft,
     ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
-    // As the worker streams them (inference/nextEdit.ts): the final edits so far, each once.
+    // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
   const windowMs = performance.now() - t0;

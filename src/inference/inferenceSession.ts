@@ -26,7 +26,7 @@ import { ContextGate } from './contextGate';
 import type { DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
-import { SessionNextEdits } from './nextEdit';
+import { SessionNextEdits } from './sessionNextEdits';
 
 export { gpuLayersFor } from './loadedPair';
 export type { DecodeOverrides } from './decodeOverrides';
@@ -83,7 +83,7 @@ export class InferenceSession {
   private readonly states: PromptStates<LlamaSequenceEvaluator>;
   /** The KV states of prompts whose sequence another owner took, to load back when they return. */
   private readonly saved: SavedPromptStates;
-  /** Next-edit requests (issue #39) and the next-edit model (inference/nextEdit.ts, nextEditModelSlot.ts). */
+  /** Next-edit requests (issue #39) and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
   readonly nextEdits: SessionNextEdits;
 
   private constructor(

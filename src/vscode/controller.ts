@@ -25,8 +25,8 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { StatsDisplay } from './statsDisplay';
 import { settingProblemReporter } from './settingProblems';
-import { NextEditController } from './nextEdit/controller';
-import { replaySourceFromEnvironment } from './nextEdit/replay';
+import { NextEditController } from './nextEdit/nextEditController';
+import { replaySourceFromEnvironment } from './nextEdit/replayFromEnvironment';
 import { readNextEditUiSettings } from './settings';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
