@@ -170,7 +170,16 @@ export class InferenceSession {
 
   /** One generation at a time: the caller waits for the previous one (a second one at once throws). */
   complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    return this.alone(() => this.completeNow(request, signal, overrides));
+    return this.alone(async () => {
+      const speculation = overrides.speculation ?? this.speculation;
+      const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
+      this.prompts.indexExtraContext(request);
+      testAbortHook('generation', this.target.info, this.draft?.info);
+      const result = await this.decodeAfter(request, prompt, [], signal, overrides);
+      if (extraContext) result.stats.extraContext = extraContext;
+      if (result.stats.stopReason !== 'abort') this.recentGreedy.remember(prompt, request, result);
+      return result;
+    });
   }
 
   /**
@@ -182,7 +191,26 @@ export class InferenceSession {
    * One generation at a time, like a completion; the signal stops it between steps (what was done is returned).
    */
   alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
-    return this.alone(() => this.alternativesNow(request, count, signal, overrides));
+    const speculation = overrides.speculation ?? this.speculation;
+    return this.alone(() =>
+      findAlternatives(
+        {
+          scope: this.alternativesScope,
+          recentGreedy: this.recentGreedy,
+          promptTokens: () => {
+            this.prompts.indexExtraContext(request);
+            return this.prompts.tokens(request, speculation.maxProposal).tokens;
+          },
+          decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
+          targetSequence: async (prompt) => (await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
+          detokenize: (tokens) => this.detokenize(tokens),
+          isEndToken: (token) => this.isEndToken(token),
+        },
+        request,
+        count,
+        signal,
+      ),
+    );
   }
 
   /**
@@ -199,50 +227,23 @@ export class InferenceSession {
    * scheduler serialises them; overlapping ones would interleave on the same KV sequences). It counts
    * as running from the call, while it waits for the gate too: dispose waits for it.
    */
-  private alone<T>(work: () => Promise<T>): Promise<T> {
-    if (this.generating) return Promise.reject(new Error('InferenceSession: a generation started while another was running (a scheduling bug)'));
-    let generation: Promise<void> | null = null;
-    const run = (async () => {
-      try {
-        const release = await this.gate.pause();
-        try {
-          return await work();
-        } finally {
-          release();
-        }
-      } finally {
-        // Before the caller sees the answer: its next generation may start at once. (After the
-        // gate's await, so `generation` is set by now.)
-        if (this.generating === generation) this.generating = null;
-      }
-    })();
-    generation = run.then(
-      () => undefined,
-      () => undefined,
-    );
+  private async alone<T>(work: () => Promise<T>): Promise<T> {
+    if (this.generating) throw new Error('InferenceSession: a generation started while another was running (a scheduling bug)');
+    let ended!: () => void;
+    const generation = new Promise<void>((resolve) => (ended = resolve));
     this.generating = generation;
-    return run;
-  }
-
-  private alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
-    const speculation = overrides.speculation ?? this.speculation;
-    return findAlternatives(
-      {
-        scope: this.alternativesScope,
-        recentGreedy: this.recentGreedy,
-        promptTokens: () => {
-          this.prompts.indexExtraContext(request);
-          return this.prompts.tokens(request, speculation.maxProposal).tokens;
-        },
-        decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
-        targetSequence: async (prompt) => (await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
-        detokenize: (tokens) => this.detokenize(tokens),
-        isEndToken: (token) => this.isEndToken(token),
-      },
-      request,
-      count,
-      signal,
-    );
+    try {
+      const release = await this.gate.pause();
+      try {
+        return await work();
+      } finally {
+        release();
+      }
+    } finally {
+      // Before the caller sees the answer: its next generation may start at once.
+      if (this.generating === generation) this.generating = null;
+      ended();
+    }
   }
 
   /** Greedy completions of recent requests: alternatives are asked for right after the one the user saw. */
@@ -318,17 +319,6 @@ export class InferenceSession {
       maxTokens: clampMaxTokens(request.maxTokens),
       ...requestStops(request, promptPrefix),
     });
-  }
-
-  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<LocalCompletionResult> {
-    const speculation = overrides.speculation ?? this.speculation;
-    const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
-    this.prompts.indexExtraContext(request);
-    testAbortHook('generation', this.target.info, this.draft?.info);
-    const result = await this.decodeAfter(request, prompt, [], signal, overrides);
-    if (extraContext) result.stats.extraContext = extraContext;
-    if (result.stats.stopReason !== 'abort') this.recentGreedy.remember(prompt, request, result);
-    return result;
   }
 
   /**
