@@ -41,7 +41,7 @@ import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, r
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
 import type { NextEditFormatId } from '../src/nextEdit/types';
-import type { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
+import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);

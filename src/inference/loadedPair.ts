@@ -2,7 +2,7 @@
 // as many as the memory budget allows: inference/sequenceBudget.ts) and where they were placed
 // (CPU or GPU, threads, flash attention). Loading checks the files before llama.cpp reads them and
 // falls back to the CPU when a GPU backend fails. InferenceSession decodes on what this loads.
-import type { Llama, LlamaContext, LlamaModel } from './llamaTypes';
+import type { Llama, LlamaContext, LlamaModel } from '../llama/llamaTypes';
 import * as os from 'node:os';
 import type { LoadedModelsInfo, ModelDescription } from '../shared/backendInfo';
 import type { ModelSettings, SpeculationSettings } from '../shared/settings';
@@ -11,8 +11,8 @@ import { describeLoadTimings } from '../stats/loadTimings';
 import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from './nativeAddon';
+import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from '../llama/nativeAddon';
 import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory, type SequenceBudget } from './sequenceBudget';
@@ -37,7 +37,7 @@ export interface LoadedModel {
 /**
  * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
  * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
- * slower than a 1-thread one here (src/inference/nativeAddon.ts).
+ * slower than a 1-thread one here (src/llama/nativeAddon.ts).
  */
 export async function createContext(
   model: LlamaModel,

@@ -14,7 +14,7 @@ import type { NextEditModelReport } from '../shared/backendInfo';
 import type { Token } from '../shared/decoding';
 import { AttentionMemo } from './flashAttention';
 import type { RuntimeLog } from './llamaRuntime';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { createContext, disposeContext, gpuLayersFor, type LoadedModel, type LoadedPair, loadModel, type ModelPlacement } from './loadedPair';
 import { PromptStates, type SequenceEvaluators } from './promptStates';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory } from './sequenceBudget';

@@ -6,7 +6,7 @@ import type { GhostTextTimeline } from '../stats/ghostTextTimeline';
 import { type ModelFilesProvenance, reportMarkdown, type StatsReportModel, statsReportModel, type WorkerStatus } from '../stats/statsReport';
 import type { BackendInfo } from '../shared/backendInfo';
 import { statsView } from '../statsView/statsPage';
-import type { NextEditController } from './nextEdit/controller';
+import type { NextEditController } from './nextEdit/nextEditController';
 import { sharedWorkerIdleMs } from './settings';
 import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';
 import type { StatusBar } from './statusBar';

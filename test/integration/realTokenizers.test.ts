@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import type { Llama, LlamaModel } from '../../src/inference/llamaTypes';
+import type { Llama, LlamaModel } from '../../src/llama/llamaTypes';
 import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, type PromptLayout } from '../../src/prompt/fimPrompt';
 import { chooseTemplate, type PromptTemplate, type TemplateFamily } from '../../src/prompt/templates';
 import { ServerError } from '../../src/remote/http';

@@ -4,7 +4,7 @@
 // sequence (so the token-level and text-level prompts cannot drift apart).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaModel } from '../../src/inference/llamaTypes';
+import type { Llama, LlamaModel } from '../../src/llama/llamaTypes';
 import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { buildPrompt } from '../../src/prompt/fimPrompt';

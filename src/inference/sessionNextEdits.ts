@@ -18,8 +18,8 @@ import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { type ContextGate, ParkedAbort } from './contextGate';
 import { documentNgramProposer } from './documentNgrams';
-import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import type { LlamaToken } from './llamaTypes';
+import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { LlamaToken } from '../llama/llamaTypes';
 import type { NextEditModelSlot } from './nextEditModelSlot';
 import { DEFAULT_OWNER, type SequenceEvaluators } from './promptStates';
 
@@ -55,7 +55,6 @@ export class SequenceTaken extends Error {
  * take the context; after such a wait the sequence must still be the owner's (else SequenceTaken).
  */
 function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSignal | undefined, hooks: { onPark?(): void; onResume?(): void; check(): void }): GreedyEvaluator {
-  const through = <T>(call: () => Promise<T>) => gate.evaluate(call, signal, hooks);
   return {
     get tokens() {
       return evaluator.tokens;
@@ -63,9 +62,9 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
     get capacity() {
       return evaluator.capacity;
     },
-    append: (input, outputs, withConfidence, expected) => through(() => evaluator.append(input, outputs, withConfidence, expected)),
-    truncate: (length) => through(() => evaluator.truncate(length)),
-    ...(evaluator.appendRanked ? { appendRanked: (input: readonly Token[], outputs: number, top: number) => through(() => evaluator.appendRanked!(input, outputs, top)) } : {}),
+    append: (input, outputs, withConfidence, expected) => gate.evaluate(() => evaluator.append(input, outputs, withConfidence, expected), signal, hooks),
+    truncate: (length) => gate.evaluate(() => evaluator.truncate(length), signal, hooks),
+    ...(evaluator.appendRanked ? { appendRanked: (input: readonly Token[], outputs: number, top: number) => gate.evaluate(() => evaluator.appendRanked!(input, outputs, top), signal, hooks) } : {}),
   };
 }
 

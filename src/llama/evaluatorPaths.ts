@@ -3,7 +3,7 @@ import type { DeviceSamplerMode } from './nativeAddon';
 /**
  * How the greedy token after each output position is read:
  * - `native`: node-llama-cpp's batch decoder, then Draftline's native greedy reader
- *   (src/native/draftlineNative.cpp) reads every needed position in one synchronous call — one native
+ *   (src/llama/native/) reads every needed position in one synchronous call — one native
  *   round trip a step (the decode) instead of one more per position;
  * - `direct`: the same decoder and one native greedy sampler created once per evaluator, one
  *   `sampleToken` round trip per position read (the library's `controlledEvaluate` sets up a sampler
@@ -34,7 +34,7 @@ export type EvaluatorPath = 'native' | 'direct' | 'library' | 'device';
  * Whether an evaluator uses the device path: `on` wherever llama.cpp offloads the greedy sampler
  * (the CPU backend included), `auto` only where the model computes on a GPU (on a CPU there are no
  * rows to ship), `off` (the default) never. The context must come from a Llama that allowDeviceGreedy
- * (inference/nativeAddon.ts) was called on before it was created.
+ * (llama/nativeAddon.ts) was called on before it was created.
  */
 export type DeviceGreedyChoice = 'auto' | 'on' | 'off';
 
@@ -47,7 +47,7 @@ export interface EvaluatorOptions {
   deviceSampler?: DeviceSamplerMode;
   /**
    * How the native and device paths decode a batch: `direct` (default, where available): the native
-   * addon's decode, straight to llama_decode (inference/directDecode.ts); `library`: node-llama-cpp's
+   * addon's decode, straight to llama_decode (llama/directDecode.ts); `library`: node-llama-cpp's
    * batch queue, as the other paths always do. The same tokens either way.
    */
   decode?: 'direct' | 'library';

@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import type { NextEditProvider } from '../../nextEdit/provider';
 import type { NextEditFormatId, TextReplacement } from '../../nextEdit/types';
-import { shifted } from '../../nextEdit/suggestion/chain';
-import { RecordedEdits } from '../../nextEdit/suggestion/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEdit/suggestion/session';
-import { classifyNextEdit, type ShapeText } from '../../nextEdit/suggestion/shape';
-import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEdit/suggestion/stats';
+import { shifted } from '../../nextEditSession/chain';
+import { RecordedEdits } from '../../nextEditSession/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type ShownSuggestion } from '../../nextEditSession/session';
+import { classifyNextEdit, type ShapeText } from '../../nextEditSession/shape';
+import { describeSuggestion, type NextEditRequestFigures, NextEditStats, requestFigures } from '../../nextEditSession/stats';
 import type { DecodeMode } from '../../shared/decoding';
 import { FimTracker } from './fimTracker';
 import { GhostNextEdit } from './ghostNextEdit';

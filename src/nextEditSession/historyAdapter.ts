@@ -1,7 +1,7 @@
 // The editor's change events into nextEdit/editHistory.ts: it records one change with the document's
 // text before it, so a copy of each open document's text is kept here (documents up to a bound).
-import { EditHistory, type DocumentChange } from '../editHistory';
-import type { EditEvent } from '../types';
+import { EditHistory, type DocumentChange } from '../nextEdit/editHistory';
+import type { EditEvent } from '../nextEdit/types';
 
 /** Documents longer than this are not recorded (a copy of the text is kept per document). */
 export const MAX_RECORDED_CHARS = 1_000_000;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 
 /**
- * Draftline's native addon (src/native/draftlineNative.cpp, built by scripts/build-native.mjs into
+ * Draftline's native addon (src/llama/native/, built by scripts/build-native.mjs into
  * dist/draftline-native.node), what node-llama-cpp (3.21, 3.22) has no API for:
  * - the greedy tokens of several output positions of a decoded batch in one synchronous call, where
  *   the library's `sampleToken` takes one asynchronous native round trip per position;
@@ -45,7 +45,7 @@ export interface NativeAddon {
   /**
    * Decodes one batch of one sequence (tokens at positions firstPosition.., outputs from token
    * firstOutput on; batch output j is token firstOutput + j) with llama_decode on a worker thread,
-   * without the library's batch queue (inference/directDecode.ts keeps the library's sequence in step).
+   * without the library's batch queue (llama/directDecode.ts keeps the library's sequence in step).
    */
   decode(nativeContext: object, sequenceId: number, firstPosition: number, tokens: Int32Array, firstOutput: number): Promise<void>;
   /** Gives the context a persistent CPU threadpool of `threads` (llama.cpp's `poll` level: 0 = workers sleep between graphs). Before its first decode. */

@@ -1,5 +1,5 @@
 // One editor's next-edit suggestion from the keystroke to Tab (issue #38 items 1 and 3), as a state
-// machine without VS Code: the controller (src/vscode/nextEdit/controller.ts) feeds it the editor's
+// machine without VS Code: the controller (src/vscode/nextEdit/nextEditController.ts) feeds it the editor's
 // events and carries out what it asks of its host (timers, requests, drawing, context keys, the edit).
 //
 //   idle ──edit──▶ waiting (debounce) ──timer──▶ requesting ──answer──▶ shown ──Tab (near)──▶ applied ─┐
@@ -9,7 +9,7 @@
 //                  └──── chain: the answer's next edit at once, else a request at once ◀──────────────────┘
 import { nearestEdit, remainingAfter, sameEdit } from './chain';
 import type { NextEditShape } from './shape';
-import type { TextReplacement } from '../types';
+import type { TextReplacement } from '../nextEdit/types';
 
 /** How a shown suggestion ended. */
 export type NextEditOutcome = 'applied' | 'dismissed' | 'typedOver' | 'movedAway' | 'fimPriority' | 'replaced' | 'closed';

@@ -1,8 +1,8 @@
 // Recorded next-edit answers as a NextEditProvider (nextEdit/provider.ts): the real-editor tests'
 // backend, in place of the local worker or a server.
-import { type DecoderStats, emptySpeculationStats } from '../../shared/generationStats';
-import type { NextEditProvider } from '../provider';
-import type { NextEditRequest, NextEditResult, TextReplacement } from '../types';
+import { type DecoderStats, emptySpeculationStats } from '../shared/generationStats';
+import type { NextEditProvider } from '../nextEdit/provider';
+import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
 
 /**
  * The smallest replacements that turn `before` into `after`: line by line where both have as many

@@ -81,32 +81,29 @@ export class DirectDecoder {
    */
   decodeThen<T>(input: readonly Token[], firstOutput: number, batchIndexes: Int32Array, read: (batchIndexes: Int32Array) => T): Promise<T> {
     const withLock = libraryLock as WithLock;
-    return withLock([this.seq._context, 'context'], async () => {
-      await this.decode(input, firstOutput, batchIndexes);
+    const context = this.seq._context;
+    return withLock([context, 'context'], async () => {
+      // In batches of the context's size, each at the sequence's next position; the outputs are all in the last.
+      const batchSize = context.batchSize;
+      const handle = context._backendContextDisposeGuard.createPreventDisposalHandle();
+      const tokens = Int32Array.from(input);
+      let lastStart = 0;
+      try {
+        for (let start = 0; start < input.length; start += batchSize) {
+          const end = Math.min(input.length, start + batchSize);
+          const chunk = tokens.subarray(start, end);
+          lastStart = start;
+          await this.addon.decode(context._ctx, this.seq._sequenceId, this.seq._nextTokenIndex, chunk, Math.min(chunk.length, Math.max(0, firstOutput - start)));
+          this.seq._nextTokenIndex += chunk.length;
+          for (let i = start; i < end; i++) this.seq._contextTokens.push(input[i]!);
+        }
+      } finally {
+        handle.dispose();
+      }
+      const count = input.length - firstOutput;
+      for (let j = 0; j < count; j++) batchIndexes[j] = firstOutput - lastStart + j;
       return read(batchIndexes);
     });
-  }
-
-  private async decode(input: readonly Token[], firstOutput: number, batchIndexes: Int32Array): Promise<void> {
-    const context = this.seq._context;
-    const batchSize = context.batchSize;
-    const handle = context._backendContextDisposeGuard.createPreventDisposalHandle();
-    const tokens = Int32Array.from(input);
-    let lastStart = 0;
-    try {
-      for (let start = 0; start < input.length; start += batchSize) {
-        const end = Math.min(input.length, start + batchSize);
-        const chunk = tokens.subarray(start, end);
-        lastStart = start;
-        await this.addon.decode(context._ctx, this.seq._sequenceId, this.seq._nextTokenIndex, chunk, Math.min(chunk.length, Math.max(0, firstOutput - start)));
-        this.seq._nextTokenIndex += chunk.length;
-        for (let i = start; i < end; i++) this.seq._contextTokens.push(input[i]!);
-      }
-    } finally {
-      handle.dispose();
-    }
-    const count = input.length - firstOutput;
-    for (let j = 0; j < count; j++) batchIndexes[j] = firstOutput - lastStart + j;
   }
 }
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import type { NextEditProvider } from '../../nextEdit/provider';
-import { type RecordedNextEdit, ReplayNextEditProvider } from '../../nextEdit/suggestion/replay';
+import { type RecordedNextEdit, ReplayNextEditProvider } from '../../nextEditSession/replayProvider';
 
 /** Environment variable naming a JSON file of recorded next-edit answers (`{ "cases": RecordedNextEdit[] }`). */
 export const REPLAY_ENV = 'DRAFTLINE_NEXT_EDIT_REPLAY';

@@ -270,7 +270,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   /**
    * Decodes `input` in one call, with outputs at positions `firstOutput`.. of it, then `read`s them
    * given the batch output index of each (reused from step to step). The native readers' paths decode
-   * directly (inference/directDecode.ts), decode and reads under the library's context lock; the
+   * directly (llama/directDecode.ts), decode and reads under the library's context lock; the
    * `direct` path's sampleToken reads, and any path without the direct decoder, through the library's
    * batch queue.
    */

@@ -1,6 +1,6 @@
 // What the status bar tooltip, Show Stats and the log say about next-edit suggestions (issue #38 item 4).
-import type { StatsSection } from '../../stats/statsReport';
-import type { NextEditResult } from '../types';
+import type { StatsSection } from '../stats/statsReport';
+import type { NextEditResult } from '../nextEdit/types';
 import type { NextEditOutcome, ShownSuggestion } from './session';
 import type { NextEditRender } from './shape';
 

@@ -10,8 +10,8 @@
 // - several lines: the removed text marked, the new lines drawn as one image beside them ('block');
 // - far from the cursor (outside the visible lines, or more than NEAR_LINES away): the same drawing at
 //   the edit, and a "Tab to jump" marker at the cursor's line.
-import { lineOf, lineStarts } from '../textLines';
-import type { TextReplacement, TextSpan } from '../types';
+import { lineOf, lineStarts } from '../nextEdit/textLines';
+import type { TextReplacement, TextSpan } from '../nextEdit/types';
 
 /** Lines between the cursor and an edit beyond which the edit is 'far' (Tab jumps to it first). */
 export const NEAR_LINES = 8;

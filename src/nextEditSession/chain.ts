@@ -1,6 +1,6 @@
 // The edits of one next-edit answer as the editor goes through them: which is shown first, and where
 // the others are once one was applied (a chain: rename one use, Tab, Tab through the others).
-import type { TextReplacement } from '../types';
+import type { TextReplacement } from '../nextEdit/types';
 
 /** The edits moved by `delta` characters: the request's text offsets to the document's (a window sent from `base`). */
 export function shifted(edits: readonly TextReplacement[], delta: number): TextReplacement[] {
