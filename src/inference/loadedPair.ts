@@ -2,6 +2,7 @@
 // as many as the memory budget allows: inference/sequenceBudget.ts) and where they were placed
 // (CPU or GPU, threads, flash attention). Loading checks the files before llama.cpp reads them and
 // falls back to the CPU when a GPU backend fails. InferenceSession decodes on what this loads.
+import { cacheCanShift } from '../llama/cacheShift';
 import type { Llama, LlamaContext, LlamaModel } from '../llama/llamaTypes';
 import * as os from 'node:os';
 import type { LoadedModelsInfo, ModelDescription } from '../shared/backendInfo';
@@ -140,6 +141,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     verifySize: speculation.maxProposal + 1,
     runtime: `${backend} ${llama.llamaCppRelease.release}`,
     deviceGreedy: role === 'target' ? (settings.deviceGreedy ?? 'auto') : 'off',
+    shiftCache: settings.shiftPromptCache !== false,
   });
   // The draft first: it is small, and only worth running if it is as fast as it can be (all on
   // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -240,6 +242,8 @@ export interface ModelPlacement {
   runtime: string;
   /** Whether its evaluators read greedy tokens sampled on the device (ModelSettings.deviceGreedy); unset: 'off'. */
   deviceGreedy?: 'auto' | 'on' | 'off';
+  /** Whether its evaluators may shift cached tokens into place (ModelSettings.shiftPromptCache); unset: no. */
+  shiftCache?: boolean;
 }
 
 /**
@@ -281,7 +285,7 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // software device (llvmpipe) was unstable with it and no GPU measured it.
     const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
-    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const) };
+    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const), shift: placement.shiftCache === true && cacheCanShift(model) };
     const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model, undefined, evaluatorOptions));
     return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]! };
   } catch (error) {

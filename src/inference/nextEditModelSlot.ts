@@ -183,6 +183,7 @@ export class NextEditModelSlot {
       verifySize: this.verifySize,
       runtime: `${pairInfo.backend} ${llama.llamaCppRelease.release}`,
       deviceGreedy: settings.deviceGreedy ?? 'auto',
+      shiftCache: settings.shiftPromptCache !== false,
     };
     let model: LoadedModel;
     let gpuFallback: string | undefined;

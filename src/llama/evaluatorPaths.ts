@@ -51,6 +51,8 @@ export interface EvaluatorOptions {
    * batch queue, as the other paths always do. The same tokens either way.
    */
   decode?: 'direct' | 'library';
+  /** Whether removeRange may shift cached tokens (the model's cache can: inference/cacheShift.ts); unset: no. */
+  shift?: boolean;
 }
 
 /**

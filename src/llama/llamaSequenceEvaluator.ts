@@ -56,6 +56,8 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
   /** Batches the device path decoded again on the host because their two best logits tied (top2). */
   deviceTies = 0;
   private readonly reads = new NativeReads();
+  /** GreedyEvaluator.removeRange, where the options allow shifting. */
+  readonly removeRange?: (start: number, end: number) => Promise<void>;
 
   /**
    * `model` enables the native, direct and device paths; `forcePath` is for tests and the profile;
@@ -85,6 +87,20 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
     // Asked for and refused (llama.cpp cannot offload it, the context was made without room for it…):
     // the best other path, and the reason in deviceUnavailable.
     this.currentPath = wantsDevice ? (this.device.attach() ? 'device' : best) : (forcePath ?? best);
+    if (options.shift) this.removeRange = (start, end) => this.shiftOut(start, end);
+  }
+
+  /**
+   * Drops the cached tokens [start, end): node-llama-cpp removes their cells and moves the later
+   * ones back (llama_memory_seq_rm, then seq_add; llama.cpp re-rotates their keys at the next decode).
+   */
+  private async shiftOut(start: number, end: number): Promise<void> {
+    if (start < 1 || end <= start || end > this.cached.length) throw new Error(`cannot shift out [${start}, ${end}) of ${this.cached.length} cached tokens`);
+    await this.sequence.eraseContextTokenRanges([{ start, end }]);
+    this.cached.splice(start, end - start);
+    // The library evaluates the sequence again when llama.cpp refuses the removal; either way its
+    // tokens must now be ours.
+    if (this.sequence.nextTokenIndex !== this.cached.length) throw new Error(`sequence out of sync after a shift: ${this.sequence.nextTokenIndex} cached vs ${this.cached.length} expected`);
   }
 
   /** The sequence's llama.cpp id, when the library's internals give it. */
