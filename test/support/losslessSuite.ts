@@ -341,7 +341,10 @@ async function marginAfter(evaluator: GreedyEvaluator, history: readonly number[
  * case's text alone on the lines that follow them, as an editor window that moved down sends it. Its
  * prompt is the other's with those lines' tokens left out at `common`; null when no such pair fits.
  */
-export function movedHead(c: PromptCase, promptFor: (r: CompletionRequest) => readonly number[]): { before: Partial<CompletionRequest> & { prefix: string; suffix: string }; after: Partial<CompletionRequest> & { prefix: string; suffix: string }; common: number } | null {
+export function movedHead(
+  c: PromptCase,
+  promptFor: (r: CompletionRequest) => readonly number[],
+): { before: Partial<CompletionRequest> & { prefix: string; suffix: string }; after: Partial<CompletionRequest> & { prefix: string; suffix: string }; common: number } | null {
   const lead = Array.from({ length: HEAD_CUT_LINES }, (_, i) => `${i}\n`).join('');
   let lines = c.prefix.split('\n');
   while (lines.length > 2) {
