@@ -329,7 +329,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
 type CopyVariant = 'window' | 'edited' | 'output';
 
 /** The top-two logit margin after `history` on `evaluator`, its cache brought in line with it first (a shift where it can). */
-async function marginAfter(evaluator: GreedyEvaluator, history: readonly number[]): Promise<number> {
+export async function marginAfter(evaluator: GreedyEvaluator, history: readonly number[]): Promise<number> {
   await syncAndPredictNext(evaluator, history.slice(0, -1));
   const [ranked] = await evaluator.appendRanked!(history.slice(-1), 1, 2);
   return ranked!.margin;
