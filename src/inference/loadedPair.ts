@@ -13,8 +13,10 @@ import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
-import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from '../llama/nativeAddon';
-import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
+import { allowDeviceGreedy, type AttachedThreadpool } from '../llama/nativeAddon';
+import { createContext, disposeContext } from './modelContext';
+import { timeCompletionWork } from './attentionTiming';
+import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory, type SequenceBudget } from './sequenceBudget';
 
@@ -35,26 +37,7 @@ export interface LoadedModel {
   attention: FlashAttentionChoice;
 }
 
-/**
- * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
- * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
- * slower than a 1-thread one here (src/llama/nativeAddon.ts).
- */
-export async function createContext(
-  model: LlamaModel,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean | 'auto'; sequences?: number },
-): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
-  // contextSize is each sequence's: node-llama-cpp gives the context contextSize × sequences cells.
-  const context = await model.createContext({ ...options, sequences: options.sequences ?? 1 });
-  return { context, threadpool: attachThreadpool(context, options.threads) };
-}
-
-/** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
-export async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
-  if (!c) return;
-  await c.context.dispose();
-  if ('release' in c.threadpool) c.threadpool.release();
-}
+export { createContext, disposeContext } from './modelContext';
 
 /** What loadPair gives the session: the runtime, the models with their contexts, and what the status bar shows. */
 export interface LoadedPair {
@@ -306,72 +289,6 @@ async function createSequencedContext(model: LlamaModel, options: Parameters<typ
     if (sequences <= 1) throw error;
     return createContext(model, { ...options, sequences: 1 });
   }
-}
-
-/** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
-const PROMPT_BUDGET_MS = 500;
-
-/**
- * Times a completion's work for one model and flash-attention setting on a context of its own:
- * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
- * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
- * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
- * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
- */
-async function timeCompletionWork(
-  model: LlamaModel,
-  info: ModelFileInfo,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
-  work: ReturnType<typeof attentionWorkload>,
-): Promise<number> {
-  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
-  const STEPS = 10;
-  const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
-  const WARM_UP = 16;
-  const created = await createContext(model, options);
-  try {
-    const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
-    try {
-      const room = evaluator.capacity - STEPS - (VERIFIES > 0 ? work.verifySize : 0);
-      if (room < WARM_UP) throw new Error(`a ${evaluator.capacity}-token context leaves no room to measure`);
-      const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
-      const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
-      // Warm-up, also the estimate of a prompt token's cost: the first evaluation after a load pages
-      // in the weights and plans the graph, and whichever setting runs first must not pay for it.
-      let t = performance.now();
-      await evaluator.append(tokens(WARM_UP, 0), 1);
-      const estimate = (performance.now() - t) / WARM_UP;
-      await evaluator.truncate(0);
-      const depth = Math.max(WARM_UP, Math.min(work.depth, room, Math.floor(PROMPT_BUDGET_MS / Math.max(estimate, 1e-3))));
-      t = performance.now();
-      for (let at = 0; at < depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, depth - at), at), 0);
-      const promptMsPerToken = (performance.now() - t) / depth;
-      const timed = async (count: number, keep: boolean) => {
-        const base = evaluator.tokens.length;
-        t = performance.now();
-        await evaluator.append(tokens(count, base), count);
-        const ms = performance.now() - t;
-        if (!keep) await evaluator.truncate(base);
-        return ms;
-      };
-      const steps: number[] = [];
-      for (let i = 0; i < STEPS; i++) steps.push(await timed(1, true));
-      const verifies: number[] = [];
-      for (let i = 0; i < VERIFIES; i++) verifies.push(await timed(work.verifySize, false));
-      return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
-    } finally {
-      await evaluator.dispose().catch(() => undefined);
-    }
-  } finally {
-    // A context whose dispose fails keeps its threadpool (freeing a pool a live context may still
-    // use could deadlock llama.cpp); disposeContext releases it only after a clean dispose.
-    await disposeContext(created).catch(() => undefined);
-  }
-}
-
-function middle(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function describe(info: ModelFileInfo): ModelDescription {

@@ -51,7 +51,7 @@ export interface EvaluatorOptions {
    * batch queue, as the other paths always do. The same tokens either way.
    */
   decode?: 'direct' | 'library';
-  /** Whether removeRange may shift cached tokens (the model's cache can: inference/cacheShift.ts); unset: no. */
+  /** Whether removeRange may shift cached tokens (the model's cache can: llama/cacheShift.ts); unset: no. */
   shift?: boolean;
 }
 
