@@ -10,7 +10,7 @@ import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
 import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
 import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
-import type { LlamaToken } from '../src/inference/llamaTypes';
+import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
@@ -245,7 +245,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     policy: session.policy,
     draft,
     ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
-    // As the worker streams them (inference/nextEdit.ts): the final edits so far, each once.
+    // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
   const windowMs = performance.now() - t0;

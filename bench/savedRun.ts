@@ -5,12 +5,20 @@ import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..');
 
+/**
+ * A run as JSON for bench/results: a path inside the repository (or the bench kit) is written relative
+ * to it, so a committed results folder names no folder of the machine that ran it.
+ */
+export function resultsJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'string' && v.startsWith(ROOT + path.sep) ? path.relative(ROOT, v).split(path.sep).join('/') : v), indent);
+}
+
 /** Writes `<name>.md` and `<name>.json` into bench/results/<time>-<folderTag>/ and prints the report. */
 export function saveReport(folderTag: string, name: string, md: string[], json: unknown): void {
   const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, `${name}.md`), `${md.join('\n')}\n`);
-  fs.writeFileSync(path.join(dir, `${name}.json`), JSON.stringify(json, null, 2));
+  fs.writeFileSync(path.join(dir, `${name}.json`), resultsJson(json, 2));
   process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
 }
 

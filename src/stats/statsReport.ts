@@ -171,7 +171,7 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
     ...(last.waitMs !== undefined ? [['wait before the model request (debounce)', ms(last.waitMs)] as const] : []),
     ['latency (end to end)', ms(last.latencyMs)],
     ['time to first token', ms(s.timeToFirstTokenMs)],
-    ['prompt tokens (reused from cache)', `${s.promptTokens} (${s.reusedPromptTokens})`],
+    ['prompt tokens (reused from cache)', `${s.promptTokens} (${s.reusedPromptTokens}${s.shiftedPromptTokens ? `, ${s.shiftedPromptTokens} of them shifted into place` : ''})`],
     ['generated tokens', `${s.generatedTokens}`],
     ['tokens/s (decoding)', num(tokensPerSecond(s))],
     ...(spec

@@ -14,6 +14,7 @@ import { createBackend } from './backendFactory';
 import { ActiveDocumentCheck } from './activeDocumentCheck';
 import { DocumentSync } from './documentSync';
 import { EditArrivals } from './editArrivals';
+import { onKeystroke } from './keystrokes';
 import { createEditorEngine } from './editorEngine';
 import { modelFileNotes, modelFilesProvenance, readyMessage, showLoadFailure, showLoadWarnings } from './loadNotices';
 import { prefetchAfterAccept, triggerGhostText } from './ghostTextTriggers';
@@ -25,8 +26,8 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { StatsDisplay } from './statsDisplay';
 import { settingProblemReporter } from './settingProblems';
-import { NextEditController } from './nextEdit/controller';
-import { replaySourceFromEnvironment } from './nextEdit/replay';
+import { NextEditController } from './nextEdit/nextEditController';
+import { replaySourceFromEnvironment } from './nextEdit/replayFromEnvironment';
 import { readNextEditUiSettings } from './settings';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
@@ -56,7 +57,7 @@ export class DraftlineController implements vscode.Disposable {
   /** Activation to the first models ready, in ms (null until then): the cold-start figure. */
   activationToReadyMs: number | null = null;
   /** The status bar's summary and Show Stats' view. */
-  private readonly stats: StatsDisplay;
+  readonly stats: StatsDisplay;
   private readonly editArrivals = new EditArrivals();
   /** Model files that ended the inference worker twice, kept for every window of this profile. */
   readonly quarantine: ModelQuarantine;
@@ -166,18 +167,7 @@ export class DraftlineController implements vscode.Disposable {
     return [
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
-      vscode.workspace.onDidChangeTextDocument((e) => {
-        // Output channels (this extension's log among them) are documents too, changed by the extension
-        // itself: their changes are no keystrokes (Show Stats is a webview, no document). Nor is a change
-        // to a document no editor shows (another extension's work in the background): the user types
-        // where an editor is.
-        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
-        if (!vscode.window.visibleTextEditors.some((editor) => editor.document === e.document)) return;
-        this.engine.documentEdited(
-          e.document.uri.toString(),
-          e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
-        );
-      }),
+      onKeystroke((uri, edits) => this.engine.documentEdited(uri, edits)),
       vscode.window.onDidChangeActiveTextEditor(() => this.activeDocument.check()),
       // Picking a language for an untitled file reopens it under the new language id.
       vscode.workspace.onDidOpenTextDocument((d) => d === vscode.window.activeTextEditor?.document && this.activeDocument.check()),
@@ -336,32 +326,8 @@ export class DraftlineController implements vscode.Disposable {
     this.refreshStats();
   }
 
-  /** Draftline: Clear Model Quarantine. Every quarantined file may load again; the models load now. */
-  async clearModelQuarantine(): Promise<void> {
-    const entries = this.quarantine.list();
-    if (entries.length === 0) {
-      void vscode.window.showInformationMessage('Draftline: no model file is quarantined.');
-      return;
-    }
-    const files = entries.flatMap((e) => Object.keys(e.files));
-    this.quarantine.clear();
-    this.log.info(`model quarantine cleared: ${files.join(', ')}`);
-    void vscode.window.showInformationMessage(`Draftline: ${files.map((f) => path.basename(f)).join(', ')} may load again.`);
-    await this.loadModels('model quarantine cleared');
-  }
-
-  /** Asks the local worker how many windows it serves, for Show Stats (a server has none to ask). */
-  refreshWorkerStatus(): Promise<void> {
-    return this.stats.refreshWorkerStatus(this.backend);
-  }
-
   refreshStats(): void {
     this.stats.refresh();
-  }
-
-  /** Draftline: Show Stats. */
-  showStats(): void {
-    this.stats.show();
   }
 
   private restingState() {

@@ -22,6 +22,7 @@ export function engineDocument(
     tabSize: typeof tabSize === 'number' ? tabSize : 4,
     insertSpaces: editor?.options.insertSpaces !== false,
     slice: (start, end) => document.getText(new vscode.Range(document.positionAt(start), document.positionAt(end))),
+    lineAt: (offset) => document.positionAt(offset).line,
     extraContext: extraContext && (() => extraContext(document)),
   };
 }

@@ -7,7 +7,7 @@ import { type ModelFilesProvenance, reportMarkdown, type StatsReportModel, stats
 import type { BackendInfo } from '../shared/backendInfo';
 import type { ModelFileNotes } from '../stats/statusText';
 import { statsView } from '../statsView/statsPage';
-import type { NextEditController } from './nextEdit/controller';
+import type { NextEditController } from './nextEdit/nextEditController';
 import { sharedWorkerIdleMs } from './settings';
 import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';
 import type { StatusBar } from './statusBar';
