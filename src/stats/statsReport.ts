@@ -17,6 +17,8 @@ const times = (x: number | null) => (x === null ? '-' : `${x.toFixed(2)}x`);
 export interface ModelFilesProvenance {
   target: string;
   draft: string | null;
+  /** The next-edit model's file, once next edits resolved it. */
+  nextEdit?: string | null;
 }
 
 /** The local inference worker as Show Stats describes it. */
@@ -117,6 +119,7 @@ export function statsReportModel(
       ...(worker ? [describeWorker(worker)] : []),
       ...(worker?.kvSequences ? describeKvSequences(worker.kvSequences) : []),
       ...(worker?.nextEditModel ? [describeNextEditModel(worker.nextEditModel)] : []),
+      ...(provenance?.nextEdit ? [['Next-edit file', provenance.nextEdit] as const] : []),
     );
   } else {
     overview.push(['Models', 'not loaded']);

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DraftlineController } from './controller';
 import { LocalBackend } from '../backend/localBackend';
+import { showOtherSuggestion } from './ghostTextTriggers';
 import { offerRecommendedPair } from './modelDownloads';
 import { pickModel } from './modelPicker';
 import { readBackendSettings, toggleSetting, writeSetting } from './settings';
@@ -55,9 +56,12 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.nextEdit.dismiss', () => controller.nextEdits.dismiss()),
     // Internal: VS Code accepted a next edit drawn as ghost text.
     vscode.commands.registerCommand('draftline.nextEdit.accepted', () => controller.nextEdits.ghostAccepted()),
-    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
-    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
-    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit')),
+    // Alt+] / Alt+[ (package.json keybindings, over VS Code's own): the only requests that compute alternatives.
+    vscode.commands.registerCommand('draftline.showNextSuggestion', () => showOtherSuggestion(controller.provider, 'next')),
+    vscode.commands.registerCommand('draftline.showPreviousSuggestion', () => showOtherSuggestion(controller.provider, 'previous')),
+    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target', controller.log)),
+    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft', controller.log)),
+    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit', controller.log)),
     vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
       // The local worker asked how many windows it serves (a server has none to ask).

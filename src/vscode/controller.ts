@@ -16,7 +16,7 @@ import { DocumentSync } from './documentSync';
 import { EditArrivals } from './editArrivals';
 import { onKeystroke } from './keystrokes';
 import { createEditorEngine } from './editorEngine';
-import { modelFilesProvenance, readyMessage, showLoadFailure, showLoadWarnings } from './loadNotices';
+import { modelFileNotes, modelFilesProvenance, readyMessage, showLoadFailure, showLoadWarnings } from './loadNotices';
 import { prefetchAfterAccept, triggerGhostText } from './ghostTextTriggers';
 import { adviseNextEditModel, type NextEditModelResolver, nextEditModelResolver, offerRecommendedPair } from './modelDownloads';
 import { type OutageNotice, showOutageNotice } from './outageNotice';
@@ -73,7 +73,7 @@ export class DraftlineController implements vscode.Disposable {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
     this.reportSettingProblem = settingProblemReporter(this.log, () => context.extension.id);
     this.quarantine = new ModelQuarantine(path.join(context.globalStorageUri.fsPath, 'model-quarantine.json'));
-    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log);
+    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log, () => this.refreshStats());
     this.nextEditsWereOn = readNextEditUiSettings(this.reportSettingProblem).enabled;
     this.backendSettings = readBackendSettings(this.reportSettingProblem);
     this.backend = this.createBackend(this.backendSettings);
@@ -86,7 +86,8 @@ export class DraftlineController implements vscode.Disposable {
     this.stats = new StatsDisplay({
       engine: () => this.engine,
       info: () => this.info,
-      provenance: () => modelFilesProvenance(this.context, this.info?.local),
+      provenance: () => modelFilesProvenance(this.context, this.info?.local, this.nextEditModel.file()),
+      fileNotes: () => modelFileNotes(this.context, this.info?.local, this.nextEditModel.file()),
       nextEditStats: () => this.nextEdits.stats,
       statusBar: this.statusBar,
       modeLabel: () => this.modeLabel,
@@ -195,11 +196,6 @@ export class DraftlineController implements vscode.Disposable {
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
   get models(): LoadedModelsInfo | null {
     return this.info?.local ?? null;
-  }
-
-  /** Why the active document gets no completions (e.g. untitled plain text), or null when it does. */
-  get noCompletionReason(): string | null {
-    return this.activeDocument.reason;
   }
 
   /** The mode as the status bar says it: Draftline's decode mode, or the server that decodes its own way. */
