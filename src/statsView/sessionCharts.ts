@@ -1,7 +1,7 @@
 // The charts of Show Stats' rendered view: one value per completion the stats collector keeps, as
 // series a chart draws and a screen reader reads as numbers (the summary, the per-completion table).
 import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
-import type { ProposalSource } from '../shared/decoding';
+import { sourceName, sourceOrder } from '../shared/decoding';
 
 /** How a chart's numbers are written. */
 export type ChartUnit = 'ms' | 'tokens' | 'percent' | 'times';
@@ -44,13 +44,6 @@ export interface SessionChart {
   summary: string;
 }
 
-const SOURCES: [ProposalSource, string][] = [
-  ['ngram', 'n-gram'],
-  ['draft', 'draft model'],
-  ['lookahead', 'lookahead'],
-  ['copy', 'window copy'],
-];
-
 /** Which path served a completion, as the per-completion table and the latency chart say it. */
 export function servedBy(r: CompletionRecord): { key: 'model' | 'cache' | 'prefetch'; label: string } {
   if (!r.fromCache) return { key: 'model', label: 'computed' };
@@ -88,9 +81,11 @@ export function sessionCharts(records: readonly CompletionRecord[], firstNumber 
     label: { model: 'computed', cache: 'from the cache', prefetch: 'from a prefetch' }[key],
     values: perRecord((r) => (servedBy(r).key === key ? r.latencyMs : null)),
   }));
-  const acceptance: ChartSeries[] = SOURCES.map(([source, label]) => ({
+  // Every source a kept completion proposed from.
+  const sources = sourceOrder(records.flatMap((r) => Object.keys(r.stats?.speculation?.bySource ?? {})));
+  const acceptance: ChartSeries[] = sources.map((source) => ({
     key: source,
-    label,
+    label: sourceName(source),
     values: perRecord((r) => (r.stats?.speculation ? acceptanceRate(r.stats, source) : null)),
   }));
   // A server's own draft model, where it reports what it proposed and kept.
@@ -142,8 +137,9 @@ export function completionTable(records: readonly CompletionRecord[], firstNumbe
   const rows = records.map((r, i) => {
     const s = r.stats;
     const acceptance = s?.speculation
-      ? SOURCES.filter(([source]) => (s.speculation!.bySource[source]?.proposedTokens ?? 0) > 0)
-          .map(([source, label]) => `${label} ${dash(acceptanceRate(s, source), 'percent')}`)
+      ? sourceOrder(Object.keys(s.speculation.bySource))
+          .filter((source) => s.speculation!.bySource[source]!.proposedTokens > 0)
+          .map((source) => `${sourceName(source)} ${dash(acceptanceRate(s, source), 'percent')}`)
           .join(', ') || 'no proposals'
       : s?.serverDraft
         ? `server draft ${dash(acceptanceRate(s), 'percent')}`
