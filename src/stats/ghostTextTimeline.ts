@@ -14,6 +14,11 @@ export interface GhostTextTimeline {
   /** Of answeredInMs: the model request, when the model was asked (absent for a cache hit). */
   modelMs?: number;
   fromCache: boolean;
+  /**
+   * Of askedAfterEditMs: how long the models could not serve (loading, the worker restarting after a
+   * crash), and why. VS Code asks again only once they are back: that wait was theirs, not the editor's.
+   */
+  waitedForModels?: { ms: number; cause: string };
 }
 
 /** A timeline worth a line in the log: the user waited this long, from the edit reaching Draftline to the answer. */
@@ -37,15 +42,24 @@ export function describeSlowGhostText(t: GhostTextTimeline): string | null {
   const total = totalMs(t);
   if (total < SLOW_GHOST_TEXT_MS) return null;
   if (t.askedAfterEditMs === null) return `slow ghost text: ${ours(t)}`;
-  const editorShare = t.askedAfterEditMs / total;
-  const why = editorShare >= 0.5 ? ': most of it before VS Code asked (the editor was busy: in a huge file its own language features and rendering can take this long)' : '';
-  return `slow ghost text: ${seconds(total)} from the edit reaching Draftline to the answer${why} — VS Code asked ${seconds(t.askedAfterEditMs)} after the edit; ${ours(t)}`;
+  const models = t.waitedForModels;
+  const modelsMs = Math.min(models?.ms ?? 0, t.askedAfterEditMs);
+  const editorMs = t.askedAfterEditMs - modelsMs;
+  const why =
+    models && modelsMs / total >= 0.5
+      ? `: most of it waiting for the models (${models.cause}: ${seconds(modelsMs)}), after which VS Code asked again`
+      : editorMs / total >= 0.5
+        ? ': most of it before VS Code asked (the editor was busy: in a huge file its own language features and rendering can take this long)'
+        : '';
+  const modelsPart = models && modelsMs > 0 ? ` (${seconds(modelsMs)} of it waiting for ${models.cause})` : '';
+  return `slow ghost text: ${seconds(total)} from the edit reaching Draftline to the answer${why} — VS Code asked ${seconds(t.askedAfterEditMs)} after the edit${modelsPart}; ${ours(t)}`;
 }
 
 /** Show Stats' steps of the last answered request, each with its time. */
 export function timelineFigures(t: GhostTextTimeline): [step: string, time: string][] {
   return [
     ['VS Code asked, after the edit reached Draftline', t.askedAfterEditMs === null ? '- (no edit: a cursor move or an explicit request)' : seconds(t.askedAfterEditMs)],
+    ...(t.waitedForModels ? [[`of which waiting for the models (${t.waitedForModels.cause})`, seconds(t.waitedForModels.ms)] as [string, string]] : []),
     ['Draftline answered, after VS Code asked', `${seconds(t.answeredInMs)}${t.fromCache ? ' (from the cache)' : ''}`],
   ];
 }

@@ -6,6 +6,7 @@ import { ModelQuarantine } from '../backend/modelQuarantine';
 import type { CompletionEngine } from '../engine/completionEngine';
 import { type LoadInputs, reloadOnChange } from '../settings/declaredSettings';
 import { describeSlowGhostText } from '../stats/ghostTextTimeline';
+import { ModelReadiness, NOT_READY_CAUSES } from '../stats/modelReadiness';
 import { describeAlternatives, prefetchOrigin } from '../stats/statsReport';
 import type { BackendInfo, LoadedModelsInfo } from '../shared/backendInfo';
 import type { BackendSettings } from '../shared/settings';
@@ -58,6 +59,8 @@ export class DraftlineController implements vscode.Disposable {
   /** The status bar's summary and Show Stats' view. */
   private readonly stats: StatsDisplay;
   private readonly editArrivals = new EditArrivals();
+  /** When the models could not serve, and why: the slow-ghost-text line tells that wait from the editor's. */
+  private readonly readiness = new ModelReadiness();
   /** Model files that ended the inference worker twice, kept for every window of this profile. */
   readonly quarantine: ModelQuarantine;
   /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
@@ -135,6 +138,7 @@ export class DraftlineController implements vscode.Disposable {
         const slow = describeSlowGhostText(timeline);
         if (slow) this.log.info(slow);
       },
+      modelsNotReady: (from, to) => this.readiness.notReadyBetween(from, to),
       onAlternatives: (answer) => {
         this.log.info(describeAlternatives(answer));
         this.refreshStats();
@@ -270,6 +274,7 @@ export class DraftlineController implements vscode.Disposable {
       this.backend.dispose();
       this.crashNotice?.close();
       this.info = null;
+      this.readiness.notReady(NOT_READY_CAUSES.loading);
       this.backend = this.createBackend(wanted);
     }
     this.backendSettings = wanted;
@@ -278,6 +283,7 @@ export class DraftlineController implements vscode.Disposable {
   /** The load under way gave `info`: it serves from now. */
   private loaded(info: BackendInfo): void {
     this.info = info;
+    this.readiness.ready();
     this.loadError = null;
     this.crashNotice?.close();
     const local = info.local;
@@ -305,6 +311,7 @@ export class DraftlineController implements vscode.Disposable {
     // Saving the settings again (unchanged) retries a failed load.
     this.loadedInputs = null;
     this.info = null;
+    this.readiness.notReady(NOT_READY_CAUSES.loadFailed);
     const message = error.message;
     this.loadError = message;
     this.log.error(`${backend.kind === 'local' ? 'model load' : `${backend.kind} connection`} failed: ${message}`);
@@ -406,6 +413,7 @@ export class DraftlineController implements vscode.Disposable {
   /** The backend went down (a worker crash, a server unreachable): its notice, one per burst (outageNotice.ts). */
   private onBackendOutage(): void {
     this.info = null;
+    this.readiness.notReady(this.backend.kind === 'local' ? NOT_READY_CAUSES.workerRestart : NOT_READY_CAUSES.serverDown);
     if (this.crashNotice) this.crashNotice.refresh();
     else
       this.crashNotice = showOutageNotice(
