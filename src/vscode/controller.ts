@@ -125,7 +125,7 @@ export class DraftlineController implements vscode.Disposable {
       onCompleted: (completion) => {
         if (completion.prefetched) {
           const made = completion.prefetchedBy ? ` ${prefetchOrigin(completion.prefetchedBy)}` : '';
-          this.log.info(`ghost text served from the prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+          this.log.info(`ghost text served from a prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
         }
         this.refreshStats();
       },

@@ -151,6 +151,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
         answeredInMs: performance.now() - askedAt,
         ...(last?.waitMs !== undefined ? { waitMs: last.waitMs, modelMs: last.latencyMs } : {}),
         fromCache: result.fromCache,
+        ...(result.prefetched ? { prefetched: true } : {}),
         ...(waitedForModels ? { waitedForModels } : {}),
       });
       return [inlineItem(document, position, result)];

@@ -29,7 +29,7 @@ describe('ghost-text timeline', () => {
   });
 
   it("without an edit (an explicit request) only Draftline's part is told", () => {
-    assert.equal(describeSlowGhostText({ askedAfterEditMs: null, answeredInMs: 1_500, fromCache: true }), 'slow ghost text: Draftline answered from its cache in 1.5 s');
+    assert.equal(describeSlowGhostText({ askedAfterEditMs: null, answeredInMs: 1_500, fromCache: true }), 'slow ghost text: Draftline answered from the cache in 1.5 s');
   });
 
   it('Show Stats has the two steps of the last ghost text', () => {

@@ -1,4 +1,5 @@
 // What the status bar tooltip, Show Stats and the log say about next-edit suggestions (issue #38 item 4).
+import { median } from '../../stats/medians';
 import type { StatsSection } from '../../stats/statsReport';
 import type { NextEditResult } from '../types';
 import { NextEditModelProblem } from './modelProblem';
@@ -33,13 +34,6 @@ export interface NextEditSummary {
   tokensPerEvaluation: number | null;
   copyAcceptance: number | null;
 }
-
-const median = (values: readonly number[]): number | null => {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** The figures of a backend's answer. */
 export function requestFigures(result: Pick<NextEditResult, 'timeToFirstEditMs' | 'stats'>): NextEditRequestFigures {
