@@ -5,6 +5,7 @@ import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCh
 import { CATALOG, type CatalogModel, NEXT_EDIT_CATALOG } from '../models/catalog';
 import { describeProvenance, downloadedPath } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
+import { type SavedSetting, savedMessage } from '../settings/settingPlaces';
 import { embeddedModels, readModelSettings, readNextEditSettings, writeSetting } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
@@ -122,8 +123,9 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
   }
   if (value === undefined) return;
   // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.
-  const place = await writeSetting(SETTING_KEYS[role], value);
-  // "No next-edit model — next-edit suggestions off" says what it does.
-  if (role === 'nextEdit' && value === '') await writeSetting('nextEdit.enabled', false);
-  vscode.window.setStatusBarMessage(`Draftline: ${role === 'nextEdit' ? (value ? 'next-edit model' : 'no next-edit model, next-edit suggestions off,') : `${role} model`} saved in the ${place}`, 4000);
+  const saved: SavedSetting[] = [{ what: role === 'nextEdit' ? (value ? 'next-edit model' : 'no next-edit model') : `${role} model`, place: await writeSetting(SETTING_KEYS[role], value) }];
+  // "No next-edit model — next-edit suggestions off" says what it does. That toggle is a window
+  // setting: the User settings (or a workspace that sets it), wherever the model path went.
+  if (role === 'nextEdit' && value === '') saved.push({ what: 'next-edit suggestions off', place: await writeSetting('nextEdit.enabled', false) });
+  vscode.window.setStatusBarMessage(savedMessage(saved), 4000);
 }
