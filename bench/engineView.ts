@@ -56,7 +56,7 @@ export async function benchSession(pair: { target: string; draft: string }, opts
     DEFAULT_SPECULATION,
     opts.log,
   );
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, timeBudgetMs: 0 });
   return { session, engine };
 }
 

@@ -131,7 +131,10 @@ async function profileTarget(name: string): Promise<{
   const deviceTried = (session.target.evaluator as LlamaSequenceEvaluator).path === 'device';
   const clock = clockNative(session);
   const evaluator = session.target.evaluator as LlamaSequenceEvaluator;
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400 });
+  const engine = new CompletionEngine(
+    { complete: () => Promise.reject(new Error('unused')) },
+    { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400, timeBudgetMs: 0 },
+  );
   const tasks = sampleTasks(sourceFiles(ensureCorpus()), taskCount, 99);
   const requests = tasks.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens: MAX_TOKENS }));
   // At the prompts' depth: attention over the prompt is much of a small model's forward pass.

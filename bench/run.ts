@@ -150,7 +150,7 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, timeBudgetMs: 0 });
   const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
   const modes: Mode[] = MODES.filter((m) => wanted(m) && (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
   const servers: Partial<Record<Mode, LlamaServer>> = {};
@@ -391,7 +391,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
     log,
   );
   const clock = clockNative(session);
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400 });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400, timeBudgetMs: 0 });
   const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length, targetName));
   const requests = chosen.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens }));
   // The raw forward pass V(b) (decodeBatch alone), at the depth the decode steps run at: attention

@@ -201,6 +201,8 @@ export class StatsCollector {
     return {
       completions: this.records.length,
       generatedTokens: tokens,
+      /** Completions the time budget ended with the line in progress (stop reason timeBudget). */
+      endedByTimeBudget: generated.filter((r) => r.stats?.stopReason === 'timeBudget').length,
       targetEvaluations: evaluations,
       tokensPerEvaluation: evaluations ? tokens / evaluations : null,
       draftEvaluations: sumSpeculation(generated, (s) => s.draftEvaluations),

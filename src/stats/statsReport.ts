@@ -3,6 +3,7 @@ import { type AlternativesTally, type PrefetchTrigger, acceptanceRate, speedupOv
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { SERVED_KINDS, SERVED_NAMES } from './servedKind';
+import { stopReasonText } from './stopReasons';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
 import type { AlternativesResult } from '../shared/completion';
 import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
@@ -186,7 +187,7 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
       : []),
     ...(speedup ? [[SPEEDUP_FIGURE, `${times(speedup.speedup)} (${ms(speedup.plainMs)} estimated, ${ms(speedup.decodeMs)} taken)`] as const] : []),
     ...(s.serverDraft ? [["server's draft model: accepted", `${pct(acceptanceRate(s))} (${s.serverDraft.acceptedTokens}/${s.serverDraft.proposedTokens} tokens)`] as const] : []),
-    ['stop reason', s.stopReason],
+    ['stop reason', stopReasonText(s.stopReason)],
     [
       'extra context',
       s.extraContext
@@ -219,6 +220,7 @@ function sessionSection(stats: StatsCollector): StatsSection {
       return [`latency median / p90, ${SERVED_NAMES[kind]}`, `${ms(l.medianMs)} / ${ms(l.p90Ms)} (${l.count})`];
     }),
     ['generated tokens', `${a.generatedTokens}`],
+    ...(a.endedByTimeBudget > 0 ? [['ended by the time budget (draftline.timeBudgetMs)', `${a.endedByTimeBudget} of ${a.latency.computed.count} computed`] as const] : []),
     // In-process speculation figures, once any completion of the session came from the local worker.
     ...(a.targetEvaluations > 0
       ? [

@@ -76,6 +76,8 @@ const EDITOR_SETTINGS = {
   // editor's worker and the direct engine (expected.ts) must use the same setting, not each its own
   // measurement on a machine busy with the editor and a browser (seen: the two chose differently).
   'draftline.flashAttention': 'on',
+  // No time budget: the ghost text is compared with the direct engine's (expected.ts), which has none.
+  'draftline.timeBudgetMs': 0,
 };
 
 const skip = e2eUnavailableReason();
