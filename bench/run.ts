@@ -1,7 +1,7 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--without-native] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
-import { execSync } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,7 +11,8 @@ import { verifyShapeText } from '../src/stats/statsReport';
 import type { CompletionRequest } from '../src/shared/completion';
 import type { DecodeMode, Token } from '../src/shared/decoding';
 import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
-import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { decodePathHeader, decodePaths, loadBenchSession, prepareBenchNative } from './decodePath';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
@@ -148,7 +149,7 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
+  const session = await loadBenchSession({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, timeBudgetMs: 0 });
   const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
@@ -385,11 +386,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   const sizeMB = fs.statSync(file).size / 1e6;
   const k = 5;
   const accuracies = [0, 0.3, 0.5, 0.7, 0.9];
-  const session = await InferenceSession.load(
-    { targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention },
-    { ...DEFAULT_SPECULATION, maxProposal: k },
-    log,
-  );
+  const session = await loadBenchSession({ targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention }, { ...DEFAULT_SPECULATION, maxProposal: k }, log);
   const clock = clockNative(session);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400, timeBudgetMs: 0 });
   const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length, targetName));
@@ -511,7 +508,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
 
 /** Regime 3: if a model produced exactly the file's true continuation, what would n-gram reuse get accepted? */
 async function regimeNgramBound(tasks: BenchTask[], targetPath: string) {
-  const session = await InferenceSession.load({ targetModel: targetPath, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 }, DEFAULT_SPECULATION, log);
+  const session = await loadBenchSession({ targetModel: targetPath, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const tokenize = (t: string) => session.target.model.tokenize(t, false) as unknown as number[];
   const { ngramMinMatch: minN, ngramMaxMatch: maxN, maxProposal } = DEFAULT_SPECULATION;
   let tokens = 0,
@@ -1141,6 +1138,9 @@ const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;
 
 async function main() {
   const started = Date.now();
+  // What the run needs built: the native addon (or a refusal that says why), the worker bundle for regime 5.
+  const native = await prepareBenchNative(argv);
+  if (regimes.has(5)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   const pairs = modelPairs();
   const corpusRoot = ensureCorpus();
   const files = sourceFiles(corpusRoot);
@@ -1188,8 +1188,12 @@ async function main() {
     const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
       .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
       .join(', ')})`;
+    results.nativeAddon = native;
+    results.decodePaths = decodePaths();
     fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
-    fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
+    // The header (title, machine) then what was measured with: the native addon and each model's decode path.
+    const report = [...md.slice(0, 4), ...decodePathHeader(native), ...md.slice(4)];
+    fs.writeFileSync(path.join(outDir, 'report.md'), `${report.join('\n')}\n${timeLine}\n`);
     return timeLine;
   };
   for (const section of list) {
