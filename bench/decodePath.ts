@@ -2,6 +2,7 @@
 // before a run (a report of node-llama-cpp's own path would measure the slow path, up to several
 // times slower a step with a large vocabulary, without saying so), and each loaded model names the
 // path its steps ran on (native / direct / library, a persistent threadpool or llama.cpp's own threads).
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InferenceSession } from '../src/inference/inferenceSession';
 import type { LoadedModelsInfo } from '../src/shared/backendInfo';
@@ -9,6 +10,9 @@ import type { LoadedModelsInfo } from '../src/shared/backendInfo';
 const ROOT = path.resolve(__dirname, '..');
 /** `npm run bench -- --without-native`: node-llama-cpp's own path, measured on purpose. */
 export const WITHOUT_NATIVE_FLAG = '--without-native';
+
+/** What building the addon came to: built now (it was missing or stale) and in how long, or already up to date. */
+export type NativeBuild = { built: true; seconds: number } | { built: false };
 
 /** How the run got (or went without) the native addon: one line for the report's header. */
 export interface NativeAddonState {
@@ -21,8 +25,8 @@ export interface NativeAddonInputs {
   argv: readonly string[];
   env: NodeJS.ProcessEnv;
   platform: string;
-  /** scripts/build-native.mjs's buildNative: true when built or up to date, false where it is not built; throws why a build failed. */
-  build: () => boolean | Promise<boolean>;
+  /** Builds the addon (buildNativeAddon): what it did, or false where it is not built (not Linux); throws why a build failed. */
+  build: () => NativeBuild | false | Promise<NativeBuild | false>;
 }
 
 /**
@@ -50,7 +54,7 @@ async function nativeAddonState(inputs: NativeAddonInputs): Promise<NativeAddonS
     inputs.env.DRAFTLINE_NATIVE_ADDON = 'off';
     return { state: 'off', line: `Native addon: off on purpose (${WITHOUT_NATIVE_FLAG} or DRAFTLINE_NATIVE_ADDON=off): every model decodes on node-llama-cpp's own path.` };
   }
-  let built: boolean;
+  let built: NativeBuild | false;
   try {
     built = await inputs.build();
   } catch (error) {
@@ -61,13 +65,18 @@ async function nativeAddonState(inputs: NativeAddonInputs): Promise<NativeAddonS
   }
   if (!built)
     return { state: 'unavailable', line: `Native addon: none on ${inputs.platform} (it is built for Linux x64 only): every model decodes on node-llama-cpp's own path, as Draftline does here.` };
-  return { state: 'built', line: `Native addon: ${addon}, built or checked up to date before the run.` };
+  const how = built.built ? `built for this run (it was missing or stale; ${built.seconds.toFixed(0)} s)` : 'up to date (built before from the same source)';
+  return { state: 'built', line: `Native addon: ${addon}, ${how}.` };
 }
 
 /** The addon for this machine, built by scripts/build-native.mjs. */
-export async function buildNativeAddon(): Promise<boolean> {
-  const { buildNative } = await import('../scripts/build-native.mjs');
-  return buildNative({ quiet: true });
+export async function buildNativeAddon(): Promise<NativeBuild | false> {
+  const { buildNative, nativeAddonPath } = await import('../scripts/build-native.mjs');
+  const before = fs.statSync(nativeAddonPath, { throwIfNoEntry: false })?.mtimeMs;
+  const started = performance.now();
+  if (!buildNative({ quiet: true })) return false;
+  const after = fs.statSync(nativeAddonPath, { throwIfNoEntry: false })?.mtimeMs;
+  return before !== undefined && before === after ? { built: false } : { built: true, seconds: (performance.now() - started) / 1000 };
 }
 
 /** A loaded target's decode path in words: which path reads its tokens, and how llama.cpp threads. */

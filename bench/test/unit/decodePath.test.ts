@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clearDecodePaths, decodePathHeader, describeDecodePath, prepareNativeAddon, recordDecodePath, WITHOUT_NATIVE_FLAG } from '../../decodePath';
 
-const inputs = (over: Partial<Parameters<typeof prepareNativeAddon>[0]> = {}) => ({ argv: [], env: {} as NodeJS.ProcessEnv, platform: 'linux-x64', build: () => true, ...over });
+const inputs = (over: Partial<Parameters<typeof prepareNativeAddon>[0]> = {}) => ({ argv: [], env: {} as NodeJS.ProcessEnv, platform: 'linux-x64', build: () => ({ built: false as const }), ...over });
 
 describe('the bench and the native addon', () => {
   it('builds it before the run (up to date: nothing to do), and the header says so', async () => {
@@ -13,13 +13,15 @@ describe('the bench and the native addon', () => {
       inputs({
         build: () => {
           builds++;
-          return true;
+          return { built: true, seconds: 41.2 };
         },
       }),
     );
     assert.equal(builds, 1);
     assert.equal(state.state, 'built');
-    assert.match(state.line, /^Native addon: dist\/draftline-native\.node, built or checked up to date before the run\.$/);
+    assert.equal(state.line, 'Native addon: dist/draftline-native.node, built for this run (it was missing or stale; 41 s).');
+    const current = await prepareNativeAddon(inputs());
+    assert.equal(current.line, 'Native addon: dist/draftline-native.node, up to date (built before from the same source).');
   });
 
   it('refuses a run it cannot build the addon for, with the reason and what to do', async () => {
@@ -43,7 +45,7 @@ describe('the bench and the native addon', () => {
         ...asked,
         build: () => {
           built = true;
-          return true;
+          return { built: false as const };
         },
       });
       assert.equal(built, false, 'nothing built');
