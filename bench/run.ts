@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--without-native] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--without-native] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,time-budget] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execFileSync, execSync } from 'node:child_process';
@@ -40,6 +40,7 @@ import { benchTarget } from './targets';
 import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
+import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
 import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
 
@@ -53,7 +54,7 @@ const opt = (name: string, fallback?: string) => {
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
 const regimeNames = (opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').filter(Boolean);
-if (regimeNames.some((n) => !/^([1-9]|10|edits)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10 and edits, comma-separated`);
+if (regimeNames.some((n) => !/^([1-9]|10|edits|time-budget)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits and time-budget, comma-separated`);
 const regimes = new Set(regimeNames.filter((n) => /^\d+$/.test(n)).map(Number));
 /** `--regimes edits`: next-edit suggestions (issue #39, bench/edits.ts); only when named. */
 const editsRegime = regimeNames.includes('edits');
@@ -661,6 +662,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(9)) perPair(9, 'accept chain', ACCEPT_CHAIN_SECONDS_PER_TASK, acceptChainTaskCount(bench.tasks.length), acceptChainSection);
   if (regimes.has(10)) perPair(10, 'alternatives', ALTERNATIVES_SECONDS_PER_TASK, alternativesTaskCount(bench.tasks.length), alternativesSection);
   if (editsRegime) list.push({ name: 'edits (next-edit suggestions)', estimateSeconds: null, run: editsSection });
+  if (regimeNames.includes('time-budget')) list.push({ name: 'time budget', estimateSeconds: null, run: timeBudgetSection });
   return list;
 }
 
@@ -1131,6 +1133,27 @@ async function editsSection(bench: Bench): Promise<void> {
       bench.failed = true;
       console.error(`LOSSLESS VIOLATION (edits): mode ${x.mode} differs from plain on ${x.cases - x.identical} case(s)`);
     }
+  }
+}
+
+/**
+ * `--regimes time-budget` (bench/timeBudget.ts): the time budget against none on a slow target
+ * (`--time-budget-target`, the 1.5B-shaped stand-in by default), `--time-budget-ms` (the default
+ * setting's), the first `--time-budget-tasks` tasks.
+ */
+async function timeBudgetSection(bench: Bench): Promise<void> {
+  const target = await benchTarget(opt('time-budget-target', '1.5b-lines')!);
+  const budgetMs = Number(opt('time-budget-ms', String(DEFAULT_ENGINE_SETTINGS.timeBudgetMs)));
+  const taskCount = Math.min(bench.tasks.length, Number(opt('time-budget-tasks', quick ? '8' : '20')));
+  const settings = { budgetMs, maxTokens: DEFAULT_ENGINE_SETTINGS.maxTokens, threads };
+  const r = await regimeTimeBudget(bench.tasks.slice(0, taskCount), { ...settings, target: target.file, gpu, flashAttention, log });
+  const report = timeBudgetReport(r, { ...settings, targetNote: target.note });
+  bench.md.push(...report.md);
+  console.log(`\n${report.md.join('\n')}`);
+  bench.results.timeBudget = report.json;
+  if (report.violations > 0) {
+    bench.failed = true;
+    console.error(`LOSSLESS VIOLATION (time budget): ${report.violations} budgeted ghost text(s) are not the start of the whole one`);
   }
 }
 
