@@ -27,6 +27,8 @@ export interface TimeBudgetRun {
   tokens: number;
   /** Lines of the ghost text with code on them. */
   linesShown: number;
+  /** Lines with code the model wrote (before post-processing, which cuts a random model's text further). */
+  linesWritten: number;
   chars: number;
   stopReason: string;
   /** The budgeted run's tokens are the first of the run without one (null for that run itself). */
@@ -83,6 +85,7 @@ export async function regimeTimeBudget(tasks: BenchTask[], opts: TimeBudgetOptio
             ttftMs: s.timeToFirstTokenMs,
             tokens: s.generatedTokens,
             linesShown: linesWithCode(shown),
+            linesWritten: linesWithCode(result.text),
             chars: shown.length,
             stopReason: s.stopReason,
             prefixOfWhole: null,
@@ -111,10 +114,13 @@ export interface TimeBudgetSummary {
   tokensMedian: number | null;
   linesMedian: number | null;
   linesMean: number | null;
+  linesWrittenMean: number | null;
   /** Tasks with a ghost text (any line with code). */
   withGhostText: number;
   endedByBudget: number;
 }
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
 
 export function summarizeTimeBudget(runs: readonly TimeBudgetRun[]): TimeBudgetSummary[] {
   return TIME_BUDGET_ARMS.map((arm) => {
@@ -131,7 +137,8 @@ export function summarizeTimeBudget(runs: readonly TimeBudgetRun[]): TimeBudgetS
       ttftMedian: median(rs.map((r) => r.ttftMs)),
       tokensMedian: median(rs.map((r) => r.tokens)),
       linesMedian: median(lines),
-      linesMean: lines.length ? lines.reduce((a, b) => a + b, 0) / lines.length : null,
+      linesMean: mean(lines),
+      linesWrittenMean: mean(rs.map((r) => r.linesWritten)),
       withGhostText: rs.filter((r) => r.linesShown > 0).length,
       endedByBudget: rs.filter((r) => r.stopReason === 'timeBudget').length,
     };
@@ -141,23 +148,40 @@ export function summarizeTimeBudget(runs: readonly TimeBudgetRun[]): TimeBudgetS
 /** The section of report.md and what results.json keeps; `violations`: budgeted runs whose tokens are not the start of the whole run's. */
 export function timeBudgetReport(r: { info: LoadedModelsInfo; runs: TimeBudgetRun[] }, opts: Pick<TimeBudgetOptions, 'budgetMs' | 'maxTokens' | 'threads'> & { targetNote: string }) {
   const rows = summarizeTimeBudget(r.runs);
-  const [none, budget] = rows as [TimeBudgetSummary, TimeBudgetSummary];
+  // The tasks the budget can act on: those whose whole completion took longer than the budget.
+  const long = new Set(r.runs.filter((x) => x.arm === 'no budget' && x.ms > opts.budgetMs).map((x) => x.task));
+  const longRows = summarizeTimeBudget(r.runs.filter((x) => long.has(x.task)));
   const violations = r.runs.filter((x) => x.prefixOfWhole === false).length;
   const ratio = (a: number | null, b: number | null) => (a !== null && b !== null && b > 0 ? `${(a / b).toFixed(2)}x` : '-');
+  const table = (summaries: TimeBudgetSummary[]) => [
+    '| arm | tasks | time to ghost text, median / p90 | prompt (to first token), median | tokens, median | lines shown, median (mean) | lines written, mean | with ghost text | ended by the budget |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...summaries.map(
+      (x) =>
+        `| ${x.arm} | ${x.tasks} | ${fmt(x.msMedian, 0)} / ${fmt(x.msP90, 0)} ms | ${fmt(x.ttftMedian, 0)} ms | ${fmt(x.tokensMedian, 0)} | ${fmt(x.linesMedian, 1)} (${fmt(x.linesMean, 1)}) | ${fmt(x.linesWrittenMean, 1)} | ${x.withGhostText} | ${x.endedByBudget} |`,
+    ),
+  ];
+  const compare = (summaries: TimeBudgetSummary[]) => {
+    const [none, budget] = summaries as [TimeBudgetSummary, TimeBudgetSummary];
+    return `time to ghost text ${ratio(budget.msMedian, none.msMedian)} (median), ${ratio(budget.msP90, none.msP90)} (p90); lines shown ${ratio(budget.linesMean, none.linesMean)}, lines written ${ratio(budget.linesWrittenMean, none.linesWrittenMean)} (means)`;
+  };
+  const budgeted = rows.find((x) => x.arm === 'budget')!;
   const md = [
     `## Time budget: ${r.info.target.name} (${opts.targetNote}), ${opts.threads} thread${opts.threads === 1 ? '' : 's'}, budget ${opts.budgetMs} ms, max ${opts.maxTokens} tokens`,
     '',
-    '| arm | tasks | time to ghost text, median / p90 | prompt (to first token), median | tokens, median | lines shown, median (mean) | with ghost text | ended by the budget |',
-    '|---|---|---|---|---|---|---|---|',
-    ...rows.map(
-      (x) =>
-        `| ${x.arm} | ${x.tasks} | ${fmt(x.msMedian, 0)} / ${fmt(x.msP90, 0)} ms | ${fmt(x.ttftMedian, 0)} ms | ${fmt(x.tokensMedian, 0)} | ${fmt(x.linesMedian, 1)} (${fmt(x.linesMean, 1)}) | ${x.withGhostText} | ${x.endedByBudget} |`,
-    ),
+    'All tasks:',
     '',
-    `With the budget against without, same tasks, side by side: time to ghost text ${ratio(budget.msMedian, none.msMedian)} (median), ${ratio(budget.msP90, none.msP90)} (p90); lines shown ${ratio(budget.linesMean, none.linesMean)} (mean). Budgeted ghost texts that are the start of the whole one, token for token: ${r.runs.filter((x) => x.prefixOfWhole === true).length}/${budget.tasks}.`,
+    ...table(rows),
     '',
-    'Time to ghost text: the model request (the prompt from the KV cache of the spot one character earlier, completed untimed just before, as in the editor) and post-processing; the editor adds its debounce. Lines shown: lines with code in the ghost text after post-processing.',
+    `With the budget against without, side by side: ${compare(rows)}.`,
+    '',
+    `The ${long.size} task${long.size === 1 ? '' : 's'} whose whole completion took longer than the budget (the others end before it: a short completion, a single line, the end of the block):`,
+    '',
+    ...(long.size ? [...table(longRows), '', `With the budget against without: ${compare(longRows)}.`, ''] : []),
+    `Budgeted ghost texts that are the start of the whole one, token for token: ${r.runs.filter((x) => x.prefixOfWhole === true).length}/${budgeted.tasks}.`,
+    '',
+    'Time to ghost text: the model request (the prompt from the KV cache of the spot one character earlier, completed untimed just before, as in the editor) and post-processing; the editor adds its debounce. Lines shown: lines with code in the ghost text after post-processing; lines written: before it.',
     '',
   ];
-  return { md, json: { models: r.info, budgetMs: opts.budgetMs, maxTokens: opts.maxTokens, rows, runs: r.runs, violations }, violations };
+  return { md, json: { models: r.info, budgetMs: opts.budgetMs, maxTokens: opts.maxTokens, rows, longTasks: [...long], longRows, runs: r.runs, violations }, violations };
 }

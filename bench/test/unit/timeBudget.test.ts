@@ -10,6 +10,7 @@ const run = (task: number, arm: TimeBudgetRun['arm'], ms: number, linesShown: nu
   ttftMs: 100,
   tokens: 10,
   linesShown,
+  linesWritten: linesShown + 1,
   chars: 20,
   stopReason: arm === 'budget' ? 'timeBudget' : 'maxTokens',
   prefixOfWhole: arm === 'budget' ? true : null,
@@ -31,12 +32,15 @@ describe('the time-budget regime', () => {
     const text = report.md.join('\n');
     assert.match(text, /\| no budget \| 2 \| 6500 \/ 7000 ms \|/);
     assert.match(text, /time to ghost text 0\.20x \(median\)/);
-    assert.match(text, /lines shown 0\.33x \(mean\)/);
+    assert.match(text, /lines shown 0\.33x, lines written 0\.45x \(means\)/);
+    assert.match(text, /The 2 tasks whose whole completion took longer than the budget/);
     assert.match(text, /the start of the whole one, token for token: 2\/2/);
   });
 
-  it('a budgeted ghost text that is not the start of the whole one is a violation', () => {
-    const runs = [run(1, 'no budget', 6000, 5), run(1, 'budget', 1200, 2, { prefixOfWhole: false })];
-    assert.equal(timeBudgetReport({ info: { target: { name: 'x' } } as never, runs }, { budgetMs: 1000, maxTokens: 64, threads: 1, targetNote: '' }).violations, 1);
+  it('a budgeted ghost text that is not the start of the whole one is a violation; the long tasks are reported apart', () => {
+    const runs = [run(1, 'no budget', 6000, 5), run(1, 'budget', 1200, 2, { prefixOfWhole: false }), run(2, 'no budget', 300, 1), run(2, 'budget', 300, 1, { stopReason: 'eos' })];
+    const report = timeBudgetReport({ info: { target: { name: 'x' } } as never, runs }, { budgetMs: 1000, maxTokens: 64, threads: 1, targetNote: '' });
+    assert.equal(report.violations, 1);
+    assert.deepEqual(report.json.longTasks, [1], 'only the task whose whole completion took longer than the budget');
   });
 });
