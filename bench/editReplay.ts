@@ -256,7 +256,7 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
 
 /**
  * A target that computes nothing: its clock advances by `cost(b)` for each batch of b tokens. The
- * replay over it counts what a cost table allows (a GPU's, where none is lent), the policies learning
+ * replay over it counts what a cost table allows (a GPU's, where no GPU is at hand), the policies learning
  * from that clock as from a real one.
  */
 export class CountingTarget implements GreedyEvaluator {

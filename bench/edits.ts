@@ -11,7 +11,7 @@ import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
 import { DEFAULT_SPECULATION, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import { loadBenchSession } from './decodePath';
-import type { LlamaToken } from '../src/inference/llamaTypes';
+import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
@@ -246,7 +246,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     policy: session.policy,
     draft,
     ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
-    // As the worker streams them (inference/nextEdit.ts): the final edits so far, each once.
+    // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
   const windowMs = performance.now() - t0;

@@ -45,6 +45,8 @@ export interface BenchSessionOptions {
   gpu: ModelSettings['gpu'];
   flashAttention?: ModelSettings['flashAttention'];
   log: (level: string, message: string) => void;
+  /** Model settings beyond these (a regime that compares one of them). */
+  models?: Partial<ModelSettings>;
 }
 
 /**
@@ -53,7 +55,7 @@ export interface BenchSessionOptions {
  */
 export async function benchSession(pair: { target: string; draft: string }, opts: BenchSessionOptions): Promise<{ session: InferenceSession; engine: CompletionEngine }> {
   const session = await loadBenchSession(
-    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048, flashAttention: opts.flashAttention },
+    { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048, flashAttention: opts.flashAttention, ...opts.models },
     DEFAULT_SPECULATION,
     opts.log,
   );

@@ -3,7 +3,7 @@
 // reading one position's token; Draftline's native greedy reader (one call for all positions of a step)
 // counts as reading too.
 import type { InferenceSession } from '../src/inference/inferenceSession';
-import { loadNativeAddon } from '../src/inference/nativeAddon';
+import { loadNativeAddon } from '../src/llama/nativeAddon';
 import { median } from './stats';
 
 /** Native time spent in the context's binding, by call. */
@@ -73,7 +73,7 @@ export function clockNative(session: InferenceSession): NativeClock {
       const reads = name === 'readGreedy' || name === 'readSampled';
       addon[name] = (ctx: unknown, ...rest: unknown[]) => {
         if (ctx !== proxy) return (fn as (...a: unknown[]) => unknown)(ctx, ...rest);
-        // The direct decode (inference/directDecode.ts): a forward pass like the library's decodeBatch.
+        // The direct decode (llama/directDecode.ts): a forward pass like the library's decodeBatch.
         if (name === 'decode') {
           const size = (rest[2] as Int32Array).length;
           return timed(

@@ -1,7 +1,7 @@
 // npm run bench:profile [-- --targets tiny,v3,qwen-vocab] [--threads N] [--gpu auto|cuda|vulkan|cpu] [--tasks N] [--flash-attention auto|on|off] [--device-greedy auto|on|off] [--next-edit-cases N]
 // With qwen-coder-small among the targets, also the next-edit loop against the decoder's plain step.
 // Where a decode step's wall time goes, plain and speculative, on both ways of reading the target's
-// greedy tokens (src/inference/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
+// greedy tokens (src/llama/llamaSequenceEvaluator.ts: `library` = node-llama-cpp's
 // controlledEvaluate, `direct` = our batch + reused native sampler, `native` = our batch + Draftline's
 // native greedy reader), side by side in one run.
 // The native calls are timed by wrapping the context's binding object: decodeBatch is the forward
@@ -12,7 +12,7 @@ import type { CompletionRequest } from '../src/shared/completion';
 import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
 import { DEFAULT_SPECULATION, type InferenceSession } from '../src/inference/inferenceSession';
 import { loadBenchSession } from './decodePath';
-import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
+import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy } from '../src/speculation/policy';
 import { syncPromptAndPredictNext } from '../src/speculation/greedyEvaluator';
@@ -29,7 +29,7 @@ import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
 import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import { decode } from '../src/speculation/speculativeDecoder';
 import { StopRules } from '../src/stopping/stopRules';
-import type { LlamaToken } from '../src/inference/llamaTypes';
+import type { LlamaToken } from '../src/llama/llamaTypes';
 import type { Token } from '../src/shared/decoding';
 
 const argv = process.argv.slice(2);
@@ -42,7 +42,7 @@ const threads = Number(opt('threads', '1'));
 const gpu = opt('gpu', 'auto') as ModelSettings['gpu'];
 const flashAttention = flashAttentionOption(opt('flash-attention', 'auto'));
 const taskCount = Number(opt('tasks', '6'));
-/** The device greedy path (inference/llamaSequenceEvaluator.ts): auto = on a GPU; on = wherever llama.cpp offloads it (the CPU too). */
+/** The device greedy path (llama/llamaSequenceEvaluator.ts): auto = on a GPU; on = wherever llama.cpp offloads it (the CPU too). */
 const deviceGreedy = opt('device-greedy', 'auto') as NonNullable<ModelSettings['deviceGreedy']>;
 const K = 5;
 /** Fixed verify shapes timed in runs of their own. */

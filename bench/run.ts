@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--without-native] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,time-budget] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execFileSync, execSync } from 'node:child_process';
@@ -21,6 +21,7 @@ import { batchDrift, judgeDivergence, tieTolerance, type DivergenceVerdict } fro
 import { barChart, lineChart } from './chart';
 import { engineDocument, flashAttentionOption, shownText } from './engineView';
 import { regimeKeystroke, type LayoutRow } from './keystroke';
+import { MIN_FILE_CHARS, regimeTyping, typingRuns, typingTable } from './typing';
 import { EXTRA_CONTEXT_TOKENS, regimeExtraContext } from './extraContext';
 import { regimeLookahead } from './lookahead';
 import { ACCEPTS_PER_CHAIN, neverShownShare, regimeAcceptChain } from './acceptChain';
@@ -28,7 +29,7 @@ import { ALTERNATIVES_ASKED, regimeAlternatives, SCOPES } from './alternatives';
 import { DEFAULT_DEBOUNCE_MS } from '../src/settings/declaredSettings';
 import { regimeWindowDraft, WINDOWS } from './windowDraft';
 import { regimeStartup } from './workerStartup';
-import { AUTO_CLOSED_KINDS, autoClosedKindOf, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleAutoClosedTasks, sampleTasks, sourceFiles, type BenchTask } from './corpus';
+import { AUTO_CLOSED_KINDS, autoClosedKindOf, CORPUS_PACKAGES, ensureCorpus, fileTextOf, sampleAutoClosedTasks, sampleTasks, sourceFiles, type BenchTask, type SourceFile } from './corpus';
 import { currentLineSuffix } from '../src/postprocess';
 import { OracleProposer } from './oracleProposer';
 import { scoreShown, summarizeQuality, type QualityScore } from './quality';
@@ -37,12 +38,13 @@ import { LlamaServer } from '../testbed/llamaServer';
 import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget } from './targets';
+import { resultsJson } from './savedRun';
 import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
 import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
 import type { NextEditFormatId } from '../src/nextEdit/types';
-import type { LlamaSequenceEvaluator } from '../src/inference/llamaSequenceEvaluator';
+import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
@@ -54,10 +56,12 @@ const opt = (name: string, fallback?: string) => {
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
 const regimeNames = (opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').filter(Boolean);
-if (regimeNames.some((n) => !/^([1-9]|10|edits|time-budget)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits and time-budget, comma-separated`);
+if (regimeNames.some((n) => !/^([1-9]|10|edits|typing|time-budget)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits, typing and time-budget, comma-separated`);
 const regimes = new Set(regimeNames.filter((n) => /^\d+$/.test(n)).map(Number));
 /** `--regimes edits`: next-edit suggestions (issue #39, bench/edits.ts); only when named. */
 const editsRegime = regimeNames.includes('edits');
+/** `--regimes typing`: a user typing at every keystroke, shallow and deep in large files (bench/typing.ts); only when named. */
+const typingRegime = regimeNames.includes('typing');
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -569,6 +573,8 @@ function machine() {
 /** Shared by the sections of one run: the tasks, and what each section adds to the report and results. */
 interface Bench {
   tasks: BenchTask[];
+  /** The corpus files the tasks come from. */
+  files: SourceFile[];
   /** Regime 1 runs these too, reported apart (sampleAutoClosedTasks). */
   autoClosedTasks: BenchTask[];
   pairs: ModelPair[];
@@ -590,7 +596,7 @@ interface Section {
 }
 
 /**
- * Wall-clock seconds measured with --quick at --threads 1 on the reference VM (this 2-core Intel Xeon
+ * Wall-clock seconds measured with --quick at --threads 1 on the reference VM (a 2-core Intel Xeon
  * VM, no GPU) while other jobs kept it busy (load average ~5; the same runs used 60-85% of that in
  * CPU time, nearer what a quiet VM takes). Regime 1: a task of one pair (six modes, untimed warm-ups,
  * model load and tie check; mean of two runs); regime 2: setup (random target written once, verify
@@ -662,6 +668,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(9)) perPair(9, 'accept chain', ACCEPT_CHAIN_SECONDS_PER_TASK, acceptChainTaskCount(bench.tasks.length), acceptChainSection);
   if (regimes.has(10)) perPair(10, 'alternatives', ALTERNATIVES_SECONDS_PER_TASK, alternativesTaskCount(bench.tasks.length), alternativesSection);
   if (editsRegime) list.push({ name: 'edits (next-edit suggestions)', estimateSeconds: null, run: editsSection });
+  if (typingRegime) list.push({ name: 'typing (every keystroke, shallow and deep)', estimateSeconds: null, run: typingSection });
   if (regimeNames.includes('time-budget')) list.push({ name: 'time budget', estimateSeconds: null, run: timeBudgetSection });
   return list;
 }
@@ -850,6 +857,23 @@ async function keystrokeSection(bench: Bench): Promise<void> {
     "standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor's group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.";
   bench.md.push(`## ${heading}`, '', ...table, '', gains, '', legend, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${gains}\n`);
+}
+
+/** The typing regime's files (each typed shallow and deep) and characters typed at each position. */
+const typingShape = () => ({ files: Number(opt('typing-files', quick ? '2' : '4')), typed: Number(opt('typing-chars', quick ? '300' : '600')) });
+
+async function typingSection(bench: Bench): Promise<void> {
+  const pair = mainPair(bench);
+  const shape = typingShape();
+  const runs = typingRuns(bench.files, shape.files, shape.typed);
+  const r = await regimeTyping(bench.files, runs, pair, { threads, maxTokens, gpu, flashAttention, log });
+  bench.results.typing = { pair: pair.name, runs, rows: r.rows, afterShift: r.afterShift };
+  const heading = `Typing: a completion at every keystroke, shallow and deep (${pair.name} pair, hybrid, ${runs.length / 2} files over ${MIN_FILE_CHARS} characters, ${shape.typed} characters typed at each position)`;
+  const legend =
+    "shallow: typing from ~1,200 characters into the file; deep: from past the editor's 3,000-character prefix window, across one of its 512-character steps. shifted: a prompt whose head moved keeps its cache, shifted into place (draftline.shiftPromptCache, the default); evaluated afresh: the setting off. The first request of each stretch (its cold start) is left out.";
+  const table = typingTable(r);
+  bench.md.push(`## ${heading}`, '', table, '', legend, '');
+  console.log(`\n${heading}\n${table}\n`);
 }
 
 /** Regime 6 on the first tasks only; seconds a task on the reference VM (two variants, cold and keystroke each). */
@@ -1191,7 +1215,7 @@ async function main() {
     `Tasks: ${tasks.length} cursor positions in ${files.length} files of ${CORPUS_PACKAGES.join(', ')} (mid-line, end of line, empty line in a block, in turn); the rest of the first line with content after the cursor is taken out of the document, and completions are scored against the file's own continuation. Max ${maxTokens} tokens; modes interleaved per task. Each measured completion follows an untimed one at the same spot one character earlier (the keystroke case: KV caches warm as in the editor).${autoClosedTasks.length ? ` Regime 1 also runs ${autoClosedTasks.length} before-auto-closed tasks, reported apart: the cursor inside a line, with only what the editor auto-closed after it.` : ''}`,
     '',
   ];
-  const bench: Bench = { tasks, autoClosedTasks, pairs, outDir, results, md, modes: [], failed: false };
+  const bench: Bench = { tasks, files, autoClosedTasks, pairs, outDir, results, md, modes: [], failed: false };
   const list = sections(bench);
   const estimates = list.map((s) => s.estimateSeconds);
   const estimatedSeconds = estimates.every((e) => e !== null) ? estimates.reduce((n, e) => n! + e!, 0)! : null;
@@ -1205,7 +1229,7 @@ async function main() {
   // Written after every section too: a run stopped at a time limit (the bench kit's lease) keeps the sections it finished.
   const save = () => {
     if (bench.modes.length) {
-      fs.writeFileSync(path.join(outDir, 'runs.json'), JSON.stringify(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
+      fs.writeFileSync(path.join(outDir, 'runs.json'), resultsJson(bench.modes.flatMap((r) => r.raw.map(({ tokens, ...rest }) => ({ pair: r.pair.name, ...rest, tokens: tokens.length })))));
     }
     results.seconds = (Date.now() - started) / 1000;
     const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
@@ -1213,7 +1237,7 @@ async function main() {
       .join(', ')})`;
     results.nativeAddon = native;
     results.decodePaths = decodePaths();
-    fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2));
+    fs.writeFileSync(path.join(outDir, 'results.json'), resultsJson(results, 2));
     // The header (title, machine) then what was measured with: the native addon and each model's decode path.
     const report = [...md.slice(0, 4), ...decodePathHeader(native), ...md.slice(4)];
     fs.writeFileSync(path.join(outDir, 'report.md'), `${report.join('\n')}\n${timeLine}\n`);

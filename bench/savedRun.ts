@@ -6,6 +6,14 @@ import { decodePathHeader, decodePaths, prepareBenchNative } from './decodePath'
 
 const ROOT = path.resolve(__dirname, '..');
 
+/**
+ * A run as JSON for bench/results: a path inside the repository (or the bench kit) is written relative
+ * to it, so a committed results folder names no folder of the machine that ran it.
+ */
+export function resultsJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'string' && v.startsWith(ROOT + path.sep) ? path.relative(ROOT, v).split(path.sep).join('/') : v), indent);
+}
+
 /** Writes `<name>.md` and `<name>.json` into bench/results/<time>-<folderTag>/ and prints the report. */
 export function saveReport(folderTag: string, name: string, md: string[], json: unknown): void {
   const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
@@ -13,7 +21,7 @@ export function saveReport(folderTag: string, name: string, md: string[], json: 
   // The header says what was measured with: the native addon, and each model's decode path.
   const report = [...md.slice(0, 1), '', ...decodePathHeader(), ...md.slice(1)];
   fs.writeFileSync(path.join(dir, `${name}.md`), `${report.join('\n')}\n`);
-  fs.writeFileSync(path.join(dir, `${name}.json`), JSON.stringify({ decodePaths: decodePaths(), ...(json as object) }, null, 2));
+  fs.writeFileSync(path.join(dir, `${name}.json`), resultsJson({ decodePaths: decodePaths(), ...(json as object) }, 2));
   process.stdout.write(`${report.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
 }
 

@@ -1,11 +1,11 @@
 // node-llama-cpp's own speculation (DraftSequenceTokenPredictor, InputLookupTokenPredictor): the
 // off-the-shelf path, kept as the baseline our decoder must beat. Same prompt tokens, same stop rules.
-import type { LlamaContext, LlamaContextSequence, LlamaToken } from '../src/inference/llamaTypes';
+import type { LlamaContext, LlamaContextSequence, LlamaToken } from '../src/llama/llamaTypes';
 import type { CompletionRequest } from '../src/shared/completion';
 import type { Token } from '../src/shared/decoding';
 import type { InferenceSession } from '../src/inference/inferenceSession';
 import { loadLibrary } from '../src/inference/llamaRuntime';
-import { type AttachedThreadpool, attachThreadpool } from '../src/inference/nativeAddon';
+import { type AttachedThreadpool, attachThreadpool } from '../src/llama/nativeAddon';
 
 export type StockMode = 'stock-draft' | 'stock-lookup';
 

@@ -2,14 +2,14 @@
 //
 // Writes a self-contained folder (and DIR/draftline-bench-kit.tar.xz with
 // DIR/draftline-bench-kit-models.tar.xz, each at most KIT_LIMIT_BYTES) that runs `npm run bench`
-// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU box lent for a
-// quarter of an hour (docs/BENCHMARK.md, "The bench kit"). Inside: this Node binary, the benches
+// unchanged on a Linux x64 machine with a GPU driver but no network and no Node: a GPU machine reached
+// with an upload limit and a time limit (scripts/bench-kit/README.md). Inside: this Node binary, the benches
 // bundled with esbuild, node-llama-cpp with its prebuilt CPU binary and its CUDA one less
 // libggml-cuda.so (159 MB for every architecture: too big to carry), the llama.cpp source
 // node-llama-cpp was built from, build-cuda.sh (compiles ggml-cuda, llama-server and llama-quantize
 // for the local GPU only), the v3 pair, the bench corpus and the one tokenizer the random next-edit
-// shapes use. `run.sh [bench args]` builds what is missing and runs the bench; `run.sh lease` runs a
-// lease's every step in one command. Results land in the kit's bench/results/. A bench artefact
+// shapes use. `run.sh [bench args]` builds what is missing and runs the bench; `run.sh lease` runs
+// every GPU step in one command, within a lease's time. Results land in the kit's bench/results/. A bench artefact
 // only: nothing here goes into the extension's install or package.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -36,7 +36,7 @@ const withTiny = argv.includes('--with-tiny');
 const archive = !argv.includes('--no-archive');
 const log = (message: string) => process.stderr.write(`[bench:kit] ${message}\n`);
 
-/** What a lent GPU box takes: 64 MiB copied onto it, less room for the command's own files. */
+/** An upload limit of 64 MiB, less room for the command's own files: each archive fits it. */
 const KIT_LIMIT_BYTES = 60 * 2 ** 20;
 const VOCAB_MODEL = 'tiny-code-draft.gguf';
 /**
@@ -184,8 +184,8 @@ function writeScripts(commit: string): void {
  * The kit's parts that change only with Node, the models, node-llama-cpp or the corpus (nearly all of
  * the archives' bytes, and minutes of xz -9e on 2 cores), then the rest (the bundled benches, the
  * scripts, KIT.json). The models (the v3 pair, hardly compressible) are an archive of their own: with
- * Node and the rest they would not fit in what a lent box takes (sizes: docs/BENCHMARK.md), and the
- * repository's working tree, which the device tool sends anyway, holds them.
+ * Node and the rest they would not fit in one upload (sizes: scripts/bench-kit/README.md), and a
+ * checkout of the repository holds them where one reaches the machine.
  */
 const STABLE_PARTS: Record<string, string[]> = {
   node: ['node'],
@@ -321,7 +321,7 @@ async function main(): Promise<void> {
     for (const file of await writeArchives()) {
       const size = fs.statSync(file).size;
       log(`archive: ${file} (${mib(size)})`);
-      if (size > KIT_LIMIT_BYTES) throw new Error(`${path.basename(file)} is ${mib(size)}, over the ${mib(KIT_LIMIT_BYTES)} a lent GPU box takes: leave something out`);
+      if (size > KIT_LIMIT_BYTES) throw new Error(`${path.basename(file)} is ${mib(size)}, over the ${mib(KIT_LIMIT_BYTES)} an archive may take: leave something out`);
     }
   }
   log(`done in ${Math.round((Date.now() - started) / 1000)} s`);

@@ -71,7 +71,7 @@ if [ "${DRAFTLINE_LLAMA_SERVER_FULL_BUILD:-}" != 1 ] && [ -f "$PREBUILT/libllama
   rm -rf "$DIR/build"
 fi
 # Built for this CPU, except AMX: where the CPU reports AMX tiles but the VM does not enable them
-# (this VM), -march=native builds an llama-server that dies with SIGILL at the first decode
+# (seen on an Intel Xeon VM), -march=native builds an llama-server that dies with SIGILL at the first decode
 # (tilezero in ggml's AMX Q8_0 kernel). There, the same ISA without AMX.
 ISA=(-DGGML_NATIVE=ON)
 if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then

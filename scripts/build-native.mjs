@@ -1,6 +1,6 @@
-// Builds dist/draftline-native.node (src/native/draftlineNative.cpp): the greedy reader that gives the
-// decode loop several positions' tokens in one synchronous call, and persistent CPU threadpools (see
-// that file for why).
+// Builds dist/draftline-native.node from src/llama/native/ (addon.cpp says what it does and why, each
+// other file one part of it): the greedy reader that gives the decode loop several positions' tokens in
+// one synchronous call, the direct decode, persistent CPU threadpools and the device greedy sampler.
 //
 // It is compiled against the very headers node-llama-cpp's prebuilt binary was built from: the
 // library's own addon headers (node_modules/node-llama-cpp/llama/addon) for the C++ context's
@@ -13,7 +13,7 @@
 // makes a failed build an error instead.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { extractFromLlamaBundle } from './llamaSource.mjs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -21,7 +21,15 @@ import { fileURLToPath } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const nativeAddonPath = join(repo, 'dist', 'draftline-native.node');
-const source = join(repo, 'src', 'native', 'draftlineNative.cpp');
+const sourceDir = join(repo, 'src', 'llama', 'native');
+
+/** The addon's sources (compiled together, in name order) and its headers: every file of src/llama/native/. */
+function sourceFiles() {
+  const names = readdirSync(sourceDir)
+    .filter((name) => /\.(cpp|h)$/.test(name))
+    .sort();
+  return { sources: names.filter((name) => name.endsWith('.cpp')).map((name) => join(sourceDir, name)), all: names.map((name) => join(sourceDir, name)) };
+}
 
 function inputs() {
   const library = join(repo, 'node_modules', 'node-llama-cpp');
@@ -54,6 +62,7 @@ export function buildNative({ quiet = false } = {}) {
   const headers = llamaHeaders(release);
   mkdirSync(dirname(nativeAddonPath), { recursive: true });
   const partial = `${nativeAddonPath}.partial`;
+  const { sources, all } = sourceFiles();
   // -O3 without -ffast-math: the probability sum must add in the library's order.
   const args = [
     '-std=c++17',
@@ -72,16 +81,15 @@ export function buildNative({ quiet = false } = {}) {
     `-I${join(headers, 'ggml', 'include')}`,
     `-I${addonApi}`,
     `-I${nodeHeaders}`,
-    source,
+    ...sources,
     '-o',
     partial,
     '-ldl',
   ];
-  // Rebuilt when the source, the flags (versions, header paths), or the compiler change.
-  const stamp = createHash('sha256')
-    .update(readFileSync(source))
-    .update(JSON.stringify([compiler, args]))
-    .digest('hex');
+  // Rebuilt when a source or header, the flags (versions, header paths), or the compiler change.
+  const hash = createHash('sha256');
+  for (const file of all) hash.update(file).update(readFileSync(file));
+  const stamp = hash.update(JSON.stringify([compiler, args])).digest('hex');
   const stampFile = `${nativeAddonPath}.stamp`;
   if (existsSync(nativeAddonPath) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return true;
   // A failed build must not leave an older addon behind to be loaded.

@@ -5,7 +5,7 @@
 // any is missing. node-llama-cpp loads prebuilt binaries of its own version only, so a version with
 // one unpublished platform package cannot run on that platform at all (3.22.0/3.22.1 declare Windows
 // and macOS packages that were never published): run this before moving Draftline to a version
-// (README, "Moving node-llama-cpp up"). Asks the registry with `npm view` (one query per package).
+// (docs/DEVELOPMENT.md, "Moving node-llama-cpp up"). Asks the registry with `npm view` (one query per package).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

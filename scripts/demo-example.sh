@@ -8,7 +8,7 @@ EXAMPLE="$WORKSPACE/example.ts"
 original() {
   cat <<'TS'
 // Type below: Draftline completes with its embedded demo models ("draftline-code": small but real,
-// trained here; see models/README.md in the Draftline repository). Weak, but local.
+// trained for Draftline; see models/README.md in the Draftline repository). Weak, but local.
 export function sum(values: number[]): number {
   let total = 0;
   for (const value of values) {

@@ -17,7 +17,7 @@
 // with import('@node-llama-cpp/<name>') from its own folder: node_modules/@node-llama-cpp/<name> in the package.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, posix, relative, resolve, sep } from 'node:path';
+import { dirname, extname, join, posix, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALL_TARGETS, binariesFor, TARGETS, vsixName } from './platforms.mjs';
 
@@ -42,26 +42,46 @@ for (const plan of plans) if (plan.error) fail(plan.error);
 // One target: --out is the file. All: --out is the folder the six files go to (default: here).
 const outFor = (target) => (targetArg === 'all' ? join(resolve(opt('out', '.')), vsixName(pkg, target)) : resolve(opt('out', vsixName(pkg, target))));
 
-// Links in the README (docs/, media/) become absolute against the repository, as the Marketplace shows
-// them; vsce guesses that only for GitHub and GitLab URLs.
+// Links in the README (docs/) become absolute against the repository, as the Marketplace shows them;
+// vsce guesses that only for GitHub and GitLab URLs.
 const repositoryWeb = String(pkg.repository?.url ?? pkg.repository ?? '')
   .replace(/^git\+/, '')
   .replace(/\.git$/, '');
-if (!/^https:\/\//.test(repositoryWeb)) fail(`package.json's repository (${repositoryWeb || 'none'}) must be an https URL: the packaged README's links and images are made absolute against it`);
+if (!/^https:\/\//.test(repositoryWeb)) fail(`package.json's repository (${repositoryWeb || 'none'}) must be an https URL: the packaged README's links are made absolute against it`);
+
+/** The picture types a README may embed (vsce refuses SVG there: no SVG data URI either). */
+const IMAGE_TYPES = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp' };
+
+/**
+ * A relative picture of the README as a data: URI. VS Code shows an installed extension's README
+ * (Extensions → Details) in a webview whose Content-Security-Policy allows `img-src https: data:`
+ * only, with no base for relative paths (they resolve inside VS Code's own webview folder): a data:
+ * URI is the one kind of picture it shows offline, in VS Code desktop and in a browser alike.
+ */
+function embeddedImage(link) {
+  const file = join(repo, posix.normalize(decodeURI(link)));
+  const type = IMAGE_TYPES[extname(file).toLowerCase()];
+  if (!type) fail(`README.md's picture ${link} cannot be embedded: PNG, JPEG, GIF or WebP only`);
+  if (!existsSync(file)) fail(`README.md's picture ${link} does not exist`);
+  return `data:${type};base64,${readFileSync(file).toString('base64')}`;
+}
 
 /**
  * The README for the package: relative links that are no image become absolute against the
- * repository (`blob/HEAD/`); relative images are kept as they are and must be files the package
- * carries (checked by test/unit/packageContents.test.ts).
+ * repository (`blob/HEAD/`); relative images are embedded as data: URIs (embeddedImage). The
+ * repository's README keeps its relative paths (GitHub shows them as they are).
  */
 function packagedReadme(text) {
   const markdownLink = /(!?)\[([^\][]*|!\[[^\][]*]\([^)]+\))\]\(([^)]+)\)/g;
   const relative = (link) => !/^\w+:/.test(link) && !link.startsWith('#') && !link.startsWith('/');
   const rewrite = (_all, image, title, link) => {
     const inner = title.replace(markdownLink, rewrite);
-    if (image || !relative(link)) return `${image}[${inner}](${link})`;
+    if (!relative(link)) return `${image}[${inner}](${link})`;
+    if (image) return `![${inner}](${embeddedImage(link)})`;
     return `[${inner}](${repositoryWeb}/blob/HEAD/${posix.normalize(link)})`;
   };
+  const html = /<img\b[^>]*\bsrc=["']([^"']+)["']/i.exec(text);
+  if (html && relative(html[1])) fail(`README.md's <img src="${html[1]}">: write pictures as Markdown images (![alt](path)), which packaging embeds`);
   return text.replace(markdownLink, rewrite);
 }
 
@@ -160,8 +180,8 @@ function packageTarget({ target, gpu, packages }, sources, deps, out) {
   try {
     link(repo, stage, new Set([...topLevelSkip, ...readdirSync(repo).filter((name) => name.endsWith('.vsix'))]));
     // The README as the extension's page shows it (a new file, not a link): its links to docs/ and other
-    // files the package leaves out point at the repository; its images stay relative, to the media/
-    // files the package carries, so the page shows them offline (vsce would make them absolute too).
+    // files the package leaves out point at the repository; its pictures are in it, as data: URIs, so
+    // the page shows them offline (vsce's rewriting would make them https: links to the repository).
     writeFileSync(join(stage, 'README.md'), packagedReadme(readFileSync(join(repo, 'README.md'), 'utf8')));
     writeFileSync(join(stage, '.vscodeignore'), `${targetIgnore.join('\n')}\n`);
     // A dependency built for one OS or CPU (npm's os/cpu fields, e.g. ipull's optional @reflink/reflink-linux-x64-gnu)

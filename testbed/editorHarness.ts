@@ -1,5 +1,6 @@
 // End-to-end harness: a real VS Code (code-server 4.100.3, VS Code 1.100.3) started headless on
-// 127.0.0.1 and driven in Debian's chromium by playwright-core. See /work/shared/notes/vscode-e2e.md.
+// 127.0.0.1 and driven in Debian's chromium by playwright-core: VS Code's own test runners download
+// VS Code at run time, code-server runs offline and its extension host loads native addons.
 //
 // Install the prerequisites with `bash scripts/setup-e2e.sh` (apt packages + code-server into
 // <repo>/.cache/code-server). Works the same whether tsx loads this file as CommonJS or ESM: it uses

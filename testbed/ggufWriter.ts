@@ -3,7 +3,8 @@
  *
  * writeRandomLlamaModel writes a llama-architecture model with random weights and a real
  * tokenizer (by default the embedded tiny-code models' byte-level BPE vocabulary), laid out
- * exactly like /work/shared/models/recipe/export_gguf.py (see /work/shared/notes/gguf.md).
+ * exactly as the exporter of the embedded models lays them out: GGUF v3, the llama keys llama.cpp
+ * requires, tensors in ggml order, each padded to 32 bytes, norms F32.
  * Tensors are generated and written a chunk at a time, so a 300+ MB benchmark model does not
  * have to fit in memory. Same options -> byte-identical file.
  */

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# One GPU lease: bash run.sh lease [--prepare] [--budget-s N] [--deadline-s N] [--out DIR] [--small] [--restart]
+# A lease (the time a GPU machine is yours), every step in one command: bash run.sh lease [--prepare] [--budget-s N] [--deadline-s N] [--out DIR] [--small] [--restart]
 #
 # In order: starts build-cuda.sh in the background (ggml-cuda for this GPU, llama-server,
 # llama-quantize), writes the random targets the runs need on the CPU while it builds, checks that
 # llama-server answers, then runs the bench steps in order of value, each under its own time limit:
 # its share of what is left of --budget-s (540 s by default, for all steps), so that a step that ends
 # early leaves its time to the next ones, and a step stopped at its limit keeps the sections it
-# finished. --deadline-s (570 by default) bounds this command (a lent box runs one command at most
-# 10 minutes): steps that no longer fit are left for the next `run.sh lease`, which resumes after
+# finished. --deadline-s (570 by default) bounds this command (for a machine that runs one command
+# at most 10 minutes): steps that no longer fit are left for the next `run.sh lease`, which resumes after
 # the last step run (.lease-state; the build and the targets are then already there). --restart
 # starts over. Without a GPU (nvidia-smi sees none) every step runs on the CPU and nothing is built:
 # llama-server is used where bench/cache/llama-server/build/bin holds one. --small: the small random
 # targets and a case or task or two a step (a check that every step runs, not a measurement).
 # --prepare: starts the build and the targets detached (setsid: they outlive the command that started
-# them) and returns at once; a later run.sh lease waits for them. For a box that takes the kit and the
-# models in two calls (docs/BENCHMARK.md): the first prepares, the second runs.
+# them) and returns at once; a later run.sh lease waits for them. For a machine that takes the kit and
+# the models in two uploads (README.md): the first command prepares, the second runs.
 #
 # Writes two files into --out (the kit's lease-out/ by default): lease.log (everything printed, with
 # each step's seconds) and lease-results.tar.gz (bench/results/, the build's log among them).

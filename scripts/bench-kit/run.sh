@@ -2,8 +2,8 @@
 # Runs Draftline's benchmark from this kit, with no network and no Node installed:
 #   bash run.sh [bench args]            e.g. --gpu cuda --regimes 1,2 --regime2-targets v3,7b-qwen
 #   bash run.sh profile [profile args]  the per-step profile (npm run bench:profile)
-#   bash run.sh lease [--budget-s N] [--out DIR]   a GPU lease's every step, one command (lease.sh)
-#   bash run.sh lease --prepare         the build and the random targets, detached (a first call)
+#   bash run.sh lease [--budget-s N] [--out DIR]   every GPU step of a lease, one command (lease.sh)
+#   bash run.sh lease --prepare         the build and the random targets, detached (a first command)
 #   bash run.sh server-check            llama-server starts and answers
 # With --gpu cuda (the default where nvidia-smi sees a GPU) it first compiles ggml's CUDA backend
 # and llama-server for this GPU (build-cuda.sh, once). Results: bench/results/ inside the kit.
@@ -12,8 +12,8 @@ KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 NODE="$KIT/node/bin/node"
 SCRIPT="$KIT/bench/run.js"
 # The v3 pair: in the kit, else from draftline-bench-kit-models.tar.xz beside it (the archives travel
-# apart: both would not fit in one box's 64 MiB), else from a checkout of the repository
-# (DRAFTLINE_KIT_MODELS=<checkout>/models: the device tool sends the working tree anyway).
+# apart: both would not fit in one upload of 64 MiB), else from a checkout of the repository
+# (DRAFTLINE_KIT_MODELS=<checkout>/models, where a checkout reaches the machine anyway).
 # (run.sh lease --prepare does without: it builds and writes the random targets.)
 preparing=
 [ "${1:-}" = lease ] && [[ " $* " == *" --prepare "* ]] && preparing=1

@@ -4,9 +4,9 @@
 # Prompt = Zed's Zeta (v1) layout: "### Instruction: ... ### User Edits: ... ### User Excerpt: ... ### Response:\n";
 # the response repeats the excerpt's editable region rewritten, between the same markers, then "```" and end-of-text.
 import os, sys, json, random, difflib, re, hashlib
-sys.path.insert(0, '/work/shared/models/recipe'); from tok import Tokenizer
+from shared_models import TOKENIZER; from tok import Tokenizer
 PK, OUT = sys.argv[1], sys.argv[2]; os.makedirs(OUT, exist_ok=True)
-tk = Tokenizer.load('/work/shared/models/tokenizer.json')
+tk = Tokenizer.load(TOKENIZER)
 INSTR = ('### Instruction:\nYou are a code completion assistant and your task is to analyze user edits and then rewrite an '
          'excerpt that the user provides, suggesting the appropriate edits within the excerpt, taking into account the cursor location.\n\n')
 RS, RE, CUR = '<|editable_region_start|>', '<|editable_region_end|>', '<|user_cursor_is_here|>'

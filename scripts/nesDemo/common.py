@@ -1,6 +1,6 @@
 import sys, json, torch, torch.nn.functional as F
-sys.path.insert(0, '/work/shared/models/recipe'); from tok import Tokenizer
-tk = Tokenizer.load('/work/shared/models/tokenizer.json'); EOT = tk.eot
+from shared_models import TOKENIZER; from tok import Tokenizer
+tk = Tokenizer.load(TOKENIZER); EOT = tk.eot
 def encode_example(x):
     """bos + prompt + response + eos; returns ids and the index where the response starts (loss from there on)"""
     p = [EOT] + tk.encode(x['prompt']); r = tk.encode(x['response']) + [EOT]

@@ -34,7 +34,7 @@ def read_gguf(path):
     return kv, out
 def load_lm(path, ctx=None):
     import torch
-    sys.path.insert(0, '/work/shared/models/recipe'); from model import Cfg, LM
+    import shared_models; from model import Cfg, LM
     kv, t = read_gguf(path)
     c = Cfg(d=kv['llama.embedding_length'], n_layer=kv['llama.block_count'], n_head=kv['llama.attention.head_count'],
             ffn=kv['llama.feed_forward_length'], ctx=ctx or kv['llama.context_length'],

@@ -176,7 +176,7 @@ export class LocalBackend implements InferenceBackend {
       const quarantined = model ? this.quarantine.check([model]) : [];
       if (quarantined.length > 0) return noNextEdit(request, 'error', new QuarantinedModelError(quarantined).message);
     }
-    return this.worker.nextEdit(format ? { ...request, format } : request, signal, onEdit, model);
+    return this.worker.request('nextEdit', { request: format ? { ...request, format } : request, ...(model ? { model } : {}) }, signal, { onEdit });
   }
 
   async configure(speculation: SpeculationSettings): Promise<void> {

@@ -160,6 +160,7 @@ export class CompletionEngine {
     const lineSuffix = window.suffix.split('\n', 1)[0];
     return {
       prefix: window.prefix,
+      ...(window.prefixLine === undefined ? {} : { prefixLine: window.prefixLine }),
       suffix: window.suffix,
       documentKey: doc.uri,
       languageId: doc.languageId,

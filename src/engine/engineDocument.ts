@@ -33,5 +33,19 @@ export function documentAfterInsertion(doc: EngineDocument, text: string, replac
     if (e > end) out += doc.slice(tailStart + Math.max(s, end) - end, tailStart + e - end);
     return out;
   };
-  return { ...doc, offset: end, length, slice };
+  const newlines = (s: string) => s.split('\n').length - 1;
+  const lineAt = doc.lineAt;
+  return {
+    ...doc,
+    offset: end,
+    length,
+    slice,
+    lineAt:
+      lineAt &&
+      ((offset: number) => {
+        if (offset <= at) return lineAt(offset);
+        if (offset <= end) return lineAt(at) + newlines(text.slice(0, offset - at));
+        return lineAt(at) + newlines(text) + lineAt(tailStart + offset - end) - lineAt(tailStart);
+      }),
+  };
 }

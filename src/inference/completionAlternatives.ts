@@ -7,7 +7,7 @@ import type { AlternativesResult, CompletionRequest, LocalCompletionResult } fro
 import type { Token } from '../shared/decoding';
 import { chooseBranchPoint } from '../speculation/branchPoint';
 import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
-import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
 import { clampMaxTokens } from '../stopping/stopRules';
 

@@ -4,7 +4,7 @@
 // speculation. InferenceSession decodes from it; its own file stays about the decode.
 import type { NgramIndex } from '../ngram';
 import { buildPromptContext } from '../prompt/contextBlock';
-import { ANCHOR_LINE_GROUP, buildPrompt, type PromptLayout, type PromptVocabulary, splitTrailingBlank } from '../prompt/fimPrompt';
+import { buildPrompt, type PromptLayout, type PromptVocabulary, splitTrailingBlank } from '../prompt/fimPrompt';
 import type { PromptTemplate } from '../prompt/templates';
 import type { CompletionRequest } from '../shared/completion';
 import type { Token } from '../shared/decoding';
@@ -16,7 +16,7 @@ import type { LoadedModel } from './loadedPair';
 export const EXTRA_CONTEXT_KEY = 'extra-context:';
 
 /** What a prompt is laid out from. */
-export type PromptRequest = Pick<CompletionRequest, 'prefix' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
+export type PromptRequest = Pick<CompletionRequest, 'prefix' | 'prefixLine' | 'suffix' | 'maxTokens' | 'extraContext' | 'languageId'>;
 
 export class CompletionPrompts {
   /** How the FIM prompt is split (see PromptLayout); the benchmark compares both. */
@@ -50,7 +50,7 @@ export class CompletionPrompts {
     const extra = request.extraContext;
     // The file's own text matters most: other files get at most a third of the prompt.
     const context = extra ? buildPromptContext(this.template, this.tokenizeChunk, extra, Math.min(extra.maxTokens, Math.floor(budget / 3)), request.languageId) : undefined;
-    const tokens = buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, this.layout, ANCHOR_LINE_GROUP, context).tokens;
+    const tokens = buildPrompt(this.vocabulary, splitTrailingBlank(request.prefix).prefix, request.suffix, budget, { layout: this.layout, context, prefixLine: request.prefixLine }).tokens;
     const extraContext = context?.files ? { files: context.files, tokens: context.beforePrompt.length + context.afterPrefixToken.length, repoLevel: context.beforePrompt.length > 0 } : undefined;
     return { tokens, extraContext };
   }

@@ -5,7 +5,7 @@
 // `evaluate`; a completion takes the context with `pause`: it waits for the next-edit's evaluation
 // in flight, if any (one decode step at most), and the next-edit parks before its next one until
 // every completion released the context. Its KV sequence keeps its prompt and what it generated,
-// so it resumes where it stopped. Pure: the session wires it (inference/nextEdit.ts).
+// so it resumes where it stopped. Pure: the session wires it (inference/sessionNextEdits.ts).
 
 /** Thrown by `evaluate` when the request was cancelled while it waited for the context. */
 export class ParkedAbort extends Error {

@@ -1,5 +1,5 @@
-import type { Llama, LlamaToken } from './llamaTypes';
-import type { KvSequencesReport, LoadedModelsInfo } from '../shared/backendInfo';
+import type { Llama, LlamaToken } from '../llama/llamaTypes';
+import type { LoadedModelsInfo } from '../shared/backendInfo';
 import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../shared/completion';
 import type { Token } from '../shared/decoding';
 import { type DecoderStats, emptySpeculationStats } from '../shared/generationStats';
@@ -15,18 +15,16 @@ import { decode } from '../speculation/speculativeDecoder';
 import { type BudgetClock, clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import { CompletionPrompts, type PromptRequest } from './completionPrompt';
-import type { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
 import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
-import { DEFAULT_OWNER, describeOwner, PromptStates, type SequenceEvaluators, type SequenceReport } from './promptStates';
-import { SavedPromptStates } from './savedPromptStates';
-import { kvBytesPerToken } from './sequenceBudget';
+import { PromptSequences } from './promptSequences';
+import { DEFAULT_OWNER } from './promptStates';
 import { WindowDraftContext } from './windowDraftContext';
 import { ContextGate } from './contextGate';
 import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
-import { SessionNextEdits } from './nextEdit';
+import { SessionNextEdits } from './sessionNextEdits';
 
 export { gpuLayersFor } from './loadedPair';
 export type { DecodeOverrides } from './decodeOverrides';
@@ -34,10 +32,6 @@ export { EXTRA_CONTEXT_KEY } from './completionPrompt';
 
 /** A prompt like a user's: a few lines of code, the cursor inside a function body. */
 const WARM_UP_PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values) {\n    total += ';
-
-/** Evicted prompts' KV states kept on disk: at most this many sequences' worth, and at most SAVED_STATES_MAX_BYTES. */
-const SAVED_STATES_PER_SEQUENCE = 4;
-const SAVED_STATES_MAX_BYTES = 512 * 2 ** 20;
 
 /** The warm-up's prompt state (freed once it ran). */
 const WARM_UP_OWNER = 'warm-up';
@@ -79,18 +73,12 @@ export class InferenceSession {
   readonly draft: LoadedModel | null;
   readonly info: LoadedModelsInfo;
   readonly template: PromptTemplate;
-  /** The KV sequences, one per prompt state (window and task). */
-  private readonly states: PromptStates<LlamaSequenceEvaluator>;
-  /** The KV states of prompts whose sequence another owner took, to load back when they return. */
-  private readonly saved: SavedPromptStates;
-  /** Next-edit requests (issue #39) and the next-edit model (inference/nextEdit.ts, nextEditModelSlot.ts). */
+  /** The KV sequences of the prompt states (window and task), and the saved states of evicted ones. */
+  private readonly kv: PromptSequences;
+  /** Next-edit requests (issue #39) and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
   readonly nextEdits: SessionNextEdits;
 
-  private constructor(
-    pair: LoadedPair,
-    speculation: SpeculationSettings,
-    private readonly log: RuntimeLog,
-  ) {
+  private constructor(pair: LoadedPair, speculation: SpeculationSettings, log: RuntimeLog) {
     ({ llama: this.llama, target: this.target, draft: this.draft, info: this.info, template: this.template } = pair);
     this.speculation = { ...speculation, graphReplay: replaysGraphs(pair.info) };
     this.policy = new SpeculationPolicy(this.speculation);
@@ -101,12 +89,8 @@ export class InferenceSession {
       tokenize: (text: string): Token[] => target.model.tokenize(text, false),
     });
     this.prompts = new CompletionPrompts(target, this.template, this.documents);
-    const bytesPerToken = kvBytesPerToken(this.target.info);
-    this.states = new PromptStates(this.target.sequences, this.draft?.sequences ?? null, bytesPerToken, (message) => log('info', message));
-    // Room for a few evicted prompts' states on disk (each a sequence's cells at most), 512 MiB at most.
-    const sequenceBytes = pair.sequences.bytesPerSequence;
-    this.saved = new SavedPromptStates(Math.max(sequenceBytes, Math.min(SAVED_STATES_MAX_BYTES, SAVED_STATES_PER_SEQUENCE * sequenceBytes)), (message) => log('warn', message));
-    const targetServing: NextEditServing = { model: target, sequenceFor: (o, p) => this.sequenceFor(o, p), holds: (o, t) => this.states.holds(o, t), targetVocabulary: true };
+    this.kv = new PromptSequences(pair, log);
+    const targetServing: NextEditServing = { model: target, sequenceFor: (o, p) => this.kv.for(o, p), holds: (o, t) => this.kv.states.holds(o, t), targetVocabulary: true };
     const slot = new NextEditModelSlot(pair, targetServing, speculation.maxProposal + 1, log);
     this.nextEdits = new SessionNextEdits(slot, this, () => ({ speculation: this.speculation, policy: this.policy }));
   }
@@ -121,29 +105,14 @@ export class InferenceSession {
   }
 
   /** The live KV sequences: whose prompt each holds, its tokens and their bytes (Show Stats); the saved states. */
-  sequences(): KvSequencesReport & { sequences: SequenceReport[]; saved: NonNullable<KvSequencesReport['saved']> } {
-    return { sequences: this.states.report(), evictions: this.states.evictions, saved: { count: this.saved.count, bytes: this.saved.bytes, restored: this.saved.restored } };
+  sequences(): ReturnType<PromptSequences['report']> {
+    return this.kv.report();
   }
 
   /** Frees the sequences of owners `matches` accepts (a window that went away): others may take them. */
   releaseOwners(matches: (owner: string) => boolean): void {
-    this.states.release(matches);
-    this.saved.release(matches);
+    this.kv.release(matches);
     this.nextEdits.models.releaseOwners(matches);
-  }
-
-  /**
-   * The KV sequence `owner`'s prompt decodes on. When it takes one from another owner, that owner's
-   * cells are saved first; when the owner's own saved state holds more of the prompt than the
-   * sequence it got, it is loaded back (inference/savedPromptStates.ts).
-   */
-  private async sequenceFor(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<LlamaSequenceEvaluator>> {
-    const state = this.states.acquire(owner, prompt);
-    if (state.evicted !== null) await this.saved.save(state.evicted, state.target);
-    if (state.taken && (await this.saved.restore(owner, prompt, state.target))) {
-      this.log('info', `KV state of ${describeOwner(owner)} loaded back (${state.target.tokens.length} tokens) instead of evaluating its prompt again`);
-    }
-    return state;
   }
 
   configure(speculation: Partial<SpeculationSettings>): void {
@@ -169,8 +138,19 @@ export class InferenceSession {
   }
 
   /** One generation at a time: the caller waits for the previous one (a second one at once throws). */
-  complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
-    return this.alone(() => this.completeNow(request, signal, budgetStartsNow(overrides)));
+  complete(request: CompletionRequest, signal?: AbortSignal, callerOverrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
+    // The time budget counts from the call, the wait for the gate included.
+    const overrides = budgetStartsNow(callerOverrides);
+    return this.alone(async () => {
+      const speculation = overrides.speculation ?? this.speculation;
+      const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
+      this.prompts.indexExtraContext(request);
+      testAbortHook('generation', this.target.info, this.draft?.info);
+      const result = await this.decodeAfter(request, prompt, [], signal, overrides);
+      if (extraContext) result.stats.extraContext = extraContext;
+      if (result.stats.stopReason !== 'abort') this.recentGreedy.remember(prompt, request, result);
+      return result;
+    });
   }
 
   /**
@@ -181,8 +161,29 @@ export class InferenceSession {
    * Lossless like a completion: each is plain greedy decoding after greedy[0..i) + its token.
    * One generation at a time, like a completion; the signal stops it between steps (what was done is returned).
    */
-  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
-    return this.alone(() => this.alternativesNow(request, count, signal, budgetStartsNow(overrides)));
+  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, callerOverrides: DecodeOverrides = {}): Promise<AlternativesResult> {
+    // One time budget for all of them, from the call (VS Code shows them together).
+    const overrides = budgetStartsNow(callerOverrides);
+    const speculation = overrides.speculation ?? this.speculation;
+    return this.alone(() =>
+      findAlternatives(
+        {
+          scope: this.alternativesScope,
+          recentGreedy: this.recentGreedy,
+          promptTokens: () => {
+            this.prompts.indexExtraContext(request);
+            return this.prompts.tokens(request, speculation.maxProposal).tokens;
+          },
+          decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
+          targetSequence: async (prompt) => (await this.kv.for(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
+          detokenize: (tokens) => this.detokenize(tokens),
+          isEndToken: (token) => this.isEndToken(token),
+        },
+        request,
+        count,
+        signal,
+      ),
+    );
   }
 
   /**
@@ -199,50 +200,23 @@ export class InferenceSession {
    * scheduler serialises them; overlapping ones would interleave on the same KV sequences). It counts
    * as running from the call, while it waits for the gate too: dispose waits for it.
    */
-  private alone<T>(work: () => Promise<T>): Promise<T> {
-    if (this.generating) return Promise.reject(new Error('InferenceSession: a generation started while another was running (a scheduling bug)'));
-    let generation: Promise<void> | null = null;
-    const run = (async () => {
-      try {
-        const release = await this.gate.pause();
-        try {
-          return await work();
-        } finally {
-          release();
-        }
-      } finally {
-        // Before the caller sees the answer: its next generation may start at once. (After the
-        // gate's await, so `generation` is set by now.)
-        if (this.generating === generation) this.generating = null;
-      }
-    })();
-    generation = run.then(
-      () => undefined,
-      () => undefined,
-    );
+  private async alone<T>(work: () => Promise<T>): Promise<T> {
+    if (this.generating) throw new Error('InferenceSession: a generation started while another was running (a scheduling bug)');
+    let ended!: () => void;
+    const generation = new Promise<void>((resolve) => (ended = resolve));
     this.generating = generation;
-    return run;
-  }
-
-  private alternativesNow(request: CompletionRequest, count: number, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<AlternativesResult> {
-    const speculation = overrides.speculation ?? this.speculation;
-    return findAlternatives(
-      {
-        scope: this.alternativesScope,
-        recentGreedy: this.recentGreedy,
-        promptTokens: () => {
-          this.prompts.indexExtraContext(request);
-          return this.prompts.tokens(request, speculation.maxProposal).tokens;
-        },
-        decodeAfter: (prompt, forced) => this.decodeAfter(request, prompt, forced, signal, overrides),
-        targetSequence: async (prompt) => (await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt)).target,
-        detokenize: (tokens) => this.detokenize(tokens),
-        isEndToken: (token) => this.isEndToken(token),
-      },
-      request,
-      count,
-      signal,
-    );
+    try {
+      const release = await this.gate.pause();
+      try {
+        return await work();
+      } finally {
+        release();
+      }
+    } finally {
+      // Before the caller sees the answer: its next generation may start at once.
+      if (this.generating === generation) this.generating = null;
+      ended();
+    }
   }
 
   /** Greedy completions of recent requests: alternatives are asked for right after the one the user saw. */
@@ -268,7 +242,7 @@ export class InferenceSession {
     try {
       await this.complete({ prefix: WARM_UP_PREFIX, suffix: '\n}\n', maxTokens: 4, mode: this.draft ? 'hybrid' : 'plain', stopAtBlockEnd: false }, signal, overrides);
     } finally {
-      this.states.release((owner) => owner === WARM_UP_OWNER);
+      this.kv.states.release((owner) => owner === WARM_UP_OWNER);
     }
     return performance.now() - started;
   }
@@ -280,7 +254,7 @@ export class InferenceSession {
 
   /** Empties both KV caches (the benchmark starts every measured completion cold). */
   async resetCaches(): Promise<void> {
-    for (const state of this.states.all()) {
+    for (const state of this.kv.states.all()) {
       await state.target.truncate(0);
       await state.draft?.truncate(0);
     }
@@ -320,17 +294,6 @@ export class InferenceSession {
     });
   }
 
-  private async completeNow(request: CompletionRequest, signal: AbortSignal | undefined, overrides: DecodeOverrides): Promise<LocalCompletionResult> {
-    const speculation = overrides.speculation ?? this.speculation;
-    const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
-    this.prompts.indexExtraContext(request);
-    testAbortHook('generation', this.target.info, this.draft?.info);
-    const result = await this.decodeAfter(request, prompt, [], signal, overrides);
-    if (extraContext) result.stats.extraContext = extraContext;
-    if (result.stats.stopReason !== 'abort') this.recentGreedy.remember(prompt, request, result);
-    return result;
-  }
-
   /**
    * Greedy decoding of `request` (its mode's speculation, its stop rules) after the prompt and the
    * `forced` tokens, which count as the completion's first tokens: an alternative is the target's
@@ -346,7 +309,7 @@ export class InferenceSession {
   ): Promise<LocalCompletionResult> {
     const speculation = overrides.speculation ?? this.speculation;
     // The owner's KV sequence (and its draft's): its cache holds its previous prompt, whatever others asked since.
-    const state = await this.sequenceFor(overrides.owner ?? DEFAULT_OWNER, prompt);
+    const state = await this.kv.for(overrides.owner ?? DEFAULT_OWNER, prompt);
     const draft = overrides.draft ?? (state.draft ? new DraftModelProposer(state.draft, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only (with the window copy, when there is one) and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? (overrides.copy ? 'hybrid' : 'ngram') : 'plain') : request.mode;
@@ -409,7 +372,7 @@ export class InferenceSession {
     // Next edits: once the one running ends.
     await attempt(() => this.nextEdits.dispose());
     await attempt(() => this.windowContext.dispose());
-    this.saved.dispose();
+    this.kv.dispose();
     for (const evaluator of this.draft?.sequences ?? []) await attempt(() => evaluator.dispose());
     for (const evaluator of this.target.sequences) await attempt(() => evaluator.dispose());
     await attempt(() => disposeContext(this.draft));

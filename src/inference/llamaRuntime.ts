@@ -1,9 +1,9 @@
-import type { Llama, LlamaGpuType } from './llamaTypes';
+import type { Llama, LlamaGpuType } from '../llama/llamaTypes';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelSettings } from '../shared/settings';
-import { loadLibraryLock } from './directDecode';
+import { loadLibraryLock } from '../llama/directDecode';
 import type { RuntimeChoice } from '../shared/backendInfo';
 
 export type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' }});
@@ -13,7 +13,7 @@ let libraryPromise: Promise<NodeLlamaCpp> | undefined;
 /** node-llama-cpp is ESM-only with top-level await: from CommonJS it can only come in through import(). */
 export function loadLibrary(): Promise<NodeLlamaCpp> {
   // Kept as a real dynamic import in the CommonJS bundle (esbuild marks the package external).
-  // The library's lock comes with it: the direct decode takes it (inference/directDecode.ts).
+  // The library's lock comes with it: the direct decode takes it (llama/directDecode.ts).
   libraryPromise ??= import('node-llama-cpp').then(async (library) => {
     await loadLibraryLock();
     return library;

@@ -2,7 +2,8 @@
 // as many as the memory budget allows: inference/sequenceBudget.ts) and where they were placed
 // (CPU or GPU, threads, flash attention). Loading checks the files before llama.cpp reads them and
 // falls back to the CPU when a GPU backend fails. InferenceSession decodes on what this loads.
-import type { Llama, LlamaContext, LlamaModel } from './llamaTypes';
+import { cacheCanShift } from '../llama/cacheShift';
+import type { Llama, LlamaContext, LlamaModel } from '../llama/llamaTypes';
 import * as os from 'node:os';
 import type { LoadedModelsInfo, ModelDescription } from '../shared/backendInfo';
 import type { ModelSettings, SpeculationSettings } from '../shared/settings';
@@ -11,9 +12,11 @@ import { describeLoadTimings } from '../stats/loadTimings';
 import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
-import { allowDeviceGreedy, type AttachedThreadpool, attachThreadpool } from './nativeAddon';
-import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole, workloadMs } from './flashAttention';
+import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import { allowDeviceGreedy, type AttachedThreadpool } from '../llama/nativeAddon';
+import { createContext, disposeContext } from './modelContext';
+import { timeCompletionWork } from './attentionTiming';
+import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole } from './flashAttention';
 import { describeRuntimeChoice, getRuntime, resolveThreads, runtimeMilestones, type RuntimeLog } from './llamaRuntime';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory, type SequenceBudget } from './sequenceBudget';
 
@@ -34,26 +37,7 @@ export interface LoadedModel {
   attention: FlashAttentionChoice;
 }
 
-/**
- * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
- * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
- * slower than a 1-thread one here (src/inference/nativeAddon.ts).
- */
-export async function createContext(
-  model: LlamaModel,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean | 'auto'; sequences?: number },
-): Promise<{ context: LlamaContext; threadpool: AttachedThreadpool | { error: string } }> {
-  // contextSize is each sequence's: node-llama-cpp gives the context contextSize × sequences cells.
-  const context = await model.createContext({ ...options, sequences: options.sequences ?? 1 });
-  return { context, threadpool: attachThreadpool(context, options.threads) };
-}
-
-/** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
-export async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
-  if (!c) return;
-  await c.context.dispose();
-  if ('release' in c.threadpool) c.threadpool.release();
-}
+export { createContext, disposeContext } from './modelContext';
 
 /** What loadPair gives the session: the runtime, the models with their contexts, and what the status bar shows. */
 export interface LoadedPair {
@@ -140,6 +124,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     verifySize: speculation.maxProposal + 1,
     runtime: `${backend} ${llama.llamaCppRelease.release}`,
     deviceGreedy: role === 'target' ? (settings.deviceGreedy ?? 'auto') : 'off',
+    shiftCache: settings.shiftPromptCache !== false,
   });
   // The draft first: it is small, and only worth running if it is as fast as it can be (all on
   // the GPU when there is one); the target then takes the GPU memory that is left.
@@ -240,6 +225,8 @@ export interface ModelPlacement {
   runtime: string;
   /** Whether its evaluators read greedy tokens sampled on the device (ModelSettings.deviceGreedy); unset: 'off'. */
   deviceGreedy?: 'auto' | 'on' | 'off';
+  /** Whether its evaluators may shift cached tokens into place (ModelSettings.shiftPromptCache); unset: no. */
+  shiftCache?: boolean;
 }
 
 /**
@@ -281,7 +268,7 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // software device (llvmpipe) was unstable with it and no GPU measured it.
     const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
-    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const) };
+    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const), shift: placement.shiftCache === true && cacheCanShift(model) };
     const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model, undefined, evaluatorOptions));
     return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]! };
   } catch (error) {
@@ -302,72 +289,6 @@ async function createSequencedContext(model: LlamaModel, options: Parameters<typ
     if (sequences <= 1) throw error;
     return createContext(model, { ...options, sequences: 1 });
   }
-}
-
-/** Prompt evaluation a measurement may spend per setting: sets its depth for models slow on this machine. */
-const PROMPT_BUDGET_MS = 500;
-
-/**
- * Times a completion's work for one model and flash-attention setting on a context of its own:
- * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
- * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
- * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
- * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
- */
-async function timeCompletionWork(
-  model: LlamaModel,
-  info: ModelFileInfo,
-  options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
-  work: ReturnType<typeof attentionWorkload>,
-): Promise<number> {
-  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
-  const STEPS = 10;
-  const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
-  const WARM_UP = 16;
-  const created = await createContext(model, options);
-  try {
-    const evaluator = new LlamaSequenceEvaluator(created.context.getSequence(), model);
-    try {
-      const room = evaluator.capacity - STEPS - (VERIFIES > 0 ? work.verifySize : 0);
-      if (room < WARM_UP) throw new Error(`a ${evaluator.capacity}-token context leaves no room to measure`);
-      const span = Math.max(1, Math.min(info.vocabSize || 256, 4096) - 1);
-      const tokens = (count: number, from: number) => Array.from({ length: count }, (_, i) => ((from + i) % span) as Token);
-      // Warm-up, also the estimate of a prompt token's cost: the first evaluation after a load pages
-      // in the weights and plans the graph, and whichever setting runs first must not pay for it.
-      let t = performance.now();
-      await evaluator.append(tokens(WARM_UP, 0), 1);
-      const estimate = (performance.now() - t) / WARM_UP;
-      await evaluator.truncate(0);
-      const depth = Math.max(WARM_UP, Math.min(work.depth, room, Math.floor(PROMPT_BUDGET_MS / Math.max(estimate, 1e-3))));
-      t = performance.now();
-      for (let at = 0; at < depth; at += options.batchSize) await evaluator.append(tokens(Math.min(options.batchSize, depth - at), at), 0);
-      const promptMsPerToken = (performance.now() - t) / depth;
-      const timed = async (count: number, keep: boolean) => {
-        const base = evaluator.tokens.length;
-        t = performance.now();
-        await evaluator.append(tokens(count, base), count);
-        const ms = performance.now() - t;
-        if (!keep) await evaluator.truncate(base);
-        return ms;
-      };
-      const steps: number[] = [];
-      for (let i = 0; i < STEPS; i++) steps.push(await timed(1, true));
-      const verifies: number[] = [];
-      for (let i = 0; i < VERIFIES; i++) verifies.push(await timed(work.verifySize, false));
-      return workloadMs(work, { promptMsPerToken, stepMs: middle(steps), verifyMs: verifies.length ? middle(verifies) : 0 });
-    } finally {
-      await evaluator.dispose().catch(() => undefined);
-    }
-  } finally {
-    // A context whose dispose fails keeps its threadpool (freeing a pool a live context may still
-    // use could deadlock llama.cpp); disposeContext releases it only after a clean dispose.
-    await disposeContext(created).catch(() => undefined);
-  }
-}
-
-function middle(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function describe(info: ModelFileInfo): ModelDescription {

@@ -8,6 +8,7 @@ import { catalogModelByUri } from '../models/catalog';
 import { DownloadError, downloadedPath, readDownloadIndex, recordDownload, SpeedMeter, type DownloadOptions, type DownloadRecord } from '../models/downloadIndex';
 import { blockHosts, unblockAll, useProxy } from './downloadProxy';
 import { waitForServer } from './downloadReach';
+import { resolvedUrlOf } from '../llama/downloaderInternals';
 import { loadLibrary } from './llamaRuntime';
 import { type AnnouncedDigest, fetchAnnouncedDigest, hubEndpoint, modelFileUrl, sha256File } from './modelVerification';
 
@@ -242,16 +243,6 @@ function pinnedWhen(pin: Pin): string {
 
 function changedUpstream(uri: string, pin: Pin, announced: string): string {
   return `${uri} changed upstream: the hub now announces sha256 ${announced}, Draftline pinned ${pin.sha256}${pin.size ? ` (${pin.size} bytes)` : ''} ${pinnedWhen(pin)}. Not downloaded; the pinned file is the one Draftline was tested with.`;
-}
-
-/**
- * The URL node-llama-cpp resolved an `hf:user/repo:quant` URI to (through the hub's manifest). The
- * downloader keeps it on an internal field (`_modelUrl` in 3.21.1 and 3.22.1); if a later version drops it,
- * such downloads go unverified rather than fail.
- */
-function resolvedUrlOf(downloader: unknown): string | null {
-  const url = (downloader as { _modelUrl?: unknown })._modelUrl;
-  return typeof url === 'string' && /^https?:\/\//i.test(url) ? url : null;
 }
 
 function freeBytes(dir: string): number | undefined {

@@ -14,7 +14,7 @@ import type { NextEditModelReport } from '../shared/backendInfo';
 import type { Token } from '../shared/decoding';
 import { AttentionMemo } from './flashAttention';
 import type { RuntimeLog } from './llamaRuntime';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { createContext, disposeContext, gpuLayersFor, type LoadedModel, type LoadedPair, loadModel, type ModelPlacement } from './loadedPair';
 import { PromptStates, type SequenceEvaluators } from './promptStates';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory } from './sequenceBudget';
@@ -183,6 +183,7 @@ export class NextEditModelSlot {
       verifySize: this.verifySize,
       runtime: `${pairInfo.backend} ${llama.llamaCppRelease.release}`,
       deviceGreedy: settings.deviceGreedy ?? 'auto',
+      shiftCache: settings.shiftPromptCache !== false,
     };
     let model: LoadedModel;
     let gpuFallback: string | undefined;

@@ -1,7 +1,7 @@
 // A second context of the target for self-speculation on a KV window (speculation/windowDraft.ts):
 // made on first use, grown when a larger window is asked for. Only the benchmark uses it so far.
 import { WINDOW_STEP } from '../speculation/windowDraft';
-import { LlamaSequenceEvaluator } from './llamaSequenceEvaluator';
+import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { createContext, disposeContext, type LoadedModel } from './loadedPair';
 
 /** Tokens a window draft's context keeps room for beyond the window (the completion and its proposals). */

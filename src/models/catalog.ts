@@ -41,7 +41,23 @@ export interface NextEditCatalogModel extends CatalogModel {
    * (NEXT_EDIT_CONTEXT tokens, f16) and llama.cpp's compute buffers.
    */
   memoryBytes: number;
+  /** What its GGUF says of its body and tokenizer: a local file chosen in its place must say the same. */
+  gguf: ModelShape;
 }
+
+/** A GGUF's general.architecture, tokenizer (tokenizer.ggml.model and .pre) and vocabulary rows. */
+export interface ModelShape {
+  architecture: string;
+  tokenizer: string;
+  tokenizerPre: string;
+  vocabSize: number;
+}
+
+/**
+ * Qwen2.5-Coder's GGUFs: the qwen2 body, its byte-level BPE tokenizer, and its vocabulary padded to
+ * the embedding's rows (151,936 for 0.5B-3B, 152,064 for 7B; testbed/realVocab.ts).
+ */
+const qwenShape = (vocabSize: number): ModelShape => ({ architecture: 'qwen2', tokenizer: 'gpt2', tokenizerPre: 'qwen2', vocabSize });
 
 const qwen = (params: string, revision: string, sizeBytes: number): CatalogModel => ({
   id: `qwen2.5-coder-${params.toLowerCase()}-q8_0`,
@@ -99,6 +115,12 @@ export function recommendPair(machine: MachineMemory): RecommendedPair {
   return { target: CATALOG.target15, draft, reason: `the smallest pair; ${where} is tight` };
 }
 
+/** The next-edit catalog entry a URI names (see catalogModelByUri). */
+export function nextEditModelByUri(uri: string): NextEditCatalogModel | undefined {
+  const model = catalogModelByUri(uri);
+  return Object.values(NEXT_EDIT_CATALOG).find((m) => m === model);
+}
+
 /** The catalog entry a URI names: exactly (pinned), or as settings written before revisions were named hold it. */
 export function catalogModelByUri(uri: string, options: { exact?: boolean } = {}): CatalogModel | undefined {
   const value = uri.trim();
@@ -152,6 +174,7 @@ export const NEXT_EDIT_CATALOG = {
     licence: 'Apache-2.0',
     format: 'sweep',
     memoryBytes: nextEditMemory(sweep15Size, QWEN_1_5B_SHAPE),
+    gguf: qwenShape(151_936),
   },
   zeta7: {
     id: 'zeta-7b-q4_k_m',
@@ -164,6 +187,7 @@ export const NEXT_EDIT_CATALOG = {
     licence: 'Apache-2.0',
     format: 'zeta',
     memoryBytes: nextEditMemory(zeta7Size, QWEN_7B_SHAPE),
+    gguf: qwenShape(152_064),
   },
 } as const satisfies Record<string, NextEditCatalogModel>;
 

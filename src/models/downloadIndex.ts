@@ -126,14 +126,20 @@ export interface Provenance {
   short: string;
 }
 
+/** What every place that names a model says of a file the user chose from disk. */
+export const LOCAL_FILE = 'local file, not verified';
+
 /**
  * Where a model file's bytes come from, in a few words and without alarm: verified downloads say
- * against what and when; a file picked from disk is simply "not verified".
+ * against what and when; a file the user chose from disk (picked or typed, or chosen in place of a
+ * download: its record points outside the models folder) is a "local file, not verified".
  */
 export function describeProvenance(dirPath: string, file: string, embeddedFiles: string[] = []): Provenance {
   if (embeddedFiles.some((f) => path.resolve(f) === path.resolve(file))) return { verified: true, text: 'embedded (ships with Draftline)', short: 'embedded' };
   const record = recordOfFile(dirPath, file);
-  if (!record) return { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' };
+  if (!record) return { verified: false, text: `${LOCAL_FILE} (not downloaded by Draftline)`, short: LOCAL_FILE };
+  const inModelsFolder = !path.relative(path.resolve(dirPath), path.resolve(record.file)).startsWith('..');
+  if (!inModelsFolder) return { verified: false, text: `${LOCAL_FILE} (chosen in place of a download, not downloaded by Draftline)`, short: LOCAL_FILE };
   if (!record.sha256) return { verified: false, text: `not verified (${record.note ?? 'downloaded before Draftline checked hashes'})`, short: 'not verified' };
   const when = record.checkedAt ? ` on ${record.checkedAt.slice(0, 16).replace('T', ' ')} UTC` : '';
   const digest = `sha256 ${record.sha256.slice(0, 12)}…`;

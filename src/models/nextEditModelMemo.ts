@@ -7,13 +7,13 @@
 /** The user said no (Cancel on the offer, or a cancelled download): not asked again for this value. */
 export class NextEditModelDeclined extends Error {}
 
-export class NextEditModelMemo {
-  private last: { model: string; file: Promise<string> } | null = null;
+export class NextEditModelMemo<T = string> {
+  private last: { model: string; file: Promise<T> } | null = null;
 
-  constructor(private readonly resolve: (model: string) => Promise<string>) {}
+  constructor(private readonly resolve: (model: string) => Promise<T>) {}
 
-  /** The local file for `model`; rejects as the resolution did (a decline is kept, a failure not). */
-  async file(model: string): Promise<string> {
+  /** The local file for `model` (and what was found out about it); rejects as the resolution did (a decline is kept, a failure not). */
+  async file(model: string): Promise<T> {
     if (this.last?.model !== model) this.last = { model, file: this.resolve(model) };
     const entry = this.last;
     try {

@@ -3,7 +3,7 @@
 // the target rewrites the window, the window copy proposer feeds it what it will most likely copy,
 // and each edit is streamed out as soon as the verified output has re-synchronised with the window
 // after it — and the output reduced to edits (nextEdit/outputToEdit.ts). The worker decodes here
-// (inference/nextEdit.ts); a server backend sends the same prompt and reads its streamed output with
+// (inference/sessionNextEdits.ts); a server backend sends the same prompt and reads its streamed output with
 // StreamedEdits (remote/serverNextEdit.ts). Free of node-llama-cpp and of the editor.
 import type { ModelFileInfo } from '../gguf/modelFileCheck';
 import type { DecodeMode, Token } from '../shared/decoding';

@@ -1,5 +1,5 @@
 // A next-edit result with no suggestion, for a request that did not get as far as decoding: made in
-// the worker (inference/nextEdit.ts) and in the host (backend/localBackend.ts: a next-edit model
+// the worker (inference/sessionNextEdits.ts) and in the host (backend/localBackend.ts: a next-edit model
 // that could not be resolved), so it lives outside src/inference/ (test/integration/hostBoundary.test.ts).
 import { type DecoderStats, emptySpeculationStats } from '../shared/generationStats';
 import type { NextEditRequest, NextEditResult, NoSuggestionReason } from './types';

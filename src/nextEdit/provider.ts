@@ -1,7 +1,7 @@
 // The one seam between the editor and whatever predicts next edits (as Zed's EditPredictionProvider):
 // the VS Code layer (src/vscode/nextEdit/) knows only this. The in-process worker
 // (backend/localBackend.ts) and the inference servers (remote/serverBackend.ts) implement it as part
-// of InferenceBackend, and so do the real-editor tests' recorded answers (suggestion/replay.ts).
+// of InferenceBackend, and so do the real-editor tests' recorded answers (nextEditSession/replayProvider.ts).
 import type { NextEditRequest, NextEditResult, TextReplacement } from './types';
 
 export interface NextEditProvider {

@@ -2,6 +2,8 @@
 export interface TextSource {
   readonly length: number;
   slice(start: number, end: number): string;
+  /** The 0-based line an offset is on, where the source knows it cheaply (an editor's document does). */
+  lineAt?(offset: number): number;
 }
 
 export interface WindowLimits {
@@ -14,6 +16,8 @@ export interface DocumentWindow {
   suffix: string;
   /** Document offset where `prefix` starts. */
   prefixStart: number;
+  /** The document line `prefix` starts on, when it starts at a line's start and the source knows its number. */
+  prefixLine?: number;
 }
 
 /** The window start moves in steps this big, so typing keeps it (and the model's KV cache) in place. */
@@ -34,7 +38,10 @@ export function documentWindow(doc: TextSource, offset: number, limits: WindowLi
     const lastNewline = suffix.lastIndexOf('\n');
     if (lastNewline > 0) suffix = suffix.slice(0, lastNewline + 1);
   }
-  return { prefix: doc.slice(start, cursor), suffix, prefixStart: start };
+  const window: DocumentWindow = { prefix: doc.slice(start, cursor), suffix, prefixStart: start };
+  if (start === 0) window.prefixLine = 0;
+  else if (doc.lineAt && doc.slice(start - 1, start) === '\n') window.prefixLine = doc.lineAt(start);
+  return window;
 }
 
 /** Text that is not worth completing in: NUL bytes mean a binary file. */

@@ -55,14 +55,28 @@ export function splitTrailingBlank(prefix: string): { prefix: string; blank: str
 /** Prefix tokens are dropped from the start in steps this big, so typing keeps the same start (KV reuse). */
 export const PREFIX_TRIM_STEP = 32;
 
-/**
- * Room kept for the middle, in steps of this size and at least two of them, so the head's trim and
- * the suffix's share move only when the middle crosses a step (each move invalidates the cache).
- */
-export const MIDDLE_RESERVE_STEP = 64;
-
 /** A cursor line longer than this (minified code, a long paste) is not worth anchoring: standard layout. */
 export const MAX_MIDDLE_TOKENS = 256;
+
+/** How buildPrompt lays a prompt out, beyond the text and the budget. */
+export interface PromptOptions {
+  layout?: PromptLayout;
+  anchorLines?: number;
+  context?: PromptContext;
+  /**
+   * The document line `prefix` starts on (0-based), when it starts at a line's start. The line
+   * groups and the head's cut are then counted in document lines, so neither moves when the
+   * window's start moves; without it they are counted from the prefix's start.
+   */
+  prefixLine?: number;
+}
+
+/**
+ * The head (the text before the middle) is cut at document lines that are multiples of this when it
+ * does not fit: the cut then stays put while the user types, and moves in steps of whole line blocks
+ * (a step drops the head's first lines, which the cache follows by a shift: see inference/).
+ */
+export const HEAD_CUT_LINES = 16;
 
 /**
  * Lays out a completion prompt within `budget` tokens: fill-in-the-middle with the model's FIM
@@ -70,15 +84,8 @@ export const MAX_MIDDLE_TOKENS = 256;
  * both fit, the suffix gets at most a quarter of the room; the prefix keeps its end (nearest the
  * cursor). Every share depends on text that typing on the cursor line does not change.
  */
-export function buildPrompt(
-  vocab: PromptVocabulary,
-  prefix: string,
-  suffix: string,
-  budget: number,
-  layout: PromptLayout = 'lineAnchored',
-  anchorLines = ANCHOR_LINE_GROUP,
-  context: PromptContext = NO_CONTEXT,
-): BuiltPrompt {
+export function buildPrompt(vocab: PromptVocabulary, prefix: string, suffix: string, budget: number, options: PromptOptions = {}): BuiltPrompt {
+  const { layout = 'lineAnchored', anchorLines = ANCHOR_LINE_GROUP, context = NO_CONTEXT } = options;
   // Extra context goes first (prompt/contextBlock.ts): its KV stays cached while the user types.
   const head: Token[] = [...(vocab.bos === null ? [] : [vocab.bos]), ...context.beforePrompt];
   budget -= context.afterPrefixToken.length;
@@ -104,16 +111,23 @@ export function buildPrompt(
   const tokenizeInfilling = vocab.template?.spec.infillingWithoutSpace ? (text: string) => withoutWordStartSpace(vocab, text) : vocab.tokenize;
   const fixed = head.length + 3;
   const room = Math.max(0, budget - fixed);
-  let anchor = layout === 'standard' ? prefix.length : anchorOf(prefix, anchorLines);
+  const lines = layout === 'standard' ? null : new PrefixLines(prefix, options.prefixLine);
+  let anchor = lines ? lines.anchor(anchorLines) : prefix.length;
   let middleTokens = anchor < prefix.length ? tokenizeInfilling(prefix.slice(anchor)) : [];
   if (middleTokens.length > Math.min(MAX_MIDDLE_TOKENS, Math.floor(room / 2))) {
     anchor = prefix.length;
     middleTokens = [];
   }
-  // Never more than half the room: a small context (the tiny test pair's 256) keeps room for the rest.
-  const reserve = layout === 'standard' ? 0 : Math.min(Math.floor(room / 2), Math.max(2, Math.ceil(middleTokens.length / MIDDLE_RESERVE_STEP)) * MIDDLE_RESERVE_STEP);
+  // Room for any middle the layout anchors (never more than half the room: a small context, the tiny
+  // test pair's 256, keeps room for the rest). Fixed, so the head's share does not move as the middle
+  // grows and shrinks with typing.
+  const reserve = layout === 'standard' ? 0 : Math.min(Math.floor(room / 2), MAX_MIDDLE_TOKENS);
   const available = Math.max(0, room - reserve);
-  const { prefixTokens, suffixTokens } = fitShares(vocab.tokenize(prefix.slice(0, anchor)), tokenizeInfilling(suffix), available);
+  const headText = lines ? lines.headText(anchor) : { text: prefix.slice(0, anchor), from: 0 };
+  const wholeHead = vocab.tokenize(headText.text);
+  const suffixTokens = suffixShare(tokenizeInfilling(suffix), available, wholeHead.length);
+  const max = available - suffixTokens.length;
+  const prefixTokens = wholeHead.length <= max ? wholeHead : lines ? lines.cutHead(headText.from, anchor, max, vocab.tokenize) : trimStart(wholeHead, max);
   return {
     tokens: [...head, ids.prefix, ...context.afterPrefixToken, ...prefixTokens, ids.suffix, ...suffixTokens, ids.middle, ...middleTokens],
     format: 'fim',
@@ -121,6 +135,81 @@ export function buildPrompt(
     suffixTokens: suffixTokens.length,
     middleTokens: middleTokens.length,
   };
+}
+
+/** The prefix's lines, numbered as in the document when its first line's number is known. */
+class PrefixLines {
+  /** Offset in the prefix of each line's first character. */
+  private readonly starts: number[] = [0];
+  private readonly first: number;
+
+  constructor(
+    private readonly prefix: string,
+    firstLine: number | undefined,
+  ) {
+    for (let i = prefix.indexOf('\n'); i >= 0; i = prefix.indexOf('\n', i + 1)) this.starts.push(i + 1);
+    this.first = firstLine ?? 0;
+  }
+
+  /**
+   * Where the middle starts: at the newline that opens the cursor's group of `size` lines (groups
+   * counted from document line 1, or from the prefix's second line when the numbers are unknown).
+   * Text typed after it, new lines included until the next group starts, only appends to the prompt.
+   */
+  anchor(size: number): number {
+    const cursorLine = this.first + this.starts.length - 1;
+    if (cursorLine === 0) return 0;
+    const groupStart = Math.floor((cursorLine - 1) / size) * size + 1;
+    const index = groupStart - this.first;
+    return index <= 0 ? 0 : this.starts[index]! - 1;
+  }
+
+  /**
+   * The head: prefix[0, end), from the document's start, or from the first line at or after the
+   * prefix's start whose number is a multiple of HEAD_CUT_LINES. A window that starts elsewhere in the
+   * document moves with the cursor; the head's start then moves only in whole blocks, and only forward.
+   */
+  headText(end: number): { text: string; from: number } {
+    const from = this.first === 0 ? 0 : Math.min(end, this.cutAt(Math.ceil(this.first / HEAD_CUT_LINES) * HEAD_CUT_LINES) ?? end);
+    return { text: this.prefix.slice(from, end), from };
+  }
+
+  /** The offset in the prefix of a document line's start, if the prefix holds it. */
+  private cutAt(line: number): number | undefined {
+    return this.starts[line - this.first];
+  }
+
+  /**
+   * The tokens of prefix[from, end), which do not fit `max`, cut to fit: from the first line whose
+   * document number is a multiple of HEAD_CUT_LINES that leaves them within `max` (so the cut moves
+   * only in whole blocks), else the last `max` tokens after the last such line.
+   */
+  cutHead(from: number, end: number, max: number, tokenize: (text: string) => Token[]): Token[] {
+    const cuts: number[] = [];
+    for (let line = Math.ceil(this.first / HEAD_CUT_LINES) * HEAD_CUT_LINES; ; line += HEAD_CUT_LINES) {
+      const at = this.cutAt(line);
+      if (at === undefined || at >= end) break;
+      if (at > from) cuts.push(at);
+    }
+    // The fewest tokens dropped: the first cut whose rest fits (fewer tokens the later the cut).
+    let low = 0;
+    let high = cuts.length;
+    let best: Token[] | null = null;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      const rest = tokenize(this.prefix.slice(cuts[mid]!, end));
+      if (rest.length <= max) {
+        best = rest;
+        high = mid;
+      } else low = mid + 1;
+    }
+    return best ?? trimStart(tokenize(this.prefix.slice(cuts.at(-1) ?? from, end)), max);
+  }
+}
+
+/** The suffix's share of `available` tokens: all of it when prefix and suffix fit, else at least a quarter, more when the prefix leaves room. */
+function suffixShare(suffixTokens: Token[], available: number, prefixLength: number): Token[] {
+  return suffixTokens.slice(0, Math.max(Math.floor(available / 4), available - prefixLength));
 }
 
 /** The character Meta's CodeLlama tokenizer puts before a text to take SentencePiece's word-start space off it. */
@@ -165,18 +254,12 @@ export interface PromptContext {
 export const NO_CONTEXT: PromptContext = { beforePrompt: [], afterPrefixToken: [], files: 0 };
 
 /**
- * Where the middle starts: at the newline that opens the cursor's group of `lines` lines, counted
- * from the window's start. Text typed after it (new lines included, until the next group starts)
- * only appends to the prompt.
+ * Where the middle starts: at the newline that opens the cursor's group of `lines` lines (see
+ * PrefixLines.anchor). Text typed after it, new lines included until the next group starts, only
+ * appends to the prompt.
  */
-export function anchorOf(prefix: string, lines: number): number {
-  let newlines = 0;
-  for (let i = prefix.indexOf('\n'); i >= 0; i = prefix.indexOf('\n', i + 1)) newlines++;
-  if (newlines === 0) return 0;
-  const group = Math.floor((newlines - 1) / lines) * lines + 1;
-  let at = -1;
-  for (let k = 0; k < group; k++) at = prefix.indexOf('\n', at + 1);
-  return at;
+export function anchorOf(prefix: string, lines: number, prefixLine?: number): number {
+  return new PrefixLines(prefix, prefixLine).anchor(lines);
 }
 
 /**
@@ -193,8 +276,8 @@ export const MAX_MIDDLE_CHARS = 4 * MAX_MIDDLE_TOKENS;
  * between two special tokens is tokenized on its own, as buildPrompt tokenizes them) evaluates the
  * same tokens as the local path, and its prompt cache keeps all but the typed end.
  */
-export function anchoredSplit(prefix: string, anchorLines = ANCHOR_LINE_GROUP): { head: string; middle: string } {
-  const anchor = anchorOf(prefix, anchorLines);
+export function anchoredSplit(prefix: string, anchorLines = ANCHOR_LINE_GROUP, prefixLine?: number): { head: string; middle: string } {
+  const anchor = anchorOf(prefix, anchorLines, prefixLine);
   if (prefix.length - anchor > MAX_MIDDLE_CHARS) return { head: prefix, middle: '' };
   return { head: prefix.slice(0, anchor), middle: prefix.slice(anchor) };
 }

@@ -5,7 +5,7 @@ import type { BackendKind } from '../shared/settings';
 import type { CompletionRequest } from '../shared/completion';
 import type { RemoteServerInfo } from '../shared/backendInfo';
 import type { StopReason } from '../shared/decoding';
-import { anchoredSplit } from '../prompt/fimPrompt';
+import { ANCHOR_LINE_GROUP, anchoredSplit } from '../prompt/fimPrompt';
 import { guessTemplateFamily, renderTextPrompt, type TemplateSpec, templateSpec } from '../prompt/templates';
 import type { HttpResponse } from './http';
 
@@ -151,7 +151,7 @@ export function stopStrings(request: CompletionRequest): string[] {
  */
 export function templatePrompt(request: CompletionRequest, spec: TemplateSpec): { prompt: string; stop: string[] } {
   const extra = request.extraContext;
-  const { head, middle } = spec.order === 'psm' ? anchoredSplit(request.prefix) : { head: request.prefix, middle: '' };
+  const { head, middle } = spec.order === 'psm' ? anchoredSplit(request.prefix, ANCHOR_LINE_GROUP, request.prefixLine) : { head: request.prefix, middle: '' };
   const prompt = renderTextPrompt(spec, { prefix: head, middle, suffix: request.suffix, files: extra?.files, path: extra?.path, repoName: extra?.repoName });
   return { prompt, stop: [...stopStrings(request), ...spec.stop] };
 }

@@ -98,6 +98,7 @@ export function modelSettingsFrom(config: SettingsReader, embedded: { target: st
     contextSize: config.number('contextSize'),
     kvSequences: config.numberOrKeyword('kvSequences', ['auto'] as const),
     flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
+    shiftPromptCache: config.value<boolean>('shiftPromptCache') !== false,
   };
 }
 
@@ -126,9 +127,20 @@ export interface LoadInputs {
 }
 
 /** Settings a load is made from (the backend, the models and how they run). */
-export const RELOAD_KEYS = ['backend', 'server', 'targetModel', 'draftModel', 'gpu', 'gpuLayers', 'threads', 'contextSize', 'kvSequences', 'flashAttention', 'huggingFaceEndpoint'].map(
-  (k) => `${SECTION}.${k}`,
-);
+export const RELOAD_KEYS = [
+  'backend',
+  'server',
+  'targetModel',
+  'draftModel',
+  'gpu',
+  'gpuLayers',
+  'threads',
+  'contextSize',
+  'kvSequences',
+  'flashAttention',
+  'shiftPromptCache',
+  'huggingFaceEndpoint',
+].map((k) => `${SECTION}.${k}`);
 
 /**
  * Whether a settings change takes a reload: only when a load setting was touched (`affects`, VS

@@ -72,7 +72,7 @@ export interface LoadedModelsInfo {
   runtime?: RuntimeChoice;
   /** Why the models run on the CPU although a GPU backend was asked for or chosen: the GPU failed (at load or mid-run). */
   gpuFallback?: string;
-  /** How the target's greedy tokens are read (src/inference/llamaSequenceEvaluator.ts), and why not natively when not. */
+  /** How the target's greedy tokens are read (src/llama/llamaSequenceEvaluator.ts), and why not natively when not. */
   tokenReader?: string;
   /** Whether the target's context computes on a persistent threadpool (2+ threads), or why not. */
   threadpool?: string;

@@ -6,6 +6,11 @@ import type { DecoderStats, GenerationStats } from './generationStats';
 export interface CompletionRequest {
   /** Document text before the cursor (already windowed by the caller). */
   prefix: string;
+  /**
+   * The document line `prefix` starts on (0-based), when it starts at a line's start: the prompt's
+   * line groups and cuts are counted in document lines, so they stay put when the window moves.
+   */
+  prefixLine?: number;
   /** Document text after the cursor (already windowed). */
   suffix: string;
   /** Key of the document in the n-gram index (its uri), so its own tokens rank first. In-process only: a server ignores it. */

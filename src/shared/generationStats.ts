@@ -14,6 +14,8 @@ export interface GenerationStats {
   promptTokens: number;
   /** Prompt tokens whose KV was reused from the previous request (a server's prompt cache included). */
   reusedPromptTokens: number;
+  /** Of the reused tokens, those shifted into place after the prompt's head moved (local decoding only; absent: none). */
+  shiftedPromptTokens?: number;
   /**
    * Prompt tokens this request evaluated (its cache misses), counted also when it was stopped while
    * evaluating its prompt; absent when it stopped before starting (local decoding only).

@@ -13,6 +13,11 @@ export interface ModelSettings {
    * memory decide, up to inference/sequenceBudget.ts's DEFAULT_MAX_SEQUENCES; a number caps it.
    */
   kvSequences?: number | 'auto';
+  /**
+   * Shift a cached prompt whose start moved into place instead of evaluating it again, where the
+   * model's cache can shift (default true; speculation/greedyEvaluator.ts planShift).
+   */
+  shiftPromptCache?: boolean;
   /** Flash attention: 'auto' measures each CPU model at load and keeps the faster (default). */
   flashAttention?: 'auto' | 'on' | 'off';
   /** JSON file where measured flash-attention choices are remembered (VS Code's global storage). */

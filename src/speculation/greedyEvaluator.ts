@@ -20,6 +20,13 @@ export interface GreedyEvaluator {
   /** Drops cached tokens from index `length` on. */
   truncate(length: number): Promise<void>;
   /**
+   * Drops the cached tokens [start, end) and moves the later ones back to follow `start`, keeping
+   * their cached state (a KV shift). Present only where the model's cache can shift and shifting is
+   * allowed: the kept tokens' state then still carries what the dropped ones contributed, so it is
+   * close to, not equal to, a fresh evaluation (see planShift).
+   */
+  removeRange?(start: number, end: number): Promise<void>;
+  /**
    * As append, but each of the last `outputs` input positions yields its `top` most likely next
    * tokens and the top-two logit margin: what alternative completions branch on. Costlier than
    * append (every position is read whole), so only called when alternatives are asked for; optional
@@ -54,15 +61,54 @@ export function commonPrefixLength(a: readonly Token[], b: readonly Token[]): nu
   return i;
 }
 
+/** A cached run shorter than this is evaluated again rather than shifted into place. */
+export const MIN_SHIFTED_RUN = 32;
+
 /**
- * Cuts the cache back to its longest common prefix with `tokens`, leaving at least the last token to
- * evaluate again (its output is what the caller needs); returns how many tokens were kept.
+ * Where a cache that diverges from `tokens` at `common` can be shifted into line with them: the
+ * smallest drop [common, common + drop) after which a run of at least MIN_SHIFTED_RUN cached tokens
+ * equals tokens[common, common + run). Only when the prompt no longer holds the dropped tokens (a
+ * head that moved: the first lines of a prefix, the oldest edits of a history); a drop whose start
+ * comes back later in the prompt is a reordering (a FIM middle that joined the prefix), and state
+ * computed in another order is not reused.
  */
-async function keepCommonPrefix(evaluator: GreedyEvaluator, tokens: readonly Token[]): Promise<number> {
+export function planShift(cached: readonly Token[], tokens: readonly Token[], common: number): { drop: number; run: number } | null {
+  const want = tokens.length - 1 - common;
+  if (want < MIN_SHIFTED_RUN) return null;
+  for (let from = common + 1; from + MIN_SHIFTED_RUN <= cached.length; from++) {
+    if (cached[from] !== tokens[common]) continue;
+    let run = 1;
+    while (run < want && from + run < cached.length && cached[from + run] === tokens[common + run]) run++;
+    if (run < MIN_SHIFTED_RUN) continue;
+    const dropped = cached.slice(common, Math.min(from, common + 8));
+    if (indexOfRun(tokens, dropped, common + run) >= 0) return null;
+    return { drop: from - common, run };
+  }
+  return null;
+}
+
+function indexOfRun(tokens: readonly Token[], run: readonly Token[], from: number): number {
+  outer: for (let i = from; i + run.length <= tokens.length; i++) {
+    for (let k = 0; k < run.length; k++) if (tokens[i + k] !== run[k]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/**
+ * Brings the cache in line with the start of `tokens`: keeps their longest common prefix, shifts a
+ * later cached run into place where the evaluator can (planShift), drops the rest. At least the last
+ * token is left to evaluate again (its output is what the caller needs). Returns how many tokens the
+ * cache kept, and how many of them were shifted.
+ */
+async function keepReusable(evaluator: GreedyEvaluator, tokens: readonly Token[]): Promise<{ reused: number; shifted: number }> {
   if (tokens.length === 0) throw new Error('cannot predict after an empty token list');
-  const reused = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
+  const common = Math.min(commonPrefixLength(evaluator.tokens, tokens), tokens.length - 1);
+  const shift = evaluator.removeRange && common < evaluator.tokens.length ? planShift(evaluator.tokens, tokens, common) : null;
+  if (shift) await evaluator.removeRange!(common, common + shift.drop);
+  const reused = common + (shift?.run ?? 0);
   if (reused < evaluator.tokens.length) await evaluator.truncate(reused);
-  return reused;
+  return { reused, shifted: shift?.run ?? 0 };
 }
 
 /**
@@ -70,7 +116,7 @@ async function keepCommonPrefix(evaluator: GreedyEvaluator, tokens: readonly Tok
  * follows. At least the last token is evaluated again, since its output is what we need.
  */
 export async function syncAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], withConfidence = false): Promise<{ next: EvaluatedNext; reused: number; evaluated: number }> {
-  const reused = await keepCommonPrefix(evaluator, tokens);
+  const { reused } = await keepReusable(evaluator, tokens);
   const rest = tokens.slice(reused);
   const [next] = await evaluator.append(rest, 1, withConfidence);
   return { next, reused, evaluated: rest.length };
@@ -86,16 +132,22 @@ export const PROMPT_CHUNK = 32;
 
 /**
  * syncAndPredictNext for a prompt, evaluated in PROMPT_CHUNK batches with the abort checked in
- * between. Resolves to null when aborted before the last batch.
+ * between. `next` is null when aborted before the last batch; `evaluated` then counts what was
+ * evaluated before the stop (it stays cached for the next request).
  */
-export async function syncPromptAndPredictNext(evaluator: GreedyEvaluator, tokens: readonly Token[], signal?: AbortSignal): Promise<{ next: EvaluatedNext; reused: number; evaluated: number } | null> {
-  const reused = await keepCommonPrefix(evaluator, tokens);
+export async function syncPromptAndPredictNext(
+  evaluator: GreedyEvaluator,
+  tokens: readonly Token[],
+  signal?: AbortSignal,
+): Promise<{ next: EvaluatedNext | null; reused: number; shifted: number; evaluated: number }> {
+  const { reused, shifted } = await keepReusable(evaluator, tokens);
+  const stopped = () => ({ next: null, reused, shifted, evaluated: evaluator.tokens.length - reused });
   for (let at = reused; tokens.length - at > PROMPT_CHUNK; at += PROMPT_CHUNK) {
-    if (signal?.aborted) return null;
+    if (signal?.aborted) return stopped();
     await evaluator.append(tokens.slice(at, at + PROMPT_CHUNK), 0);
   }
-  if (signal?.aborted) return null;
+  if (signal?.aborted) return stopped();
   const rest = tokens.slice(evaluator.tokens.length);
   const [next] = await evaluator.append(rest, 1);
-  return { next, reused, evaluated: tokens.length - reused };
+  return { next, reused, shifted, evaluated: tokens.length - reused };
 }

@@ -2,7 +2,7 @@ import type { LookaheadPool } from './lookaheadPool';
 import { emptySpeculationStats, type DecoderStats, type SpeculationStats } from '../shared/generationStats';
 import type { DecodeMode, Token } from '../shared/decoding';
 import type { StopRules } from '../stopping/stopRules';
-import { commonPrefixLength, syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
+import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { ShapeOffers, SpeculationPolicy } from './policy';
 import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from './proposers';
 import { padToShape, ShapeHistory } from './verifyShape';
@@ -102,15 +102,14 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   }
   // What the cache keeps of the prompt: a request stopped while evaluating the rest still reports
   // what it evaluated (the cost of a keystroke, of a switch between prompts).
-  const reusable = Math.min(commonPrefixLength(target.tokens, input.prompt), input.prompt.length - 1);
-  stats.reusedPromptTokens = reusable;
   const prefill = await syncPromptAndPredictNext(target, input.prompt, signal);
-  stats.promptTokensEvaluated = Math.max(0, (prefill ? input.prompt.length : target.tokens.length) - reusable);
-  if (!prefill) {
+  stats.reusedPromptTokens = prefill.reused;
+  stats.promptTokensEvaluated = prefill.evaluated;
+  if (prefill.shifted > 0) stats.shiftedPromptTokens = prefill.shifted;
+  if (!prefill.next) {
     stop.stop('abort');
     return finish();
   }
-  stats.reusedPromptTokens = prefill.reused;
   // The prompt's evaluation yields the first token: counted, so plain decoding is one per token.
   spec.targetEvaluations = 1;
   stats.promptMs = now() - started;

@@ -19,6 +19,8 @@ const times = (x: number | null) => (x === null ? '-' : `${x.toFixed(2)}x`);
 export interface ModelFilesProvenance {
   target: string;
   draft: string | null;
+  /** The next-edit model's file, once next edits resolved it. */
+  nextEdit?: string | null;
 }
 
 /** The local inference worker as Show Stats describes it. */
@@ -119,6 +121,7 @@ export function statsReportModel(
       ...(worker ? [describeWorker(worker)] : []),
       ...(worker?.kvSequences ? describeKvSequences(worker.kvSequences) : []),
       ...(worker?.nextEditModel ? [describeNextEditModel(worker.nextEditModel)] : []),
+      ...(provenance?.nextEdit ? [['Next-edit file', provenance.nextEdit] as const] : []),
     );
   } else {
     overview.push(['Models', 'not loaded']);
@@ -171,7 +174,7 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
     ...(last.waitMs !== undefined ? [['wait before the model request (debounce)', ms(last.waitMs)] as const] : []),
     ['latency (end to end)', ms(last.latencyMs)],
     ['time to first token', ms(s.timeToFirstTokenMs)],
-    ['prompt tokens (reused from cache)', `${s.promptTokens} (${s.reusedPromptTokens})`],
+    ['prompt tokens (reused from cache)', `${s.promptTokens} (${s.reusedPromptTokens}${s.shiftedPromptTokens ? `, ${s.shiftedPromptTokens} of them shifted into place` : ''})`],
     ['generated tokens', `${s.generatedTokens}`],
     ['tokens/s (decoding)', num(tokensPerSecond(s))],
     ...(spec

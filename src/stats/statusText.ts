@@ -16,6 +16,16 @@ export interface TooltipState {
   summary: StatusSummary | null;
   /** Next-edit suggestions' line (shown, applied, dismissed, time to the first edit), when any was asked. */
   nextEdits?: string | null;
+  /** What is said after a model's name about its file ("local file, not verified"), and the next-edit model's name once resolved. */
+  files?: ModelFileNotes;
+}
+
+/** Notes on the model files, for the lines that name the models (none: nothing to say). */
+export interface ModelFileNotes {
+  target?: string;
+  draft?: string;
+  /** The next-edit model's name, with its note when it has one. */
+  nextEdit?: string;
 }
 
 const GPU_NAMES: Record<string, string> = { cuda: 'CUDA', vulkan: 'Vulkan', metal: 'Metal', auto: 'The GPU backend' };
@@ -100,14 +110,16 @@ export function statusTooltip(state: TooltipState): string {
   const m = state.models;
   const server = state.server?.remote;
   if (server) lines.push(`Server: ${state.server!.kind} at ${server.endpoint} (${server.server})`, `Model: ${state.server!.model}`);
+  const note = (text?: string) => (text ? ` (${text})` : '');
   if (m) {
-    lines.push(`Target: ${m.target.name}`, `Draft: ${m.draft?.name ?? 'none'}`);
+    lines.push(`Target: ${m.target.name}${note(state.files?.target)}`, `Draft: ${m.draft ? `${m.draft.name}${note(state.files?.draft)}` : 'none'}`);
     lines.push(`Backend: ${backendExplanation(m)}`);
     if (m.nativeAddon && !m.nativeAddon.used) lines.push(`Decoding: ${decodePathExplanation(m)}`);
     lines.push(`Threads: ${threadsExplanation(m.threads, m.runtime)}`);
   }
   if (m || server || state.summary) lines.push(`Acceptance: ${acceptanceExplanation(state.summary, state.mode)}`);
   if (state.summary?.tokensPerEvaluation != null) lines.push(`Tokens per target evaluation: ${state.summary.tokensPerEvaluation.toFixed(2)}`);
+  if (m && state.files?.nextEdit) lines.push(`Next-edit model: ${state.files.nextEdit}`);
   if (state.nextEdits) lines.push(state.nextEdits);
   lines.push('Click for Draftline commands');
   return lines.join('\n\n');

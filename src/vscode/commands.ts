@@ -1,6 +1,8 @@
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DraftlineController } from './controller';
 import { LocalBackend } from '../backend/localBackend';
+import { showOtherSuggestion } from './ghostTextTriggers';
 import { offerRecommendedPair } from './modelDownloads';
 import { pickModel } from './modelPicker';
 import { readBackendSettings, toggleSetting, writeSetting } from './settings';
@@ -54,16 +56,20 @@ export function registerCommands(controller: DraftlineController): vscode.Dispos
     vscode.commands.registerCommand('draftline.nextEdit.dismiss', () => controller.nextEdits.dismiss()),
     // Internal: VS Code accepted a next edit drawn as ghost text.
     vscode.commands.registerCommand('draftline.nextEdit.accepted', () => controller.nextEdits.ghostAccepted()),
-    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target')),
-    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft')),
-    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit')),
+    // Alt+] / Alt+[ (package.json keybindings, over VS Code's own): the only requests that compute alternatives.
+    vscode.commands.registerCommand('draftline.showNextSuggestion', () => showOtherSuggestion(controller.provider, 'next')),
+    vscode.commands.registerCommand('draftline.showPreviousSuggestion', () => showOtherSuggestion(controller.provider, 'previous')),
+    vscode.commands.registerCommand('draftline.selectTargetModel', () => pickModel(context, 'target', controller.log)),
+    vscode.commands.registerCommand('draftline.selectDraftModel', () => pickModel(context, 'draft', controller.log)),
+    vscode.commands.registerCommand('draftline.selectNextEditModel', () => pickModel(context, 'nextEdit', controller.log)),
     vscode.commands.registerCommand('draftline.getRecommendedModels', () => offerModelsAgain(controller)),
     vscode.commands.registerCommand('draftline.showStats', async () => {
-      await controller.refreshWorkerStatus();
-      controller.showStats();
+      // The local worker asked how many windows it serves (a server has none to ask).
+      await controller.stats.refreshWorkerStatus(controller.backend);
+      controller.stats.show();
     }),
     vscode.commands.registerCommand('draftline.showLog', () => controller.log.show()),
-    vscode.commands.registerCommand('draftline.clearModelQuarantine', () => controller.clearModelQuarantine()),
+    vscode.commands.registerCommand('draftline.clearModelQuarantine', () => clearModelQuarantine(controller)),
     vscode.commands.registerCommand('draftline.selectBackend', () => selectBackend()),
     vscode.commands.registerCommand('draftline.setServerApiKey', () => setServerApiKey(controller)),
     vscode.commands.registerCommand('draftline.showMenu', async () => {
@@ -117,6 +123,20 @@ async function selectBackend(): Promise<void> {
   }
   const place = await writeSetting('backend', choice.backend);
   vscode.window.setStatusBarMessage(`Draftline: backend ${choice.label}, saved in the ${place}`, 4000);
+}
+
+/** Draftline: Clear Model Quarantine. Every quarantined file may load again; the models load now. */
+async function clearModelQuarantine(controller: DraftlineController): Promise<void> {
+  const entries = controller.quarantine.list();
+  if (entries.length === 0) {
+    void vscode.window.showInformationMessage('Draftline: no model file is quarantined.');
+    return;
+  }
+  const files = entries.flatMap((e) => Object.keys(e.files));
+  controller.quarantine.clear();
+  controller.log.info(`model quarantine cleared: ${files.join(', ')}`);
+  void vscode.window.showInformationMessage(`Draftline: ${files.map((f) => path.basename(f)).join(', ')} may load again.`);
+  await controller.loadModels('model quarantine cleared');
 }
 
 /** Stores the API key of the configured endpoint in VS Code's secret storage (never in settings files). */

@@ -15,8 +15,9 @@ import { createBackend } from './backendFactory';
 import { ActiveDocumentCheck } from './activeDocumentCheck';
 import { DocumentSync } from './documentSync';
 import { EditArrivals } from './editArrivals';
+import { onKeystroke } from './keystrokes';
 import { createEditorEngine } from './editorEngine';
-import { modelFilesProvenance, readyMessage, showLoadFailure, showLoadWarnings } from './loadNotices';
+import { modelFileNotes, modelFilesProvenance, readyMessage, showLoadFailure, showLoadWarnings } from './loadNotices';
 import { prefetchAfterAccept, triggerGhostText } from './ghostTextTriggers';
 import { adviseNextEditModel, type NextEditModelResolver, nextEditModelResolver, offerRecommendedPair } from './modelDownloads';
 import { type OutageNotice, showOutageNotice } from './outageNotice';
@@ -26,8 +27,8 @@ import { ExtraContextCollector } from './extraContext';
 import { StatusBar } from './statusBar';
 import { StatsDisplay } from './statsDisplay';
 import { settingProblemReporter } from './settingProblems';
-import { NextEditController } from './nextEdit/controller';
-import { replaySourceFromEnvironment } from './nextEdit/replay';
+import { NextEditController } from './nextEdit/nextEditController';
+import { replaySourceFromEnvironment } from './nextEdit/replayFromEnvironment';
 import { readNextEditUiSettings } from './settings';
 
 /** Wires the engine, the backend, the status bar and the editor together. Owns their lifetimes. */
@@ -57,7 +58,7 @@ export class DraftlineController implements vscode.Disposable {
   /** Activation to the first models ready, in ms (null until then): the cold-start figure. */
   activationToReadyMs: number | null = null;
   /** The status bar's summary and Show Stats' view. */
-  private readonly stats: StatsDisplay;
+  readonly stats: StatsDisplay;
   private readonly editArrivals = new EditArrivals();
   /** When the models could not serve, and why: the slow-ghost-text line tells that wait from the editor's. */
   private readonly readiness = new ModelReadiness();
@@ -75,7 +76,7 @@ export class DraftlineController implements vscode.Disposable {
     this.log = vscode.window.createOutputChannel('Draftline', { log: true });
     this.reportSettingProblem = settingProblemReporter(this.log, () => context.extension.id);
     this.quarantine = new ModelQuarantine(path.join(context.globalStorageUri.fsPath, 'model-quarantine.json'));
-    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log);
+    this.nextEditModel = nextEditModelResolver(context, this.reportSettingProblem, this.log, () => this.refreshStats());
     this.nextEditsWereOn = readNextEditUiSettings(this.reportSettingProblem).enabled;
     this.backendSettings = readBackendSettings(this.reportSettingProblem);
     this.backend = this.createBackend(this.backendSettings);
@@ -88,7 +89,8 @@ export class DraftlineController implements vscode.Disposable {
     this.stats = new StatsDisplay({
       engine: () => this.engine,
       info: () => this.info,
-      provenance: () => modelFilesProvenance(this.context, this.info?.local),
+      provenance: () => modelFilesProvenance(this.context, this.info?.local, this.nextEditModel.file()),
+      fileNotes: () => modelFileNotes(this.context, this.info?.local, this.nextEditModel.file()),
       nextEditStats: () => this.nextEdits.stats,
       statusBar: this.statusBar,
       modeLabel: () => this.modeLabel,
@@ -169,18 +171,7 @@ export class DraftlineController implements vscode.Disposable {
     return [
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       // A keystroke stops a prefetch at once (the accept, or the typing, of the ghost text it was made for excepted).
-      vscode.workspace.onDidChangeTextDocument((e) => {
-        // Output channels (this extension's log among them) are documents too, changed by the extension
-        // itself: their changes are no keystrokes (Show Stats is a webview, no document). Nor is a change
-        // to a document no editor shows (another extension's work in the background): the user types
-        // where an editor is.
-        if (e.contentChanges.length === 0 || e.document.uri.scheme === 'output') return;
-        if (!vscode.window.visibleTextEditors.some((editor) => editor.document === e.document)) return;
-        this.engine.documentEdited(
-          e.document.uri.toString(),
-          e.contentChanges.map((c) => ({ offset: c.rangeOffset, deleteCount: c.rangeLength, text: c.text })),
-        );
-      }),
+      onKeystroke((uri, edits) => this.engine.documentEdited(uri, edits)),
       vscode.window.onDidChangeActiveTextEditor(() => this.activeDocument.check()),
       // Picking a language for an untitled file reopens it under the new language id.
       vscode.workspace.onDidOpenTextDocument((d) => d === vscode.window.activeTextEditor?.document && this.activeDocument.check()),
@@ -209,11 +200,6 @@ export class DraftlineController implements vscode.Disposable {
   /** The in-process models, when the local backend serves (null for a server, or before a load). */
   get models(): LoadedModelsInfo | null {
     return this.info?.local ?? null;
-  }
-
-  /** Why the active document gets no completions (e.g. untitled plain text), or null when it does. */
-  get noCompletionReason(): string | null {
-    return this.activeDocument.reason;
   }
 
   /** The mode as the status bar says it: Draftline's decode mode, or the server that decodes its own way. */
@@ -347,32 +333,8 @@ export class DraftlineController implements vscode.Disposable {
     this.refreshStats();
   }
 
-  /** Draftline: Clear Model Quarantine. Every quarantined file may load again; the models load now. */
-  async clearModelQuarantine(): Promise<void> {
-    const entries = this.quarantine.list();
-    if (entries.length === 0) {
-      void vscode.window.showInformationMessage('Draftline: no model file is quarantined.');
-      return;
-    }
-    const files = entries.flatMap((e) => Object.keys(e.files));
-    this.quarantine.clear();
-    this.log.info(`model quarantine cleared: ${files.join(', ')}`);
-    void vscode.window.showInformationMessage(`Draftline: ${files.map((f) => path.basename(f)).join(', ')} may load again.`);
-    await this.loadModels('model quarantine cleared');
-  }
-
-  /** Asks the local worker how many windows it serves, for Show Stats (a server has none to ask). */
-  refreshWorkerStatus(): Promise<void> {
-    return this.stats.refreshWorkerStatus(this.backend);
-  }
-
   refreshStats(): void {
     this.stats.refresh();
-  }
-
-  /** Draftline: Show Stats. */
-  showStats(): void {
-    this.stats.show();
   }
 
   private restingState() {

@@ -1,6 +1,6 @@
 // When the editor asks VS Code for a ghost text itself, instead of waiting for the user to type:
 // after the models load, after completions are turned back on, and after an accept whose next
-// completion a prefetch made ready.
+// completion a prefetch made ready; and the user's Alt+] / Alt+[, which asks for the alternatives.
 import * as vscode from 'vscode';
 import type { CompletionEngine } from '../engine/completionEngine';
 import type { ExtraContext } from '../shared/completion';
@@ -39,4 +39,21 @@ export function prefetchAfterAccept(engine: CompletionEngine, provider: Draftlin
     provider.expectOwnTrigger(document, position);
     void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
   });
+}
+
+/**
+ * Alt+] / Alt+[ (Draftline: Show Next / Previous Suggestion): the next or previous of the
+ * suggestions at the cursor, the alternatives computed for it. VS Code's own commands show the next
+ * item of the list VS Code holds; it asks the provider again only where its last request there was
+ * an automatic one. Where it holds the one suggestion of an Invoke (Draftline's trigger after an
+ * accept) it would never ask, so that ghost text is hidden and asked for again first.
+ */
+export async function showOtherSuggestion(provider: DraftlineInlineProvider, direction: 'next' | 'previous'): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  if (!provider.userCycles(editor.document, editor.selection.active)) {
+    await vscode.commands.executeCommand('editor.action.inlineSuggest.hide');
+    await vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+  }
+  await vscode.commands.executeCommand(direction === 'next' ? 'editor.action.inlineSuggest.showNext' : 'editor.action.inlineSuggest.showPrevious');
 }

@@ -22,6 +22,7 @@ export function engineDocument(
     tabSize: typeof tabSize === 'number' ? tabSize : 4,
     insertSpaces: editor?.options.insertSpaces !== false,
     slice: (start, end) => document.getText(new vscode.Range(document.positionAt(start), document.positionAt(end))),
+    lineAt: (offset) => document.positionAt(offset).line,
     extraContext: extraContext && (() => extraContext(document)),
   };
 }
@@ -89,6 +90,14 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     this.intent.expectOwnTrigger(cursorAt(document, position));
   }
 
+  /**
+   * The user asked for the next or previous suggestion at the cursor (Alt+] / Alt+[, the palette):
+   * the only requests that compute the alternatives. Returns whether VS Code already holds them there.
+   */
+  userCycles(document: vscode.TextDocument, position: vscode.Position): boolean {
+    return this.intent.userCycles(cursorAt(document, position));
+  }
+
   async provideInlineCompletionItems(
     document: vscode.TextDocument,
     position: vscode.Position,
@@ -111,8 +120,8 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
     context: vscode.InlineCompletionContext,
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | undefined> {
-    // Alternatives only when the user cycles where ghost text is shown (Alt+] / Alt+[): never for a
-    // trigger or the keystrokes after one, which must get their one suggestion first.
+    // Alternatives only where the user asked to cycle (Alt+] / Alt+[): never for a trigger, Draftline's
+    // own included, or the keystrokes after one, which get their one suggestion.
     const at = cursorAt(document, position);
     const intent = this.intent.classify(at, context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke);
     if (intent.kind === 'alternatives') return this.provideAlternatives(document, position, token);
@@ -200,7 +209,7 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       if (this.skipped(answer)) return undefined;
       if (token.isCancellationRequested) return undefined;
       if (answer.greedy.text) this.hooks.onCompleted(answer.greedy);
-      if (answer.items.length) this.intent.shownAt(cursorAt(document, position));
+      if (answer.items.length) this.intent.listedAt(cursorAt(document, position));
       this.hooks.onAlternatives?.(answer);
       return answer.items.length ? answer.items.map((item) => inlineItem(document, position, item)) : undefined;
     } catch (error) {

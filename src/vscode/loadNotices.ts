@@ -5,9 +5,10 @@ import * as vscode from 'vscode';
 import type { QuarantinedModelError } from '../backend/modelQuarantine';
 import { describeLoadTimings } from '../stats/loadTimings';
 import type { ModelFilesProvenance } from '../stats/statsReport';
-import { describeProvenance } from '../models/downloadIndex';
-import { EMBEDDED_PAIRS, type EmbeddedPairName, embeddedPairPaths } from '../models/embedded';
-import { modelsDir } from './modelPicker';
+import { LOCAL_FILE } from '../models/downloadIndex';
+import { modelNameOf } from '../models/embedded';
+import type { ModelFileNotes } from '../stats/statusText';
+import { nameWithProvenance, provenanceOf } from './localModelFile';
 import type { LoadedModelsInfo } from '../shared/backendInfo';
 import type { BackendKind } from '../shared/settings';
 
@@ -68,13 +69,31 @@ export function showLoadFailure(error: Error & { code?: string }, backendKind: B
 }
 
 /** Whether the loaded model files were verified (downloads) or not (files from disk), for Show Stats and the log. */
-export function modelFilesProvenance(context: vscode.ExtensionContext, local: LoadedModelsInfo | undefined): ModelFilesProvenance | null {
+export function modelFilesProvenance(context: vscode.ExtensionContext, local: LoadedModelsInfo | undefined, nextEditFile?: string): ModelFilesProvenance | null {
   if (!local) return null;
-  const dir = modelsDir(context);
-  const pairs = Object.keys(EMBEDDED_PAIRS) as EmbeddedPairName[];
-  const embedded = pairs.flatMap((pair) => Object.values(embeddedPairPaths(context.extensionPath, pair)));
   return {
-    target: describeProvenance(dir, local.target.path, embedded).text,
-    draft: local.draft ? describeProvenance(dir, local.draft.path, embedded).text : null,
+    target: provenanceOf(context, local.target.path).text,
+    draft: local.draft ? provenanceOf(context, local.draft.path).text : null,
+    nextEdit: nextEditFile ? provenanceOf(context, nextEditFile).text : null,
   };
+}
+
+let notesFor: { key: string; notes: ModelFileNotes } | null = null;
+
+/**
+ * "local file, not verified" after the name of each model that is one, and the next-edit model's name
+ * once resolved, for the status bar tooltip (asked after every completion: read again only when
+ * the files change).
+ */
+export function modelFileNotes(context: vscode.ExtensionContext, local: LoadedModelsInfo | undefined, nextEditFile?: string): ModelFileNotes {
+  const key = JSON.stringify([local?.target.path, local?.draft?.path, nextEditFile]);
+  if (notesFor?.key === key) return notesFor.notes;
+  const note = (file?: string) => (file && provenanceOf(context, file).short === LOCAL_FILE ? LOCAL_FILE : undefined);
+  const notes: ModelFileNotes = {
+    ...(note(local?.target.path) ? { target: LOCAL_FILE } : {}),
+    ...(note(local?.draft?.path) ? { draft: LOCAL_FILE } : {}),
+    ...(nextEditFile ? { nextEdit: nameWithProvenance(context, nextEditFile, modelNameOf(nextEditFile)) } : {}),
+  };
+  notesFor = { key, notes };
+  return notes;
 }

@@ -1,12 +1,13 @@
 import * as vscode from 'vscode';
 import { catalogModelByUri } from '../models/catalog';
-import { inspectModelFile } from '../gguf/modelFileCheck';
-import { DownloadError, type DownloadProxySettings, downloadedPath, isModelUri, progressMessage, recordDownload } from '../models/downloadIndex';
+import { DownloadError, type DownloadProxySettings, downloadedPath, isModelUri, LOCAL_FILE, progressMessage, recordDownload } from '../models/downloadIndex';
+import type { ModelRole } from '../models/modelRole';
+import type { NextEditFormatId } from '../nextEdit/types';
 import { downloadInWorker } from '../backend/downloadInWorker';
 import { NextEditModelDeclined, NextEditModelMemo } from '../models/nextEditModelMemo';
 import { offerRecommendedPair as offerPair } from '../models/onboarding';
 import type { WorkerClient } from '../worker/workerClient';
-import { modelsDir } from './modelPicker';
+import { checkChosenFile, chooseModelFile, modelsDir, provenanceOf } from './localModelFile';
 import { type NextEditSettings, readNextEditSettings, SECTION, type ResolvedModelSettings, type SettingProblemReport, writeSetting } from './settings';
 
 /** Hugging Face endpoint: a setting (mirrors, tests) or HF_ENDPOINT, else the library's default. */
@@ -39,10 +40,17 @@ export function wasShown(error: unknown): boolean {
  * Downloads with a cancellable progress notification (waiting, then size, percent, speed, ETA).
  * Resolves to local paths. The download runs in the inference worker (node-llama-cpp never loads
  * in the extension host). Its start, each wait and retry, its end, failure or cancel go to the log.
- * A failure is shown with Retry, Use a Local File… (the file then stands for the URI, as if
- * downloaded) and Open Log; the error the caller then gets is marked shown.
+ * A failure is shown with Retry, Use a Local File… (the file then stands for the URI, once checked
+ * for its role: `roles`, one per URI) and Open Log; the error the caller then gets is marked shown.
  */
-export async function downloadWithProgress(context: vscode.ExtensionContext, worker: WorkerClient, uris: string[], title: string, log?: vscode.LogOutputChannel): Promise<string[]> {
+export async function downloadWithProgress(
+  context: vscode.ExtensionContext,
+  worker: WorkerClient,
+  uris: string[],
+  title: string,
+  log: vscode.LogOutputChannel | undefined,
+  roles: ModelRole[],
+): Promise<string[]> {
   for (;;) {
     try {
       return await downloadOnce(context, worker, uris, title, log);
@@ -54,7 +62,7 @@ export async function downloadWithProgress(context: vscode.ExtensionContext, wor
         continue;
       }
       if (choice === DOWNLOAD_FAILED_CHOICES.local) {
-        const files = await pickLocalFiles(context, uris, log);
+        const files = await pickLocalFiles(context, uris, roles, log);
         if (files) return files;
       }
       if (choice === DOWNLOAD_FAILED_CHOICES.log) log?.show(true);
@@ -108,31 +116,29 @@ async function downloadOnce(context: vscode.ExtensionContext, worker: WorkerClie
 }
 
 /**
- * "Use a Local File…": the user downloaded the file elsewhere. Each chosen file must be a GGUF;
- * it is then recorded for its URI (as not verified, with why), so the setting that names the URI
- * resolves to it from now on.
+ * "Use a Local File…": the user downloaded the file elsewhere. Each chosen file is checked for its
+ * role at once (a GGUF; a next-edit model that names its prompt layout, or has the body and
+ * vocabulary of the catalog model it stands in for; a draft that shares the target's vocabulary),
+ * refused with why and the offer to choose another; then recorded for its URI, so the setting that
+ * names the URI resolves to it from now on: a local file, not verified.
  */
-async function pickLocalFiles(context: vscode.ExtensionContext, uris: string[], log?: vscode.LogOutputChannel): Promise<string[] | undefined> {
+async function pickLocalFiles(context: vscode.ExtensionContext, uris: string[], roles: ModelRole[], log?: vscode.LogOutputChannel): Promise<string[] | undefined> {
   const files: string[] = [];
-  for (const uri of uris) {
+  for (const [i, uri] of uris.entries()) {
     const known = catalogModelByUri(uri);
-    const [picked] =
-      (await vscode.window.showOpenDialog({
-        canSelectMany: false,
-        filters: { 'GGUF model': ['gguf'] },
-        openLabel: 'Use This File',
-        title: `Draftline: the local file for ${known?.name ?? uri}${known ? ` (${fileNameOf(uri)})` : ''}`,
-      })) ?? [];
-    if (!picked) return undefined;
-    try {
-      await inspectModelFile(picked.fsPath);
-    } catch (error) {
-      void vscode.window.showErrorMessage(`Draftline: ${picked.fsPath} is not a usable model: ${(error as Error).message}`);
-      return undefined;
-    }
-    recordDownload(modelsDir(context), uri, { file: picked.fsPath, verifiedBy: null, checkedAt: new Date().toISOString(), note: 'a local file chosen for this model, not downloaded by Draftline' });
-    log?.info(`download: ${uri} now resolves to the local file ${picked.fsPath}`);
-    files.push(picked.fsPath);
+    const role = roles[i] ?? 'target';
+    const targetFile = role === 'draft' ? files[roles.indexOf('target')] : undefined;
+    const file = await chooseModelFile(
+      context,
+      role,
+      { filters: { 'GGUF model': ['gguf'] }, openLabel: 'Use This File', title: `Draftline: the local file for ${known?.name ?? uri}${known ? ` (${fileNameOf(uri)})` : ''}` },
+      { uri, targetFile },
+      log,
+    );
+    if (!file) return undefined;
+    recordDownload(modelsDir(context), uri, { file, verifiedBy: null, checkedAt: new Date().toISOString(), note: 'a local file chosen for this model, not downloaded by Draftline' });
+    log?.info(`download: ${uri} now resolves to ${file} (${LOCAL_FILE})`);
+    files.push(file);
   }
   return files;
 }
@@ -155,7 +161,14 @@ export async function resolveModelFiles(context: vscode.ExtensionContext, models
     });
     const choice = await vscode.window.showInformationMessage(`Draftline: ${names.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not downloaded yet.`, 'Download', 'Cancel');
     if (choice !== 'Download') throw new Error(`Model not downloaded: ${missing.join(', ')}`);
-    await downloadWithProgress(context, worker, missing, 'Draftline: downloading models', log);
+    await downloadWithProgress(
+      context,
+      worker,
+      missing,
+      'Draftline: downloading models',
+      log,
+      missing.map((m) => (m === models.targetModel ? 'target' : 'draft')),
+    );
   }
   const local = (m: string) => (m && isModelUri(m) ? downloadedPath(dir, m)! : m);
   return { ...models, targetModel: local(models.targetModel), draftModel: local(models.draftModel) };
@@ -177,7 +190,7 @@ export async function resolveNextEditModelFile(context: vscode.ExtensionContext,
   const name = known ? `${known.name} (${mb(known.sizeBytes)}${known.licence ? `, ${known.licence}` : ''})` : uri;
   const choice = await vscode.window.showInformationMessage(`Draftline: the next-edit model ${name} is not downloaded yet.`, 'Download', 'Cancel');
   if (choice !== 'Download') throw new NextEditModelDeclined(`Next-edit model not downloaded: ${uri}`);
-  const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`, log);
+  const [file] = await downloadWithProgress(context, worker, [uri], `Draftline: downloading ${known?.name ?? 'the next-edit model'}`, log, ['nextEdit']);
   return file;
 }
 
@@ -185,20 +198,28 @@ export async function resolveNextEditModelFile(context: vscode.ExtensionContext,
 export interface NextEditModelResolver {
   (worker: WorkerClient): Promise<{ file: string; format: NextEditSettings['format'] }>;
   reset(): void;
+  /** The next-edit model's file once resolved and accepted, for the tooltip and Show Stats. */
+  file(): string | undefined;
 }
 
 /**
  * The local backend's next-edit model: resolved on the first next-edit request, which only comes
  * while next edits are on. A declined offer is not asked again at every pause (only after the
  * setting changes or next edits are toggled); a failed or interrupted download is offered again at
- * the next request (src/models/nextEditModelMemo.ts).
+ * the next request (src/models/nextEditModelMemo.ts). The file is checked for the role once per
+ * setting value (however it was set): a model with no next-edit layout is refused, said once, with
+ * the picker a click away; a file it cannot read goes on to the worker, which says why it does not load.
  */
-export function nextEditModelResolver(context: vscode.ExtensionContext, report?: SettingProblemReport, log?: vscode.LogOutputChannel): NextEditModelResolver {
+export function nextEditModelResolver(context: vscode.ExtensionContext, report?: SettingProblemReport, log?: vscode.LogOutputChannel, onResolved?: () => void): NextEditModelResolver {
   let worker: WorkerClient | undefined;
   let settings: NextEditSettings | undefined;
-  const memo = new NextEditModelMemo(async () => {
+  let accepted: string | undefined;
+  const memo = new NextEditModelMemo<{ file: string; format?: NextEditFormatId }>(async () => {
+    const wanted = settings as NextEditSettings;
+    accepted = undefined;
+    let file: string;
     try {
-      return await resolveNextEditModelFile(context, settings as NextEditSettings, worker as WorkerClient, log);
+      file = await resolveNextEditModelFile(context, wanted, worker as WorkerClient, log);
     } catch (error) {
       const e = error as Error & { code?: unknown };
       if (e instanceof DownloadError && e.code === 'cancelled') throw new NextEditModelDeclined(e.message);
@@ -209,13 +230,34 @@ export function nextEditModelResolver(context: vscode.ExtensionContext, report?:
       }
       throw error;
     }
+    if (!file) return { file };
+    const check = await checkChosenFile(context, file, 'nextEdit', { uri: isModelUri(wanted.model) ? wanted.model : undefined });
+    if (!check.ok && !check.unreadable) {
+      log?.warn(`next-edit model: ${check.problem}`);
+      void vscode.window.showWarningMessage(`Draftline: ${check.problem}`, SELECT_NEXT_EDIT_MODEL).then((choice) => {
+        if (choice === SELECT_NEXT_EDIT_MODEL) void vscode.commands.executeCommand('draftline.selectNextEditModel');
+      });
+      throw new NextEditModelDeclined(check.problem);
+    }
+    accepted = file;
+    log?.info(`next-edit model file: ${file}, ${provenanceOf(context, file).text}${check.ok && check.format ? `; prompt layout: ${check.format}` : ''}`);
+    onResolved?.();
+    return { file, format: check.ok ? check.format : undefined };
   });
-  const resolver = async (w: WorkerClient) => {
+  const resolver = async (w: WorkerClient): Promise<{ file: string; format: NextEditSettings['format'] }> => {
     worker = w;
     settings = readNextEditSettings(report);
-    return { file: await memo.file(settings.model), format: settings.format };
+    const { file, format } = await memo.file(settings.model);
+    // A forced layout wins; else the one the check found (a renamed file chosen for a catalog model gets that model's).
+    return { file, format: settings.format !== 'auto' ? settings.format : (format ?? 'auto') };
   };
-  return Object.assign(resolver, { reset: () => memo.reset() });
+  return Object.assign(resolver, {
+    reset: () => {
+      memo.reset();
+      accepted = undefined;
+    },
+    file: () => accepted,
+  });
 }
 
 /** The button that opens the next-edit model picker. */
@@ -245,7 +287,8 @@ export function offerRecommendedPair(context: vscode.ExtensionContext, worker: W
       state: context.globalState,
       machine: () => worker.request('systemInfo', {}),
       ask: (message, ...choices) => vscode.window.showInformationMessage(message, ...choices),
-      download: (uris, title) => downloadWithProgress(context, worker, uris, title, log),
+      // The pair's URIs, target first.
+      download: (uris, title) => downloadWithProgress(context, worker, uris, title, log, ['target', 'draft']),
       useModels: async (targetUri, draftUri) => {
         await writeSetting('targetModel', targetUri);
         await writeSetting('draftModel', draftUri);

@@ -1,21 +1,20 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { checkVocabularyCompatible, inspectModelFile } from '../gguf/modelFileCheck';
 import { CATALOG, type CatalogModel, NEXT_EDIT_CATALOG } from '../models/catalog';
-import { describeProvenance, downloadedPath } from '../models/downloadIndex';
+import { downloadedPath, isModelUri, LOCAL_FILE } from '../models/downloadIndex';
 import { modelNameOf } from '../models/embedded';
+import type { ModelRole } from '../models/modelRole';
+import { resolveModelPath } from '../models/modelPath';
+import { checkChosenFile, chooseModelFile, modelsDir, provenanceOf, refused } from './localModelFile';
 import { type SavedSetting, savedMessage } from '../settings/settingPlaces';
 import { embeddedModels, readModelSettings, readNextEditSettings, writeSetting } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
   value?: string;
   action?: 'browse' | 'enter';
-}
-
-/** Folder where downloaded models live. */
-export function modelsDir(context: vscode.ExtensionContext): string {
-  return path.join(context.globalStorageUri.fsPath, 'models');
 }
 
 function listGguf(dir: string): string[] {
@@ -37,8 +36,6 @@ function sizeLabel(file: string): string {
   }
 }
 
-type ModelRole = 'target' | 'draft' | 'nextEdit';
-
 const PICKER_TITLES: Record<ModelRole, string> = {
   target: 'Draftline: Select Target Model',
   draft: 'Draftline: Select Draft Model',
@@ -46,6 +43,11 @@ const PICKER_TITLES: Record<ModelRole, string> = {
 };
 
 const SETTING_KEYS: Record<ModelRole, string> = { target: 'targetModel', draft: 'draftModel', nextEdit: 'nextEdit.model' };
+
+/** What a recommended model says of its file when there is one: a download's check, or a file from disk chosen in its place. */
+function haveDescription(provenance: string): string {
+  return provenance === LOCAL_FILE ? provenance : `downloaded, ${provenance}`;
+}
 
 /** What a recommended model says beside its name: size, and for next-edit models the memory it takes and its licence. */
 function recommendedDescription(m: CatalogModel, role: ModelRole): string {
@@ -60,7 +62,7 @@ function recommendedDescription(m: CatalogModel, role: ModelRole): string {
  * path/URI. A next-edit model has no embedded one; the completion target's own file serves when it is a
  * next-edit model.
  */
-export async function pickModel(context: vscode.ExtensionContext, role: ModelRole): Promise<void> {
+export async function pickModel(context: vscode.ExtensionContext, role: ModelRole, log?: vscode.LogOutputChannel): Promise<void> {
   const embedded = embeddedModels(context.extensionPath);
   const current = readModelSettings(context.extensionPath);
   const currentPath = role === 'target' ? current.targetModel : role === 'draft' ? current.draftModel : readNextEditSettings().model;
@@ -68,8 +70,9 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
   const items: ModelPick[] = [];
   const add = async (file: string, label: string, value: string) => {
     let description = sizeLabel(file);
-    // Downloads say whether their sha256 was verified; the embedded pair ships with the extension.
-    if (file.startsWith(modelsDir(context))) description += ` — ${describeProvenance(modelsDir(context), file).short}`;
+    // Downloads say whether their sha256 was verified, a file from disk that it is a local file; the embedded pair ships with the extension.
+    const provenance = provenanceOf(context, file).short;
+    if (provenance !== 'embedded') description += ` — ${provenance}`;
     if (targetInfo) {
       const info = await inspectModelFile(file).catch((e: Error) => e);
       if (info instanceof Error) description += ' — unreadable';
@@ -80,6 +83,11 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
     }
     items.push({ label: `${file === currentPath ? '$(check) ' : ''}${label}`, description, detail: file, value });
   };
+  // The current model when it is a file from disk (nowhere else in the list).
+  if (currentPath && currentPath !== 'none' && !isModelUri(currentPath) && !currentPath.startsWith(modelsDir(context)) && !Object.values(embedded).includes(currentPath)) {
+    items.push({ label: 'Current', kind: vscode.QuickPickItemKind.Separator });
+    await add(currentPath, path.basename(currentPath), currentPath);
+  }
   if (role !== 'nextEdit') {
     items.push({ label: 'Embedded demo models', kind: vscode.QuickPickItemKind.Separator });
     const embeddedFile = role === 'target' ? embedded.target : embedded.draft;
@@ -92,7 +100,7 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
     const have = downloadedPath(modelsDir(context), m.uri);
     items.push({
       label: `${currentPath === m.uri || (have && currentPath === have) ? '$(check) ' : ''}${m.name}`,
-      description: `${recommendedDescription(m, role)}${have ? ` — downloaded, ${describeProvenance(modelsDir(context), have).short}` : ''}`,
+      description: `${recommendedDescription(m, role)}${have ? ` — ${haveDescription(provenanceOf(context, have).short)}` : ''}`,
       detail: m.uri,
       value: m.uri,
     });
@@ -116,10 +124,13 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
   if (!choice) return;
   let value = choice.value;
   if (choice.action === 'browse') {
-    const picked = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'GGUF models': ['gguf'] }, title: 'Choose a GGUF model' });
-    value = picked?.[0]?.fsPath;
+    value = await chooseModelFile(context, role, { filters: { 'GGUF models': ['gguf'] }, title: `${PICKER_TITLES[role]}: choose a GGUF file` }, {}, log);
   } else if (choice.action === 'enter') {
     value = await vscode.window.showInputBox({ title: 'Model path or hub URI', placeHolder: '/path/to/model.gguf or hf:user/repo:Q4_K_M', value: currentPath });
+    // A path is checked for the role at once, as a browsed file is (a hub URI when it is downloaded).
+    const file = value && value !== 'none' && !isModelUri(value) ? resolveModelPath(SETTING_KEYS[role], value, os.homedir()).path : undefined;
+    const check = file ? await checkChosenFile(context, file, role) : undefined;
+    if (check && !check.ok) return (await refused(check.problem, log)) ? pickModel(context, role, log) : undefined;
   }
   if (value === undefined) return;
   // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.

@@ -5,8 +5,9 @@ import type { CompletionEngine } from '../engine/completionEngine';
 import type { GhostTextTimeline } from '../stats/ghostTextTimeline';
 import { type ModelFilesProvenance, reportMarkdown, type StatsReportModel, statsReportModel, type WorkerStatus } from '../stats/statsReport';
 import type { BackendInfo } from '../shared/backendInfo';
+import type { ModelFileNotes } from '../stats/statusText';
 import { statsView } from '../statsView/statsPage';
-import type { NextEditController } from './nextEdit/controller';
+import type { NextEditController } from './nextEdit/nextEditController';
 import { sharedWorkerIdleMs } from './settings';
 import { STATS_VIEW_TYPE, StatsPanel } from './statsPanel';
 import type { StatusBar } from './statusBar';
@@ -16,6 +17,8 @@ export interface StatsSources {
   engine(): CompletionEngine;
   info(): BackendInfo | null;
   provenance(): ModelFilesProvenance | null;
+  /** What the status bar tooltip says of the model files. */
+  fileNotes(): ModelFileNotes;
   nextEditStats(): NextEditController['stats'];
   statusBar: StatusBar;
   modeLabel(): string;
@@ -48,6 +51,7 @@ export class StatsDisplay implements vscode.Disposable {
   refresh(): void {
     const { statusBar } = this.sources;
     statusBar.setNextEdits(this.sources.nextEditStats().tooltipLine());
+    statusBar.setFileNotes(this.sources.fileNotes());
     statusBar.setSummary(this.sources.engine().stats.summary(), this.sources.modeLabel());
     this.panel.refresh();
   }

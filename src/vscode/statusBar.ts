@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { SERVED_NAMES } from '../stats/servedKind';
 import type { StatusSummary } from '../stats/statsCollector';
-import { statusTooltip } from '../stats/statusText';
+import { type ModelFileNotes, statusTooltip } from '../stats/statusText';
 import type { BackendInfo } from '../shared/backendInfo';
 
 export type StatusState = { kind: 'loading' } | { kind: 'ready' } | { kind: 'busy' } | { kind: 'off'; message?: string } | { kind: 'error'; message: string };
@@ -14,6 +14,7 @@ export class StatusBar implements vscode.Disposable {
   private backendInfo: BackendInfo | null = null;
   private mode = '';
   private nextEdits: string | null = null;
+  private files: ModelFileNotes = {};
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Right, 100);
@@ -41,6 +42,13 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
+  /** What the tooltip says of the model files ("local file, not verified"). */
+  setFileNotes(files: ModelFileNotes): void {
+    if (JSON.stringify(files) === JSON.stringify(this.files)) return;
+    this.files = files;
+    this.render();
+  }
+
   setModels(info: BackendInfo | null, mode: string): void {
     this.backendInfo = info;
     this.mode = mode;
@@ -61,7 +69,9 @@ export class StatusBar implements vscode.Disposable {
     const label = s.kind === 'loading' ? 'Draftline' : s.kind === 'off' ? 'Draftline off' : s.kind === 'error' ? 'Draftline' : StatusBar.label(this.summary);
     this.item.text = `${icon} ${label}`;
     const tip = new vscode.MarkdownString(undefined, true);
-    tip.appendMarkdown(statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, summary: this.summary, nextEdits: this.nextEdits }));
+    tip.appendMarkdown(
+      statusTooltip({ status: s, mode: this.mode, models: this.backendInfo?.local ?? null, server: this.backendInfo, summary: this.summary, nextEdits: this.nextEdits, files: this.files }),
+    );
     this.item.tooltip = tip;
     this.item.backgroundColor = s.kind === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

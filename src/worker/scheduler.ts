@@ -63,8 +63,8 @@ export interface Job<R = unknown> {
   connection: Connection | null;
   id: number;
   controller: AbortController;
-  /** Its work on the session, started once when its turn comes. */
-  run(session: InferenceSession): Promise<R>;
+  /** Its work on the session, started once when its turn comes; `signal` is its controller's. */
+  run(session: InferenceSession, signal: AbortSignal): Promise<R>;
   /** What it answers when it never ran (superseded or cancelled while waiting). */
   notRun(): R;
   resolve(result: R): void;
@@ -177,14 +177,49 @@ export class Scheduler {
     });
   }
 
-  /** A window's next-edit request (issue #39): started while no real completion waits, stopped between two evaluations while one runs. */
+  /**
+   * A window's next-edit request (issue #39): started while no real completion waits, stopped between
+   * two evaluations while one runs. It counts as a running generation only while it decodes: a
+   * completion that parks it counts instead (indexing slices wait for whichever runs).
+   */
   enqueueNextEdit(connection: Connection, entry: LoadedModels, id: number, request: NextEditRequest, onEdit: (edit: TextReplacement, ms: number) => void, model?: string): Promise<NextEditResult> {
+    const { generations } = this;
     return this.enqueue<NextEditResult>(entry, {
       kind: 'nextEdit',
       connection,
       id,
       notRun: () => noNextEdit(request, 'cancelled', 'superseded or cancelled before it started'),
-      run: (session, signal) => this.runNextEdit(session, connection, request, signal, onEdit, model),
+      run: (session, signal) => {
+        generations.running++;
+        let segmentStart = performance.now();
+        const park = () => {
+          generations.running--;
+          // Its stretch ended with its last evaluation (the completion may have started since).
+          const ended = Math.max(segmentStart, session.gate.lastCallEndedAt);
+          this.recordInterval(ended, ended - segmentStart);
+        };
+        const resume = () => {
+          generations.running++;
+          segmentStart = performance.now();
+        };
+        return session.nextEdits
+          .run(request, signal, {
+            speculation: connection.speculation,
+            policy: connection.nextEditPolicy,
+            owner: `${ownerPrefix(connection)}next edit`,
+            onEdit,
+            onPark: park,
+            onResume: resume,
+            // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
+            model,
+            onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
+          })
+          .then((result) => {
+            this.recordInterval(performance.now(), performance.now() - segmentStart);
+            return result;
+          })
+          .finally(() => generations.running--);
+      },
     });
   }
 
@@ -196,18 +231,23 @@ export class Scheduler {
   warmUp(entry: LoadedModels, session: InferenceSession): void {
     const lane = entry.lanes.completion;
     if (!WARM_UP || lane.running) return;
-    const controller = new AbortController();
-    const job: Job<void> = { kind: 'warmUp', connection: null, id: 0, controller, run: () => Promise.resolve(), notRun: () => undefined, resolve: () => undefined, reject: () => undefined };
-    lane.running = job;
-    // After this turn of the event loop: the load's answer goes out first.
-    setImmediate(() =>
-      this.start(entry, job, () =>
-        session.warmUp(controller.signal).then(
-          (ms) => this.log('info', `warm-up completion: ${Math.round(ms)} ms${controller.signal.aborted ? ' (cut short by a request)' : ''}`),
+    const job: Job<void> = {
+      kind: 'warmUp',
+      connection: null,
+      id: 0,
+      controller: new AbortController(),
+      run: (warming, signal) =>
+        warming.warmUp(signal).then(
+          (ms) => this.log('info', `warm-up completion: ${Math.round(ms)} ms${signal.aborted ? ' (cut short by a request)' : ''}`),
           (error: Error) => this.log('warn', `warm-up completion failed: ${error.message}`),
         ),
-      ),
-    );
+      notRun: () => undefined,
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
+    lane.running = job;
+    // After this turn of the event loop: the load's answer goes out first.
+    setImmediate(() => this.start(entry, job, session));
   }
 
   /**
@@ -247,7 +287,7 @@ export class Scheduler {
         id,
         controller,
         notRun: spec.notRun,
-        run: (session) => spec.run(session, controller.signal),
+        run: spec.run,
         resolve: (result) => (settle(), resolve(result)),
         reject: (error) => (settle(), reject(error)),
       };
@@ -302,27 +342,29 @@ export class Scheduler {
       return;
     }
     lane.running = job;
-    const started = job;
-    this.start(entry, job, () => started.run(session).then(started.resolve, started.reject));
+    this.start(entry, job, session);
   }
 
-  /** Runs a job that is its lane's running one (a completion-lane job counted as running), then the lane's next. */
-  private start(entry: LoadedModels, job: Job, work: () => Promise<void>): void {
+  /**
+   * Runs a job that is its lane's running one on `session` (a completion-lane job counted as running),
+   * answers with what it returns, then starts the lane's next.
+   */
+  private start(entry: LoadedModels, job: Job, session: InferenceSession): void {
     const lane = entry.lanes[LANE[job.kind]];
     const done = () => {
       if (lane.running === job) lane.running = null;
       this.serve(entry);
     };
-    if (LANE[job.kind] === 'nextEdit') {
-      // Counted in runNextEdit: only while it decodes.
-      work().finally(done);
-      return;
-    }
-    this.generations.running++;
-    work().finally(() => {
-      this.generations.running--;
-      done();
-    });
+    // A next edit counts itself, only while it decodes (enqueueNextEdit).
+    const counted = LANE[job.kind] !== 'nextEdit';
+    if (counted) this.generations.running++;
+    job
+      .run(session, job.controller.signal)
+      .then(job.resolve, job.reject)
+      .finally(() => {
+        if (counted) this.generations.running--;
+        done();
+      });
   }
 
   /** A completion (or alternatives) finished: counted, its interval recorded. */
@@ -330,47 +372,6 @@ export class Scheduler {
     this.generations.completed++;
     this.recordInterval(performance.now(), ms);
     return result;
-  }
-
-  private runNextEdit(
-    session: InferenceSession,
-    connection: Connection,
-    request: NextEditRequest,
-    signal: AbortSignal,
-    onEdit: (edit: TextReplacement, ms: number) => void,
-    model: string | undefined,
-  ): Promise<NextEditResult> {
-    const { generations } = this;
-    // Counted as running only while it decodes: a completion that stops it counts instead (indexing slices wait for whichever runs).
-    generations.running++;
-    let segmentStart = performance.now();
-    const park = () => {
-      generations.running--;
-      // Its stretch ended with its last evaluation (the completion may have started since).
-      const ended = Math.max(segmentStart, session.gate.lastCallEndedAt);
-      this.recordInterval(ended, ended - segmentStart);
-    };
-    const resume = () => {
-      generations.running++;
-      segmentStart = performance.now();
-    };
-    return session.nextEdits
-      .run(request, signal, {
-        speculation: connection.speculation,
-        policy: connection.nextEditPolicy,
-        owner: `${ownerPrefix(connection)}next edit`,
-        onEdit,
-        onPark: park,
-        onResume: resume,
-        // The first request that names a next-edit file of its own loads it: parked meanwhile (completions run), and this window told the file.
-        model,
-        onNativeLoad: (file) => connection.send({ v: PROTOCOL_VERSION, type: 'modelLoading', file }),
-      })
-      .then((result) => {
-        this.recordInterval(performance.now(), performance.now() - segmentStart);
-        return result;
-      })
-      .finally(() => generations.running--);
   }
 
   /**

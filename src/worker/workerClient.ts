@@ -1,6 +1,6 @@
 import type { DownloadProgress } from '../models/downloadIndex';
-import type { NextEditRequest, NextEditResult, TextReplacement } from '../nextEdit/types';
-import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
+import type { TextReplacement } from '../nextEdit/types';
+import { PROTOCOL_VERSION, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 import { connectSharedWorker, type SharedWorkerAddress } from './sharedWorker';
 import { type Channel, type ChannelEvents, forkChannel, socketChannel } from './workerChannels';
 
@@ -132,7 +132,8 @@ export class WorkerClient {
     const channel = this.channel;
     if (!ready || !channel) return;
     // Not kept for a window that comes back (as a closed connection's are): this window went elsewhere.
-    await ready.then(() => this.send('unload', {})).catch(() => undefined);
+    // Only on the connection it was loaded through (request() would otherwise open one to `address`).
+    await ready.then(() => (this.channel === channel ? this.request('unload', {}) : undefined)).catch(() => undefined);
     if (this.channel !== channel) return;
     this.channel = null;
     this.ready = null;
@@ -166,8 +167,11 @@ export class WorkerClient {
   }
 
   /**
-   * Sends a request; `signal` cancels it in the worker (which still answers, e.g. a partial completion
-   * or a 'cancelled' error), and `onProgress` gets the worker's progress messages for it (`download`).
+   * Sends a request, starting the worker first if it is not running (the handshake itself goes out on
+   * the channel spawn() just opened); `signal` cancels it in the worker (which still answers, e.g. a
+   * partial completion or a 'cancelled' error), and the callbacks get the messages that come before its
+   * answer: a download's progress (`onProgress`, or `callbacks` itself), a next edit's final edits
+   * (`onEdit`; the result holds them all, and a cancel is answered with noSuggestion 'cancelled').
    */
   async request<M extends keyof WorkerMethods>(
     method: M,
@@ -175,33 +179,8 @@ export class WorkerClient {
     signal?: AbortSignal,
     callbacks?: ((progress: DownloadProgress) => void) | RequestCallbacks,
   ): Promise<WorkerMethods[M][1]> {
-    await this.start();
-    return this.send(method, params, signal, typeof callbacks === 'function' ? { onProgress: callbacks } : callbacks);
-  }
-
-  /**
-   * A next-edit suggestion (protocol 5): `onEdit` gets each final edit as soon as the worker has it
-   * (the result holds them all); `signal` cancels (answered with noSuggestion 'cancelled').
-   */
-  nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void, model?: string): Promise<NextEditResult> {
-    return this.request('nextEdit', { request, ...(model ? { model } : {}) }, signal, { onEdit });
-  }
-
-  notify(notification: WorkerNotification): void {
-    this.post({ v: PROTOCOL_VERSION, type: 'notify', notification });
-  }
-
-  dispose(): void {
-    this.disposed = true;
-    if (this.restart) clearTimeout(this.restart.timer);
-    this.restart = null;
-    this.failAll(new WorkerError('worker stopped', 'disposed'));
-    const channel = this.channel;
-    this.channel = null;
-    channel?.close();
-  }
-
-  private send<M extends keyof WorkerMethods>(method: M, params: WorkerMethods[M][0], signal?: AbortSignal, callbacks: RequestCallbacks = {}): Promise<WorkerMethods[M][1]> {
+    if (method !== 'hello') await this.start();
+    const listeners = typeof callbacks === 'function' ? { onProgress: callbacks } : callbacks;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timeoutMs = this.options.requestTimeoutMs?.[method] ?? DEFAULT_TIMEOUTS[method];
@@ -219,9 +198,9 @@ export class WorkerClient {
         resolve: (value) => (settled(), resolve(value as WorkerMethods[M][1])),
         reject: (error) => (settled(), reject(error)),
         timer,
-        ...callbacks,
+        ...listeners,
       });
-      if (!this.post({ v: PROTOCOL_VERSION, type: 'request', id, method, params })) {
+      if (!this.channel?.send({ v: PROTOCOL_VERSION, type: 'request', id, method, params })) {
         clearTimeout(timer);
         this.pending.delete(id);
         reject(new WorkerError('worker is not running', 'not_running'));
@@ -235,8 +214,18 @@ export class WorkerClient {
     });
   }
 
-  private post(message: ClientMessage): boolean {
-    return this.channel?.send(message) ?? false;
+  notify(notification: WorkerNotification): void {
+    this.channel?.send({ v: PROTOCOL_VERSION, type: 'notify', notification });
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.restart) clearTimeout(this.restart.timer);
+    this.restart = null;
+    this.failAll(new WorkerError('worker stopped', 'disposed'));
+    const channel = this.channel;
+    this.channel = null;
+    channel?.close();
   }
 
   private async spawn(): Promise<void> {
@@ -257,7 +246,7 @@ export class WorkerClient {
       }
       this.starts++;
       this.startedAt = Date.now();
-      const hello = await this.send('hello', {});
+      const hello = await this.request('hello', {});
       if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
       this.workerPid = hello.pid;
       const how = !shared ? 'inference worker started' : started ? 'shared inference worker started' : 'connected to the shared inference worker';

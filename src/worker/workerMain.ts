@@ -14,12 +14,12 @@ import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../inferen
 import { getRuntime } from '../inference/llamaRuntime';
 import { downloadModels } from '../inference/modelDownloader';
 import type { AlternativesResult, LocalCompletionResult } from '../shared/completion';
-import type { KvSequencesReport } from '../shared/backendInfo';
 import type { ModelSettings } from '../shared/settings';
 import type { TextReplacement } from '../nextEdit/types';
 import { SpeculationPolicy } from '../speculation/policy';
 import type { DownloadProgress } from '../models/downloadIndex';
-import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerDiagnostics, type WorkerMethods, type WorkerNotification } from './protocol';
+import { diagnosticsFor } from './diagnostics';
+import { PROTOCOL_VERSION, type ClientMessage, type WorkerMessage, type WorkerMethods, type WorkerNotification } from './protocol';
 import { serveSocket } from './socketServer';
 import { type Connection, emptyLanes, type LoadedModels, ownerPrefix, requestKey, Scheduler } from './scheduler';
 
@@ -322,59 +322,17 @@ class WorkerProcess {
         this.downloads.delete(key);
       }
     },
-    diagnostics: async (_params, _id, connection) => {
-      const memory = process.memoryUsage();
-      const sessions = [...this.loadedModels.values()].map((e) => e.session).filter((s): s is InferenceSession => s !== null);
-      const stats = sessions.map((s) => s.documents.stats());
-      return {
-        rssBytes: memory.rss,
-        heapUsedBytes: memory.heapUsed,
-        completions: this.scheduler.generations.completed,
-        maxConcurrentGenerations: this.scheduler.generations.maxConcurrent,
-        index:
-          stats.length === 0
-            ? null
-            : {
-                documents: stats.reduce((n, s) => n + s.documents, 0),
-                chars: stats.reduce((n, s) => n + s.indexedChars, 0),
-                pending: stats.reduce((n, s) => n + s.pendingDocuments, 0),
-                tokenizedChars: stats.reduce((n, s) => n + s.tokenizedChars, 0),
-              },
+    diagnostics: async (_params, _id, connection) =>
+      diagnosticsFor(connection, {
+        sessions: [...this.loadedModels.values()].map((e) => e.session).filter((s): s is InferenceSession => s !== null),
+        generations: this.scheduler.generations,
         clients: this.connections.size,
-        loadedModels: sessions.length,
-        kvSequences: kvSequencesSeenBy(connection),
-        nextEditModel: await nextEditModelSeenBy(connection),
-      };
-    },
+      }),
     crash: async () => {
       if (process.env.DRAFTLINE_TEST_HOOKS !== '1') throw new Error('test hooks are disabled');
       process.abort();
     },
   };
-}
-
-/** The KV sequences of a window's models as that window sees them: its own prompt states named, other windows' not. */
-function kvSequencesSeenBy(connection: Connection, of?: KvSequencesReport): WorkerDiagnostics['kvSequences'] {
-  const session = connection.models?.session;
-  if (!session) return null;
-  const { sequences, evictions, saved } = of ?? session.sequences();
-  const mine = ownerPrefix(connection);
-  return {
-    evictions,
-    saved,
-    sequences: sequences.map(({ owner, tokens, bytes }) => ({
-      owner: owner === null ? null : owner.startsWith(mine) ? `this window · ${owner.slice(mine.length)}` : owner.startsWith('window ') ? 'another window' : owner,
-      tokens,
-      bytes,
-    })),
-  };
-}
-
-/** The next-edit model of a window's models, its KV sequences' owners named as kvSequencesSeenBy names them. */
-async function nextEditModelSeenBy(connection: Connection): Promise<WorkerDiagnostics['nextEditModel']> {
-  const report = await connection.models?.session?.nextEdits.models.report();
-  if (!report?.sequences) return report ?? null;
-  return { ...report, sequences: kvSequencesSeenBy(connection, { evictions: 0, sequences: report.sequences })!.sequences };
 }
 
 function requireSession(connection: Connection): InferenceSession {

@@ -7,7 +7,18 @@ import * as vscode from 'vscode';
 import type { DraftlineController } from '../../src/vscode/controller';
 import { readVocabFromGguf, writeRandomLlamaModel } from '../../testbed/ggufWriter';
 
-const COMMANDS = ['toggleCompletions', 'toggleSpeculation', 'toggleNgram', 'selectTargetModel', 'selectDraftModel', 'showStats', 'showLog', 'showMenu'].map((c) => `draftline.${c}`);
+const COMMANDS = [
+  'toggleCompletions',
+  'toggleSpeculation',
+  'toggleNgram',
+  'showNextSuggestion',
+  'showPreviousSuggestion',
+  'selectTargetModel',
+  'selectDraftModel',
+  'showStats',
+  'showLog',
+  'showMenu',
+].map((c) => `draftline.${c}`);
 
 async function until<T>(probe: () => T | undefined, ms: number, what: string): Promise<T> {
   const deadline = Date.now() + ms;
@@ -60,7 +71,15 @@ export async function run(): Promise<void> {
       const typed = await ask(vscode.InlineCompletionTriggerKind.Automatic);
       assert.equal(typed.length, 1, 'typing gets one suggestion');
       assert.ok(String(typed[0].insertText).length > 0);
-      // Alt+] asks with Invoke: the same greedy suggestion first, then up to two distinct alternatives.
+      // An Invoke no one asked to cycle for (a trigger: Draftline's own after an accept, Alt+\): the one suggestion.
+      const triggered = await ask(vscode.InlineCompletionTriggerKind.Invoke);
+      assert.deepEqual(
+        triggered.map((i) => String(i.insertText)),
+        [String(typed[0].insertText)],
+      );
+      // Alt+] (Draftline: Show Next Suggestion) marks the cursor, and VS Code asks with Invoke: the same
+      // greedy suggestion first, then up to two distinct alternatives.
+      controller.provider.userCycles(doc, position);
       const cycled = await ask(vscode.InlineCompletionTriggerKind.Invoke);
       const texts = cycled.map((i) => String(i.insertText));
       assert.ok(texts.length >= 1 && texts.length <= 3, JSON.stringify(texts));

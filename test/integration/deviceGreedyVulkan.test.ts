@@ -12,10 +12,10 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
+import type { LlamaContext, LlamaModel } from '../../src/llama/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { allowDeviceGreedy } from '../../src/inference/nativeAddon';
+import { LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
+import { allowDeviceGreedy } from '../../src/llama/nativeAddon';
 import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
 import { ensureTestModel } from '../../testbed/models';
 import { useSoftwareVulkan } from '../support/softwareVulkan';

@@ -212,7 +212,14 @@ describe('what a download is checked against', () => {
       text: "verified: sha256 abababababab… matched the hub's on 2026-11-24 22:10 UTC",
       short: 'verified 2026-11-24',
     });
-    assert.deepEqual(describeProvenance(dir, '/elsewhere/mine.gguf'), { verified: false, text: 'not verified (a local file, not downloaded by Draftline)', short: 'not verified' });
+    assert.deepEqual(describeProvenance(dir, '/elsewhere/mine.gguf'), { verified: false, text: 'local file, not verified (not downloaded by Draftline)', short: 'local file, not verified' });
+    // A local file chosen in place of a download (Use a Local File…): recorded for its URI, still a local file.
+    recordDownload(dir, 'hf:u/r/chosen.gguf', { file: '/elsewhere/chosen.gguf', verifiedBy: null, note: 'a local file chosen for this model, not downloaded by Draftline' });
+    assert.deepEqual(describeProvenance(dir, '/elsewhere/chosen.gguf'), {
+      verified: false,
+      text: 'local file, not verified (chosen in place of a download, not downloaded by Draftline)',
+      short: 'local file, not verified',
+    });
     assert.equal(describeProvenance(dir, '/ext/models/t.gguf', ['/ext/models/t.gguf']).text, 'embedded (ships with Draftline)');
   });
 });

@@ -1,6 +1,6 @@
 // node-llama-cpp (native binaries, ESM with top-level await, hundreds of MB of address space) is
-// loaded by the inference worker only: src/inference/ and src/worker/workerMain.ts, which the worker
-// bundle runs. The extension host (src/vscode/extension.ts and everything it imports) must never
+// loaded by the inference worker only: src/inference/, src/llama/ and src/worker/workerMain.ts, which
+// the worker bundle runs. The extension host (src/vscode/extension.ts and everything it imports) must never
 // reach it, model downloads included (they go through the worker's `download` method).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -14,11 +14,11 @@ const HOST_ENTRY = path.join(SRC, 'vscode/extension.ts');
 const WORKER_ENTRY = path.join(SRC, 'worker/workerMain.ts');
 /** Folders of host code (or code shared with the host): none of their files may import the runtime. */
 const HOST_DIRS = ['vscode', 'engine', 'settings', 'stats', 'models', 'backend', 'remote', 'shared', 'prompt', 'postprocess'];
-const WORKER_ONLY_DIR = path.join(SRC, 'inference') + path.sep;
+const WORKER_ONLY_DIRS = ['inference', 'llama'].map((d) => path.join(SRC, d) + path.sep);
 
 const rel = (file: string) => path.relative(ROOT, file).split(path.sep).join('/');
 const isRuntimePackage = (specifier: string) => /^@?node-llama-cpp(\/|$)/.test(specifier);
-const isWorkerOnly = (file: string) => file.startsWith(WORKER_ONLY_DIR) || file === WORKER_ENTRY;
+const isWorkerOnly = (file: string) => WORKER_ONLY_DIRS.some((dir) => file.startsWith(dir)) || file === WORKER_ENTRY;
 
 interface Import {
   specifier: string;
@@ -74,7 +74,7 @@ function runtimeImports(files: Iterable<string>): string[] {
 }
 
 describe('node-llama-cpp stays out of the extension host', () => {
-  it('no file of the host folders imports node-llama-cpp or src/inference/', () => {
+  it('no file of the host folders imports node-llama-cpp, src/inference/ or src/llama/', () => {
     const files = HOST_DIRS.flatMap((d) => tsFilesUnder(path.join(SRC, d)));
     assert.ok(files.length > 30, `found only ${files.length} host files`);
     assert.deepEqual(runtimeImports(files), []);
@@ -95,7 +95,7 @@ describe('node-llama-cpp stays out of the extension host', () => {
   });
 
   // `npm test` (scripts/test.sh) builds with `node esbuild.mjs` before running the tests.
-  it('the bundled host, dist/extension.js, contains no node-llama-cpp and no src/inference/ code', () => {
+  it('the bundled host, dist/extension.js, contains no node-llama-cpp and no src/inference/ or src/llama/ code', () => {
     const bundle = path.join(ROOT, 'dist/extension.js');
     assert.ok(fs.existsSync(bundle), 'dist/extension.js is missing: run `node esbuild.mjs` (npm test does)');
     const sources = [...importGraph(HOST_ENTRY).keys(), path.join(ROOT, 'esbuild.mjs')];
@@ -109,7 +109,7 @@ describe('node-llama-cpp stays out of the extension host', () => {
     const map = JSON.parse(fs.readFileSync(`${bundle}.map`, 'utf8')) as { sources: string[] };
     assert.ok(map.sources.some((s) => s.endsWith('src/vscode/extension.ts')));
     assert.deepEqual(
-      map.sources.filter((s) => /(^|\/)src\/inference\/|node-llama-cpp|src\/worker\/workerMain\.ts$/.test(s)),
+      map.sources.filter((s) => /(^|\/)src\/(inference|llama)\/|node-llama-cpp|src\/worker\/workerMain\.ts$/.test(s)),
       [],
     );
     // And the worker bundle does load it (with import(), kept external): the same text check would see it.

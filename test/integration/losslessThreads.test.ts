@@ -19,7 +19,7 @@ const load = () =>
     () => undefined,
   );
 
-// Two threads: target and draft compute on persistent threadpools (src/inference/nativeAddon.ts).
+// Two threads: target and draft compute on persistent threadpools (src/llama/nativeAddon.ts).
 // Multi-threaded batch kernels may split sums differently from single tokens: ties allowed, as above.
 describe('lossless at 2 threads, target and draft on persistent threadpools', () => {
   let session: InferenceSession;

@@ -67,7 +67,7 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
     assert.equal(idle.nextEditModel, null, 'nothing about next edits before one is asked for');
     assert.ok(!logs.some((l) => l.includes('next-edit model')), 'not loaded at startup');
 
-    const result = await client.nextEdit(request(), undefined, undefined, sameVocabulary);
+    const result = await client.request('nextEdit', { request: request(), model: sameVocabulary });
     assert.equal(result.format, 'sweep', `the format from the model's general.name: ${JSON.stringify(result.noSuggestion)}`);
     assert.notEqual(result.noSuggestion?.reason, 'noFormat');
     assert.notEqual(result.noSuggestion?.reason, 'error', JSON.stringify(result.noSuggestion));
@@ -102,8 +102,8 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
   });
 
   it("a second request uses the loaded model (no second load); 'hybrid' drafts with the completion draft and gives plain's output", async () => {
-    const plain = await client.nextEdit(request({ mode: 'plain' }), undefined, undefined, sameVocabulary);
-    const hybrid = await client.nextEdit(request({ mode: 'hybrid' }), undefined, undefined, sameVocabulary);
+    const plain = await client.request('nextEdit', { request: request({ mode: 'plain' }), model: sameVocabulary });
+    const hybrid = await client.request('nextEdit', { request: request({ mode: 'hybrid' }), model: sameVocabulary });
     assert.equal(hybrid.output, plain.output);
     // The draft ran (the adaptive policy may then find its proposals not worth verifying on random weights).
     assert.ok((hybrid.stats.speculation.draftEvaluations ?? 0) > 0, JSON.stringify(hybrid.stats.speculation));
@@ -111,8 +111,8 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
   });
 
   it("another vocabulary than the draft's: the window copy and n-grams only, still plain's output", async () => {
-    const plain = await client.nextEdit(request({ mode: 'plain' }), undefined, undefined, otherVocabulary);
-    const hybrid = await client.nextEdit(request({ mode: 'hybrid' }), undefined, undefined, otherVocabulary);
+    const plain = await client.request('nextEdit', { request: request({ mode: 'plain' }), model: otherVocabulary });
+    const hybrid = await client.request('nextEdit', { request: request({ mode: 'hybrid' }), model: otherVocabulary });
     assert.equal(hybrid.output, plain.output);
     assert.equal(hybrid.stats.speculation.draftEvaluations ?? 0, 0, 'no draft ran');
     assert.equal(hybrid.stats.speculation.bySource?.draft?.proposedTokens ?? 0, 0, 'no draft proposals');
@@ -127,7 +127,7 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
     const truncated = path.join(TMP, 'truncated-next-edit.gguf');
     await truncateFile(sameVocabulary, truncated, 4096);
     for (const file of [corrupt, truncated, path.join(TMP, 'missing.gguf')]) {
-      const result = await client.nextEdit(request(), undefined, undefined, file);
+      const result = await client.request('nextEdit', { request: request(), model: file });
       assert.equal(result.noSuggestion?.reason, 'error', `${file}: ${JSON.stringify(result.noSuggestion)}`);
       assert.match(result.noSuggestion.detail, new RegExp(`next-edit model ${path.basename(file).replace('.', '\\.')} could not be loaded: .+`));
       assert.deepEqual(result.edits, []);
@@ -140,7 +140,7 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
     // Asked again with the file unchanged (every keystroke): the same answer, not another try at loading it.
     const tries = () => logs.filter((l) => l.includes('missing.gguf not loaded')).length;
     const before2 = tries();
-    assert.equal((await client.nextEdit(request(), undefined, undefined, path.join(TMP, 'missing.gguf'))).noSuggestion?.reason, 'error');
+    assert.equal((await client.request('nextEdit', { request: request(), model: path.join(TMP, 'missing.gguf') })).noSuggestion?.reason, 'error');
     assert.equal(tries(), before2);
   });
 });
@@ -157,7 +157,7 @@ describe("the next-edit model is the target's file: loaded once", { skip }, () =
   it('serves both tasks from their own KV sequences of the one loaded model', async () => {
     await client.request('complete', { request: completion });
     // The tiny target names no next-edit format: forced.
-    const result = await client.nextEdit(request({ format: 'sweep' }), undefined, undefined, TINY.target);
+    const result = await client.request('nextEdit', { request: request({ format: 'sweep' }), model: TINY.target });
     assert.notEqual(result.noSuggestion?.reason, 'error', JSON.stringify(result.noSuggestion));
     assert.ok(result.stats.generatedTokens > 0);
     const d = await client.request('diagnostics', {});

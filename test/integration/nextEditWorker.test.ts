@@ -65,7 +65,7 @@ describe('next-edit requests in the worker', { skip }, () => {
   after(() => client.dispose());
 
   it('a round trip: the Sweep prompt decoded, the result says why there is no suggestion, with its figures', async () => {
-    const result = await client.nextEdit(request());
+    const result = await client.request('nextEdit', { request: request() });
     assert.equal(result.format, 'sweep');
     assert.deepEqual(result.region, REGION, 'the window: the whole (short) file');
     assert.ok(result.noSuggestion, 'the tiny model gives no suggestion');
@@ -77,16 +77,16 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
 
   it("'copy' and 'hybrid' (the window copy proposer) give plain decoding's output, with the copy's proposals counted", async () => {
-    const plain = await client.nextEdit(request({ mode: 'plain' }));
+    const plain = await client.request('nextEdit', { request: request({ mode: 'plain' }) });
     for (const mode of ['copy', 'hybrid'] as const) {
-      const r = await client.nextEdit(request({ mode }));
+      const r = await client.request('nextEdit', { request: request({ mode }) });
       assert.equal(r.output, plain.output, mode);
       assert.equal(r.stats.speculation.mode, mode);
     }
   });
 
   it('a model that names no next-edit format, none forced: noFormat, nothing decoded', async () => {
-    const result = await client.nextEdit(request({ format: 'auto' }));
+    const result = await client.request('nextEdit', { request: request({ format: 'auto' }) });
     assert.equal(result.noSuggestion?.reason, 'noFormat');
     assert.match(result.noSuggestion.detail, /tiny-code-target/);
     assert.equal(result.stats.generatedTokens, 0);
@@ -95,7 +95,7 @@ describe('next-edit requests in the worker', { skip }, () => {
   it('the format-free path decodes the prompt on this window’s own KV sequence, beside its completion’s', async () => {
     await client.request('complete', { request: completion(SOURCE) });
     const edits: unknown[] = [];
-    const result = await client.nextEdit(request({ prompt: builtPrompt(24) }), undefined, (edit) => edits.push(edit));
+    const result = await client.request('nextEdit', { request: request({ prompt: builtPrompt(24) }) }, undefined, { onEdit: (edit) => edits.push(edit) });
     assert.equal(result.stats.generatedTokens, 24, JSON.stringify(result.stats));
     assert.ok(result.stats.promptTokens > 40);
     assert.equal(typeof result.output, 'string');
@@ -110,11 +110,11 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
 
   it('its own window’s completion goes first; the next-edit resumes and gives what it gives alone', async () => {
-    const alone = await client.nextEdit(request({ prompt: builtPrompt(LONG, 'alone ') }));
+    const alone = await client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) });
     assert.equal(alone.stats.generatedTokens, LONG, JSON.stringify(alone.noSuggestion));
     const order: string[] = [];
     // Sent together: the completion arrives while the next-edit runs.
-    const nextEdit = client.nextEdit(request({ prompt: builtPrompt(LONG, 'alone ') })).then((r) => (order.push('next edit'), r));
+    const nextEdit = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) }).then((r) => (order.push('next edit'), r));
     const c = await client.request('complete', { request: completion(SOURCE) }).then((r) => (order.push('completion'), r));
     const result = await nextEdit;
     assert.notEqual(c.stats.stopReason, 'abort');
@@ -126,16 +126,16 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
 
   it('the window’s next next-edit request (a keystroke) supersedes the older one', async () => {
-    const older = client.nextEdit(request({ prompt: builtPrompt(LONG, 'older ') }));
-    const newer = client.nextEdit(request({ prompt: builtPrompt(16, 'newer ') }));
+    const older = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'older ') }) });
+    const newer = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'newer ') }) });
     const [o, n] = await Promise.all([older, newer]);
     assert.equal(o.noSuggestion?.reason, 'cancelled', JSON.stringify(o.noSuggestion));
     assert.ok(o.stats.generatedTokens < LONG);
     assert.equal(n.stats.generatedTokens, 16);
     // Superseded while still waiting (behind a completion): answered at once.
     const running = client.request('complete', { request: completion(SOURCE, { maxTokens: 64 }) });
-    const waiting = client.nextEdit(request({ prompt: builtPrompt(16, 'waiting ') }));
-    const next = client.nextEdit(request({ prompt: builtPrompt(16, 'next ') }));
+    const waiting = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'waiting ') }) });
+    const next = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'next ') }) });
     assert.equal((await waiting).noSuggestion?.reason, 'cancelled');
     assert.equal((await next).stats.generatedTokens, 16);
     await running;
@@ -143,16 +143,16 @@ describe('next-edit requests in the worker', { skip }, () => {
 
   it('a cancel stops it, waiting or decoding', async () => {
     const controller = new AbortController();
-    const decoding = client.nextEdit(request({ prompt: builtPrompt(LONG, 'cancel ') }), controller.signal);
+    const decoding = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'cancel ') }) }, controller.signal);
     controller.abort();
     const result = await decoding;
     assert.equal(result.noSuggestion?.reason, 'cancelled');
     assert.ok(result.stats.generatedTokens < LONG);
     const aborted = new AbortController();
     aborted.abort();
-    assert.equal((await client.nextEdit(request({ prompt: builtPrompt(16) }), aborted.signal)).noSuggestion?.reason, 'cancelled');
+    assert.equal((await client.request('nextEdit', { request: request({ prompt: builtPrompt(16) }) }, aborted.signal)).noSuggestion?.reason, 'cancelled');
     // Nothing left behind: the next request runs.
-    assert.equal((await client.nextEdit(request({ prompt: builtPrompt(8) }))).stats.generatedTokens, 8);
+    assert.equal((await client.request('nextEdit', { request: request({ prompt: builtPrompt(8) }) })).stats.generatedTokens, 8);
   });
 });
 
@@ -183,12 +183,12 @@ describe('next-edit requests in a shared worker: another window’s completion w
       await b.request('complete', { request: bRequest });
       aloneMs.push(performance.now() - t);
     }
-    const aAlone = await a.nextEdit(request({ prompt: builtPrompt(LONG, 'shared ') }));
+    const aAlone = await a.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'shared ') }) });
     assert.equal(aAlone.stats.generatedTokens, LONG);
 
     let aDone = false;
     let bFirstBeforeA: boolean | undefined;
-    const fromA = a.nextEdit(request({ prompt: builtPrompt(LONG, 'shared ') })).then((r) => ((aDone = true), r));
+    const fromA = a.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'shared ') }) }).then((r) => ((aDone = true), r));
     const withMs: number[] = [];
     for (let i = 0; i < 3; i++) {
       const t = performance.now();

@@ -57,14 +57,24 @@ describe("this machine's package carries what runs, and runs", { timeout: 10 * 6
     if (unpacked) fs.rmSync(unpacked, { recursive: true, force: true });
   });
 
-  it("shows the README's screenshots offline: each image is a relative path to a file the package carries", () => {
+  it("shows the README's screenshots offline: each picture is in the README, as the extension's page allows (a data: URI)", () => {
     const readme = fs.readFileSync(path.join(unpacked, 'extension', 'readme.md'), 'utf8');
-    const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=["']([^"']+)["']/g)].map((m) => m[1] ?? m[2]!);
-    assert.ok(images.length >= 10, `the README's screenshots (${images.length})`);
-    for (const image of images) {
-      assert.doesNotMatch(image, /^\w+:/, `${image}: fetched from the network, not shown offline`);
-      assert.ok(names.includes(`extension/${path.posix.normalize(image)}`), `${image} is in the package`);
-    }
+    const source = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const imagesOf = (text: string) => [...text.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=["']([^"']+)["']/g)].map((m) => m[1] ?? m[2]!);
+    const images = imagesOf(readme);
+    const pictures = imagesOf(source);
+    assert.ok(pictures.length >= 10, `the README's screenshots (${pictures.length})`);
+    assert.equal(images.length, pictures.length);
+    images.forEach((image, i) => {
+      // VS Code's extension page: Content-Security-Policy `img-src https: data:`, relative paths unresolved.
+      assert.match(image, /^data:image\/png;base64,/, `${pictures[i]} is embedded`);
+      assert.ok(Buffer.from(image.slice(image.indexOf(',') + 1), 'base64').equals(fs.readFileSync(path.join(ROOT, pictures[i]!))), `${pictures[i]}: its bytes`);
+    });
+    // Carried once: the files themselves stay out of the package.
+    assert.deepEqual(
+      names.filter((n) => /^extension\/media\/screenshot-/.test(n)),
+      [],
+    );
     // Its other relative links (docs/, left out of the package) point at the repository.
     const links = [...readme.matchAll(/(?<!!)\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
     for (const link of links) if (!/^(\w+:|#)/.test(link)) assert.ok(names.includes(`extension/${path.posix.normalize(link.split('#')[0]!)}`), `${link} is in the package`);

@@ -118,7 +118,7 @@ function inputsHash(): string {
     'README.md',
     'LICENSE',
     'CHANGELOG.md',
-    'media/icon.png',
+    'media',
     'models/README.md',
   ])
     add(rel);

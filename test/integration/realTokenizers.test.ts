@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import type { Llama, LlamaModel } from '../../src/inference/llamaTypes';
+import type { Llama, LlamaModel } from '../../src/llama/llamaTypes';
 import { ANCHOR_LINE_GROUP, anchorOf, buildPrompt, type PromptLayout } from '../../src/prompt/fimPrompt';
 import { chooseTemplate, type PromptTemplate, type TemplateFamily } from '../../src/prompt/templates';
 import { ServerError } from '../../src/remote/http';
@@ -181,7 +181,7 @@ describe('real tokenizers per model family', () => {
           const { info, model, template } = await load(c.variant);
           const bos = info.addBos && info.bos !== null ? info.bos : null;
           const tokenize = (text: string) => model.tokenize(text, false) as number[];
-          const built = buildPrompt({ tokenize, bos, fim: info.fim, template }, PREFIX, SUFFIX, 2000, layout);
+          const built = buildPrompt({ tokenize, bos, fim: info.fim, template }, PREFIX, SUFFIX, 2000, { layout });
           const specials = [template.ids.prefix!, template.ids.suffix!, template.ids.middle!];
           for (const s of specials) assert.equal(built.tokens.filter((t) => t === s).length, 1, `${s} once`);
           const at = (s: number) => built.tokens.indexOf(s);
@@ -203,7 +203,7 @@ describe('real tokenizers per model family', () => {
         const tokenize = (text: string) => model.tokenize(text, false) as number[];
         // A one-line prefix: the line-anchored layout leaves nothing before the middle token.
         for (const prefix of [PREFIX, 'total = area(']) {
-          const local = buildPrompt({ tokenize, bos, fim: info.fim, template }, prefix, SUFFIX, 2000, 'lineAnchored');
+          const local = buildPrompt({ tokenize, bos, fim: info.fim, template }, prefix, SUFFIX, 2000, { layout: 'lineAnchored' });
           const { prompt } = templatePrompt({ prefix, suffix: SUFFIX, maxTokens: 16, mode: 'plain' }, remoteSpec(template, info));
           // As llama-server's /completion tokenizes a prompt: special token texts parsed, BOS added when the model wants it.
           const remote = [...(bos === null ? [] : [bos]), ...(model.tokenize(prompt, true) as number[])];

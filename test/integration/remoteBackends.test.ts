@@ -569,7 +569,7 @@ describe("the prompt template llama-server's model calls for", () => {
     const info = await backend.load();
     assert.equal(
       info.remote?.promptFormat,
-      `the prefix only (no FIM tokens) template as text to /v1/completions (the model's name "/work/shared/models/tiny-code-target.gguf" names no known family; llama-server ignores \`suffix\`, and its /props, /infill and /tokenize did not say what the model's vocabulary has)`,
+      `the prefix only (no FIM tokens) template as text to /v1/completions (the model's name "tiny-code-target.gguf" names no known family; llama-server ignores \`suffix\`, and its /props, /infill and /tokenize did not say what the model's vocabulary has)`,
     );
     assert.deepEqual(
       stub.requests.map((r) => `${r.method} ${r.path}`),

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
+import type { Llama, LlamaContext, LlamaModel } from '../../src/llama/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { allowDeviceGreedy, loadNativeAddon, type NativeAddon } from '../../src/inference/nativeAddon';
+import { LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
+import { allowDeviceGreedy, loadNativeAddon, type NativeAddon } from '../../src/llama/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { deviceMatchesNative, TIE_MODEL, TIED } from '../support/deviceGreedyScenario';
 import { ensureTestModel } from '../../testbed/models';

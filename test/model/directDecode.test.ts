@@ -1,4 +1,4 @@
-// The native path's batches go straight to llama_decode (src/inference/directDecode.ts) instead of
+// The native path's batches go straight to llama_decode (src/llama/directDecode.ts) instead of
 // through node-llama-cpp's batch queue: the same tokens and confidences as the library's decode; the
 // library's own sequence kept in step (its tokens and next position, which erasing, saving and loading
 // state read); a decode and its reads under the library's own lock on the context, so that neither
@@ -9,12 +9,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DirectDecoder } from '../../src/inference/directDecode';
-import type { SequenceInternals } from '../../src/inference/evaluatorInternals';
+import { DirectDecoder } from '../../src/llama/directDecode';
+import type { SequenceInternals } from '../../src/llama/evaluatorInternals';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
-import { loadNativeAddon } from '../../src/inference/nativeAddon';
+import { LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
+import type { LlamaContext, LlamaModel } from '../../src/llama/llamaTypes';
+import { loadNativeAddon } from '../../src/llama/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import type { EvaluatedNext } from '../../src/speculation/greedyEvaluator';
 import { mulberry32 } from '../../testbed/ggufWriter';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { sweepFormat } from '../../src/nextEdit/formats/sweep';
 import { ZETA_CURSOR, ZETA_REGION_END, ZETA_REGION_START, ZETA_START_OF_FILE, zetaFormat } from '../../src/nextEdit/formats/zeta';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import type { LlamaModel } from '../../src/inference/llamaTypes';
+import type { LlamaModel } from '../../src/llama/llamaTypes';
 import { realVocabModel } from '../../testbed/realVocab';
 import { GREET_REQUEST } from '../support/nextEditRequests';
 

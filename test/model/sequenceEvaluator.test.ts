@@ -1,15 +1,15 @@
-// The ways LlamaSequenceEvaluator reads greedy tokens (src/inference/llamaSequenceEvaluator.ts): the
-// native path (Draftline's greedy reader, src/native/draftlineNative.cpp: all positions in one call) and
+// The ways LlamaSequenceEvaluator reads greedy tokens (src/llama/llamaSequenceEvaluator.ts): the
+// native path (Draftline's greedy reader, src/llama/native/: all positions in one call) and
 // the direct path (one reused native sampler), both reading outputs in order and only up to the first
 // rejection, must give exactly what the library's public controlledEvaluate gives.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
+import type { LlamaContext, LlamaModel } from '../../src/llama/llamaTypes';
 import { getRuntime } from '../../src/inference/llamaRuntime';
-import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
-import { attachThreadpool, loadNativeAddon, nativeAddonFor } from '../../src/inference/nativeAddon';
+import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
+import { attachThreadpool, loadNativeAddon, nativeAddonFor } from '../../src/llama/nativeAddon';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { mulberry32 } from '../../testbed/ggufWriter';
 

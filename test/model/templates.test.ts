@@ -4,7 +4,7 @@
 // sequence (so the token-level and text-level prompts cannot drift apart).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaModel } from '../../src/inference/llamaTypes';
+import type { Llama, LlamaModel } from '../../src/llama/llamaTypes';
 import { inspectModelFile } from '../../src/gguf/modelFileCheck';
 import { getRuntime } from '../../src/inference/llamaRuntime';
 import { buildPrompt } from '../../src/prompt/fimPrompt';
@@ -91,7 +91,7 @@ describe('prompt templates per model family', () => {
       const template = chooseTemplate({ tokens: info.tokens, fim: info.fim });
       assert.equal(template.family, c.family);
       const tokenize = (text: string) => model.tokenize(text, false) as number[];
-      const built = buildPrompt({ tokenize, bos: null, fim: info.fim, template }, PREFIX, SUFFIX, 500, 'standard');
+      const built = buildPrompt({ tokenize, bos: null, fim: info.fim, template }, PREFIX, SUFFIX, 500, { layout: 'standard' });
       assert.deepEqual(built.tokens, c.layout(id, tokenize(PREFIX), tokenize(SUFFIX)));
       assert.equal(built.format, 'fim');
       for (const stop of c.stops) assert.ok(template.stopIds.has(id(stop)), `${stop} ends a completion`);

@@ -5,8 +5,8 @@
 // confidences and alternatives now and then (the device sampler detached for those batches and
 // attached again). Shared by test/model/deviceGreedy.test.ts (CPU) and deviceGreedyVulkan.test.ts.
 import assert from 'node:assert/strict';
-import type { LlamaContext, LlamaModel } from '../../src/inference/llamaTypes';
-import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
+import type { LlamaContext, LlamaModel } from '../../src/llama/llamaTypes';
+import { type EvaluatorPath, LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
 import { mulberry32, type RandomLlamaOptions } from '../../testbed/ggufWriter';
 
 /** Two tokens whose output rows are the same (TIE_MODEL): their logits are always exactly equal. */

@@ -10,6 +10,8 @@ import type { ModelSettings, SpeculationSettings } from '../../src/shared/settin
 import { DEFAULT_SPECULATION, type InferenceSession } from '../../src/inference/inferenceSession';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
+import { HEAD_CUT_LINES } from '../../src/prompt/fimPrompt';
+import { type GreedyEvaluator, syncAndPredictNext } from '../../src/speculation/greedyEvaluator';
 import { mulberry32 } from '../../testbed/ggufWriter';
 import { type PromptCase, promptCases } from './prompts';
 import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
@@ -241,6 +243,42 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(reusedWhole > 0);
     });
 
+    completionIt('a prompt whose head moved is shifted into place, and every mode equals plain decoding from that shifted cache', async () => {
+      let shifts = 0;
+      let runs = 0;
+      let atTies = 0;
+      const wanted = Math.max(3, Math.ceil(pair.prompts / 8));
+      for (const c of promptCases(40, pair.prompts * 17 + pair.name.length)) {
+        if (shifts >= wanted) break;
+        const moved = movedHead(c, (r) => session.promptFor(r));
+        if (!moved) continue;
+        // The same cache for every mode: the longer prompt decoded, then the moved one.
+        const shiftedCache = () => session.complete(request_(moved.before, 'plain'));
+        const after = async (mode: DecodeMode) => {
+          await shiftedCache();
+          return session.complete(request_(moved.after, mode));
+        };
+        const plain = await after('plain');
+        const prompt = session.promptFor(request_(moved.after, 'plain'));
+        assert.equal(plain.stats.shiftedPromptTokens, prompt.length - 1 - moved.common, `the whole rest shifted on ${c.name}`);
+        shifts++;
+        for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
+          const spec = await after(mode);
+          runs++;
+          const at = spec.tokens.findIndex((t, i) => t !== plain.tokens[i]);
+          if (at < 0 && spec.tokens.length === plain.tokens.length) continue;
+          // A tie of the shifted cache: the margin read on that cache, after plain's tokens up to the divergence.
+          await shiftedCache();
+          const margin = await marginAfter(session.target.evaluator, [...prompt, ...plain.tokens.slice(0, at < 0 ? Math.min(spec.tokens.length, plain.tokens.length) : at)]);
+          if (options.driftAtFirstDivergence && drift === 0) drift = await batchDrift(session);
+          assert.ok(margin < tieTolerance(drift), `${mode} after a shift on ${c.name} diverged at token ${at} with a logit margin ${margin} (drift ${drift})`);
+          atTies++;
+        }
+      }
+      process.stdout.write(`# ${pair.name}: ${shifts} prompts shifted into place, ${atTies} of ${runs} speculative runs on them part from plain at a near-tie\n`);
+      assert.ok(shifts > 0, 'some prompt moved its head');
+    });
+
     completionIt('stop rules (stop strings, single line, max lines, block end) cut at the same token in every mode', async () => {
       for (const c of promptCases(options.stopCases ?? 12, 99)) {
         const plainFree = await session.complete(request_(c, 'plain', { maxTokens: 60 }));
@@ -289,6 +327,39 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
 }
 
 type CopyVariant = 'window' | 'edited' | 'output';
+
+/** The top-two logit margin after `history` on `evaluator`, its cache brought in line with it first (a shift where it can). */
+export async function marginAfter(evaluator: GreedyEvaluator, history: readonly number[]): Promise<number> {
+  await syncAndPredictNext(evaluator, history.slice(0, -1));
+  const [ranked] = await evaluator.appendRanked!(history.slice(-1), 1, 2);
+  return ranked!.margin;
+}
+
+/**
+ * Two requests for one cursor whose prompts differ only by the head's first lines: `before` has
+ * HEAD_CUT_LINES more lines before the case's text (numbered from the document's start), `after` the
+ * case's text alone on the lines that follow them, as an editor window that moved down sends it. Its
+ * prompt is the other's with those lines' tokens left out at `common`; null when no such pair fits.
+ */
+export function movedHead(
+  c: PromptCase,
+  promptFor: (r: CompletionRequest) => readonly number[],
+): { before: Partial<CompletionRequest> & { prefix: string; suffix: string }; after: Partial<CompletionRequest> & { prefix: string; suffix: string }; common: number } | null {
+  const lead = Array.from({ length: HEAD_CUT_LINES }, (_, i) => `${i}\n`).join('');
+  let lines = c.prefix.split('\n');
+  while (lines.length > 2) {
+    const text = lines.join('\n');
+    const before = { prefix: lead + text, suffix: c.suffix, prefixLine: 0 };
+    const after = { prefix: text, suffix: c.suffix, prefixLine: HEAD_CUT_LINES };
+    const a = promptFor(request(before, 'plain'));
+    const b = promptFor(request(after, 'plain'));
+    const common = a.findIndex((t, i) => t !== b[i]);
+    const drop = a.length - b.length;
+    if (common > 0 && drop > 0 && b.length - common > 40 && a.slice(common + drop).join() === b.slice(common).join()) return { before, after, common };
+    lines = lines.slice(1);
+  }
+  return null;
+}
 
 /**
  * A next-edit-shaped prompt from a prompt case: a window of text (up to 12 lines, 400 characters),

@@ -1,6 +1,8 @@
 // A typing storm against the real inference worker (WorkerClient + dist/worker.js), as the editor
 // drives it with a debounce of 0: every keystroke mirrors an edit, aborts the running completion and
 // asks for a new one. Used by the CI-size soak test (test/integration/soak.test.ts) and `npm run soak`.
+import { documentWindow } from '../../src/prompt/documentWindow';
+import { DEFAULT_ENGINE_SETTINGS } from '../../src/settings/declaredSettings';
 import type { CompletionRequest, CompletionResult } from '../../src/shared/completion';
 import type { WorkerDiagnostics } from '../../src/worker/protocol';
 import type { WorkerClient } from '../../src/worker/workerClient';
@@ -56,7 +58,6 @@ export interface StormFigures {
 }
 
 const DOCUMENT_KEY = 'file:///storm/typed.ts';
-const MAX_PREFIX_CHARS = 3000;
 
 /** The worker's own figures, or null while it is down (killed, restarting). */
 function diagnostics(client: WorkerClient): Promise<WorkerDiagnostics | null> {
@@ -106,6 +107,24 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
   const rss: { at: number; mb: number }[] = [];
   const outstanding = new Set<Promise<void>>();
   let typed = '';
+  /** Offsets where the typed text's lines start, for the window's line numbers (what the editor's document knows). */
+  const lineStarts = [0];
+  const typedSource = {
+    get length() {
+      return typed.length;
+    },
+    slice: (start: number, end: number) => typed.slice(start, end),
+    lineAt: (offset: number) => {
+      let low = 0;
+      let high = lineStarts.length - 1;
+      while (low < high) {
+        const mid = (low + high + 1) >> 1;
+        if (lineStarts[mid]! <= offset) low = mid;
+        else high = mid - 1;
+      }
+      return low;
+    },
+  };
   type InFlight = { controller: AbortController; abortedAt: number | null };
   const latest: { request: InFlight | null } = { request: null };
   const started = performance.now();
@@ -140,14 +159,18 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
     const char = options.text[i % options.text.length]!;
     client.notify({ kind: 'documentEdit', key: DOCUMENT_KEY, edits: [{ offset: typed.length, deleteCount: 0, text: char }] });
     typed += char;
+    if (char === '\n') lineStarts.push(typed.length);
     figures.keystrokes++;
     const previous = latest.request;
     if (previous && previous.abortedAt === null) {
       previous.abortedAt = performance.now();
       previous.controller.abort();
     }
+    // The prefix as the editor windows it (prompt/documentWindow.ts, the default limits).
+    const window = documentWindow(typedSource, typed.length, DEFAULT_ENGINE_SETTINGS);
     ask({
-      prefix: typed.slice(-MAX_PREFIX_CHARS),
+      prefix: window.prefix,
+      ...(window.prefixLine === undefined ? {} : { prefixLine: window.prefixLine }),
       suffix: '\n',
       documentKey: DOCUMENT_KEY,
       languageId: 'typescript',

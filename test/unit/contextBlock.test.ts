@@ -25,7 +25,7 @@ describe('extra context in the prompt', () => {
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     assert.equal(template.repoLevel, true);
     const context = buildPromptContext(template, tokenize, { files, path: 'src/cur.ts', repoName: 'demo' }, 1000);
-    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, 'let x = ', ';', 2000, 'standard', 8, context);
+    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, 'let x = ', ';', 2000, { layout: 'standard', context });
     assert.equal(
       detok(p.tokens, tokens),
       '<|repo_name|>demo\n<|file_sep|>src/a.ts\nexport const A = 1;\n<|file_sep|>src/b.ts\nexport const B = 2;\n<|file_sep|>src/cur.ts\n<|fim_prefix|>let x = <|fim_suffix|>;<|fim_middle|>',
@@ -37,7 +37,7 @@ describe('extra context in the prompt', () => {
     const template = chooseTemplate({ tokens, fim: { prefix: 200, suffix: 201, middle: 202 } });
     assert.equal(template.repoLevel, false);
     const py = buildPromptContext(template, tokenize, { files: [{ path: 'util.py', text: 'def f():\n\n    return 1' }] }, 1000, 'python');
-    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, 'x = ', '', 2000, 'standard', 8, py);
+    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, 'x = ', '', 2000, { layout: 'standard', context: py });
     assert.equal(detok(p.tokens, tokens), '<|fim_prefix|># Path: util.py\n# def f():\n#\n#     return 1\nx = <|fim_suffix|><|fim_middle|>');
     assert.equal(lineCommentFor('typescript'), '//');
     assert.equal(lineCommentFor(undefined), '//');
@@ -56,7 +56,7 @@ describe('extra context in the prompt', () => {
     assert.deepEqual(buildPromptContext(template, tokenize, undefined, 100), { beforePrompt: [], afterPrefixToken: [], files: 0 });
     // The whole prompt stays within its budget: the prefix gives way.
     const long = 'y'.repeat(300);
-    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, long, '', 200, 'standard', 8, small);
+    const p = buildPrompt({ tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template }, long, '', 200, { layout: 'standard', context: small });
     assert.ok(p.tokens.length <= 200, `${p.tokens.length} tokens`);
     assert.ok(p.prefixTokens < 300);
   });
@@ -90,8 +90,8 @@ describe('extra context in the prompt', () => {
     const context = buildPromptContext(template, tokenize, { files, path: 'src/cur.ts', repoName: 'demo' }, 1000);
     const vocab = { tokenize, bos: null, fim: { prefix: 200, suffix: 201, middle: 202 }, template };
     const prefix = `${Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n')}\nlet x = `;
-    const a = buildPrompt(vocab, prefix, '\n}', 2000, 'lineAnchored', 8, context).tokens;
-    const b = buildPrompt(vocab, `${prefix}4`, '\n}', 2000, 'lineAnchored', 8, context).tokens;
+    const a = buildPrompt(vocab, prefix, '\n}', 2000, { layout: 'lineAnchored', context: context }).tokens;
+    const b = buildPrompt(vocab, `${prefix}4`, '\n}', 2000, { layout: 'lineAnchored', context: context }).tokens;
     assert.deepEqual(b.slice(0, a.length), a);
     assert.equal(b.length, a.length + 1);
   });

@@ -1,5 +1,5 @@
 // Where LlamaSequenceEvaluator's confidences come from on the paths that ask node-llama-cpp for them
-// (src/inference/llamaSequenceEvaluator.ts, ConfidenceSource), on stand-ins for the library's two
+// (src/llama/llamaSequenceEvaluator.ts, ConfidenceSource), on stand-ins for the library's two
 // behaviours: 3.22's sampleToken / controlledEvaluate report `totalLogitWeight` (Σ exp(logit − max),
 // no sort); 3.21's ignore that option and have only `confidence` (the same probability, after a sort
 // of the whole vocabulary). Which one a version offers must be found by asking, not by its number,
@@ -7,8 +7,8 @@
 // real library is in sequenceEvaluator.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { LlamaContextSequence, LlamaModel } from '../../src/inference/llamaTypes';
-import { LlamaSequenceEvaluator } from '../../src/inference/llamaSequenceEvaluator';
+import type { LlamaContextSequence, LlamaModel } from '../../src/llama/llamaTypes';
+import { LlamaSequenceEvaluator } from '../../src/llama/llamaSequenceEvaluator';
 
 type Style = '3.21' | '3.22';
 

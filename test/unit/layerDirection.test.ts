@@ -13,7 +13,7 @@ import { filesUnder, relativeImports } from '../support/relativeImports';
 
 export interface Layer {
   name: string;
-  /** Folders under src/ (a subfolder, such as nextEdit/suggestion, may sit in another layer than its parent). */
+  /** Folders under src/ (a subfolder may sit in another layer than its parent; src/ keeps each folder in one). */
   folders: string[];
   why: string;
 }
@@ -21,10 +21,19 @@ export interface Layer {
 /** Top first: a layer may import only itself and the layers after it. */
 export const LAYERS: Layer[] = [
   { name: 'editor', folders: ['vscode', 'statsView'], why: "VS Code's API, commands and webviews: the one place that may import 'vscode'; nothing imports it." },
-  { name: 'engine', folders: ['engine', 'nextEdit/suggestion'], why: 'What the editor does, without the editor: the completion engine and the next-edit session state machine.' },
+  {
+    name: 'engine',
+    folders: ['engine', 'nextEditSession'],
+    why: 'What the editor does, without the editor: the completion engine, and the next-edit session (its state machine, shapes, chains and stats) over the core next-edit code.',
+  },
   { name: 'backend', folders: ['backend', 'remote'], why: "The seam the engine calls: Draftline's own worker (through its client) or an inference server over HTTP." },
   { name: 'worker', folders: ['worker'], why: 'The inference process and its client: protocol, scheduling, the shared worker; it runs inference.' },
-  { name: 'inference', folders: ['inference'], why: 'node-llama-cpp sessions, loads and downloads, inside the worker only.' },
+  { name: 'inference', folders: ['inference'], why: "node-llama-cpp sessions, loads and downloads, inside the worker only, through the library's public API." },
+  {
+    name: 'llama',
+    folders: ['llama'],
+    why: "Everything below node-llama-cpp's public API: its private fields and lock (the direct decode, the native and device reads, the sequence evaluator) and the native addon on llama.cpp's C API (llama/native/). A node-llama-cpp upgrade touches this folder and nothing else.",
+  },
   {
     name: 'settings & stats',
     folders: ['settings', 'stats'],
@@ -34,7 +43,7 @@ export const LAYERS: Layer[] = [
   {
     name: 'core',
     folders: ['nextEdit', 'speculation', 'stopping', 'prompt', 'postprocess', 'ngram', 'gguf'],
-    why: 'Algorithms on plain data: decoding, prompts, post-processing, next-edit formats, GGUF reading.',
+    why: 'Algorithms on plain data: decoding, prompts, post-processing, next edits (formats, edit history, output to edits), GGUF reading.',
   },
   { name: 'shared', folders: ['shared'], why: 'The plain data types that cross IPC: they import nothing of src.' },
 ];

@@ -1,9 +1,9 @@
 // A next-edit model that cannot serve gives the same answer after every pause: said once in the log,
-// shown in the status bar tooltip and Show Stats while it lasts (src/nextEdit/suggestion/modelProblem.ts).
+// shown in the status bar tooltip and Show Stats while it lasts (src/nextEditSession/modelProblem.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NextEditModelProblem } from '../../src/nextEdit/suggestion/modelProblem';
-import { NextEditStats } from '../../src/nextEdit/suggestion/stats';
+import { NextEditModelProblem } from '../../src/nextEditSession/modelProblem';
+import { NextEditStats } from '../../src/nextEditSession/stats';
 
 const notDownloaded = { reason: 'error' as const, detail: 'Next-edit model not downloaded: hf:sweepai/sweep-next-edit-1.5B (no network)' };
 const noFormat = { reason: 'noFormat' as const, detail: 'draftline-code-target.gguf names no next-edit format' };

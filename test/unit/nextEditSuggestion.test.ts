@@ -3,13 +3,13 @@
 // answers the real-editor tests replay, the block image.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEdit/suggestion/blockImage';
-import { nearestEdit, remainingAfter, shifted } from '../../src/nextEdit/suggestion/chain';
-import { RecordedEdits } from '../../src/nextEdit/suggestion/historyAdapter';
-import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEdit/suggestion/session';
-import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEdit/suggestion/shape';
-import { editsBetween, ReplayNextEditProvider } from '../../src/nextEdit/suggestion/replay';
-import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEdit/suggestion/stats';
+import { blockImage, editorLineHeight, expandTabs } from '../../src/nextEditSession/blockImage';
+import { nearestEdit, remainingAfter, shifted } from '../../src/nextEditSession/chain';
+import { RecordedEdits } from '../../src/nextEditSession/historyAdapter';
+import { type ContextKeys, type NextEditOutcome, NextEditSession, type SessionHost, type ShownSuggestion } from '../../src/nextEditSession/session';
+import { classifyNextEdit, isSubsequence, NEAR_LINES, stringShapeText } from '../../src/nextEditSession/shape';
+import { editsBetween, ReplayNextEditProvider } from '../../src/nextEditSession/replayProvider';
+import { describeSuggestion, NextEditStats, requestFigures } from '../../src/nextEditSession/stats';
 import type { TextReplacement } from '../../src/nextEdit/types';
 
 /** `|` marks the cursor; returns the text without it and the cursor's offset. */

@@ -12,7 +12,7 @@ const chars = (fim: boolean, bos: number | null = 1): PromptVocabulary => ({
 
 describe('FIM prompt layout', () => {
   it('is <bos><pre>prefix<suf>suffix<mid> with the model FIM tokens', () => {
-    const p = buildPrompt(chars(true), 'ab', 'cd', 100, 'standard');
+    const p = buildPrompt(chars(true), 'ab', 'cd', 100, { layout: 'standard' });
     assert.deepEqual(p.tokens, [1, 10, 1097, 1098, 11, 1099, 1100, 12]);
     assert.equal(p.format, 'fim');
   });
@@ -24,7 +24,7 @@ describe('FIM prompt layout', () => {
   });
 
   it('stays within the budget, keeps the end of the prefix and at most a quarter for a long suffix', () => {
-    const p = buildPrompt(chars(true), 'x'.repeat(500), 'y'.repeat(500), 200, 'standard');
+    const p = buildPrompt(chars(true), 'x'.repeat(500), 'y'.repeat(500), 200, { layout: 'standard' });
     assert.ok(p.tokens.length <= 200);
     assert.ok(p.suffixTokens <= 200 / 4 + 1);
     assert.equal(p.tokens.at(-1), 12);
@@ -32,8 +32,8 @@ describe('FIM prompt layout', () => {
 
   it('cuts the prefix in fixed steps, so one more typed character keeps the same start (KV reuse)', () => {
     const text = Array.from({ length: 400 }, (_, i) => String.fromCharCode(65 + (i % 26))).join('');
-    const a = buildPrompt(chars(true), text, '', 150, 'standard');
-    const b = buildPrompt(chars(true), `${text}q`, '', 150, 'standard');
+    const a = buildPrompt(chars(true), text, '', 150, { layout: 'standard' });
+    const b = buildPrompt(chars(true), `${text}q`, '', 150, { layout: 'standard' });
     const start = (p: typeof a) => p.tokens.slice(2, 12).join();
     assert.equal(start(a), start(b));
     assert.equal((400 - a.prefixTokens) % PREFIX_TRIM_STEP, 0);

@@ -146,6 +146,18 @@ describe('statusTooltip', () => {
       ].join('\n\n'),
     );
   });
+  it('a model file chosen from disk says so after its name, the next-edit model too (issue #55)', () => {
+    const text = statusTooltip({
+      status: { kind: 'ready' },
+      mode: 'hybrid',
+      models: models(),
+      summary: null,
+      files: { draft: 'local file, not verified', nextEdit: 'draftline-code-target (local file, not verified)' },
+    }).split('\n\n');
+    assert.ok(text.includes('Target: draftline-code-target'), text.join('\n'));
+    assert.ok(text.includes('Draft: draftline-code-draft (local file, not verified)'), text.join('\n'));
+    assert.ok(text.includes('Next-edit model: draftline-code-target (local file, not verified)'), text.join('\n'));
+  });
   it('an error before any model: the message, no model lines', () => {
     const text = statusTooltip({ status: { kind: 'error', message: 'cannot load' }, mode: 'hybrid', models: null, summary: null });
     assert.equal(text, ['**Draftline** — error: cannot load', 'Mode: hybrid', 'Click for Draftline commands'].join('\n\n'));
@@ -289,15 +301,22 @@ describe('Show Stats says whether the model files were verified', () => {
     const info: BackendInfo = { kind: 'local', model: 'draftline-code-target', local: models() };
     const report = statsReport(new StatsCollector(), 'hybrid', info, {
       target: "verified: sha256 29871c94d157… matched the hub's on 2026-11-24 22:10 UTC",
-      draft: 'not verified (a local file, not downloaded by Draftline)',
+      draft: 'local file, not verified (not downloaded by Draftline)',
     });
     assert.match(report, /^Target file: verified: sha256 29871c94d157… matched the hub's on 2026-11-24 22:10 UTC$/m);
-    assert.match(report, /^Draft file: not verified \(a local file, not downloaded by Draftline\)$/m);
+    assert.match(report, /^Draft file: local file, not verified \(not downloaded by Draftline\)$/m);
     assert.doesNotMatch(statsReport(new StatsCollector(), 'hybrid', info), /file:/);
     // No draft loaded: no draft line.
     const alone = statsReport(new StatsCollector(), 'hybrid', { ...info, local: models({ draft: null }) }, { target: 'embedded (ships with Draftline)', draft: null });
     assert.match(alone, /^Target file: embedded \(ships with Draftline\)$/m);
     assert.doesNotMatch(alone, /Draft file:/);
+    // The next-edit model's file, once next edits resolved it.
+    const withNextEdit = statsReport(new StatsCollector(), 'hybrid', info, {
+      target: 'embedded (ships with Draftline)',
+      draft: 'embedded (ships with Draftline)',
+      nextEdit: 'local file, not verified (chosen in place of a download, not downloaded by Draftline)',
+    });
+    assert.match(withNextEdit, /^Next-edit file: local file, not verified \(chosen in place of a download, not downloaded by Draftline\)$/m);
   });
 });
 

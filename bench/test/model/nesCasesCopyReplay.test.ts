@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { nextEditRequestOf, perfectSweepOutput } from '../../edits';
 import { sweepFormat } from '../../../src/nextEdit/formats/sweep';
 import { getRuntime } from '../../../src/inference/llamaRuntime';
-import type { LlamaModel } from '../../../src/inference/llamaTypes';
+import type { LlamaModel } from '../../../src/llama/llamaTypes';
 import type { Token } from '../../../src/shared/decoding';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 import { loadNesCases, nesCasesAvailable } from '../../../testbed/nesCases';

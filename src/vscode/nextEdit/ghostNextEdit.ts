@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ShownSuggestion } from '../../nextEdit/suggestion/session';
+import type { ShownSuggestion } from '../../nextEditSession/session';
 import { DueAnswer } from './dueAnswer';
 
 /** The longest the inline provider's call waits for a next edit due at its cursor. */

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import { blockImage, editorLineHeight, gutterArrow, type ThemeKind } from '../../nextEdit/suggestion/blockImage';
-import type { ShownSuggestion } from '../../nextEdit/suggestion/session';
+import { blockImage, editorLineHeight, gutterArrow, type ThemeKind } from '../../nextEditSession/blockImage';
+import type { ShownSuggestion } from '../../nextEditSession/session';
 
 /** What the editor shows beside a next edit drawn as decorations. */
 export const HINT_APPLY = 'Tab to apply';

@@ -14,7 +14,7 @@ export interface BuiltRequest {
 }
 
 /** The document's path as the model sees it: workspace-relative with forward slashes (else its file name). */
-export function modelPath(uri: vscode.Uri): string {
+export function documentPathForModel(uri: vscode.Uri): string {
   const relative = vscode.workspace.asRelativePath(uri, false);
   return relative.replace(/\\/g, '/');
 }
@@ -35,7 +35,7 @@ export function buildRequest(document: vscode.TextDocument, cursor: vscode.Posit
   return {
     base,
     request: {
-      path: modelPath(document.uri),
+      path: documentPathForModel(document.uri),
       languageId: document.languageId,
       text,
       cursorOffset: document.offsetAt(cursor) - base,
