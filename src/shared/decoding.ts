@@ -15,4 +15,5 @@ export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid' | 'copy';
  */
 export type ProposalSource = 'ngram' | 'draft' | 'lookahead' | 'copy';
 
-export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'abort' | 'contextFull';
+/** Why a completion ended. timeBudget: its time was spent, and it ended with the line in progress (stopping/stopRules.ts). */
+export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'timeBudget' | 'abort' | 'contextFull';
