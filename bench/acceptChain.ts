@@ -91,7 +91,7 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
     for (const mode of order) {
       const row = rows.get(mode)!;
       // A fresh engine a chain (its own cache and counts), as a window that just opened the file.
-      const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: mode !== 'off' });
+      const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: mode !== 'off', timeBudgetMs: 0 });
       engine.prefetchWhileShown = () => WHILE_SHOWN[mode];
       const debounce = () => sleep(opts.debounceMs);
       let text = task.text;
@@ -128,7 +128,7 @@ export async function regimeAcceptChain(tasks: BenchTask[], pair: { target: stri
       // The cursor is on the new line's indentation, right after Enter (the editor asks at once).
       const enterOrder: EnterMode[] = index % 2 ? ['early', 'debounce'] : ['debounce', 'early'];
       for (const how of enterOrder) {
-        const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+        const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, timeBudgetMs: 0 });
         // Untimed: the same prompt state for both (the line before Enter, completed a keystroke earlier).
         const request = engine.buildRequest(entered) as CompletionRequest;
         await session.complete({ ...request, prefix: request.prefix.slice(0, request.prefix.lastIndexOf('\n')), mode: 'plain' });

@@ -61,7 +61,7 @@ export async function regimeAlternatives(tasks: BenchTask[], pair: { target: str
     for (const scope of order) {
       session.alternativesScope = scope;
       // A fresh engine (its own cache), no prefetch: nothing runs but what is measured.
-      const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: false });
+      const engine = new CompletionEngine(backend, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, prefetch: false, timeBudgetMs: 0 });
       const t0 = performance.now();
       const greedy = await engine.complete(doc);
       if (scope === order[0]) greedyMs = performance.now() - t0;

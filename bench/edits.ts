@@ -9,7 +9,8 @@ import { applyReplacements, finalEditsSoFar, outputToEdits, reduceToEdits } from
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
 import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
-import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { loadBenchSession } from './decodePath';
 import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
@@ -252,7 +253,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
 
 /** Every mode on every case, the order rotated per case. */
 export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Promise<EditsResult> {
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: opts.target, draftModel: opts.draft ?? '', gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: opts.contextSize, flashAttention: opts.flashAttention },
     DEFAULT_SPECULATION,
     opts.log,
@@ -465,7 +466,7 @@ export async function regimeEditsReplay(
     countCases?: CorpusCase[];
   },
 ) {
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: opts.target, draftModel: '', gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 4096, flashAttention: opts.flashAttention },
     DEFAULT_SPECULATION,
     opts.log,

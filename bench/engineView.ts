@@ -1,7 +1,8 @@
 // The benchmark sees a task as the editor would: the engine's document view and the ghost text a
 // raw completion becomes after the engine's post-processing.
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineDocument } from '../src/engine/completionEngine';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, type InferenceSession } from '../src/inference/inferenceSession';
+import { loadBenchSession } from './decodePath';
 import type { CompletionRequest, LocalCompletionResult } from '../src/shared/completion';
 import type { ModelSettings } from '../src/shared/settings';
 import type { SourceId } from '../src/shared/decoding';
@@ -54,12 +55,12 @@ export interface BenchSessionOptions {
  * would (the regimes call the session themselves, to time it).
  */
 export async function benchSession(pair: { target: string; draft: string }, opts: BenchSessionOptions): Promise<{ session: InferenceSession; engine: CompletionEngine }> {
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: pair.target, draftModel: pair.draft, gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: 2048, flashAttention: opts.flashAttention, ...opts.models },
     DEFAULT_SPECULATION,
     opts.log,
   );
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: opts.maxTokens, timeBudgetMs: 0 });
   return { session, engine };
 }
 

@@ -11,7 +11,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
+import { loadBenchSession } from './decodePath';
 import { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import type { LlamaContextSequence } from '../src/llama/llamaTypes';
 import { createContext, disposeContext } from '../src/inference/loadedPair';
@@ -53,7 +54,7 @@ function tokens(count: number, vocab: number, from = 0): Token[] {
 
 async function measure(name: string): Promise<Row> {
   const target = await benchTarget(name);
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: target.file, draftModel: '', gpu, gpuLayers: gpu === 'cpu' ? 0 : 'auto', threads, contextSize: 2048, kvSequences: 1 },
     DEFAULT_SPECULATION,
     () => undefined,

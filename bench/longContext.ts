@@ -9,7 +9,8 @@
 // acceptance a (regime 8 of npm run bench measures it for a window on the v3 target), it projects
 // the best speedup over plain: max over k of E(a, k) / (V(k+1)(C) / V1(C) + k V1(W) / V1(C)).
 import * as os from 'node:os';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
+import { loadBenchSession } from './decodePath';
 import type { ModelSettings } from '../src/shared/settings';
 import { clockNative, measureForwardPass } from './nativeClock';
 import { runBenchmark, saveReport } from './savedRun';
@@ -70,7 +71,7 @@ async function measure(name: string): Promise<Row[]> {
   const rows: Row[] = [];
   for (const context of contexts) {
     const started = Date.now();
-    const session = await InferenceSession.load({ targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: context + 64 }, DEFAULT_SPECULATION, () => undefined);
+    const session = await loadBenchSession({ targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: context + 64 }, DEFAULT_SPECULATION, () => undefined);
     const clock = clockNative(session);
     const full = await measureForwardPass(session, clock, VERIFY_SIZES, context);
     const window: Record<number, number> = {};

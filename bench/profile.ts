@@ -10,7 +10,8 @@ import { backendExplanation } from '../src/stats/statusText';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import type { CompletionRequest } from '../src/shared/completion';
 import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
-import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, type InferenceSession } from '../src/inference/inferenceSession';
+import { loadBenchSession } from './decodePath';
 import type { EvaluatorPath, LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import { CostModel } from '../src/speculation/costModel';
 import { AcceptanceTracker, SpeculationPolicy } from '../src/speculation/policy';
@@ -123,7 +124,7 @@ async function profileTarget(name: string): Promise<{
   runs: number;
 }> {
   const target = await benchTarget(name);
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention, deviceGreedy },
     { ...DEFAULT_SPECULATION, maxProposal: K },
     () => undefined,
@@ -131,7 +132,10 @@ async function profileTarget(name: string): Promise<{
   const deviceTried = (session.target.evaluator as LlamaSequenceEvaluator).path === 'device';
   const clock = clockNative(session);
   const evaluator = session.target.evaluator as LlamaSequenceEvaluator;
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400 });
+  const engine = new CompletionEngine(
+    { complete: () => Promise.reject(new Error('unused')) },
+    { ...DEFAULT_ENGINE_SETTINGS, maxTokens: MAX_TOKENS, maxPrefixChars: 1500, maxSuffixChars: 400, timeBudgetMs: 0 },
+  );
   const tasks = sampleTasks(sourceFiles(ensureCorpus()), taskCount, 99);
   const requests = tasks.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens: MAX_TOKENS }));
   // At the prompts' depth: attention over the prompt is much of a small model's forward pass.
@@ -245,7 +249,7 @@ async function profileTarget(name: string): Promise<{
  */
 async function nextEditLoop(name: string): Promise<{ md: string[]; rows: { tokens: number; decoderMs: number; nextEditMs: number; cases: number }[] }> {
   const target = await benchTarget(name);
-  const session = await InferenceSession.load(
+  const session = await loadBenchSession(
     { targetModel: target.file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 8192, flashAttention, deviceGreedy },
     DEFAULT_SPECULATION,
     () => undefined,

@@ -1,7 +1,7 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing] [--typing-files N] [--typing-chars N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
-import { execSync } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,7 +11,8 @@ import { verifyShapeText } from '../src/stats/statsReport';
 import type { CompletionRequest } from '../src/shared/completion';
 import type { DecodeMode, Token } from '../src/shared/decoding';
 import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
-import { DEFAULT_SPECULATION, InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { DEFAULT_SPECULATION, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
+import { decodePathHeader, decodePaths, loadBenchSession, prepareBenchNative } from './decodePath';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
 import { CostModel } from '../src/speculation/costModel';
@@ -41,6 +42,7 @@ import { resultsJson } from './savedRun';
 import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
+import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
 import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import { sourceStats } from '../src/shared/generationStats';
@@ -55,7 +57,7 @@ const opt = (name: string, fallback?: string) => {
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
 const regimeNames = (opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').filter(Boolean);
-if (regimeNames.some((n) => !/^([1-9]|10|edits|typing)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits and typing, comma-separated`);
+if (regimeNames.some((n) => !/^([1-9]|10|edits|typing|time-budget)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits, typing and time-budget, comma-separated`);
 const regimes = new Set(regimeNames.filter((n) => /^\d+$/.test(n)).map(Number));
 /** `--regimes edits`: next-edit suggestions (issue #39, bench/edits.ts); only when named. */
 const editsRegime = regimeNames.includes('edits');
@@ -153,9 +155,9 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await InferenceSession.load({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
+  const session = await loadBenchSession({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, timeBudgetMs: 0 });
   const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
   const modes: Mode[] = MODES.filter((m) => wanted(m) && (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
   const servers: Partial<Record<Mode, LlamaServer>> = {};
@@ -390,13 +392,9 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
   const sizeMB = fs.statSync(file).size / 1e6;
   const k = 5;
   const accuracies = [0, 0.3, 0.5, 0.7, 0.9];
-  const session = await InferenceSession.load(
-    { targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention },
-    { ...DEFAULT_SPECULATION, maxProposal: k },
-    log,
-  );
+  const session = await loadBenchSession({ targetModel: file, draftModel: '', gpu, gpuLayers: 'auto', threads, contextSize: 1024, flashAttention }, { ...DEFAULT_SPECULATION, maxProposal: k }, log);
   const clock = clockNative(session);
-  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400 });
+  const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, maxPrefixChars: 1500, maxSuffixChars: 400, timeBudgetMs: 0 });
   const chosen = tasks.slice(0, acceptanceTaskCount(tasks.length, targetName));
   const requests = chosen.map((task) => ({ ...(engine.buildRequest(engineDocument(task)) as CompletionRequest), stopAtBlockEnd: false, singleLine: false, maxLines: undefined, maxTokens }));
   // The raw forward pass V(b) (decodeBatch alone), at the depth the decode steps run at: attention
@@ -516,7 +514,7 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
 
 /** Regime 3: if a model produced exactly the file's true continuation, what would n-gram reuse get accepted? */
 async function regimeNgramBound(tasks: BenchTask[], targetPath: string) {
-  const session = await InferenceSession.load({ targetModel: targetPath, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 }, DEFAULT_SPECULATION, log);
+  const session = await loadBenchSession({ targetModel: targetPath, draftModel: '', gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 }, DEFAULT_SPECULATION, log);
   const tokenize = (t: string) => session.target.model.tokenize(t, false) as unknown as number[];
   const { ngramMinMatch: minN, ngramMaxMatch: maxN, maxProposal } = DEFAULT_SPECULATION;
   let tokens = 0,
@@ -672,6 +670,7 @@ function sections(bench: Bench): Section[] {
   if (regimes.has(10)) perPair(10, 'alternatives', ALTERNATIVES_SECONDS_PER_TASK, alternativesTaskCount(bench.tasks.length), alternativesSection);
   if (editsRegime) list.push({ name: 'edits (next-edit suggestions)', estimateSeconds: null, run: editsSection });
   if (typingRegime) list.push({ name: 'typing (every keystroke, shallow and deep)', estimateSeconds: null, run: typingSection });
+  if (regimeNames.includes('time-budget')) list.push({ name: 'time budget', estimateSeconds: null, run: timeBudgetSection });
   return list;
 }
 
@@ -1162,10 +1161,34 @@ async function editsSection(bench: Bench): Promise<void> {
   }
 }
 
+/**
+ * `--regimes time-budget` (bench/timeBudget.ts): the time budget against none on a slow target
+ * (`--time-budget-target`, the 1.5B-shaped stand-in by default), `--time-budget-ms` (the default
+ * setting's), the first `--time-budget-tasks` tasks.
+ */
+async function timeBudgetSection(bench: Bench): Promise<void> {
+  const target = await benchTarget(opt('time-budget-target', '1.5b-lines')!);
+  const budgetMs = Number(opt('time-budget-ms', String(DEFAULT_ENGINE_SETTINGS.timeBudgetMs)));
+  const taskCount = Math.min(bench.tasks.length, Number(opt('time-budget-tasks', quick ? '8' : '20')));
+  const settings = { budgetMs, maxTokens: DEFAULT_ENGINE_SETTINGS.maxTokens, threads };
+  const r = await regimeTimeBudget(bench.tasks.slice(0, taskCount), { ...settings, target: target.file, gpu, flashAttention, log });
+  const report = timeBudgetReport(r, { ...settings, targetNote: target.note });
+  bench.md.push(...report.md);
+  console.log(`\n${report.md.join('\n')}`);
+  bench.results.timeBudget = report.json;
+  if (report.violations > 0) {
+    bench.failed = true;
+    console.error(`LOSSLESS VIOLATION (time budget): ${report.violations} budgeted ghost text(s) are not the start of the whole one`);
+  }
+}
+
 const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;
 
 async function main() {
   const started = Date.now();
+  // What the run needs built: the native addon (or a refusal that says why), the worker bundle for regime 5.
+  const native = await prepareBenchNative(argv);
+  if (regimes.has(5)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   const pairs = modelPairs();
   const corpusRoot = ensureCorpus();
   const files = sourceFiles(corpusRoot);
@@ -1213,8 +1236,12 @@ async function main() {
     const timeLine = `Run time: ${Math.round(results.seconds as number)} s${estimatedSeconds === null ? '' : ` (estimated ${Math.round(estimatedSeconds)} s)`} (${Object.entries(sectionSeconds)
       .map(([name, s]) => `${name} ${s.toFixed(0)} s`)
       .join(', ')})`;
+    results.nativeAddon = native;
+    results.decodePaths = decodePaths();
     fs.writeFileSync(path.join(outDir, 'results.json'), resultsJson(results, 2));
-    fs.writeFileSync(path.join(outDir, 'report.md'), `${md.join('\n')}\n${timeLine}\n`);
+    // The header (title, machine) then what was measured with: the native addon and each model's decode path.
+    const report = [...md.slice(0, 4), ...decodePathHeader(native), ...md.slice(4)];
+    fs.writeFileSync(path.join(outDir, 'report.md'), `${report.join('\n')}\n${timeLine}\n`);
     return timeLine;
   };
   for (const section of list) {

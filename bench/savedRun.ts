@@ -2,6 +2,7 @@
 // folder of bench/results named by when it was written, and a process that ends when main does.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { decodePathHeader, decodePaths, prepareBenchNative } from './decodePath';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -17,18 +18,25 @@ export function resultsJson(value: unknown, indent?: number): string {
 export function saveReport(folderTag: string, name: string, md: string[], json: unknown): void {
   const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `${name}.md`), `${md.join('\n')}\n`);
-  fs.writeFileSync(path.join(dir, `${name}.json`), resultsJson(json, 2));
-  process.stdout.write(`${md.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  // The header says what was measured with: the native addon, and each model's decode path.
+  const report = [...md.slice(0, 1), '', ...decodePathHeader(), ...md.slice(1)];
+  fs.writeFileSync(path.join(dir, `${name}.md`), `${report.join('\n')}\n`);
+  fs.writeFileSync(path.join(dir, `${name}.json`), resultsJson({ decodePaths: decodePaths(), ...(json as object) }, 2));
+  process.stdout.write(`${report.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
 }
 
-/** Runs main and exits when it ends (the models' native handles would keep the process alive). */
+/**
+ * Runs main, the native addon built first (or the run refused, saying why: bench/decodePath.ts), and
+ * exits when it ends (the models' native handles would keep the process alive).
+ */
 export function runBenchmark(main: () => Promise<void>): void {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      process.stderr.write(`${(error as Error).stack ?? error}\n`);
-      process.exit(1);
-    },
-  );
+  prepareBenchNative()
+    .then(main)
+    .then(
+      () => process.exit(0),
+      (error) => {
+        process.stderr.write(`${(error as Error).stack ?? error}\n`);
+        process.exit(1);
+      },
+    );
 }

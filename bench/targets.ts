@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { embeddedPairPaths } from '../src/models/embedded';
-import { writeRandomLlamaModel, type RandomLlamaOptions } from '../testbed/ggufWriter';
+import { loadEmbeddedVocab, writeRandomLlamaModel, type RandomLlamaOptions } from '../testbed/ggufWriter';
 import { realVocabModel } from '../testbed/realVocab';
 import { CACHE } from './corpus';
 import { serverEnv } from '../testbed/llamaServer';
@@ -62,7 +62,14 @@ const RANDOM_SHAPES: Record<string, Omit<RandomLlamaOptions, 'seed'> & { note: s
  * qwen2 vocabulary of llama.cpp's models/ plus the FIM and repository tokens, <|file_sep|> one control
  * token): what Sweep's next-edit 1.5B is shaped like, for the edits regime's replay (3.5 GB on disk).
  */
-export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-qwen-coder', '1.5b-qwen-coder-q8', 'qwen-coder-small'];
+export const TARGET_NAMES = ['tiny', 'v3', 'v3-draft', ...Object.keys(RANDOM_SHAPES), '1.5b-lines', '1.5b-qwen-coder', '1.5b-qwen-coder-q8', 'qwen-coder-small'];
+
+/**
+ * '1.5b-lines': the 1.5B body (stable, F16) whose newline tokens' output rows are scaled up so that
+ * its greedy text has lines (a newline every ~7 tokens, about as code has): a random model otherwise
+ * almost never writes a newline, and what ends a completion at a line (the time budget) needs lines.
+ */
+const NEWLINE_ROW_SCALE = 1.12;
 
 /** llama.cpp's quantizer, built beside llama-server by scripts/build-llama-server.sh. */
 const LLAMA_QUANTIZE = path.join(ROOT, 'bench', 'cache', 'llama-server', 'build', 'bin', 'llama-quantize');
@@ -105,6 +112,20 @@ export async function benchTarget(name: string): Promise<BenchTarget> {
     // The draft model as a target: what each drafted token costs.
     const file = embeddedPairPaths(ROOT, 'v3').draft;
     return { name, file, note: `embedded ${path.basename(file)}, the v3 pair's draft` };
+  }
+  if (name === '1.5b-lines') {
+    const file = path.join(CACHE, 'models', 'random-target-1.5b-lines.gguf');
+    if (!fs.existsSync(file)) {
+      const { note: _note, ...body } = RANDOM_SHAPES['1.5b']!;
+      const vocab = await loadEmbeddedVocab();
+      // Byte-level BPE writes a newline as "Ċ".
+      const rows = vocab.tokens.flatMap((token, id) => (token.includes('Ċ') ? [id] : []));
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      process.stderr.write(`writing the random "1.5b-lines" target (Qwen2.5-1.5B-shaped, ${rows.length} newline tokens' output rows x${NEWLINE_ROW_SCALE}; once, cached in bench/cache/models)\n`);
+      await writeRandomLlamaModel(`${file}.tmp`, { seed: 4242, ...body, outputRowScales: { rows, scale: NEWLINE_ROW_SCALE } });
+      fs.renameSync(`${file}.tmp`, file);
+    }
+    return { name, file, note: `random, Qwen2.5-1.5B-shaped, stable, F16, its newline tokens favoured (x${NEWLINE_ROW_SCALE}) so that it writes lines` };
   }
   if (name === '1.5b-qwen-coder') {
     const { note: _note, ...body } = RANDOM_SHAPES['1.5b']!;

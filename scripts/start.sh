@@ -5,8 +5,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PORT=${PORT:-8080}
 
-[ -d node_modules/node-llama-cpp ] || npm install --no-audit --no-fund
+# Each step says what it does before it starts: the first run spends minutes before the URL appears.
+step() { printf '\n[start] %s\n' "$*"; }
+if [ ! -d node_modules/node-llama-cpp ]; then
+  step "Installing Draftline's dependencies (npm install; the first time takes a minute or more: node-llama-cpp brings llama.cpp's prebuilt binaries)..."
+  npm install --no-audit --no-fund
+fi
+step 'Setting up code-server (VS Code in the browser), once; later runs skip what is already there...'
 bash scripts/setup-e2e.sh
+step 'Building and packaging the extension (the bundle, the native addon, the .vsix)...'
 npm run package -- --out .cache/draftline-linux-x64.vsix
 
 # The demo's workspace and VS Code state live outside the repository: a workspace inside it makes VS
@@ -35,6 +42,7 @@ CS=.cache/code-server/node_modules/.bin/code-server
 # Lines of code-server's output that are no problem (below): left out of what this script prints.
 CODE_SERVER_NOISE='^File not found: .*/node_modules/vsda/rust/web/vsda(_bg\.wasm|\.js)$'
 export XDG_DATA_HOME="$RUN/xdg-data" XDG_CONFIG_HOME="$RUN/xdg-config"
+step 'Installing the extension into code-server...'
 "$CS" --config "$RUN/config.yaml" --user-data-dir "$RUN/user-data" --extensions-dir "$RUN/extensions" \
   --install-extension .cache/draftline-linux-x64.vsix --force
 # The inference worker the extension starts is shared by all windows and detached from them (it

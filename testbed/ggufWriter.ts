@@ -439,6 +439,11 @@ export interface RandomLlamaOptions {
    * middle token.
    */
   embeddingCopies?: { from: number; to: number; scale: number }[];
+  /**
+   * Rows of output.weight (one a token) scaled: a random model's argmax then picks those tokens more
+   * often, e.g. the newline tokens of a stand-in that must write lines as code does.
+   */
+  outputRowScales?: { rows: readonly number[]; scale: number };
 }
 
 export const DEFAULT_WEIGHT_SCALE = 2;
@@ -549,7 +554,22 @@ function llamaTensors(opts: RandomLlamaOptions, vocabSize: number): TensorSpec[]
     matrix(`${p}ffn_down.weight`, ff, d, (ws * (opts.residualScale ?? 1)) / Math.sqrt(ff));
   }
   norm('output_norm.weight');
-  if (!opts.tiedOutput) matrix('output.weight', d, vocabSize, (ws * (opts.outputScale ?? 1)) / Math.sqrt(d));
+  if (!opts.tiedOutput) {
+    const std = (ws * (opts.outputScale ?? 1)) / Math.sqrt(d);
+    matrix('output.weight', d, vocabSize, std);
+    const scaled = opts.outputRowScales;
+    if (scaled?.rows.length) {
+      const output = t.at(-1)!;
+      // The rows as the matrix has them, generated in one pass (the generator skips only from the start).
+      let whole: Float32Array | null = new Float32Array(d * vocabSize);
+      normalFill(opts.seed, 'output.weight', std)(whole, 0);
+      const copies = scaled.rows.map((row) => ({ from: row, to: row, scale: scaled.scale }));
+      output.fill = withRowCopies(output.fill, d, copies, () => (out, start) => {
+        out.set(whole!.subarray(start, start + out.length));
+      });
+      whole = null;
+    }
+  }
   return t;
 }
 

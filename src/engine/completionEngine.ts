@@ -170,6 +170,9 @@ export class CompletionEngine {
       stopAtBlockEnd: true,
       singleLine: !TRIVIAL_LINE_SUFFIX.test(lineSuffix),
       maxLines: s.maxLines,
+      // Prefetches and alternatives too: the editor may wait for a prefetch (it joins one at its
+      // cursor), and for alternatives all at once.
+      ...(s.timeBudgetMs > 0 ? { timeBudgetMs: s.timeBudgetMs } : {}),
       extraContext: doc.extraContext?.(),
     };
   }

@@ -5,6 +5,7 @@ import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
 import type { LookupProposer, ModelProposer } from '../speculation/proposer';
 import type { StepProfile } from '../speculation/speculativeDecoder';
+import type { BudgetClock } from '../stopping/stopRules';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
 export interface DecodeOverrides {
@@ -26,4 +27,15 @@ export interface DecodeOverrides {
    * completions apart (inference/promptStates.ts); the default owner's otherwise.
    */
   owner?: string;
+  /**
+   * The clock of the request's time budget (CompletionRequest.timeBudgetMs) and when the request was
+   * taken: performance.now, at the session's call, unless given (tests: a fake clock).
+   */
+  budgetClock?: BudgetClock;
+}
+
+/** `overrides` with the time budget's start fixed now: the alternatives of a request share its budget. */
+export function budgetStartsNow(overrides: DecodeOverrides): DecodeOverrides {
+  const now = overrides.budgetClock?.now ?? (() => performance.now());
+  return { ...overrides, budgetClock: { now, startedAt: overrides.budgetClock?.startedAt ?? now() } };
 }

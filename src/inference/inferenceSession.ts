@@ -13,7 +13,7 @@ import { LookaheadPools, LookaheadProposer } from '../speculation/lookaheadPool'
 import { proposersFor } from '../speculation/modeProposers';
 import { WindowDraftProposer } from '../speculation/windowDraft';
 import { decode } from '../speculation/speculativeDecoder';
-import { clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
+import { type BudgetClock, clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import { CompletionPrompts, type PromptRequest } from './completionPrompt';
 import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
@@ -22,7 +22,7 @@ import { PromptSequences } from './promptSequences';
 import { DEFAULT_OWNER } from './promptStates';
 import { WindowDraftContext } from './windowDraftContext';
 import { ContextGate } from './contextGate';
-import type { DecodeOverrides } from './decodeOverrides';
+import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { SessionNextEdits } from './sessionNextEdits';
@@ -139,7 +139,9 @@ export class InferenceSession {
   }
 
   /** One generation at a time: the caller waits for the previous one (a second one at once throws). */
-  complete(request: CompletionRequest, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
+  complete(request: CompletionRequest, signal?: AbortSignal, callerOverrides: DecodeOverrides = {}): Promise<LocalCompletionResult> {
+    // The time budget counts from the call, the wait for the gate included.
+    const overrides = budgetStartsNow(callerOverrides);
     return this.alone(async () => {
       const speculation = overrides.speculation ?? this.speculation;
       const { tokens: prompt, extraContext } = this.prompts.tokens(request, speculation.maxProposal);
@@ -160,7 +162,9 @@ export class InferenceSession {
    * Lossless like a completion: each is plain greedy decoding after greedy[0..i) + its token.
    * One generation at a time, like a completion; the signal stops it between steps (what was done is returned).
    */
-  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, overrides: DecodeOverrides = {}): Promise<AlternativesResult> {
+  alternatives(request: CompletionRequest, count: number, signal?: AbortSignal, callerOverrides: DecodeOverrides = {}): Promise<AlternativesResult> {
+    // One time budget for all of them, from the call (VS Code shows them together).
+    const overrides = budgetStartsNow(callerOverrides);
     const speculation = overrides.speculation ?? this.speculation;
     return this.alone(() =>
       findAlternatives(
@@ -277,8 +281,8 @@ export class InferenceSession {
   /** The target's outputs after rejected guesses, per document (the 16 most recently completed in): they recur in later completions there. */
   private readonly lookaheadPools = new LookaheadPools(16);
 
-  /** The stop rules of a request, the same for our decoder and the stock baseline. */
-  stopRulesFor(request: CompletionRequest): StopRules {
+  /** The stop rules of a request, the same for our decoder and the stock baseline (`clock`: its time budget's). */
+  stopRulesFor(request: CompletionRequest, clock?: BudgetClock): StopRules {
     // The generated text follows the prompt's prefix, which ends before the typed blank.
     const promptPrefix = splitTrailingBlank(request.prefix).prefix;
     return new StopRules({
@@ -287,7 +291,7 @@ export class InferenceSession {
       // <|file_sep|> or a FIM token has left the middle).
       isEndToken: (token) => this.isEndToken(token),
       maxTokens: clampMaxTokens(request.maxTokens),
-      ...requestStops(request, promptPrefix),
+      ...requestStops(request, promptPrefix, clock),
     });
   }
 
@@ -310,7 +314,7 @@ export class InferenceSession {
     const draft = overrides.draft ?? (state.draft ? new DraftModelProposer(state.draft, speculation.draftMinConfidence) : undefined);
     // Without a usable draft, hybrid is n-gram only (with the window copy, when there is one) and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? (overrides.copy ? 'hybrid' : 'ngram') : 'plain') : request.mode;
-    const stop = this.stopRulesFor(request);
+    const stop = this.stopRulesFor(request, overrides.budgetClock);
     const { blank } = splitTrailingBlank(request.prefix);
     // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
     const shown = () => (blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText);

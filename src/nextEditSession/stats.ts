@@ -1,7 +1,9 @@
 // What the status bar tooltip, Show Stats and the log say about next-edit suggestions (issue #38 item 4).
 import { type SourceId, sourceName, sourceOrder } from '../shared/decoding';
+import { median } from '../stats/medians';
 import type { StatsSection } from '../stats/statsReport';
 import type { NextEditResult } from '../nextEdit/types';
+import { NextEditModelProblem } from './modelProblem';
 import type { NextEditOutcome, ShownSuggestion } from './session';
 import type { NextEditRender } from './shape';
 
@@ -35,13 +37,6 @@ export interface NextEditSummary {
   acceptance: Record<SourceId, number>;
 }
 
-const median = (values: readonly number[]): number | null => {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 /** The figures of a backend's answer. */
 export function requestFigures(result: Pick<NextEditResult, 'timeToFirstEditMs' | 'stats'>): NextEditRequestFigures {
   const stats = result.stats;
@@ -71,6 +66,8 @@ export class NextEditStats {
   private readonly sources = new Map<SourceId, { accepted: number; proposed: number }>();
   /** The last reason an answer gave no suggestion. */
   lastNoSuggestion: string | null = null;
+  /** A model that cannot serve next edits: said once, shown while it lasts. */
+  readonly modelProblem = new NextEditModelProblem();
 
   requested(): void {
     this.requests++;
@@ -132,9 +129,11 @@ export class NextEditStats {
     if (s.requests === 0) return { ...base, rows: [], sentence: 'none asked yet (Draftline: Toggle Next-Edit Suggestions turns them on)' };
     const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)} ms`);
     const by = this.shownBy;
+    const problem = this.modelProblem.problem;
     return {
       ...base,
       rows: [
+        ...(problem ? [['no suggestions while the model cannot serve', problem] as [string, string]] : []),
         ['asked / no suggestion', `${s.requests} / ${s.noSuggestion}${this.lastNoSuggestion ? ` (last: ${this.lastNoSuggestion})` : ''}`],
         ['shown (ghost text, inline, deletion, block)', `${s.shown} (${by.ghost}, ${by.inline}, ${by.deletion}, ${by.block})`],
         ['applied', `${s.applied}${s.shown ? ` (${Math.round((100 * s.applied) / s.shown)}%)` : ''}`],
@@ -155,6 +154,8 @@ export class NextEditStats {
   tooltipLine(): string | null {
     const s = this.summary();
     if (s.requests === 0) return null;
+    const problem = this.modelProblem.problem;
+    if (problem) return `Next edits: no suggestions (${problem})`;
     const parts = [`${s.shown} shown, ${s.applied} applied, ${s.dismissed + s.dropped} dismissed`];
     if (s.firstEditMs !== null) parts.push(`first edit ${Math.round(s.firstEditMs)} ms`);
     if (s.tokensPerEvaluation !== null) parts.push(`${s.tokensPerEvaluation.toFixed(2)} tokens/evaluation`);

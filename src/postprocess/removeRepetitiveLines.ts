@@ -1,4 +1,5 @@
 import { currentLinePrefix, type CompletionContext } from './context';
+import { repeatedConditionCut } from './repeatedConditions';
 
 /** Longest cycle of lines looked for. */
 const MAX_CYCLE_LINES = 8;
@@ -42,12 +43,16 @@ function linesBeforeRepeats(lines: readonly string[]): number | undefined {
 
 /** Lines the same but for their indentation before they are a loop nesting deeper. */
 const MIN_NESTED_RUN_LINES = 3;
+/** Blocks of two or more lines, each a copy of the one before indented deeper, before they are a loop. */
+const MIN_NESTED_RUN_BLOCKS = 2;
 
 /**
- * Lines [0, keep) once one line repeating up to the end, each time indented deeper than the last
- * (`const sum = values.sort((a, b) => {` opening a scope inside itself, again and again), is cut to
- * its first occurrence. linesBeforeRepeats compares lines with their indentation and so misses
- * this loop. The last line may be cut short.
+ * Lines [0, keep) once a cycle of lines repeating up to the end, each time indented deeper than the
+ * last (`const sum = values.sort((a, b) => {` opening a scope inside itself again and again, or
+ * `if (c === 0) {` / `c = values[sum];` nesting a level deeper each time), is cut to its first
+ * occurrence. linesBeforeRepeats compares lines with their indentation and so misses this loop. One
+ * line needs MIN_NESTED_RUN_LINES lines, a block MIN_NESTED_RUN_BLOCKS blocks; the last line may be
+ * cut short.
  */
 function linesBeforeNestedRepeats(lines: readonly string[]): number | undefined {
   const indent = (i: number) => /^\s*/.exec(lines[i]!)![0].length;
@@ -55,14 +60,22 @@ function linesBeforeNestedRepeats(lines: readonly string[]): number | undefined 
   // Blank lines after the loop do not end it.
   let count = lines.length;
   while (count > 0 && code(count - 1) === '') count--;
-  let i = count - 1;
-  // The last line, cut short by the token budget: its text so far begins the line it repeats.
-  const lastCutShort = count >= 2 && code(count - 1) !== code(count - 2) && code(count - 2).startsWith(code(count - 1)) && code(count - 1).length > 0 && indent(count - 1) > indent(count - 2);
-  if (lastCutShort) i--;
-  const end = i;
-  while (i - 1 >= 0 && code(i) === code(i - 1) && indent(i) > indent(i - 1)) i--;
-  const run = end - i + 1;
-  return run >= MIN_NESTED_RUN_LINES && isSubstantial(lines[i]!) ? i + 1 : undefined;
+  const nests = (i: number, j: number) => code(i) === code(j) && indent(i) > indent(j);
+  let earliest: number | undefined;
+  for (let cycle = 1; cycle <= MAX_CYCLE_LINES && 2 * cycle <= count; cycle++) {
+    const last = count - 1;
+    // The last line, cut short by the token budget: its text so far begins the line it repeats.
+    const lastCutShort = last - cycle >= 0 && code(last) !== code(last - cycle) && code(last).length > 0 && code(last - cycle).startsWith(code(last)) && indent(last) > indent(last - cycle);
+    const end = lastCutShort ? last - 1 : last;
+    let i = end;
+    while (i - cycle >= 0 && nests(i, i - cycle)) i--;
+    const start = i + 1 - cycle;
+    if (start < 0) continue;
+    const run = end - start + 1;
+    const enough = cycle === 1 ? run >= MIN_NESTED_RUN_LINES : Math.floor(run / cycle) >= MIN_NESTED_RUN_BLOCKS;
+    if (enough && lines.slice(start, start + cycle).some(isSubstantial)) earliest = Math.min(earliest ?? Number.POSITIVE_INFINITY, start + cycle);
+  }
+  return earliest;
 }
 
 /** A cut inside a line: where the kept text ends. */
@@ -192,7 +205,8 @@ function linesBeforeShapeRepeats(lines: readonly string[]): number | undefined {
 
 /**
  * Tiny models loop. Cuts a cycle of lines repeating to the end after its first occurrence, the same
- * for lines of one shape counting through a trivial sequence and for one line nesting deeper each time, and a line ending in one unit
+ * for lines of one shape counting through a trivial sequence and for lines nesting deeper each time,
+ * before a branch that repeats a condition (repeatedConditions.ts), and a line ending in one unit
  * repeated over and over (lineEndRunCut), with everything after it. The completion's first line
  * is compared as the full cursor line.
  */
@@ -200,8 +214,19 @@ export function removeRepetitiveLines(completion: string, ctx: CompletionContext
   const linePrefix = currentLinePrefix(ctx);
   const lines = completion.split('\n');
   const fullLines = [linePrefix + lines[0], ...lines.slice(1)];
-  const keep = Math.min(linesBeforeRepeats(fullLines) ?? lines.length, linesBeforeShapeRepeats(fullLines) ?? lines.length, linesBeforeNestedRepeats(fullLines) ?? lines.length);
+  const condition = repeatedConditionCut(fullLines, ctx.prefix.split('\n').slice(0, -1));
+  const keep = Math.min(
+    linesBeforeRepeats(fullLines) ?? lines.length,
+    linesBeforeShapeRepeats(fullLines) ?? lines.length,
+    linesBeforeNestedRepeats(fullLines) ?? lines.length,
+    condition?.line ?? lines.length,
+  );
   const kept = lines.slice(0, keep);
+  // A repeated condition's line keeps the brace that closes the branch before it.
+  if (condition && condition.line === keep && condition.keepChars > 0) {
+    const closer = keep === 0 ? lines[0]!.slice(0, Math.max(0, condition.keepChars - linePrefix.length)) : lines[keep]!.slice(0, condition.keepChars);
+    if (closer.trim()) kept.push(closer);
+  }
 
   let offset = 0;
   for (let index = 0; index < kept.length; index++) {

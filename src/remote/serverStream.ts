@@ -37,7 +37,7 @@ export async function readServerCompletion(
   extra: CompletionExtra = {},
 ): Promise<CompletionResult> {
   const { api, timeoutMs } = reading;
-  const completion = new StreamedCompletion(request, reading.writtenStops, extra, reading.now);
+  const completion = new StreamedCompletion(request, reading.writtenStops, extra, reading.now, started);
   const framing = new EventFraming(framingOf(String(response.headers['content-type'] ?? ''), api.framing));
   const idle = setIdleTimer(timeoutMs, () => response.close());
   try {
@@ -138,6 +138,8 @@ class StreamedCompletion {
     writtenStops: readonly string[],
     private readonly extra: CompletionExtra,
     private readonly now: () => number,
+    /** When the request was sent: its time budget counts from then. */
+    started: number,
   ) {
     const chunks = this.chunks;
     this.stop = new StopRules({
@@ -145,7 +147,7 @@ class StreamedCompletion {
       detokenize: (ids) => ids.map((i) => chunks[i]).join(''),
       isEndToken: () => false,
       maxTokens: Number.MAX_SAFE_INTEGER,
-      ...requestStops(request),
+      ...requestStops(request, request.prefix, { now, startedAt: started }),
       ...(writtenStops.length ? { stopStrings: [...(request.stop ?? []), ...writtenStops] } : {}),
     });
     this.tokensAligned = extra.tokens !== undefined;

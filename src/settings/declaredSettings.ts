@@ -45,6 +45,8 @@ export interface EngineSettings extends WindowLimits {
   draftAvailable: boolean;
   maxTokens: number;
   maxLines: number;
+  /** A completion's time budget in ms (0: none): once spent, it ends with the line in progress (CompletionRequest.timeBudgetMs). */
+  timeBudgetMs: number;
   disabledLanguages: string[];
   /** Documents longer than this are not completed in (chars). */
   maxDocumentChars: number;
@@ -60,6 +62,7 @@ export function engineSettingsFrom(config: SettingsReader, draftAvailable: boole
     draftAvailable,
     maxTokens: config.number('maxTokens'),
     maxLines: config.number('maxLines'),
+    timeBudgetMs: config.number('timeBudgetMs'),
     disabledLanguages: config.value('disabledLanguages'),
     maxDocumentChars: MAX_DOCUMENT_CHARS,
     maxPrefixChars: config.number('maxPrefixChars'),

@@ -52,6 +52,27 @@ export function placeName(target: WriteTarget, declaration: SettingDeclaration |
   return remoteName && isMachineScoped(declaration) ? `Remote settings (${remoteName})` : 'user settings';
 }
 
+/** One setting a command wrote: what it means to the user, and the place's name (placeName). */
+export interface SavedSetting {
+  what: string;
+  place: string;
+}
+
+/**
+ * The confirmation of a command that wrote settings: each one where it went. One place is named once
+ * ("A and B saved in the user settings"); in a remote window a machine setting and a window setting
+ * go to different files, and each is named with its own.
+ */
+export function savedMessage(saved: readonly SavedSetting[]): string {
+  const places = [...new Set(saved.map((s) => s.place))];
+  if (places.length === 1) {
+    const whats = saved.map((s) => s.what);
+    const listed = whats.length <= 2 ? whats.join(' and ') : `${whats.slice(0, -1).join(', ')} and ${whats.at(-1)}`;
+    return `Draftline: ${listed} saved in the ${places[0]}`;
+  }
+  return `Draftline: ${saved.map((s, i) => `${s.what} ${i === 0 ? 'saved ' : ''}in the ${s.place}`).join(', ')}`;
+}
+
 export interface IgnoredSetting {
   /** The full key, e.g. draftline.targetModel. */
   key: string;

@@ -27,6 +27,12 @@ export interface CompletionRequest {
   /** Stop at the first newline (the cursor has text after it on its line). */
   singleLine?: boolean;
   maxLines?: number;
+  /**
+   * Once this many ms have passed since the backend took the request, the completion ends with the
+   * line in progress (the first line with code is always finished): a slow machine shows a line or
+   * two at once instead of the whole completion late. Absent or 0: no budget.
+   */
+  timeBudgetMs?: number;
   /** The user's other code to show the model first (prompt/contextBlock.ts); none when absent. */
   extraContext?: ExtraContext;
   /**

@@ -30,4 +30,5 @@ export function sourceOrder(ids: Iterable<SourceId>): SourceId[] {
   return [...new Set(ids)].sort((a, b) => rank(a) - rank(b));
 }
 
-export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'abort' | 'contextFull';
+/** Why a completion ended. timeBudget: its time was spent, and it ended with the line in progress (stopping/stopRules.ts). */
+export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'timeBudget' | 'abort' | 'contextFull';

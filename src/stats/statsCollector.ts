@@ -1,5 +1,7 @@
 import { type DecodeMode, type SourceId, sourceOrder } from '../shared/decoding';
 import type { GenerationStats, SpeculationStats } from '../shared/generationStats';
+import { median, percentile } from './medians';
+import { type ServedKind, servedKind } from './servedKind';
 
 /** Why a prefetch was asked for: the user accepted a completion, or one is shown (the one after it, while the user reads it). */
 export type PrefetchTrigger = 'accepted' | 'shown';
@@ -27,8 +29,13 @@ export interface StatusSummary {
   latencyMs: number | null;
   tokensPerEvaluation: number | null;
   fromCache: boolean;
+  /** Computed, from the cache or from a prefetch (stats/servedKind.ts). */
+  served: ServedKind;
   mode: DecodeMode | null;
 }
+
+/** How a recorded completion was served. */
+export const servedKindOf = (r: CompletionRecord): ServedKind => servedKind(r.fromCache, r.prefetchedBy !== undefined);
 
 function sum(records: CompletionRecord[], pick: (s: GenerationStats) => number): number {
   return records.reduce((total, r) => total + (r.stats ? pick(r.stats) : 0), 0);
@@ -167,6 +174,7 @@ export class StatsCollector {
       latencyMs: last ? last.latencyMs : null,
       tokensPerEvaluation: s ? tokensPerEvaluation(s) : null,
       fromCache: last?.fromCache ?? false,
+      served: last ? servedKindOf(last) : 'computed',
       mode: s?.speculation?.mode ?? null,
     };
   }
@@ -174,13 +182,10 @@ export class StatsCollector {
   /** Session totals. */
   aggregate() {
     const generated = this.records.filter((r) => r.stats);
-    const latencies = this.records.map((r) => r.latencyMs).sort((a, b) => a - b);
-    const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null);
-    // A cache hit costs a lookup: mixed with the computed ones it pulls the median toward 0 ms.
-    const spread = (records: CompletionRecord[]) => {
-      const sorted = records.map((r) => r.latencyMs).sort((a, b) => a - b);
-      const at = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! : null);
-      return { count: sorted.length, medianMs: at(0.5), p90Ms: at(0.9) };
+    // Each way of serving apart: a cache hit's lookup of a few ms mixed with the computed ones would pull the median toward 0 ms.
+    const spread = (kind: ServedKind) => {
+      const latencies = this.records.filter((r) => servedKindOf(r) === kind).map((r) => r.latencyMs);
+      return { count: latencies.length, medianMs: median(latencies), p90Ms: percentile(latencies, 0.9) };
     };
     // Every source any completion proposed from (a record has an entry for each of its decode's proposers).
     const sources = sourceOrder(generated.flatMap((r) => Object.keys(r.stats!.speculation?.bySource ?? {})));
@@ -196,8 +201,9 @@ export class StatsCollector {
     const speedupDecodeMs = speedups.reduce((t, x) => t + x.decodeMs, 0);
     return {
       completions: this.records.length,
-      cacheHits: this.records.filter((r) => r.fromCache).length,
       generatedTokens: tokens,
+      /** Completions the time budget ended with the line in progress (stop reason timeBudget). */
+      endedByTimeBudget: generated.filter((r) => r.stats?.stopReason === 'timeBudget').length,
       targetEvaluations: evaluations,
       tokensPerEvaluation: evaluations ? tokens / evaluations : null,
       draftEvaluations: sumSpeculation(generated, (s) => s.draftEvaluations),
@@ -205,10 +211,7 @@ export class StatsCollector {
       draftMs: sumSpeculation(generated, (s) => s.draftMs),
       promptMs: sum(generated, (s) => s.promptMs),
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
-      latencyMedianMs: pct(0.5),
-      latencyP90Ms: pct(0.9),
-      computedLatency: spread(this.records.filter((r) => !r.fromCache)),
-      cachedLatency: spread(this.records.filter((r) => r.fromCache)),
+      latency: { computed: spread('computed'), cache: spread('cache'), prefetch: spread('prefetch') },
       bySource: Object.fromEntries(sources.map((source) => [source, by(source)])),
       /** Over the completions with an estimate (speedupOverPlain). */
       speedup: speedups.length ? { completions: speedups.length, plainMs, decodeMs: speedupDecodeMs, speedup: plainMs / speedupDecodeMs } : null,

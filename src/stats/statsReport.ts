@@ -2,6 +2,8 @@ import type { ShownCompletion } from '../postprocess';
 import { type AlternativesTally, type PrefetchTrigger, acceptanceRate, speedupOverPlain, tokensPerEvaluation, tokensPerSecond, type StatsCollector, wastedPrefetches } from './statsCollector';
 import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
+import { SERVED_KINDS, SERVED_NAMES } from './servedKind';
+import { stopReasonText } from './stopReasons';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
 import type { AlternativesResult } from '../shared/completion';
 import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
@@ -157,7 +159,8 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
   const section = table('last', 'Last completion', []);
   const last = stats.last;
   if (!last) return { ...section, sentence: 'none yet' };
-  if (last.fromCache) return { ...section, sentence: `served from ${last.prefetchedBy ? `the prefetch (${prefetchOrigin(last.prefetchedBy)})` : 'cache'} in ${ms(last.latencyMs)}` };
+  if (last.fromCache)
+    return { ...section, sentence: `served ${SERVED_NAMES[last.prefetchedBy ? 'prefetch' : 'cache']}${last.prefetchedBy ? ` (${prefetchOrigin(last.prefetchedBy)})` : ''} in ${ms(last.latencyMs)}` };
   const s = last.stats;
   if (!s) return section;
   const spec = s.speculation;
@@ -185,7 +188,7 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
       : []),
     ...(speedup ? [[SPEEDUP_FIGURE, `${times(speedup.speedup)} (${ms(speedup.plainMs)} estimated, ${ms(speedup.decodeMs)} taken)`] as const] : []),
     ...(s.serverDraft ? [["server's draft model: accepted", `${pct(acceptanceRate(s))} (${s.serverDraft.acceptedTokens}/${s.serverDraft.proposedTokens} tokens)`] as const] : []),
-    ['stop reason', s.stopReason],
+    ['stop reason', stopReasonText(s.stopReason)],
     [
       'extra context',
       s.extraContext
@@ -209,13 +212,16 @@ function sessionSection(stats: StatsCollector): StatsSection {
   };
   const speedup = a.speedup;
   return table('session', 'Session', [
-    ['completions (from cache)', `${a.completions} (${a.cacheHits})`],
+    [`completions (${SERVED_NAMES.cache} / ${SERVED_NAMES.prefetch})`, `${a.completions} (${a.latency.cache.count} / ${a.latency.prefetch.count})`],
     ['prefetches: started / served (with ghost text) / never shown / cancelled', `${p.started} / ${p.served} (${p.shown}) / ${wastedPrefetches(p)} / ${p.cancelled}`],
     ['prefetches not started: a completion ran / off or on battery', `${p.busy} / ${p.blocked}`],
-    // Computed and served from the cache apart: a cache hit's few ms would hide the model's time.
-    ['latency median / p90, computed', `${ms(a.computedLatency.medianMs)} / ${ms(a.computedLatency.p90Ms)} (${a.computedLatency.count})`],
-    ['latency median / p90, from cache', `${ms(a.cachedLatency.medianMs)} / ${ms(a.cachedLatency.p90Ms)} (${a.cachedLatency.count})`],
+    // Each way of serving apart (the latency chart's series): a cache hit's few ms would hide the model's time.
+    ...SERVED_KINDS.map((kind): FigureRow => {
+      const l = a.latency[kind];
+      return [`latency median / p90, ${SERVED_NAMES[kind]}`, `${ms(l.medianMs)} / ${ms(l.p90Ms)} (${l.count})`];
+    }),
     ['generated tokens', `${a.generatedTokens}`],
+    ...(a.endedByTimeBudget > 0 ? [['ended by the time budget (draftline.timeBudgetMs)', `${a.endedByTimeBudget} of ${a.latency.computed.count} computed`] as const] : []),
     // In-process speculation figures, once any completion of the session came from the local worker.
     ...(a.targetEvaluations > 0
       ? [

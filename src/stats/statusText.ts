@@ -1,5 +1,6 @@
 // What the status bar tooltip (and Show Stats) say about the backend, the threads and the acceptance,
 // with the reason when a figure would otherwise puzzle: a CPU fallback, "1 thread", an acceptance of "-".
+import { SERVED_NAMES } from './servedKind';
 import type { StatusSummary } from './statsCollector';
 import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../shared/backendInfo';
 
@@ -96,7 +97,7 @@ export function threadsExplanation(threads: number, runtime?: Pick<RuntimeChoice
 export function acceptanceExplanation(summary: StatusSummary | null, mode: string): string {
   if (summary?.acceptance != null) return `${Math.round(summary.acceptance * 100)}% of proposed tokens (last completion)`;
   if (!summary || summary.latencyMs === null) return '- (no completion yet)';
-  if (summary.fromCache) return '- (the last completion came from the cache)';
+  if (summary.served !== 'computed') return `- (the last completion came ${SERVED_NAMES[summary.served]})`;
   if (mode.startsWith('server')) return "- (the server reported no speculation: llama-server reports its draft model's, when started with -md)";
   if ((summary.mode ?? mode) === 'plain') return '- (plain decoding: speculation off)';
   return '- (no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats)';

@@ -1,6 +1,8 @@
 // The charts of Show Stats' rendered view: one value per completion the stats collector keeps, as
 // series a chart draws and a screen reader reads as numbers (the summary, the per-completion table).
-import { acceptanceRate, type CompletionRecord, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
+import { median } from '../stats/medians';
+import { SERVED_KINDS, SERVED_NAMES, type ServedKind } from '../stats/servedKind';
+import { acceptanceRate, type CompletionRecord, servedKindOf, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
 import { sourceName, sourceOrder } from '../shared/decoding';
 
 /** How a chart's numbers are written. */
@@ -44,13 +46,11 @@ export interface SessionChart {
   summary: string;
 }
 
-/** Which path served a completion, as the per-completion table and the latency chart say it. */
-export function servedBy(r: CompletionRecord): { key: 'model' | 'cache' | 'prefetch'; label: string } {
-  if (!r.fromCache) return { key: 'model', label: 'computed' };
-  return r.prefetchedBy ? { key: 'prefetch', label: 'from a prefetch' } : { key: 'cache', label: 'from the cache' };
+/** Which path served a completion, as the per-completion table and the latency chart say it (the names of stats/servedKind.ts). */
+export function servedBy(r: CompletionRecord): { key: ServedKind; label: string } {
+  const key = servedKindOf(r);
+  return { key, label: SERVED_NAMES[key] };
 }
-
-const median = (sorted: number[]) => sorted[Math.floor((sorted.length - 1) / 2)]!;
 
 /** A series in words: its last, median, lowest and highest value, over how many completions. */
 export function describeSeries(series: ChartSeries, unit: ChartUnit): string | null {
@@ -60,7 +60,7 @@ export function describeSeries(series: ChartSeries, unit: ChartUnit): string | n
   const f = (v: number) => formatValue(v, unit);
   const count = `${values.length} completion${values.length === 1 ? '' : 's'}`;
   if (values.length === 1) return `${series.label}: ${f(values[0]!)} (${count})`;
-  return `${series.label}: last ${f(values.at(-1)!)}, median ${f(median(sorted))}, lowest ${f(sorted[0]!)}, highest ${f(sorted.at(-1)!)} (${count})`;
+  return `${series.label}: last ${f(values.at(-1)!)}, median ${f(median(values)!)}, lowest ${f(sorted[0]!)}, highest ${f(sorted.at(-1)!)} (${count})`;
 }
 
 function chart(c: Omit<SessionChart, 'summary'>, none: string): SessionChart {
@@ -76,10 +76,10 @@ function chart(c: Omit<SessionChart, 'summary'>, none: string): SessionChart {
 export function sessionCharts(records: readonly CompletionRecord[], firstNumber = 1): SessionChart[] {
   const completions = records.map((_, i) => firstNumber + i);
   const perRecord = (pick: (r: CompletionRecord) => number | null) => records.map(pick);
-  const latency = (['model', 'cache', 'prefetch'] as const).map((key) => ({
+  const latency = SERVED_KINDS.map((key) => ({
     key,
-    label: { model: 'computed', cache: 'from the cache', prefetch: 'from a prefetch' }[key],
-    values: perRecord((r) => (servedBy(r).key === key ? r.latencyMs : null)),
+    label: SERVED_NAMES[key],
+    values: perRecord((r) => (servedKindOf(r) === key ? r.latencyMs : null)),
   }));
   // Every source a kept completion proposed from.
   const sources = sourceOrder(records.flatMap((r) => Object.keys(r.stats?.speculation?.bySource ?? {})));

@@ -160,7 +160,7 @@ figcaption { font-weight: 600; margin: 0.3em 0; }
 .chart .reference { stroke: var(--vscode-charts-foreground, currentColor); stroke-width: 1; stroke-dasharray: 5 4; }
 /* A source without a colour of its own. */
 .series { --series: var(--vscode-charts-foreground, currentColor); }
-.series-model { --series: var(--vscode-charts-blue, #3794ff); }
+.series-model, .series-computed { --series: var(--vscode-charts-blue, #3794ff); }
 .series-cache { --series: var(--vscode-charts-green, #89d185); }
 .series-prefetch { --series: var(--vscode-charts-purple, #b180d7); }
 .series-ngram { --series: var(--vscode-charts-orange, #d18616); }

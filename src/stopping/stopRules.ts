@@ -11,19 +11,40 @@ export interface StopRulesOptions {
   blockEnd?: (text: string) => number | undefined;
   singleLine?: boolean;
   maxLines?: number;
+  /** Once `now()` reaches `deadline`, the generation ends with the line in progress (see timeBudgetCut). */
+  timeBudget?: TimeBudget;
+}
+
+export interface TimeBudget {
+  /** When the budget is spent, on the `now` clock. */
+  deadline: number;
+  now(): number;
 }
 
 /**
  * The stops a completion request asks for (stop strings, one line, a few lines, the end of the
  * cursor's block), the same for every backend. `prefix`: the text the generation continues.
  */
-export function requestStops(request: CompletionRequest, prefix = request.prefix): Pick<StopRulesOptions, 'stopStrings' | 'singleLine' | 'maxLines' | 'blockEnd'> {
+export function requestStops(
+  request: CompletionRequest,
+  prefix = request.prefix,
+  clock: BudgetClock = {},
+): Pick<StopRulesOptions, 'stopStrings' | 'singleLine' | 'maxLines' | 'blockEnd' | 'timeBudget'> {
+  const budget = request.timeBudgetMs ?? 0;
+  const now = clock.now ?? (() => performance.now());
   return {
     stopStrings: request.stop,
     singleLine: request.singleLine,
     maxLines: request.maxLines,
     blockEnd: request.stopAtBlockEnd ? (text) => blockEndOffset(text, { prefix, suffix: request.suffix, languageId: request.languageId, tabSize: request.tabSize }) : undefined,
+    ...(budget > 0 ? { timeBudget: { deadline: (clock.startedAt ?? now()) + budget, now } } : {}),
   };
+}
+
+/** The clock a request's time budget runs on (performance.now by default), and when the request was taken (default: now). */
+export interface BudgetClock {
+  now?: () => number;
+  startedAt?: number;
 }
 
 /** Settled tokens read before new ones, so that these are detokenized in context (StopRules.textSoFar). */
@@ -48,6 +69,8 @@ export class StopRules {
   private settledText = '';
   /** The text of the last SETTLE_CONTEXT settled tokens on their own. */
   private contextText = '';
+  /** Where the text stood when the time budget was found spent: the line in progress there is the last. */
+  private budgetSpentAt: number | undefined;
 
   constructor(private readonly options: StopRulesOptions) {}
 
@@ -117,6 +140,26 @@ export class StopRules {
     return this.stopped;
   }
 
+  /**
+   * Where the time budget ends the text: once it is spent, at the end of the line in progress then (or
+   * of the first line with code, if none is complete yet; at once, if a line had just ended). Only ever at a line's end, so what is shown
+   * is whole lines of the greedy completion, the tokens kept the greedy ones.
+   */
+  private timeBudgetCut(previousLength: number): number | undefined {
+    const budget = this.options.timeBudget;
+    if (!budget) return undefined;
+    if (this.budgetSpentAt === undefined) {
+      if (budget.now() < budget.deadline) return undefined;
+      this.budgetSpentAt = previousLength;
+    }
+    const text = this.text;
+    const code = text.search(/\S/);
+    if (code < 0) return undefined;
+    // A line that had just ended when the budget was found spent is the last one.
+    const at = text.indexOf('\n', Math.max(this.budgetSpentAt - 1, code));
+    return at < 0 ? undefined : at;
+  }
+
   private findTextStop(previousLength: number): { at: number; reason: StopReason } | undefined {
     const { stopStrings, singleLine, maxLines, blockEnd } = this.options;
     const text = this.text;
@@ -143,6 +186,8 @@ export class StopRules {
       const end = blockEnd(text);
       if (end !== undefined) consider(end, 'blockEnd');
     }
+    const budgetEnd = this.timeBudgetCut(previousLength);
+    if (budgetEnd !== undefined) consider(budgetEnd, 'timeBudget');
     return best;
   }
 }

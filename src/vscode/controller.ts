@@ -6,6 +6,7 @@ import { ModelQuarantine } from '../backend/modelQuarantine';
 import type { CompletionEngine } from '../engine/completionEngine';
 import { type LoadInputs, reloadOnChange } from '../settings/declaredSettings';
 import { describeSlowGhostText } from '../stats/ghostTextTimeline';
+import { ModelReadiness, NOT_READY_CAUSES } from '../stats/modelReadiness';
 import { describeAlternatives, prefetchOrigin } from '../stats/statsReport';
 import type { BackendInfo, LoadedModelsInfo } from '../shared/backendInfo';
 import type { BackendSettings } from '../shared/settings';
@@ -59,6 +60,8 @@ export class DraftlineController implements vscode.Disposable {
   /** The status bar's summary and Show Stats' view. */
   readonly stats: StatsDisplay;
   private readonly editArrivals = new EditArrivals();
+  /** When the models could not serve, and why: the slow-ghost-text line tells that wait from the editor's. */
+  private readonly readiness = new ModelReadiness();
   /** Model files that ended the inference worker twice, kept for every window of this profile. */
   readonly quarantine: ModelQuarantine;
   /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
@@ -124,7 +127,7 @@ export class DraftlineController implements vscode.Disposable {
       onCompleted: (completion) => {
         if (completion.prefetched) {
           const made = completion.prefetchedBy ? ` ${prefetchOrigin(completion.prefetchedBy)}` : '';
-          this.log.info(`ghost text served from the prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
+          this.log.info(`ghost text served from a prefetch${made} (${completion.text.length} chars, ${completion.latencyMs.toFixed(1)} ms, no model call)`);
         }
         this.refreshStats();
       },
@@ -137,6 +140,7 @@ export class DraftlineController implements vscode.Disposable {
         const slow = describeSlowGhostText(timeline);
         if (slow) this.log.info(slow);
       },
+      modelsNotReady: (from, to) => this.readiness.notReadyBetween(from, to),
       onAlternatives: (answer) => {
         this.log.info(describeAlternatives(answer));
         this.refreshStats();
@@ -256,6 +260,7 @@ export class DraftlineController implements vscode.Disposable {
       this.backend.dispose();
       this.crashNotice?.close();
       this.info = null;
+      this.readiness.notReady(NOT_READY_CAUSES.loading);
       this.backend = this.createBackend(wanted);
     }
     this.backendSettings = wanted;
@@ -264,6 +269,7 @@ export class DraftlineController implements vscode.Disposable {
   /** The load under way gave `info`: it serves from now. */
   private loaded(info: BackendInfo): void {
     this.info = info;
+    this.readiness.ready();
     this.loadError = null;
     this.crashNotice?.close();
     const local = info.local;
@@ -291,6 +297,7 @@ export class DraftlineController implements vscode.Disposable {
     // Saving the settings again (unchanged) retries a failed load.
     this.loadedInputs = null;
     this.info = null;
+    this.readiness.notReady(NOT_READY_CAUSES.loadFailed);
     const message = error.message;
     this.loadError = message;
     this.log.error(`${backend.kind === 'local' ? 'model load' : `${backend.kind} connection`} failed: ${message}`);
@@ -368,6 +375,7 @@ export class DraftlineController implements vscode.Disposable {
   /** The backend went down (a worker crash, a server unreachable): its notice, one per burst (outageNotice.ts). */
   private onBackendOutage(): void {
     this.info = null;
+    this.readiness.notReady(this.backend.kind === 'local' ? NOT_READY_CAUSES.workerRestart : NOT_READY_CAUSES.serverDown);
     if (this.crashNotice) this.crashNotice.refresh();
     else
       this.crashNotice = showOutageNotice(

@@ -42,6 +42,8 @@ export interface ProviderHooks {
   lastEditAt?(document: vscode.TextDocument): number | undefined;
   /** Where the time went for a request answered with ghost text. */
   onAnswered?(timeline: GhostTextTimeline): void;
+  /** How long between two moments (performance.now()) the models could not serve, and why; null when they could. */
+  modelsNotReady?(from: number, to: number): { ms: number; cause: string } | null;
   /** The suggestions offered to cycle through (the user invoked the next/previous suggestion). */
   onAlternatives?(alternatives: EngineAlternatives): void;
   /** A next edit to show as ghost text here (an insertion at the cursor, or a change VS Code can draw so); asked first. */
@@ -152,11 +154,14 @@ export class DraftlineInlineProvider implements vscode.InlineCompletionItemProvi
       this.intent.shownAt(at);
       this.hooks.onCompleted(result);
       const last = result.fromCache ? undefined : engine.stats.last;
+      const waitedForModels = editAt === undefined ? null : (this.hooks.modelsNotReady?.(editAt, askedAt) ?? null);
       this.hooks.onAnswered?.({
         askedAfterEditMs: editAt === undefined ? null : Math.max(0, askedAt - editAt),
         answeredInMs: performance.now() - askedAt,
         ...(last?.waitMs !== undefined ? { waitMs: last.waitMs, modelMs: last.latencyMs } : {}),
         fromCache: result.fromCache,
+        ...(result.prefetched ? { prefetched: true } : {}),
+        ...(waitedForModels ? { waitedForModels } : {}),
       });
       return [inlineItem(document, position, result)];
     } catch (error) {

@@ -9,6 +9,7 @@ import { modelNameOf } from '../models/embedded';
 import type { ModelRole } from '../models/modelRole';
 import { resolveModelPath } from '../models/modelPath';
 import { checkChosenFile, chooseModelFile, modelsDir, provenanceOf, refused } from './localModelFile';
+import { type SavedSetting, savedMessage } from '../settings/settingPlaces';
 import { embeddedModels, readModelSettings, readNextEditSettings, writeSetting } from './settings';
 
 interface ModelPick extends vscode.QuickPickItem {
@@ -133,8 +134,9 @@ export async function pickModel(context: vscode.ExtensionContext, role: ModelRol
   }
   if (value === undefined) return;
   // Model paths live in user settings only (never a workspace's): the Remote settings in a remote window.
-  const place = await writeSetting(SETTING_KEYS[role], value);
-  // "No next-edit model — next-edit suggestions off" says what it does.
-  if (role === 'nextEdit' && value === '') await writeSetting('nextEdit.enabled', false);
-  vscode.window.setStatusBarMessage(`Draftline: ${role === 'nextEdit' ? (value ? 'next-edit model' : 'no next-edit model, next-edit suggestions off,') : `${role} model`} saved in the ${place}`, 4000);
+  const saved: SavedSetting[] = [{ what: role === 'nextEdit' ? (value ? 'next-edit model' : 'no next-edit model') : `${role} model`, place: await writeSetting(SETTING_KEYS[role], value) }];
+  // "No next-edit model — next-edit suggestions off" says what it does. That toggle is a window
+  // setting: the User settings (or a workspace that sets it), wherever the model path went.
+  if (role === 'nextEdit' && value === '') saved.push({ what: 'next-edit suggestions off', place: await writeSetting('nextEdit.enabled', false) });
+  vscode.window.setStatusBarMessage(savedMessage(saved), 4000);
 }

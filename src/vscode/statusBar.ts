@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { SERVED_NAMES } from '../stats/servedKind';
 import type { StatusSummary } from '../stats/statsCollector';
 import { type ModelFileNotes, statusTooltip } from '../stats/statusText';
 import type { BackendInfo } from '../shared/backendInfo';
@@ -57,7 +58,7 @@ export class StatusBar implements vscode.Disposable {
   /** The label as shown (without the icon), for tests and the log. */
   static label(summary: StatusSummary | null): string {
     if (!summary || summary.latencyMs === null) return 'Draftline';
-    const speed = summary.fromCache ? 'cache' : summary.tokensPerSecond === null ? '- tok/s' : `${Math.round(summary.tokensPerSecond)} tok/s`;
+    const speed = summary.served !== 'computed' ? SERVED_NAMES[summary.served] : summary.tokensPerSecond === null ? '- tok/s' : `${Math.round(summary.tokensPerSecond)} tok/s`;
     const acceptance = summary.acceptance === null ? '-' : `${Math.round(summary.acceptance * 100)}%`;
     return `${speed} · ${acceptance} · ${Math.round(summary.latencyMs)} ms`;
   }

@@ -99,13 +99,13 @@ describe('alternatives only when the user asks for them', { skip: e2eUnavailable
     await waitForGhostText(page, { timeoutMs: 120_000, predicate: (g) => g.trim().length > 0 });
     let prefetched = '';
     for (let accept = 1; accept <= 2; accept++) {
-      const served = (log().match(/ghost text served from the prefetch/g) ?? []).length;
+      const served = (log().match(/ghost text served from a prefetch/g) ?? []).length;
       await page.keyboard.press('Tab');
       // No keystroke: the next ghost text shows by itself, from the prefetch the accept started.
-      await waitFor(async () => ((log().match(/ghost text served from the prefetch/g) ?? []).length > served ? true : undefined), {
+      await waitFor(async () => ((log().match(/ghost text served from a prefetch/g) ?? []).length > served ? true : undefined), {
         timeoutMs: 60_000,
         intervalMs: 250,
-        what: `ghost text served from the prefetch after accept ${accept}`,
+        what: `ghost text served from a prefetch after accept ${accept}`,
         describe: () => log().split('\n').slice(-15).join('\n'),
       });
       prefetched = await waitForGhostText(page, { timeoutMs: 30_000, predicate: (g) => g.trim().length > 0 });
@@ -116,7 +116,7 @@ describe('alternatives only when the user asks for them', { skip: e2eUnavailable
     const lines = () =>
       log()
         .split('\n')
-        .filter((l) => /ghost text served from the prefetch|alternatives: /.test(l));
+        .filter((l) => /ghost text served from a prefetch|alternatives: /.test(l));
     console.log(lines().join('\n'));
     assert.doesNotMatch(log(), ALTERNATIVES_LINE, `no alternatives computed: Alt+] was never pressed\n${lines().join('\n')}`);
     // Alt+] where the prefetched ghost text is shown: the alternatives are computed now, and the next one shown.

@@ -66,7 +66,7 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
       // The editor's defaults for auto-closing (the other e2e tests turn it off).
       env: { DRAFTLINE_SHARED_WORKER_DIR: workerDir },
       // Flash attention pinned as in expected.ts (the direct engine this test compares with).
-      settings: { 'draftline.flashAttention': 'on', 'draftline.debounceMs': 100, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
+      settings: { 'draftline.flashAttention': 'on', 'draftline.debounceMs': 100, 'draftline.timeBudgetMs': 0, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
     });
     wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
   });

@@ -42,7 +42,8 @@ async function withDirectEngine<T>(use: (engine: CompletionEngine) => Promise<T>
     () => undefined,
   );
   try {
-    return await use(new CompletionEngine(session, { ...DEFAULT_ENGINE_SETTINGS }));
+    // No time budget: it cuts where the clock says, and the editor's worker and this engine run on clocks of their own.
+    return await use(new CompletionEngine(session, { ...DEFAULT_ENGINE_SETTINGS, timeBudgetMs: 0 }));
   } finally {
     await session.dispose();
   }

@@ -76,6 +76,8 @@ const EDITOR_SETTINGS = {
   // editor's worker and the direct engine (expected.ts) must use the same setting, not each its own
   // measurement on a machine busy with the editor and a browser (seen: the two chose differently).
   'draftline.flashAttention': 'on',
+  // No time budget: the ghost text is compared with the direct engine's (expected.ts), which has none.
+  'draftline.timeBudgetMs': 0,
 };
 
 const skip = e2eUnavailableReason();
@@ -218,7 +220,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await runCommand(page, 'Draftline: Show Stats');
     const view = statsPage(page);
     const text = await waitFor(async () => ((await statsText(page)).startsWith('Draftline stats') ? statsText(page) : undefined), { timeoutMs: 15_000, what: 'the Show Stats view' });
-    const completionsIn = (t: string) => Number(/completions \(from cache\)\s+(\d+) \(/.exec(t)?.[1] ?? Number.NaN);
+    const completionsIn = (t: string) => Number(/completions \(from the cache \/ from a prefetch\)\s+(\d+) \(/.exec(t)?.[1] ?? Number.NaN);
     const completions = completionsIn(text);
     assert.ok(completions >= 1, `Show Stats counts the completions so far:\n${text}`);
     // The figures as text, the charts as pictures with words.
@@ -245,7 +247,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await page.context().grantPermissions(['clipboard-read'], { origin: server.url });
     const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText() as Promise<string>);
     assert.match(copied, /^# Draftline stats\n/, copied);
-    assert.match(copied, /\| completions \(from cache\) \| \d+ \(\d+\) \|/, copied);
+    assert.match(copied, /\| completions \(from the cache \/ from a prefetch\) \| \d+ \(\d+ \/ \d+\) \|/, copied);
     // The README's pictures of it, in VS Code's dark theme and its light one (the harness's browser starts light).
     const inTheme = async (theme: string, bodyClass: string) => {
       await runCommand(page, 'Preferences: Color Theme');
@@ -301,9 +303,13 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     const rest = await waitForGhostText(page, { timeoutMs: 20_000, predicate: (g) => g.length > 0 && ghost.startsWith(chunk + g.split('\n')[0]) });
     await snap('typed-through');
     assert.ok(ghost.slice(chunk.length).startsWith(rest.split('\n')[0]));
-    const stats = await showStats(page, /completions \(from cache\)\s+\d+ \([1-9]\d*\)/);
-    const cache = /completions \(from cache\)\s+(\d+) \((\d+)\)/.exec(stats);
-    assert.ok(cache && Number(cache[2]) >= 1, `a completion was served from the cache:\n${stats}`);
+    // Typed through: the cache entry of the ghost text shown, which a prefetch may have computed.
+    const servedAgain = (t: string) => {
+      const m = /completions \(from the cache \/ from a prefetch\)\s+\d+ \((\d+) \/ (\d+)\)/.exec(t);
+      return m ? Number(m[1]) + Number(m[2]) : 0;
+    };
+    const stats = await showStats(page, /completions \(from the cache \/ from a prefetch\)\s+\d+ \(\d+ \/ \d+\)/);
+    assert.ok(servedAgain(stats) >= 1, `a completion was served from the cache or a prefetch:\n${stats}`);
     await snap('cache-stats');
   });
 
@@ -332,7 +338,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       async () => {
         const lines = draftlineLogs(server.userDataDir)
           .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'))
-          .filter((l) => l.includes('ghost text served from the prefetch made while the ghost text before it was shown'));
+          .filter((l) => l.includes('ghost text served from a prefetch made while the ghost text before it was shown'));
         return lines.length > 0 ? lines : undefined;
       },
       { timeoutMs: 20_000, intervalMs: 500, what: 'the log line of a ghost text prefetched while the one before it was shown' },
@@ -342,11 +348,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await page.keyboard.press('Tab');
     const third = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 0 });
     await snap('prefetched-ghost-text-again');
-    const stats = await showStats(page, /served from the prefetch/);
+    const stats = await showStats(page, /served from a prefetch/);
     await snap('prefetch-stats');
     const after = prefetchCounts(stats);
     // A request answered from a prefetch made no model call of its own.
-    assert.match(stats, /^Last completion\s+served from the prefetch/m, `the last ghost text came from the prefetch:\n${stats}`);
+    assert.match(stats, /^Last completion\s+served from a prefetch/m, `the last ghost text came from a prefetch:\n${stats}`);
     assert.ok(after.shown - before.shown >= 2, `both ghost texts after the accepts came from prefetches (${before.shown} -> ${after.shown} served with ghost text):\n${stats}`);
     await focusEditor(page);
     await saveActiveFile(page);
@@ -507,7 +513,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       const ghost = await waitForGhostText(page, { timeoutMs: 60_000, predicate: (g) => g.trim().length > 0 });
       await snap('remote-ghost-text');
       // tokens/s is the server's own decode speed; the acceptance its draft model's. Read before the
-      // Tab: after it, the next ghost text comes from the prefetch (the status bar then says cache).
+      // Tab: after it, the next ghost text comes from a prefetch (the status bar then says so).
       const item = await waitFor(
         async () => {
           const i = await readStatusBarItem(page, STATUS_ID);
@@ -566,6 +572,6 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       { timeoutMs: 90_000, what: 'the stats view restored after the reload' },
     );
     await snap('stats-after-reload');
-    assert.match(text, /completions \(from cache\)/, text);
+    assert.match(text, /completions \(from the cache \/ from a prefetch\)/, text);
   });
 });

@@ -39,4 +39,14 @@ describe('the demo’s example.ts (scripts/demo-example.sh)', () => {
     assert.ok(url > 0 && start.indexOf('echo "$EXAMPLE_NOTE"', url) > url, 'printed beside the URL, where the user reads');
     assert.ok(!start.includes('example.ts" <<'), 'start.sh writes the file only through demo-example.sh');
   });
+
+  it('start.sh says what each long step does before it starts (the first run spends minutes before the URL)', () => {
+    const lines = fs.readFileSync(path.join(ROOT, 'scripts/start.sh'), 'utf8').split('\n');
+    for (const command of ['npm install', 'bash scripts/setup-e2e.sh', 'npm run package', '--install-extension']) {
+      const at = lines.findIndex((l) => l.includes(command) && !l.trimStart().startsWith('#') && !l.includes('step '));
+      assert.ok(at > 0, `start.sh runs ${command}`);
+      const before = lines.slice(Math.max(0, at - 3), at).find((l) => /^\s*step /.test(l));
+      assert.ok(before, `a step line says what "${command}" does before it runs:\n${lines.slice(Math.max(0, at - 3), at + 1).join('\n')}`);
+    }
+  });
 });

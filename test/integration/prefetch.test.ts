@@ -114,7 +114,7 @@ describe('prefetch: the key is exactly the next request', () => {
     assert.equal(result.text, 'return 1;');
     assert.equal(result.prefetched, true);
     assert.equal(result.prefetchedBy, 'accepted');
-    assert.match(statsReport(engine.stats, engine.mode, null), /## Last completion\s+served from the prefetch \(made at the accept\) in /);
+    assert.match(statsReport(engine.stats, engine.mode, null), /## Last completion\s+served from a prefetch \(made at the accept\) in /);
     assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 0, 'no model call of its own');
     assert.equal(debounced, false, 'a prefetched completion skips the debounce');
     assert.equal(engine.stats.prefetch.served, 1);
@@ -317,7 +317,7 @@ describe('prefetch: while a ghost text is shown (the first accept of a chain)', 
     assert.equal(next.prefetched, true);
     assert.equal(next.prefetchedBy, 'shown', 'made while the ghost text before it was shown');
     // Show Stats says the same as the log (it said "computed after the accepted completion before it").
-    assert.match(statsReport(engine.stats, engine.mode, null), /## Last completion\s+served from the prefetch \(made while the ghost text before it was shown\) in /);
+    assert.match(statsReport(engine.stats, engine.mode, null), /## Last completion\s+served from a prefetch \(made while the ghost text before it was shown\) in /);
     assert.equal(backend.calls.filter((c) => !c.request.prefetch).length, 1, 'one model call in all: the first ghost text');
   });
 

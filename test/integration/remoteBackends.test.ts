@@ -288,6 +288,18 @@ describe('llama-server backend', () => {
     assert.equal(await infillCalls(stub)[0]!.ended, true);
   });
 
+  it('the time budget: once spent, the stream ends with the line in progress and the connection closes', async () => {
+    const stub = await startStub(llamaRoutes(replay(`${LLAMA}/infill-stream.sse`, { delayMs: 10 })));
+    // A clock that moves 400 ms each time it is read: the 1000 ms budget is spent within the first line.
+    let t = 0;
+    const { backend } = makeBackend('llama-server', stub.url, { deps: { now: () => (t += 400) } });
+    await backend.load();
+    const result = await backend.complete(request({ timeBudgetMs: 1000 }));
+    assert.equal(result.text, '\n    return this;', 'the first line with code, whole');
+    assert.equal(result.stats.stopReason, 'timeBudget');
+    assert.equal(await infillCalls(stub)[0]!.ended, true);
+  });
+
   it('a stop word the server matched: its text, stopReason stopSequence, the figures of the last partial chunk', async () => {
     const stub = await startStub(llamaRoutes(replay(`${LLAMA}/infill-stream-stopword.sse`)));
     const { backend } = makeBackend('llama-server', stub.url);

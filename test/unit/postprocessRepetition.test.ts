@@ -214,6 +214,59 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
     completion: 'for (const row of rows) {\n    for (const row of rows) {\n      use(row);',
     expected: 'for (const row of rows) {\n    for (const row of rows) {\n      use(row);',
   },
+  // Issue #55 item 8: two loops of the demo model that got through.
+  {
+    name: 'a block of two lines repeated, nested one level deeper each time, is kept once',
+    ctx: at('export function average(values: number[]): number {\n  let sum = 0;\n  let c = 0;\n  ║\n}\n'),
+    completion: 'if (c === 0) {\n    c = values[sum];\n    if (c === 0) {\n      c = values[sum];\n      if (c === 0) {\n        c = values[sum];\n        if (c ===',
+    expected: 'if (c === 0) {\n    c = values[sum];',
+  },
+  {
+    // The demo model's own output: the same condition opens the body of the if it is in.
+    name: 'an if nested in an if of the same condition, deeper each time, stops before the second',
+    ctx: at('export function average(values: number[]): number {\n  let sum = values.length;\n  let c = 0;\n  ║\n}\n'),
+    completion:
+      'for (let i = 0; i < values.length; i++) {\n    const c = values[i];\n    if (c === 0) {\n      if (c === 0) {\n        c = values[i];\n        if (c === 0) {\n          c = values[i];\n         ',
+    expected: 'for (let i = 0; i < values.length; i++) {\n    const c = values[i];\n    if (c === 0) {',
+  },
+  {
+    // The demo model's own output: a branch that can never run (its condition is an earlier branch's), twice.
+    name: 'an else-if of the same condition as an earlier branch of its chain ends the completion, the earlier branch closed',
+    ctx: at('export function average(values: number[]): number {\n  let avg = 0;\n  ║\n}\n'),
+    completion:
+      'for (let i = 0; i < values.length; i++) {\n    const value = values[i];\n    if (value === undefined) {\n      avg = value;\n    } else if (value === undefined) {\n      avg = value;\n    } else if (value === undefined) {\n',
+    expected: 'for (let i = 0; i < values.length; i++) {\n    const value = values[i];\n    if (value === undefined) {\n      avg = value;\n    }',
+  },
+  {
+    name: "an else-if repeating the condition of the prefix's if gives nothing more than the branch's close",
+    ctx: at('function average(values: number[]): number {\n  let avg = 0;\n  for (const value of values) {\n    if (value === undefined) {\n      avg = value;\n    ║\n}\n'),
+    completion: '} else if (value === undefined) {\n      avg = value;\n    } else if (value === undefined) {\n      avg = value;\n    } else if (value === undefined) {\n      avg = value;\n',
+    expected: '}',
+  },
+  {
+    name: 'else-if branches with their own conditions are a chain, not a loop',
+    ctx: inFunction,
+    completion: "if (kind === 'a') {\n    run(a);\n  } else if (kind === 'b') {\n    run(b);\n  } else if (kind === 'c') {\n    run(c);\n  }",
+    expected: "if (kind === 'a') {\n    run(a);\n  } else if (kind === 'b') {\n    run(b);\n  } else if (kind === 'c') {\n    run(c);\n  }",
+  },
+  {
+    name: 'two separate ifs of one condition are two statements, not a chain',
+    ctx: inFunction,
+    completion: 'if (x === 0) {\n    a();\n  }\n  if (x === 0) {\n    b();\n  }',
+    expected: 'if (x === 0) {\n    a();\n  }\n  if (x === 0) {\n    b();\n  }',
+  },
+  {
+    name: 'python elif chains: a repeated condition is cut, distinct ones kept',
+    ctx: at('def sign(x):\n    ║', 'python'),
+    completion: 'if x > 0:\n        return 1\n    elif x < 0:\n        return -1\n    elif x > 0:\n        return 1',
+    expected: 'if x > 0:\n        return 1\n    elif x < 0:\n        return -1',
+  },
+  {
+    name: 'an if inside an if of another condition is ordinary nesting',
+    ctx: inFunction,
+    completion: 'if (ready) {\n    if (count > 0) {\n      flush();\n    }\n  }',
+    expected: 'if (ready) {\n    if (count > 0) {\n      flush();\n    }\n  }',
+  },
 ];
 
 describe('removeRepetitiveLines', () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DECLARATIONS, SECTION } from '../../src/settings/declaredSettings';
-import { ignoredInRemoteWindow, ignoredSettingsMessage, type PlacedValues, parseJsonc, placeName, remoteWindowNote, writeTarget } from '../../src/settings/settingPlaces';
+import { ignoredInRemoteWindow, ignoredSettingsMessage, type PlacedValues, parseJsonc, placeName, remoteWindowNote, savedMessage, writeTarget } from '../../src/settings/settingPlaces';
 
 const declared = (key: string) => DECLARATIONS[`${SECTION}.${key}`];
 
@@ -38,6 +38,46 @@ describe('where a command writes a setting', () => {
       assert.ok(declared(key), `${SECTION}.${key} is declared in package.json`);
     }
   });
+});
+
+describe('the confirmation of a command that wrote settings', () => {
+  const savedIn = (key: string, values: PlacedValues, remoteName: string | undefined) => placeName(writeTarget(declared(key), values), declared(key), remoteName);
+
+  it('"No next-edit model" in a remote window: the model path went to the Remote settings, the toggle to the User settings, and it says so', () => {
+    const model = savedIn('nextEdit.model', {}, 'code-server');
+    const enabled = savedIn('nextEdit.enabled', {}, 'code-server');
+    assert.equal(model, 'Remote settings (code-server)');
+    assert.equal(enabled, 'user settings', 'nextEdit.enabled is a window setting: it applies from the User settings');
+    assert.equal(
+      savedMessage([
+        { what: 'no next-edit model', place: model },
+        { what: 'next-edit suggestions off', place: enabled },
+      ]),
+      'Draftline: no next-edit model saved in the Remote settings (code-server), next-edit suggestions off in the user settings',
+    );
+  });
+
+  it('both in one place (a local window): named once', () => {
+    const saved = [
+      { what: 'no next-edit model', place: savedIn('nextEdit.model', {}, undefined) },
+      { what: 'next-edit suggestions off', place: savedIn('nextEdit.enabled', {}, undefined) },
+    ];
+    assert.equal(savedMessage(saved), 'Draftline: no next-edit model and next-edit suggestions off saved in the user settings');
+  });
+
+  it('the toggle goes where a workspace already sets it, and the message names that place', () => {
+    const enabled = savedIn('nextEdit.enabled', { workspaceValue: true }, 'code-server');
+    assert.equal(enabled, 'workspace settings');
+    assert.match(
+      savedMessage([
+        { what: 'no next-edit model', place: 'Remote settings (code-server)' },
+        { what: 'next-edit suggestions off', place: enabled },
+      ]),
+      /next-edit suggestions off in the workspace settings$/,
+    );
+  });
+
+  it('one setting', () => assert.equal(savedMessage([{ what: 'draft model', place: 'user settings' }]), 'Draftline: draft model saved in the user settings'));
 });
 
 describe('machine settings a remote window ignores', () => {

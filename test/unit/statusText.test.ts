@@ -38,6 +38,7 @@ const summary = (over: Partial<StatusSummary> = {}): StatusSummary => ({
   latencyMs: 42,
   tokensPerEvaluation: 1,
   fromCache: false,
+  served: 'computed',
   mode: 'hybrid',
   ...over,
 });
@@ -117,7 +118,8 @@ describe('acceptanceExplanation', () => {
   it('plain decoding before any completion says no completion yet', () => assert.equal(acceptanceExplanation(null, 'plain'), '- (no completion yet)'));
   it('speculation on, nothing proposed', () =>
     assert.match(acceptanceExplanation(summary(), 'hybrid'), /^- \(no proposals in the last completion: speculation proposes only where it measured that it pays; see Show Stats\)$/));
-  it('served from the cache', () => assert.equal(acceptanceExplanation(summary({ fromCache: true, mode: null }), 'hybrid'), '- (the last completion came from the cache)'));
+  it('served from the cache', () => assert.equal(acceptanceExplanation(summary({ fromCache: true, served: 'cache', mode: null }), 'hybrid'), '- (the last completion came from the cache)'));
+  it('served from a prefetch', () => assert.equal(acceptanceExplanation(summary({ fromCache: true, served: 'prefetch', mode: null }), 'hybrid'), '- (the last completion came from a prefetch)'));
   it('the last completion was plain even if speculation is back on', () => assert.equal(acceptanceExplanation(summary({ mode: 'plain' }), 'hybrid'), '- (plain decoding: speculation off)'));
 });
 

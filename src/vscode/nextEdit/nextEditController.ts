@@ -233,11 +233,13 @@ export class NextEditController implements vscode.Disposable {
         const why = result.noSuggestion ? `${result.noSuggestion.reason}: ${result.noSuggestion.detail}` : 'no edit';
         if (result.noSuggestion?.reason !== 'cancelled') {
           this.stats.nothingToSuggest(result.noSuggestion?.reason ?? 'unchanged');
-          this.hooks.log.info(`next edit: no suggestion (${why}; ${Math.round(figures.totalMs)} ms)`);
+          // A model that cannot serve answers so after every pause: said once, and again when it changes.
+          if (this.stats.modelProblem.answered(result.noSuggestion)) this.hooks.log.info(`next edit: no suggestion (${why}; ${Math.round(figures.totalMs)} ms)`);
         }
         this.session.failed(requestId);
         return;
       }
+      this.stats.modelProblem.answered(undefined);
       if (!this.session.shown) {
         const fim = await this.fim.settled(document, position, FIM_WAIT_MS);
         if (!current()) return;
