@@ -20,6 +20,7 @@ import type { ModelSettings } from '../../src/shared/settings';
 import { WorkerClient } from '../../src/worker/workerClient';
 import { truncateFile, writeNotGguf } from '../../testbed/ggufWriter';
 import { ensureTestModel } from '../../testbed/models';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -115,7 +116,7 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
     const hybrid = await client.request('nextEdit', { request: request({ mode: 'hybrid' }), model: otherVocabulary });
     assert.equal(hybrid.output, plain.output);
     assert.equal(hybrid.stats.speculation.draftEvaluations ?? 0, 0, 'no draft ran');
-    assert.equal(hybrid.stats.speculation.bySource?.draft?.proposedTokens ?? 0, 0, 'no draft proposals');
+    assert.equal(sourceStats(hybrid.stats.speculation, 'draft').proposedTokens, 0, 'no draft proposals');
     const m = (await client.request('diagnostics', {})).nextEditModel!;
     assert.equal(m.path, otherVocabulary, 'the file asked for replaced the one before');
     assert.match(m.draft, /window copy and n-grams/);

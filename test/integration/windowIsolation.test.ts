@@ -21,6 +21,7 @@ import { WorkerClient } from '../../src/worker/workerClient';
 import { isAlive } from '../support/processes';
 import { removeSocketDirs, socketDir } from '../support/socketDir';
 import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -314,7 +315,7 @@ describe('window isolation in the shared worker', { skip }, () => {
     const repeated = request(`function f() {\n${line.repeat(12)}${line.slice(0, 20)}`, { mode: 'ngram', maxTokens: 48, stopAtBlockEnd: false });
     const longest = async (c: WorkerClient) => {
       const r = await c.request('complete', { request: repeated });
-      const ngram = r.stats.speculation.bySource.ngram;
+      const ngram = sourceStats(r.stats.speculation, 'ngram');
       assert.ok(ngram.steps > 0, JSON.stringify(r.stats.speculation));
       return { perStep: ngram.proposedTokens / ngram.steps, text: r.text };
     };
