@@ -337,18 +337,30 @@ export class CopySource implements ReplaySource {
     private readonly window: readonly Token[],
     /** How the copy fared so far (kept across generations, as the policy keeps it). */
     private readonly acceptance: CopyAcceptance,
-    private readonly options: { resync: boolean; suffix?: SuffixTreeSource; fallbackChain?: NgramProposer },
+    private readonly options: { resync: boolean; suffix?: SuffixTreeSource; suffixRoot?: boolean; fallbackChain?: NgramProposer },
   ) {}
 
   propose(step: StepContext): StepProposal {
-    const offer = (this.copy as CopyProposer).find(step.history, step.budget);
-    this.last = offer ? { tokens: offer.tokens, inRun: offer.inRun ?? false, agreement: offer.agreement } : null;
-    const copied = offer?.tokens ?? [];
     const { resync, suffix, fallbackChain } = this.options;
     if (!resync && !suffix) {
+      const copied = this.offer(step);
       if (copied.length === 0 && fallbackChain) return { tree: chainTree(fallbackChain.find(step.history, step.budget)?.tokens ?? []) };
       return { tree: chainTree(copied) };
     }
+    return { tree: this.trie(step).best(step.budget).tree };
+  }
+
+  /** The copy's offer at the step (the proposer follows the output as it is asked). */
+  private offer(step: StepContext): Token[] {
+    const offer = (this.copy as CopyProposer).find(step.history, step.budget);
+    this.last = offer ? { tokens: offer.tokens, inRun: offer.inRun ?? false, agreement: offer.agreement } : null;
+    return offer?.tokens ?? [];
+  }
+
+  /** Every candidate of the step, scored: the copy and the alternatives along it (and the suffix's own at the root, `suffixRoot`). */
+  trie(step: StepContext): ScoredTrie {
+    const copied = this.offer(step);
+    const { resync, suffix } = this.options;
     const trie = new ScoredTrie();
     // Chance that the copy is right through each depth.
     const reach = [1];
@@ -359,8 +371,14 @@ export class CopySource implements ReplaySource {
     const nodes = trie.addPath(copied, reach.slice(1));
     const pointer = this.copy.position;
     if (suffix) {
+      const own = suffix.trie(step.history, step.budget);
       // The suffix source's natural best guess here, to learn its per-token rate from.
-      this.lastSuffixTop = topPath(suffix.trie(step.history, step.budget), step.budget);
+      this.lastSuffixTop = topPath(own, step.budget);
+      // By score: its own candidates at the root too, each by its own chance (the copy's among them where they agree).
+      if (this.options.suffixRoot) {
+        const placed = new Map<number, number>();
+        for (let i = 0; i < own.size; i++) copyInto(trie, own, i, placed);
+      }
     }
     for (let j = 0; j <= Math.min(copied.length, COPY_BRANCH_DEPTHS); j++) {
       const holds = j < copied.length ? reach[j + 1]! / reach[j]! : 0;
@@ -385,7 +403,7 @@ export class CopySource implements ReplaySource {
         if (weight > 0) addContinuations(trie, g.continuations, { parent: j === 0 ? -1 : nodes[j - 1], scale: (scale * weight) / total, decay: g.decay });
       }
     }
-    return { tree: trie.best(step.budget).tree };
+    return trie;
   }
 
   record(_step: StepContext, proposal: StepProposal, accepted: number[]): void {
@@ -398,4 +416,36 @@ export class CopySource implements ReplaySource {
     }
     if (this.options.suffix) this.options.suffix.learn(agreedPrefix(proposal.tree, accepted, this.lastSuffixTop), this.lastSuffixTop.length);
   }
+}
+
+/** Node i of `from` (its ancestors first, as `from` holds them) into `to`, by its path; its score the higher of the two. */
+function copyInto(to: ScoredTrie, from: ScoredTrie, i: number, placed = new Map<number, number>()): number {
+  const known = placed.get(i);
+  if (known !== undefined) return known;
+  const parent = from.parents[i]!;
+  const at = to.addNode(parent < 0 ? -1 : copyInto(to, from, parent, placed), from.tokens[i]!, from.scores[i]!, from.expanded[i]);
+  placed.set(i, at);
+  return at;
+}
+
+/**
+ * What a tree of a source's candidates could accept at best: the output's longest path through the
+ * source's whole candidate trie (no budget but depth), as a chain. Knows the output: a bound on the
+ * source's candidates, not a source; the tree a builder keeps of them is at most this.
+ */
+export function candidateBound(inner: { trie(step: StepContext): ScoredTrie; record?: ReplaySource['record'] }, truth: readonly Token[]): ReplaySource {
+  return {
+    propose: (step) => {
+      const trie = inner.trie(step);
+      const path: Token[] = [];
+      let at: number | undefined = -1;
+      for (let d = 0; d < step.budget && step.position + d < truth.length; d++) {
+        at = trie.child(at, truth[step.position + d]!);
+        if (at === undefined) break;
+        path.push(truth[step.position + d]!);
+      }
+      return { tree: chainTree(path) };
+    },
+    record: inner.record ? (step, proposal, accepted) => inner.record!(step, proposal, accepted) : undefined,
+  };
 }

@@ -24,7 +24,7 @@ import {
   type TopK,
 } from '../../tokenTree';
 import { type CostTable, h100Ratio, interpolatedRatio, monotoneCurve, type ReplaySource, replayGeneration } from '../../treeReplay';
-import { CopySource, draftChain, resyncContinuations } from '../../treeSources';
+import { candidateBound, CopySource, draftChain, resyncContinuations } from '../../treeSources';
 
 describe('tree acceptance walk', () => {
   // root ─ 1 ─ 2 ─ 3
@@ -359,5 +359,19 @@ describe('window copy as a tree', () => {
     assert.ok(isTokenTree(proposal.tree));
     const roots = proposal.tree.tokens.filter((_, i) => proposal.tree.parents[i] === -1);
     assert.deepEqual(new Set(roots), new Set([21, 30]));
+  });
+});
+
+describe('candidate bound', () => {
+  it('follows the output through the whole candidate trie as deep as the batch allows, whatever the scores', async () => {
+    const trie = new ScoredTrie();
+    trie.addPath([1, 2, 3, 4], [0.9, 0.9, 0.9, 0.9]);
+    trie.addPath([1, 5, 6, 7], [0.1, 0.01, 0.01, 0.01]);
+    const truth = [0, 1, 5, 6, 7, 8];
+    const bound = candidateBound({ trie: () => trie }, truth);
+    const p = await bound.propose({ position: 1, history: [0], budget: 3 });
+    assert.deepEqual(p.tree.tokens, [1, 5, 6]);
+    // A budget-limited tree of the same trie keeps the likelier branch and accepts less.
+    assert.equal(acceptTree(trie.best(3).tree, truth, 1), 1);
   });
 });
