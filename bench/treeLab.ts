@@ -484,6 +484,32 @@ export function curveLine(r: LabResult): string {
   return parts.join('; ');
 }
 
+/** A regime's figures for results.json: per variant and batch size, the sums and the per-generation medians (not every generation's). */
+export function labSummary(r: LabResult) {
+  const { tallies, ...rest } = r;
+  const byVariant = Object.fromEntries(
+    Object.entries(tallies).map(([name, byBatch]) => [
+      name,
+      Object.fromEntries(
+        Object.entries(byBatch).map(([batch, t]) => {
+          const { speedups, tokensPerEvaluation: perCase, ...sums } = t;
+          return [
+            batch,
+            {
+              ...sums,
+              tokensPerEvaluation: tokensPerEvaluation(t),
+              tokensPerEvaluationMedian: median(perCase),
+              speedup: Object.fromEntries(r.tables.map((table) => [table, pooledSpeedup(t, table)])),
+              speedupMedian: Object.fromEntries(r.tables.map((table) => [table, median(speedups[table] ?? [])])),
+            },
+          ];
+        }),
+      ),
+    ]),
+  );
+  return { ...rest, byVariant };
+}
+
 /** The bench run's parts the section reads and fills (bench/run.ts's Bench). */
 export interface TreesBench {
   tasks: BenchTask[];
@@ -526,7 +552,7 @@ export async function treesSection(bench: TreesBench, opts: LabOptions & { taskC
   const edits = opts.editCases.length ? await editsLab(opts.editCases, cpu, opts) : null;
   const all = edits ? [...fim, edits] : fim;
   const gates = all.map((r) => ({ regime: r.regime, ...gateOf(r, r === edits ? 'hybrid chain (copy, else n-gram)' : 'hybrid chain') }));
-  bench.results.trees = { tasks: tasks.length, editCases: opts.editCases.length, regimes: all, gates };
+  bench.results.trees = { tasks: tasks.length, editCases: opts.editCases.length, regimes: all.map(labSummary), gates };
   bench.md.push(`## Trees: tokens per evaluation of chains and trees at equal batch sizes (issue #56's lab)`, '', ...LEGEND.flatMap((p) => [p, '']));
   for (const r of all) {
     const heading = `### ${r.regime} (${r.models}; ${r.cases} ${r.regime.startsWith('next') ? 'cases' : 'tasks'}${r.skipped ? `, ${r.skipped} skipped: the window not read back` : ''}; ${Math.round(r.seconds)} s)`;
