@@ -1,4 +1,5 @@
-// The `trees` regime (issue #56, part 1): a counted lab of token trees against chains. For each
+// The `trees` regime: a counted lab of token trees against chains, the headroom measured before a
+// tree is verified for real. For each
 // generation the target's greedy output is known (a plain run of the same prompt, or the true window
 // of a perfect next-edit model); each step is replayed with what a source would verify in one target
 // evaluation of B tokens: a chain of up to B − 1 guesses, or a tree of up to B − 1 nodes; the longest
@@ -17,6 +18,7 @@ import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
 import { engineDocument } from './engineView';
 import { type CorpusCase, nextEditRequestOf, perfectSweepOutput, promptTokensOf } from './edits';
+import { h100VerifyCost } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { clockNative, measureForwardPass } from './nativeClock';
 import { fmt, median, Progress } from './stats';
@@ -36,19 +38,7 @@ import {
   SUFFIX_MIN_N,
   SuffixTreeSource,
 } from './treeSources';
-import {
-  addToTally,
-  type CostTable,
-  emptyTally,
-  h100Ratio,
-  interpolatedRatio,
-  monotoneCurve,
-  pooledSpeedup,
-  type ReplaySource,
-  type ReplayTally,
-  replayGeneration,
-  tokensPerEvaluation,
-} from './treeReplay';
+import { addToTally, type CostTable, emptyTally, interpolatedRatio, monotoneCurve, pooledSpeedup, type ReplaySource, type ReplayTally, replayGeneration, tokensPerEvaluation } from './treeReplay';
 
 /** Batch sizes B compared: tokens verified per target evaluation, the pending one included. */
 export const TREE_BATCHES = [8, 16, 32, 64] as const;
@@ -58,7 +48,7 @@ export const EAGLE_K = 8;
 const EAGLE_K_SMALL = 4;
 /** Batch sizes whose forward pass is timed on this machine (the rest interpolated). */
 const TIMED_SIZES = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64];
-/** The gate of issue #56: build trees where they add this much at B = 16. */
+/** The gate: trees are worth building where they add this much at B = 16. */
 export const GATE_GAIN = 1.15;
 export const GATE_BATCH = 16;
 
@@ -258,8 +248,8 @@ function costTables(curves: CostCurves): CostTable[] {
   const target = interpolatedRatio(curves.target);
   if (!curves.draft) {
     return [
-      { name: 'H100', fixedShape: true, verify: h100Ratio, draft: () => 0 },
-      { name: 'H100 variable', fixedShape: false, verify: h100Ratio, draft: () => 0 },
+      { name: 'H100', fixedShape: true, verify: h100VerifyCost, draft: () => 0 },
+      { name: 'H100 variable', fixedShape: false, verify: h100VerifyCost, draft: () => 0 },
       { name: 'CPU', fixedShape: false, verify: target, draft: () => 0 },
     ];
   }
@@ -267,9 +257,9 @@ function costTables(curves: CostCurves): CostTable[] {
   // The draft's single-token cost relative to the target's, as measured here: used under every table.
   const c = curves.draft[1]! / curves.target[1]!;
   return [
-    { name: 'H100', fixedShape: true, verify: h100Ratio, draft: (b) => c * h100Ratio(b) },
-    { name: 'H100, draft free', fixedShape: true, verify: h100Ratio, draft: () => 0 },
-    { name: 'H100 variable', fixedShape: false, verify: h100Ratio, draft: (b) => c * h100Ratio(b) },
+    { name: 'H100', fixedShape: true, verify: h100VerifyCost, draft: (b) => c * h100VerifyCost(b) },
+    { name: 'H100, draft free', fixedShape: true, verify: h100VerifyCost, draft: () => 0 },
+    { name: 'H100 variable', fixedShape: false, verify: h100VerifyCost, draft: (b) => c * h100VerifyCost(b) },
     { name: 'CPU', fixedShape: false, verify: target, draft: (b) => c * draft(b) },
   ];
 }
@@ -538,10 +528,10 @@ const LEGEND = [
   "Counted, not timed. Each generation is replayed step by step against the target's own greedy output (fill-in-the-middle: a plain run of the task's request on the pair's target, the prompt and stop rules regime 1 uses; next edits: the true updated window a perfect model writes, as in the edits replay). A step verifies the pending token and what the source offers, at most B − 1 nodes: a chain, or a tree whose longest root path equal to the output is accepted; the step advances that far plus the target's own token. tok/eval: output tokens over target evaluations, the prompt's included (as regime 1 counts them); every step's batch is one target evaluation whatever its shape.",
   "Sources. draft chain: the draft's greedy tokens, stopping where its own probability falls below draftMinConfidence, as DraftModelProposer drafts (to B−1: never stopping). draft tree: EAGLE-2's dynamic tree from the draft's real top-k distributions: the candidate with the highest cumulative draft probability is taken next, a taken node's k best children offered once it is expanded (expanded only when they might be taken next), until B − 1 nodes. n-gram chain: today's proposer (the prompt and output, then the open document; 3 to 8 tokens matched, the latest occurrence's continuation). suffix tree: SuffixDecoding's: the continuations after every occurrence (the latest 32) of the longest matched ending (1 to 8 tokens; or 3 to 8) in the prompt and output and the open document, merged into a trie by frequency, each node's share decayed per token by the source's own measured per-token acceptance. hybrid chain: Draftline's (fill-in-the-middle: the n-gram match, else the draft's chain; next edits: the window copy, else the n-gram match). hybrid tree, by score: the suffix's and EAGLE-2's nodes in one trie, each by its estimated chance (the draft's cumulative probability, the suffix's decayed frequency), the best B − 1; suffix first: the suffix's best nodes first where it matches, EAGLE-2's filling the rest. copy tree: the window copy scored by the chance it holds so far (CopyAcceptance's first-token rate and survival curve, learned over the steps as the policy learns them), and along its first 16 tokens the alternatives should it be wrong there (where else in the window it could resume: the window copy's own re-synchronisation rules; with suffix: the suffix source's continuations too), weighted by match length. hybrid tree, by score (+ suffix at the root): the same, and the suffix source's own candidates at the root by their own chance (merged by the higher score). llama-server's ngram-simple and ngram-mod: ported (bench/llamaServerProposers.ts), their drafts cut to B − 1. bound: the output's longest path (up to B − 1 deep) through a source's whole candidate trie, no node budget: it knows the output, so it is not a source but the most a tree of those candidates could accept.",
   "Draft cost. A chain drafts one token a batch (the first batch evaluates the accepted tokens the draft has not seen: 1 after a rejection, 2 after a full accept). A tree is counted as a level-by-level expansion would run it: one draft batch per depth holding the nodes expanded at that depth (each on its own path, as a tree attention mask allows), after the same catch-up batch; the lab itself evaluates the draft on every hypothetical path it needs, memoised (its own cost is not a step's). A draft batch of b tokens costs c x D(b)/D(1) target evaluations of one token, c = the draft's one-token step over the target's as measured here, D the H100 line (1 + 0.06 (b − 1)) under the H100 table, the draft's measured batch cost under the CPU table. \"H100, draft free\" leaves the draft out (the verify side alone).",
-  "Cost tables. H100: V(b)/V(1) = 1 + 0.06 (b − 1) (issue #39, as bench/edits.ts counts), every step a fixed shape of B as Draftline verifies on a graph backend (chains and trees alike; what the source leaves empty is verified for nothing, never counted as a guess). H100 variable: the same line, each step the batch it holds (pending + nodes), as bench/edits.ts's counted replay weighs it. CPU: this machine's V(b) as measured in the run (the faster of two interleaved measurements per size, never below a smaller size's), each step the batch it holds (a CPU's variable shape). Speedup: plain decoding's cost of the same tokens (one single-token evaluation per token after the first) over the source's, all generations pooled; next edits also the median over cases (as the edits replay's counted table reports it; there the policy chooses each length).",
+  "Cost tables. H100: V(b)/V(1) = 1 + 0.06 (b − 1) (the line bench/edits.ts counts with), every step a fixed shape of B as Draftline verifies on a graph backend (chains and trees alike; what the source leaves empty is verified for nothing, never counted as a guess). H100 variable: the same line, each step the batch it holds (pending + nodes), as bench/edits.ts's counted replay weighs it. CPU: this machine's V(b) as measured in the run (the faster of two interleaved measurements per size, never below a smaller size's), each step the batch it holds (a CPU's variable shape). Speedup: plain decoding's cost of the same tokens (one single-token evaluation per token after the first) over the source's, all generations pooled; next edits also the median over cases (as the edits replay's counted table reports it; there the policy chooses each length).",
 ];
 
-/** Issue #56's tree lab: fill-in-the-middle on each pair's regime 1 tasks, and the next-edit replay's cases. */
+/** The tree lab: fill-in-the-middle on each pair's regime 1 tasks, and the next-edit replay's cases. */
 export async function treesSection(bench: TreesBench, opts: LabOptions & { taskCount: number; editCases: CorpusCase[] }): Promise<void> {
   const tasks = bench.tasks.slice(0, opts.taskCount);
   const fim: LabResult[] = [];
@@ -553,7 +543,7 @@ export async function treesSection(bench: TreesBench, opts: LabOptions & { taskC
   const all = edits ? [...fim, edits] : fim;
   const gates = all.map((r) => ({ regime: r.regime, ...gateOf(r, r === edits ? 'hybrid chain (copy, else n-gram)' : 'hybrid chain') }));
   bench.results.trees = { tasks: tasks.length, editCases: opts.editCases.length, regimes: all.map(labSummary), gates };
-  bench.md.push(`## Trees: tokens per evaluation of chains and trees at equal batch sizes (issue #56's lab)`, '', ...LEGEND.flatMap((p) => [p, '']));
+  bench.md.push(`## Trees: tokens per evaluation of chains and trees at equal batch sizes`, '', ...LEGEND.flatMap((p) => [p, '']));
   for (const r of all) {
     const heading = `### ${r.regime} (${r.models}; ${r.cases} ${r.regime.startsWith('next') ? 'cases' : 'tasks'}${r.skipped ? `, ${r.skipped} skipped: the window not read back` : ''}; ${Math.round(r.seconds)} s)`;
     const trimmed = r.draftPromptTrimmed?.length

@@ -173,9 +173,6 @@ export const tokensPerEvaluation = (t: ReplayTally): number => (t.evaluations ? 
 /** Plain's cost over the source's, all generations pooled. */
 export const pooledSpeedup = (t: ReplayTally, table: string): number => (t.cost[table] ? t.plainCost[table]! / t.cost[table]! : Number.NaN);
 
-/** An H100's verify cost as issue #39 gives it, V(b)/V(1) ≈ 1 + 0.06 (b − 1). */
-export const h100Ratio = (batch: number): number => 1 + 0.06 * (batch - 1);
-
 /** V(b)/V(1) from measured sizes: linear between them, at the last two's slope beyond, never below 1. */
 export function interpolatedRatio(measured: Readonly<Record<number, number>>): (batch: number) => number {
   const points = Object.entries(measured)

@@ -23,7 +23,8 @@ import {
   type TokenTree,
   type TopK,
 } from '../../tokenTree';
-import { type CostTable, h100Ratio, interpolatedRatio, monotoneCurve, type ReplaySource, replayGeneration } from '../../treeReplay';
+import { h100VerifyCost } from '../../editReplay';
+import { type CostTable, interpolatedRatio, monotoneCurve, type ReplaySource, replayGeneration } from '../../treeReplay';
 import { candidateBound, CopySource, draftChain, resyncContinuations } from '../../treeSources';
 
 describe('tree acceptance walk', () => {
@@ -268,7 +269,7 @@ describe('draft chain', () => {
 });
 
 const unitTable: CostTable = { name: 'unit', fixedShape: false, verify: (b) => b, draft: (b) => b / 2 };
-const flatTable: CostTable = { name: 'flat', fixedShape: true, verify: h100Ratio, draft: () => 0 };
+const flatTable: CostTable = { name: 'flat', fixedShape: true, verify: h100VerifyCost, draft: () => 0 };
 
 describe('replayed generation', () => {
   const truth = Array.from({ length: 20 }, (_, i) => 100 + i);
@@ -289,7 +290,7 @@ describe('replayed generation', () => {
     assert.equal(r.nodes, 7 + 7 + 3);
     // Variable shape: each step its own batch (1 + nodes); fixed: B every step.
     assert.equal(r.cost.unit, 8 + 8 + 4);
-    assert.ok(Math.abs(r.cost.flat! - 3 * h100Ratio(8)) < 1e-12);
+    assert.ok(Math.abs(r.cost.flat! - 3 * h100VerifyCost(8)) < 1e-12);
     assert.equal(r.plainCost.unit, 19);
   });
 
