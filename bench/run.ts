@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget,trees] [--trees-tasks N] [--trees-edits-cases N] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execFileSync, execSync } from 'node:child_process';
@@ -43,6 +43,7 @@ import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, r
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
 import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
+import { spaced, treesSection } from './treeLab';
 import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import { sourceStats } from '../src/shared/generationStats';
@@ -57,12 +58,15 @@ const opt = (name: string, fallback?: string) => {
 const quick = flag('quick');
 const userPair = opt('target') !== undefined;
 const regimeNames = (opt('regimes', userPair ? '1,3,4,5,6,7,8,9,10' : '1,2,3,4,5,6,7,8,9,10') ?? '').split(',').filter(Boolean);
-if (regimeNames.some((n) => !/^([1-9]|10|edits|typing|time-budget)$/.test(n))) throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits, typing and time-budget, comma-separated`);
+if (regimeNames.some((n) => !/^([1-9]|10|edits|typing|time-budget|trees)$/.test(n)))
+  throw new Error(`--regimes ${opt('regimes')}: name regimes 1-10, edits, typing, time-budget and trees, comma-separated`);
 const regimes = new Set(regimeNames.filter((n) => /^\d+$/.test(n)).map(Number));
 /** `--regimes edits`: next-edit suggestions (issue #39, bench/edits.ts); only when named. */
 const editsRegime = regimeNames.includes('edits');
 /** `--regimes typing`: a user typing at every keystroke, shallow and deep in large files (bench/typing.ts); only when named. */
 const typingRegime = regimeNames.includes('typing');
+/** `--regimes trees`: the counted lab of token trees against chains (bench/treeLab.ts); only when named. */
+const treesRegime = regimeNames.includes('trees');
 /**
  * Full run: both embedded pairs on the same 80 tasks plus regimes 2 and 3: ~21 min at 1 thread on
  * the reference VM kept busy by other jobs, less when quiet (see REFERENCE_SECONDS); regime 2 alone
@@ -671,6 +675,7 @@ function sections(bench: Bench): Section[] {
   if (editsRegime) list.push({ name: 'edits (next-edit suggestions)', estimateSeconds: null, run: editsSection });
   if (typingRegime) list.push({ name: 'typing (every keystroke, shallow and deep)', estimateSeconds: null, run: typingSection });
   if (regimeNames.includes('time-budget')) list.push({ name: 'time budget', estimateSeconds: null, run: timeBudgetSection });
+  if (treesRegime) list.push({ name: 'trees (counted tree lab)', estimateSeconds: null, run: treesLabSection });
   return list;
 }
 
@@ -1180,6 +1185,23 @@ async function timeBudgetSection(bench: Bench): Promise<void> {
     bench.failed = true;
     console.error(`LOSSLESS VIOLATION (time budget): ${report.violations} budgeted ghost text(s) are not the start of the whole one`);
   }
+}
+
+/**
+ * The trees lab: regime 1's first --trees-tasks tasks (20) on each pair, and the next-edit replay's
+ * cases, all of them or --trees-edits-cases N evenly spaced over both corpora.
+ */
+async function treesLabSection(bench: Bench): Promise<void> {
+  const editLimit = opt('trees-edits-cases');
+  await treesSection(bench, {
+    threads,
+    gpu,
+    flashAttention,
+    maxTokens,
+    log,
+    taskCount: Number(opt('trees-tasks', '20')),
+    editCases: spaced(editsCases(), editLimit === undefined ? undefined : Number(editLimit)),
+  });
 }
 
 const minutes = (seconds: number) => `${(seconds / 60).toFixed(1)} min`;
