@@ -81,7 +81,7 @@ export const FIM_VARIANTS: Variant<FimCase>[] = [
   { name: 'draft chain to B−1', shape: 'chain', make: (c) => ({ propose: (s) => draftChain(c.at, s, 0) }) },
   { name: `draft tree (EAGLE-2, k=${EAGLE_K})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K) }) },
   { name: `draft tree (EAGLE-2, k=${EAGLE_K_SMALL})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K_SMALL) }) },
-  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.find(h, n)) },
+  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
   { name: 'suffix tree', shape: 'tree', make: (c, _b, state) => suffixFor(state, c) },
   { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, state) => suffixFor(state, c, NGRAM_MIN_N) },
   { name: 'suffix candidates, bound', shape: 'bound', make: (c, _b, state) => suffixBound(state, c) },
@@ -124,7 +124,7 @@ function copyFor(state: Map<string, unknown>, c: EditCase, options: { resync: bo
 export const EDIT_VARIANTS: Variant<EditCase>[] = [
   { name: 'copy chain', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: false }) },
   { name: 'copy tree (+ other resyncs)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: false, fallback: false }) },
-  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.find(h, n)) },
+  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
   { name: 'suffix tree', shape: 'tree', make: (c, _b, s) => suffixFor(s, c) },
   { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, s) => suffixFor(s, c, NGRAM_MIN_N) },
   { name: 'hybrid chain (copy, else n-gram)', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: true }) },
@@ -136,7 +136,7 @@ export const EDIT_VARIANTS: Variant<EditCase>[] = [
     shape: 'chain',
     make: () => {
       const p = new NgramSimpleProposer();
-      return chainSource((h, n) => p.find(h, n));
+      return chainSource((h, n) => p.offer(h, n));
     },
   },
   {
@@ -145,7 +145,7 @@ export const EDIT_VARIANTS: Variant<EditCase>[] = [
     make: (c) => {
       const p = new NgramModProposer(c.prompt.length);
       return chainSource(
-        (h, n) => p.find(h, n),
+        (h, n) => p.offer(h, n),
         (proposed, accepted) => p.record(proposed, accepted),
       );
     },

@@ -5,7 +5,7 @@
 // alternatives, and hybrids of them.
 import type { LlamaContextSequence } from '../src/llama/llamaTypes';
 import type { Token } from '../src/shared/decoding';
-import type { NgramProposer, CopyProposer } from '../src/speculation/proposers';
+import type { NgramProposer } from '../src/speculation/ngramProposer';
 import { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
 import type { CopyAcceptance } from '../src/speculation/copyAcceptance';
 import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
@@ -210,7 +210,7 @@ export class SuffixTreeSource implements ReplaySource {
 }
 
 /** A chain from a proposer of today's interface (the n-gram proposer, a ported llama-server one). */
-export function chainSource(find: (history: readonly Token[], maxLen: number) => { tokens: Token[] } | null, record?: (proposed: number, accepted: number) => void): ReplaySource {
+export function chainSource(find: (history: readonly Token[], maxLen: number) => { tokens: readonly Token[] } | null, record?: (proposed: number, accepted: number) => void): ReplaySource {
   return {
     propose: (step) => ({ tree: chainTree(find(step.history, step.budget)?.tokens ?? []) }),
     record: record ? (_step, proposal, accepted) => record(proposal.tree.tokens.length, accepted.length) : undefined,
@@ -221,7 +221,7 @@ export function chainSource(find: (history: readonly Token[], maxLen: number) =>
 export function hybridChain(ngram: NgramProposer, at: DraftAt, minConfidence: number): ReplaySource {
   return {
     propose: async (step) => {
-      const match = ngram.find(step.history, step.budget);
+      const match = ngram.offer(step.history, step.budget);
       if (match && match.tokens.length > 0) return { tree: chainTree(match.tokens) };
       return draftChain(at, step, minConfidence);
     },
@@ -328,7 +328,7 @@ export const COPY_BRANCH_DEPTHS = 16;
  * copy, the alternatives alone (and, in `fallbackChain`, today's n-gram chain: Draftline's hybrid).
  */
 export class CopySource implements ReplaySource {
-  private last: { tokens: Token[]; inRun: boolean; agreement?: number } | null = null;
+  private last: { tokens: readonly Token[]; inRun: boolean; agreement?: number } | null = null;
   private lastSuffixTop: Token[] = [];
 
   constructor(
@@ -344,7 +344,7 @@ export class CopySource implements ReplaySource {
     const { resync, suffix, fallbackChain } = this.options;
     if (!resync && !suffix) {
       const copied = this.offer(step);
-      if (copied.length === 0 && fallbackChain) return { tree: chainTree(fallbackChain.find(step.history, step.budget)?.tokens ?? []) };
+      if (copied.length === 0 && fallbackChain) return { tree: chainTree(fallbackChain.offer(step.history, step.budget)?.tokens ?? []) };
       return { tree: chainTree(copied) };
     }
     return { tree: this.trie(step).best(step.budget).tree };
@@ -352,9 +352,9 @@ export class CopySource implements ReplaySource {
 
   /** The copy's offer at the step (the proposer follows the output as it is asked). */
   private offer(step: StepContext): Token[] {
-    const offer = (this.copy as CopyProposer).find(step.history, step.budget);
+    const offer = this.copy.offer(step.history, step.budget);
     this.last = offer ? { tokens: offer.tokens, inRun: offer.inRun ?? false, agreement: offer.agreement } : null;
-    return offer?.tokens ?? [];
+    return offer ? [...offer.tokens] : [];
   }
 
   /** Every candidate of the step, scored: the copy and the alternatives along it (and the suffix's own at the root, `suffixRoot`). */
@@ -411,7 +411,7 @@ export class CopySource implements ReplaySource {
       const agreed = agreedPrefix(proposal.tree, accepted, this.last.tokens);
       // The copy's tokens the tree kept (alternatives may take the place of its deepest).
       const proposed = acceptTree(proposal.tree, this.last.tokens, 0);
-      (this.copy as CopyProposer).record(proposed, Math.min(agreed, proposed));
+      this.copy.record(proposed, Math.min(agreed, proposed));
       this.acceptance.record(this.last.inRun, proposed, Math.min(agreed, proposed), this.last.agreement);
     }
     if (this.options.suffix) this.options.suffix.learn(agreedPrefix(proposal.tree, accepted, this.lastSuffixTop), this.lastSuffixTop.length);
