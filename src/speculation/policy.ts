@@ -4,7 +4,7 @@ import type { SpeculationSettings } from '../shared/settings';
 import { CostModel } from './costModel';
 import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
 import { AcceptanceTracker, expectedTokensPerStep, geometricExpectation, NEUTRAL_PRIOR } from './acceptanceTracker';
-import type { AcceptanceModel, Offer, Proposer } from './proposer';
+import { type AcceptanceModel, type Offer, offeredChain, type Proposer } from './proposer';
 import { RetrySchedule } from './retrySchedule';
 
 export { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
@@ -167,7 +167,7 @@ export class SpeculationPolicy {
       const { model, exploration } = this.state(proposer);
       const limit = Math.min(model.longest?.(this.settings) ?? this.settings.maxProposal, room);
       // A model offers whatever length it is asked for; a lookup what it found.
-      const available = proposer.asks === 'model' ? limit : Math.min(offer?.tokens.length ?? 0, limit);
+      const available = proposer.asks === 'model' ? limit : Math.min(offer ? offeredChain(offer).length : 0, limit);
       if (available <= 0 || (offer && model.usable && !model.usable(offer, this.settings))) continue;
       // Not adaptive: the proposer's own schedule decides, else the whole offer.
       if (!this.settings.adaptive) return { source: proposer.id, maxLen: Math.max(1, Math.min(offer?.scheduled ?? available, available)) };

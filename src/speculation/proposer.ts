@@ -5,6 +5,7 @@
 // request's list of proposers, speculation/modeProposers.ts).
 import type { SourceId, Token } from '../shared/decoding';
 import type { SpeculationSettings } from '../shared/settings';
+import type { TokenTree } from './tokenTree';
 
 /**
  * A chain of tokens guessed to follow the history: the target verifies them in order in one batch and
@@ -24,8 +25,23 @@ export interface ChainOffer {
   readonly generationMs?: number;
 }
 
-/** What a proposer offers after a history. A tree of candidate continuations joins this union when steps verify trees. */
-export type Offer = ChainOffer;
+/**
+ * Several candidate continuations at once, as a token tree (speculation/tokenTree.ts): verified in one
+ * batch where the target's evaluator verifies trees, the longest root path the target agrees with kept;
+ * elsewhere its best chain (`chain`) is verified as a ChainOffer would be.
+ */
+export interface TreeOffer {
+  readonly kind: 'tree';
+  readonly tree: TokenTree;
+  /** The path to verify where trees are not: the tree's likeliest root path. */
+  readonly chain: readonly Token[];
+  readonly scheduled?: number;
+  readonly evaluations?: number;
+  readonly generationMs?: number;
+}
+
+/** What a proposer offers after a history. */
+export type Offer = ChainOffer | TreeOffer;
 
 /** A verify step as the target answered it (Proposer.observe). */
 export interface VerifiedStep {
@@ -88,6 +104,11 @@ export interface ModelProposer<O extends Offer = Offer> extends ProposerBase<O> 
 }
 
 export type Proposer<O extends Offer = Offer> = LookupProposer<O> | ModelProposer<O>;
+
+/** The tokens an offer verifies as a chain: a chain's own, a tree's likeliest path. */
+export function offeredChain(offer: Offer): readonly Token[] {
+  return offer.kind === 'chain' ? offer.tokens : offer.chain;
+}
 
 /** A chain offer of `tokens` with the fields given. */
 export function chainOffer<T extends object = object>(tokens: readonly Token[], fields?: T): ChainOffer & T {

@@ -3,7 +3,7 @@ import type { DecodeMode, Token } from '../shared/decoding';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SourceOffer, SpeculationPolicy } from './policy';
-import type { Offer, Proposer } from './proposer';
+import { type Offer, offeredChain, type Proposer } from './proposer';
 import { padToShape, ShapeHistory } from './verifyShape';
 
 export interface DecodeInput {
@@ -239,15 +239,15 @@ async function propose(
   if (!plan) {
     if (shape <= 1) return NO_PROPOSAL;
     let longest = NO_PROPOSAL;
-    for (const { proposer, offer } of offers) if (offer && offer.tokens.length > longest.tokens.length) longest = { tokens: offer.tokens, chosen: { proposer, offer } };
+    for (const { proposer, offer } of offers) if (offer && offeredChain(offer).length > longest.tokens.length) longest = { tokens: offeredChain(offer), chosen: { proposer, offer } };
     return longest;
   }
   const { proposer, offer } = offers.find((o) => o.proposer.id === plan.source)!;
-  if (proposer.asks === 'lookup') return offer ? { tokens: shape > 1 ? offer.tokens : offer.tokens.slice(0, plan.maxLen), chosen: { proposer, offer } } : NO_PROPOSAL;
+  if (proposer.asks === 'lookup') return offer ? { tokens: shape > 1 ? offeredChain(offer) : offeredChain(offer).slice(0, plan.maxLen), chosen: { proposer, offer } } : NO_PROPOSAL;
   const t0 = now();
   const asked = await proposer.offer(history, plan.maxLen);
   spec.draftMs += now() - t0;
-  const tokens = asked?.tokens.slice(0, plan.maxLen) ?? [];
+  const tokens = asked ? offeredChain(asked).slice(0, plan.maxLen) : [];
   spec.draftEvaluations += asked?.evaluations ?? tokens.length;
   // The whole call counts (catching up with the accepted tokens is part of every step), per token
   // proposed; an unsure model that proposes nothing still cost its time: a guess rejected at once.

@@ -1,0 +1,212 @@
+// Token trees: several candidate continuations of a history verified by the target in one evaluation,
+// the root path the target agrees with kept (greedy verification walks it). A trie whose nodes carry
+// scores (estimated chances of lying on the target's path) takes candidates from several sources and
+// gives the best nodes a verify batch holds; continuations of a matched context merge into it by
+// frequency (SuffixDecoding, arXiv 2411.04975).
+import type { Token } from '../shared/decoding';
+
+/**
+ * A token tree verified in one target evaluation after the pending token (its root): node i holds
+ * tokens[i] and hangs under parents[i] (−1: under the root). Parents come before their children.
+ */
+export interface TokenTree {
+  tokens: Token[];
+  parents: number[];
+}
+
+/** A chain as a tree: each token under the one before it. */
+export function chainTree(tokens: readonly Token[]): TokenTree {
+  return { tokens: [...tokens], parents: tokens.map((_, i) => i - 1) };
+}
+
+/** Whether `tree` is well formed: parents before children, no two siblings with one token. */
+export function isTokenTree(tree: TokenTree): boolean {
+  if (tree.tokens.length !== tree.parents.length) return false;
+  const seen = new Set<string>();
+  for (let i = 0; i < tree.tokens.length; i++) {
+    const parent = tree.parents[i]!;
+    if (!(parent >= -1 && parent < i)) return false;
+    const key = `${parent}:${tree.tokens[i]}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+  }
+  return true;
+}
+
+/** Depth of every node (1 for the root's children). */
+export function nodeDepths(tree: TokenTree): number[] {
+  const depths: number[] = [];
+  for (let i = 0; i < tree.parents.length; i++) {
+    const parent = tree.parents[i]!;
+    depths.push(parent < 0 ? 1 : depths[parent]! + 1);
+  }
+  return depths;
+}
+
+/**
+ * The nodes of the longest root path equal to truth[from], truth[from + 1], ...: what greedy
+ * verification keeps of the tree (the target's own token after it comes on top). Siblings never
+ * share a token (isTokenTree), so the path is unique.
+ */
+export function acceptedPath(tree: TokenTree, truth: readonly Token[], from: number): number[] {
+  const path: number[] = [];
+  let parent = -1;
+  for (let at = from; at < truth.length; at++) {
+    let next = -1;
+    for (let i = parent + 1; i < tree.tokens.length; i++) {
+      if (tree.parents[i] === parent && tree.tokens[i] === truth[at]) {
+        next = i;
+        break;
+      }
+    }
+    if (next < 0) break;
+    path.push(next);
+    parent = next;
+  }
+  return path;
+}
+
+/** How many of the tree's tokens greedy verification accepts at `from`. */
+export function acceptTree(tree: TokenTree, truth: readonly Token[], from: number): number {
+  return acceptedPath(tree, truth, from).length;
+}
+
+/**
+ * A trie of candidate tokens under the root, each node scored by the estimated chance that it lies
+ * on the target's path; several sources add to it (a node's score is the best any gave it), and
+ * `best(n)` takes the n nodes a verify batch holds. `expanded` marks nodes whose token the draft
+ * model evaluated (their KV is the draft's: what it must catch up on after the step).
+ */
+export class ScoredTrie {
+  readonly tokens: Token[] = [];
+  readonly parents: number[] = [];
+  readonly scores: number[] = [];
+  readonly depths: number[] = [];
+  readonly expanded: boolean[] = [];
+  /** Children by parent + 1 (index 0: the root's). */
+  private readonly kids: number[][] = [[]];
+  private readonly index = new Map<string, number>();
+
+  get size(): number {
+    return this.tokens.length;
+  }
+
+  child(parent: number, token: Token): number | undefined {
+    return this.index.get(`${parent}:${token}`);
+  }
+
+  /** Adds (or rescores) one node under `parent` (−1: the root); its score becomes the higher of the two. */
+  addNode(parent: number, token: Token, score: number, expanded = false): number {
+    const key = `${parent}:${token}`;
+    const existing = this.index.get(key);
+    if (existing !== undefined) {
+      if (score > this.scores[existing]!) this.scores[existing] = score;
+      if (expanded) this.expanded[existing] = true;
+      return existing;
+    }
+    const i = this.tokens.length;
+    this.tokens.push(token);
+    this.parents.push(parent);
+    this.scores.push(score);
+    this.depths.push(parent < 0 ? 1 : this.depths[parent]! + 1);
+    this.expanded.push(expanded);
+    this.kids.push([]);
+    this.kids[parent + 1]!.push(i);
+    this.index.set(key, i);
+    return i;
+  }
+
+  /** Adds a path under `parent`, node j scored `scores[j]`; returns the nodes. */
+  addPath(path: readonly Token[], scores: readonly number[], parent = -1): number[] {
+    const nodes: number[] = [];
+    let at = parent;
+    for (let j = 0; j < path.length; j++) {
+      at = this.addNode(at, path[j]!, scores[j] ?? 0);
+      nodes.push(at);
+    }
+    return nodes;
+  }
+
+  /** The node at the end of `path` from `parent`, or undefined. */
+  find(path: readonly Token[], parent = -1): number | undefined {
+    let at: number | undefined = parent;
+    for (const token of path) {
+      at = this.child(at, token);
+      if (at === undefined) return undefined;
+    }
+    return at;
+  }
+
+  /**
+   * The best `n` nodes as a tree, taken best-first from the root (a node only after its parent): the
+   * highest score first, ties to the shallower, then to the older node. With scores that never grow
+   * from a parent to its child this is the n best-scored nodes overall (EAGLE-2's reranking).
+   * `from` maps each tree node to its trie node.
+   */
+  best(n: number): { tree: TokenTree; from: number[] } {
+    const tree: TokenTree = { tokens: [], parents: [] };
+    const from: number[] = [];
+    const position = new Map<number, number>();
+    const frontier = [...this.kids[0]!];
+    while (tree.tokens.length < n && frontier.length > 0) {
+      let pick = 0;
+      for (let f = 1; f < frontier.length; f++) if (this.before(frontier[f]!, frontier[pick]!)) pick = f;
+      const node = frontier[pick]!;
+      frontier.splice(pick, 1);
+      position.set(node, tree.tokens.length);
+      tree.tokens.push(this.tokens[node]!);
+      const parent = this.parents[node]!;
+      tree.parents.push(parent < 0 ? -1 : position.get(parent)!);
+      from.push(node);
+      frontier.push(...this.kids[node + 1]!);
+    }
+    return { tree, from };
+  }
+
+  private before(a: number, b: number): boolean {
+    const sa = this.scores[a]!;
+    const sb = this.scores[b]!;
+    if (sa !== sb) return sa > sb;
+    if (this.depths[a] !== this.depths[b]) return this.depths[a]! < this.depths[b]!;
+    return a < b;
+  }
+}
+
+/** A continuation of a matched context, with how much it counts. */
+export interface Continuation {
+  tokens: Token[];
+  weight: number;
+}
+
+/**
+ * Adds continuations to `trie` under `parent`, merged by frequency: a node's share is the weight of
+ * the continuations through it over the weight of all, scaled by `scale` and by `decay` per token
+ * (the chance that the source's guesses hold that far), so that a node scores
+ * scale × share × decay^depth below `parent`.
+ */
+export function addContinuations(trie: ScoredTrie, continuations: readonly Continuation[], options: { parent?: number; scale?: number; decay?: number } = {}): void {
+  const parent = options.parent ?? -1;
+  const scale = options.scale ?? 1;
+  const decay = options.decay ?? 1;
+  const total = continuations.reduce((n, c) => n + c.weight, 0);
+  if (!(total > 0)) return;
+  // Weight through each node of the continuations' own trie (keyed by its path).
+  const through = new Map<string, number>();
+  for (const c of continuations) {
+    let key = '';
+    for (const token of c.tokens) {
+      key += `${token},`;
+      through.set(key, (through.get(key) ?? 0) + c.weight);
+    }
+  }
+  for (const c of continuations) {
+    let key = '';
+    let factor = scale;
+    const scores = c.tokens.map((token) => {
+      key += `${token},`;
+      factor *= decay;
+      return (factor * through.get(key)!) / total;
+    });
+    trie.addPath(c.tokens, scores, parent);
+  }
+}
