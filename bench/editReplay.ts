@@ -8,7 +8,8 @@ import { DEFAULT_SPECULATION } from '../src/settings/declaredSettings';
 import { commonPrefixLength, type EvaluatedNext, type GreedyEvaluator } from '../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { decode } from '../src/speculation/speculativeDecoder';
-import type { CopyProposer } from '../src/speculation/proposers';
+import type { LookupProposer } from '../src/speculation/proposer';
+import { sourceStats } from '../src/shared/generationStats';
 import { WindowCopyProposer, type WindowCopyOptions } from '../src/speculation/windowCopyProposer';
 import { StopRules } from '../src/stopping/stopRules';
 
@@ -60,7 +61,7 @@ export interface ReplayInput {
    * types: bench/llamaServerProposers.ts): each a fresh proposer per run, its drafts verified whole
    * (up to `rivalMaxProposal` tokens), as the server verifies them.
    */
-  rivals?: Record<string, (promptLength: number) => CopyProposer>;
+  rivals?: Record<string, (promptLength: number) => LookupProposer>;
   rivalMaxProposal?: number;
   /**
    * The policy of the plain and copy runs, kept by the caller across cases as a session keeps its own
@@ -183,13 +184,14 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     const started = now();
     let firstEditMs: number | undefined;
     const rival = mode.startsWith('rival:') ? input.rivals![mode.slice('rival:'.length)]! : undefined;
+    const proposer = rival ? rival(prompt.length) : mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined;
     const stats = await decode({
       mode: mode === 'plain' ? 'plain' : 'copy',
       target: model,
       prompt,
       stop,
       policy: rival ? new SpeculationPolicy({ ...settings, adaptive: false, copyMaxProposal: rivalMax }) : (input.policy ?? new SpeculationPolicy(settings)),
-      copy: rival ? rival(prompt.length) : mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined,
+      proposers: proposer ? [proposer] : [],
       now,
       onProgress: input.hasFinalEdit
         ? (tokens) => {
@@ -198,7 +200,9 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
         : undefined,
     });
     if (stop.tokens.length !== expected.length || stop.tokens.some((t, i) => t !== expected[i])) throw new Error(`${mode} replay did not write the expected output`);
-    return { stats, batches: model.batches.slice(1), firstEditMs };
+    // What its source proposed and the target kept.
+    const proposed = sourceStats(stats.speculation, proposer?.id ?? '');
+    return { stats, batches: model.batches.slice(1), firstEditMs, proposed };
   };
 
   const repeats = Math.max(1, input.repeats ?? 1);
@@ -231,7 +235,7 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
   });
   const cost = input.verifyCost ?? tableVerifyCost();
   const weigh = (batches: number[]) => batches.reduce((t, b) => t + cost(b), 0);
-  const copy = replay.stats.speculation.bySource.copy;
+  const copy = replay.proposed;
   const result: ReplayResult = {
     tokens: n,
     plain: runOf(plain, plainMs, firstEdit.plain),
@@ -240,7 +244,7 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     rivals: Object.fromEntries(
       Object.keys(input.rivals ?? {}).map((name) => {
         const entry = runs.get(`rival:${name}`)!;
-        const used = entry.last.stats.speculation.bySource.copy;
+        const used = entry.last.proposed;
         return [name, { ...runOf(entry.last, entry.ms, entry.firstEdit), proposedTokens: used.proposedTokens, acceptedTokens: used.acceptedTokens, speedup: median(plainMs) / median(entry.ms) }];
       }),
     ),
@@ -299,7 +303,7 @@ export interface CountedCase {
 export async function countReplay(
   cases: readonly CountedCase[],
   cost: (batch: number) => number,
-  rivals: Record<string, (promptLength: number) => CopyProposer>,
+  rivals: Record<string, (promptLength: number) => LookupProposer>,
 ): Promise<{ cases: number; copy: number; rivals: Record<string, number>; tokensPerEvaluation: number }> {
   const target = new CountingTarget(cost);
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });

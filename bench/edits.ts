@@ -15,9 +15,9 @@ import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
-import type { NgramProposer } from '../src/speculation/proposers';
+import { NgramProposer } from '../src/speculation/ngramProposer';
 import type { ModelSettings } from '../src/shared/settings';
-import type { ProposalSource, Token } from '../src/shared/decoding';
+import type { SourceId, Token } from '../src/shared/decoding';
 import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { type EditCase, editCases } from './editCorpus';
 import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
@@ -103,8 +103,8 @@ export interface EditsRun {
   /** Target evaluations after the prompt's (llama-server: unknown). */
   evaluations: number | null;
   promptTokensEvaluated: number | null;
-  proposed: Partial<Record<ProposalSource | 'server', number>>;
-  accepted: Partial<Record<ProposalSource | 'server', number>>;
+  proposed: Partial<Record<SourceId | 'server', number>>;
+  accepted: Partial<Record<SourceId | 'server', number>>;
   regionText: string | null;
   noSuggestion: string | null;
   quality: EditQuality;
@@ -124,7 +124,7 @@ export interface EditsRow {
   /** Median over cases of plain's whole-window time over this mode's. */
   speedupMedian: number | null;
   tokensPerEvaluation: number | null;
-  acceptance: Partial<Record<ProposalSource | 'server', { proposed: number; accepted: number }>>;
+  acceptance: Partial<Record<SourceId | 'server', { proposed: number; accepted: number }>>;
   /** Same region text as plain's (in-process: token-identical decoding gives the same text). */
   identical: number;
   windowExact: number;
@@ -160,7 +160,7 @@ function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
     const evaluations = withEvaluations.reduce((n, r) => n + r.evaluations!, 0);
     const acceptance: EditsRow['acceptance'] = {};
     for (const r of mine)
-      for (const [source, proposed] of Object.entries(r.proposed) as [ProposalSource, number][]) {
+      for (const [source, proposed] of Object.entries(r.proposed) as [SourceId, number][]) {
         if (!proposed) continue;
         const a = (acceptance[source] ??= { proposed: 0, accepted: 0 });
         a.proposed += proposed;
@@ -215,14 +215,12 @@ export function promptTokensOf(session: InferenceSession, prompt: NextEditPrompt
 /** The session's n-gram source as its completions use it: the prompt and output first, then the open documents. */
 function ngramProposer(session: InferenceSession, documentKey: string | undefined): NgramProposer {
   const { ngramMinMatch: minN, ngramMaxMatch: maxN } = DEFAULT_SPECULATION;
-  return {
-    find: (history, maxLen) => {
-      const local = findInSequence(history, { minN, maxN, maxLen });
-      const global = session.documents.lookup(history, maxLen, { preferKey: documentKey });
-      const best = !local ? global : !global ? local : global.n > local.n ? global : local;
-      return best && best.n >= 1 ? { source: 'ngram', tokens: best.tokens, matchLength: best.n } : null;
-    },
-  };
+  return new NgramProposer((history, maxLen) => {
+    const local = findInSequence(history, { minN, maxN, maxLen });
+    const global = session.documents.lookup(history, maxLen, { preferKey: documentKey });
+    const best = !local ? global : !global ? local : global.n > local.n ? global : local;
+    return best && best.n >= 1 ? { tokens: best.tokens, matchLength: best.n } : null;
+  });
 }
 
 /**
@@ -244,8 +242,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     promptTokens: promptTokensOf(session, prompt),
     mode: request.mode,
     policy: session.policy,
-    draft,
-    ngram: request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
+    proposers: [draft, request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined],
     // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
@@ -351,7 +348,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
           const request = nextEditRequestOf(c, mode as NextEditRequest['mode'], format);
           const r = await decodeInProcess(session, request, prompt, opts.maxTokens);
           const s = r.stats.speculation;
-          const sources = Object.keys(s.bySource) as ProposalSource[];
+          const sources = Object.keys(s.bySource);
           run = {
             case: c.id,
             corpus: c.corpus,

@@ -5,7 +5,8 @@ import { DEFAULT_SPECULATION, type InferenceSession } from '../src/inference/inf
 import { loadBenchSession } from './decodePath';
 import type { CompletionRequest, LocalCompletionResult } from '../src/shared/completion';
 import type { ModelSettings } from '../src/shared/settings';
-import type { ProposalSource } from '../src/shared/decoding';
+import type { SourceId } from '../src/shared/decoding';
+import { sourceStats } from '../src/shared/generationStats';
 import { currentLineSuffix, defaultFilters, postprocess, type ShownCompletion } from '../src/postprocess';
 import type { BenchTask } from './corpus';
 import { scoreShown, type TimedCompletion } from './quality';
@@ -80,14 +81,14 @@ export interface DecodeTally {
 
 export const emptyTally = (): DecodeTally => ({ tasks: 0, tokens: 0, evaluations: 0, decodeMs: 0, proposed: 0, accepted: 0, identical: 0 });
 
-export function tallyDecode(tally: DecodeTally, result: LocalCompletionResult, plain: LocalCompletionResult, source: ProposalSource): void {
+export function tallyDecode(tally: DecodeTally, result: LocalCompletionResult, plain: LocalCompletionResult, source: SourceId): void {
   const s = result.stats;
   tally.tasks++;
   tally.tokens += Math.max(0, s.generatedTokens - 1);
   tally.evaluations += s.speculation.targetEvaluations - 1;
   tally.decodeMs += s.totalMs - s.promptMs;
-  tally.proposed += s.speculation.bySource[source].proposedTokens;
-  tally.accepted += s.speculation.bySource[source].acceptedTokens;
+  tally.proposed += sourceStats(s.speculation, source).proposedTokens;
+  tally.accepted += sourceStats(s.speculation, source).acceptedTokens;
   if (result.tokens.length === plain.tokens.length && result.tokens.every((t, i) => t === plain.tokens[i])) tally.identical++;
 }
 

@@ -7,7 +7,12 @@
 // server's reuse of a partial draft carried over between batches, and ngram-mod's table shared
 // across requests (each run here starts with an empty one, filled from its prompt as `begin` does).
 import type { Token } from '../src/shared/decoding';
-import type { CopyProposer, Proposal } from '../src/speculation/proposers';
+import type { SpeculationSettings } from '../src/shared/settings';
+import { COPY_MAX_PROPOSAL } from '../src/speculation/copyAcceptance';
+import { type AcceptanceModel, type ChainOffer, chainOffer, type LookupProposer } from '../src/speculation/proposer';
+
+/** As the window copy they compete with: proposals up to copyMaxProposal (what the server's slot verifies), its prior. */
+const rivalAcceptance = (): AcceptanceModel => ({ prior: 0.75, longest: (settings: SpeculationSettings) => settings.copyMaxProposal ?? COPY_MAX_PROPOSAL });
 
 /** common_params_speculative_ngram_map (ngram_simple): n-gram looked up, m-gram drafted. */
 export const NGRAM_SIMPLE_DEFAULTS = { sizeN: 12, sizeM: 48 } as const;
@@ -45,10 +50,14 @@ export function ngramSimpleDraft(history: readonly Token[], sizeN: number = NGRA
 }
 
 /** `--spec-type ngram-simple` as a proposer: stateless, its draft cut to what the server's slot allows (n_remaining − 1). */
-export class NgramSimpleProposer implements CopyProposer {
-  find(history: readonly Token[], maxLen: number): Proposal | null {
+export class NgramSimpleProposer implements LookupProposer {
+  readonly id = 'ngram-simple';
+  readonly asks = 'lookup';
+  readonly acceptanceModel = rivalAcceptance;
+
+  offer(history: readonly Token[], maxLen: number): ChainOffer | null {
     const tokens = ngramSimpleDraft(history).slice(0, maxLen);
-    return tokens.length ? { source: 'copy', tokens } : null;
+    return tokens.length ? chainOffer(tokens) : null;
   }
 
   record(): void {}
@@ -61,7 +70,10 @@ export class NgramSimpleProposer implements CopyProposer {
  * in a row with under a quarter accepted empty the table. The source's table is a 4M-entry hash modulo
  * its size; a Map keyed by the n-gram is the same table without its (rare) collisions.
  */
-export class NgramModProposer implements CopyProposer {
+export class NgramModProposer implements LookupProposer {
+  readonly id = 'ngram-mod';
+  readonly asks = 'lookup';
+  readonly acceptanceModel = rivalAcceptance;
   private readonly table = new Map<string, Token>();
   private iLast = 0;
   private started = false;
@@ -73,7 +85,7 @@ export class NgramModProposer implements CopyProposer {
     private readonly params: { nMatch: number; nMax: number; nMin: number } = NGRAM_MOD_DEFAULTS,
   ) {}
 
-  find(history: readonly Token[], maxLen: number): Proposal | null {
+  offer(history: readonly Token[], maxLen: number): ChainOffer | null {
     const n = this.params.nMatch;
     if (!this.started) {
       this.started = true;
@@ -100,7 +112,7 @@ export class NgramModProposer implements CopyProposer {
     }
     const draft = chain.slice(n, n + maxLen);
     this.lastDraft = chain.length - n;
-    return draft.length ? { source: 'copy', tokens: draft } : null;
+    return draft.length ? chainOffer(draft) : null;
   }
 
   /** `accept`: the fraction of the last draft kept (the whole draft as drafted, before any cut). */

@@ -45,6 +45,7 @@ import { demoNextEditModel } from './demoNextEdit';
 import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
 import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
+import { sourceStats } from '../src/shared/generationStats';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
@@ -263,8 +264,8 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
           tokens: r.tokens,
           promptTokensEvaluated: s.promptTokens - s.reusedPromptTokens,
           evaluations: s.speculation.targetEvaluations,
-          proposed: { ngram: s.speculation.bySource.ngram.proposedTokens, draft: s.speculation.bySource.draft.proposedTokens },
-          accepted: { ngram: s.speculation.bySource.ngram.acceptedTokens, draft: s.speculation.bySource.draft.acceptedTokens },
+          proposed: { ngram: sourceStats(s.speculation, 'ngram').proposedTokens, draft: sourceStats(s.speculation, 'draft').proposedTokens },
+          accepted: { ngram: sourceStats(s.speculation, 'ngram').acceptedTokens, draft: sourceStats(s.speculation, 'draft').acceptedTokens },
           ...score(r.text),
         });
       }
@@ -435,8 +436,8 @@ async function regimeAcceptance(tasks: BenchTask[], targetName: string) {
       // Per verify step: the prompt's evaluation and the first token it yields are left out.
       row.tokens += Math.max(0, r.tokens.length - 1);
       row.evals += r.stats.speculation.targetEvaluations - 1;
-      row.proposed += r.stats.speculation.bySource.draft.proposedTokens;
-      row.accepted += r.stats.speculation.bySource.draft.acceptedTokens;
+      row.proposed += sourceStats(r.stats.speculation, 'draft').proposedTokens;
+      row.accepted += sourceStats(r.stats.speculation, 'draft').acceptedTokens;
       if (arraysEqual(r.tokens, plain.tokens)) return;
       const verdict = await judgeDivergence(session, session.promptFor(request), plain.tokens, r.tokens, ties.drift);
       row.divergences.push(verdict);

@@ -3,15 +3,15 @@
 // prompt state's owner.
 import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
-import type { CopyProposer, DraftProposer } from '../speculation/proposers';
+import type { LookupProposer, ModelProposer } from '../speculation/proposer';
 import type { StepProfile } from '../speculation/speculativeDecoder';
 import type { BudgetClock } from '../stopping/stopRules';
 
 /** For the benchmark: a proposer of controlled accuracy in place of the draft model, its own policy. */
 export interface DecodeOverrides {
-  draft?: DraftProposer;
+  draft?: ModelProposer;
   /** A next-edit window's copy proposer: used by the 'copy' and 'hybrid' modes (speculation/windowCopyProposer.ts). */
-  copy?: CopyProposer;
+  copy?: LookupProposer;
   policy?: SpeculationPolicy;
   /** Where each decode step's time goes (bench/profile.ts). */
   profile?: StepProfile;

@@ -4,17 +4,15 @@
 import type { NgramIndex } from '../ngram';
 import { findInSequence } from '../ngram';
 import type { SpeculationSettings } from '../shared/settings';
-import type { NgramProposer, Proposal } from '../speculation/proposers';
+import { NgramProposer } from '../speculation/ngramProposer';
 
 export function documentNgramProposer(documents: NgramIndex | null, documentKey: string | undefined, speculation: SpeculationSettings): NgramProposer {
   const { ngramMinMatch: minN, ngramMaxMatch: maxN } = speculation;
-  return {
-    find: (history, maxLen): Proposal | null => {
-      const local = findInSequence(history, { minN, maxN, maxLen });
-      const global = documents?.lookup(history, maxLen, { preferKey: documentKey }) ?? null;
-      const best = !local ? global : !global ? local : global.n > local.n ? global : local;
-      if (!best || best.n < 1) return null;
-      return { source: 'ngram', tokens: best.tokens, matchLength: best.n };
-    },
-  };
+  return new NgramProposer((history, maxLen) => {
+    const local = findInSequence(history, { minN, maxN, maxLen });
+    const global = documents?.lookup(history, maxLen, { preferKey: documentKey }) ?? null;
+    const best = !local ? global : !global ? local : global.n > local.n ? global : local;
+    if (!best || best.n < 1) return null;
+    return { tokens: best.tokens, matchLength: best.n };
+  });
 }

@@ -9,7 +9,8 @@ import { splitTrailingBlank, type PromptLayout, type PromptVocabulary } from '..
 import type { PromptTemplate } from '../prompt/templates';
 import { DraftModelProposer } from '../speculation/draftModelProposer';
 import { SpeculationPolicy } from '../speculation/policy';
-import { LookaheadPools } from '../speculation/lookaheadPool';
+import { LookaheadPools, LookaheadProposer } from '../speculation/lookaheadPool';
+import { proposersFor } from '../speculation/modeProposers';
 import { WindowDraftProposer } from '../speculation/windowDraft';
 import { decode } from '../speculation/speculativeDecoder';
 import { type BudgetClock, clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
@@ -339,13 +340,15 @@ export class InferenceSession {
         target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
-        ngram: documentNgramProposer(this.documents, request.documentKey, speculation),
-        draft,
-        copy: overrides.copy,
+        proposers: proposersFor(mode, [
+          overrides.copy,
+          documentNgramProposer(this.documents, request.documentKey, speculation),
+          (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
+          draft,
+        ]),
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,
-        lookahead: (overrides.lookahead ?? speculation.lookahead) ? this.lookaheadPools.for(request.documentKey) : undefined,
       });
       return { text: shown(), tokens: [...stop.tokens], stats };
     } catch (error) {

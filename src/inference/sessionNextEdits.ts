@@ -154,9 +154,11 @@ export class SessionNextEdits {
           promptTokens,
           mode: request.mode,
           policy: options.policy,
-          draft: state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
-          // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
-          ngram: documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
+          proposers: [
+            state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
+            // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
+            documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
+          ],
           signal,
           finalEdits: (text) => streamed.finalSoFar(text),
           onEdit: (edit) => options.onEdit?.(edit, performance.now() - started),

@@ -9,9 +9,9 @@ import type { ModelFileInfo } from '../gguf/modelFileCheck';
 import type { DecodeMode, Token } from '../shared/decoding';
 import type { DecoderStats } from '../shared/generationStats';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
-import type { LookaheadPool } from '../speculation/lookaheadPool';
+import { proposersFor } from '../speculation/modeProposers';
 import type { SpeculationPolicy } from '../speculation/policy';
-import type { DraftProposer, NgramProposer } from '../speculation/proposers';
+import type { Proposer } from '../speculation/proposer';
 import { decode, type StepProfile } from '../speculation/speculativeDecoder';
 import { WindowCopyProposer, type WindowCopyOptions } from '../speculation/windowCopyProposer';
 import { StopRules } from '../stopping/stopRules';
@@ -41,9 +41,8 @@ export interface NextEditGenerationInput {
   /** 'plain', 'copy' (the window copy alone), 'hybrid' (the copy first, then n-gram, lookahead, draft). */
   mode: DecodeMode;
   policy: SpeculationPolicy;
-  draft?: DraftProposer;
-  ngram?: NgramProposer;
-  lookahead?: LookaheadPool;
+  /** Sources besides the window copy (made here from the prompt's copySource): the mode takes those it uses. */
+  proposers?: readonly (Proposer | undefined)[];
   /** The copy proposer's schedule and re-synchronisation, in place of DEFAULT_COPY_OPTIONS. */
   copyOptions?: Partial<WindowCopyOptions>;
   /** A keystroke: decoding stops at its next step, and no edit is streamed after it. */
@@ -119,10 +118,7 @@ export async function generateNextEdit(input: NextEditGenerationInput): Promise<
     prompt: promptTokens,
     stop,
     policy: input.policy,
-    ngram: input.ngram,
-    draft: input.draft,
-    lookahead: input.lookahead,
-    copy,
+    proposers: proposersFor(input.mode, [copy, ...(input.proposers ?? [])]),
     signal,
     now: input.now,
     profile: input.profile,

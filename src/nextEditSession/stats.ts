@@ -1,4 +1,5 @@
 // What the status bar tooltip, Show Stats and the log say about next-edit suggestions (issue #38 item 4).
+import { type SourceId, sourceName, sourceOrder } from '../shared/decoding';
 import { median } from '../stats/medians';
 import type { StatsSection } from '../stats/statsReport';
 import type { NextEditResult } from '../nextEdit/types';
@@ -13,8 +14,8 @@ export interface NextEditRequestFigures {
   totalMs: number;
   /** Generated tokens per target evaluation (1 for plain decoding). */
   tokensPerEvaluation: number | null;
-  /** Accepted / proposed tokens of the copy proposer (the window copied), when it proposed. */
-  copy: { accepted: number; proposed: number } | null;
+  /** Accepted / proposed tokens of each source that proposed (the window copy mostly), by source id. */
+  bySource: Record<SourceId, { accepted: number; proposed: number }>;
   generatedTokens: number;
 }
 
@@ -32,20 +33,21 @@ export interface NextEditSummary {
   /** Median ms from the last keystroke to the suggestion on screen. */
   onScreenMs: number | null;
   tokensPerEvaluation: number | null;
-  copyAcceptance: number | null;
+  /** Accepted / proposed tokens of each source that proposed, by source id. */
+  acceptance: Record<SourceId, number>;
 }
 
 /** The figures of a backend's answer. */
 export function requestFigures(result: Pick<NextEditResult, 'timeToFirstEditMs' | 'stats'>): NextEditRequestFigures {
   const stats = result.stats;
   const spec = stats?.speculation;
-  const copy = (spec?.bySource as Record<string, { proposedTokens: number; acceptedTokens: number } | undefined> | undefined)?.copy;
+  const proposed = Object.entries(spec?.bySource ?? {}).filter(([, by]) => by.proposedTokens > 0);
   const generated = stats?.generatedTokens ?? 0;
   return {
     firstEditMs: result.timeToFirstEditMs ?? null,
     totalMs: stats?.totalMs ?? 0,
     tokensPerEvaluation: spec && spec.targetEvaluations > 0 ? generated / spec.targetEvaluations : null,
-    copy: copy && copy.proposedTokens > 0 ? { accepted: copy.acceptedTokens, proposed: copy.proposedTokens } : null,
+    bySource: Object.fromEntries(proposed.map(([source, by]) => [source, { accepted: by.acceptedTokens, proposed: by.proposedTokens }])),
     generatedTokens: generated,
   };
 }
@@ -60,8 +62,8 @@ export class NextEditStats {
   private readonly onScreen: number[] = [];
   private generated = 0;
   private evaluations = 0;
-  private copyAccepted = 0;
-  private copyProposed = 0;
+  /** Accepted and proposed tokens by source. */
+  private readonly sources = new Map<SourceId, { accepted: number; proposed: number }>();
   /** The last reason an answer gave no suggestion. */
   lastNoSuggestion: string | null = null;
   /** A model that cannot serve next edits: said once, shown while it lasts. */
@@ -77,9 +79,11 @@ export class NextEditStats {
       this.generated += figures.generatedTokens;
       this.evaluations += figures.generatedTokens / figures.tokensPerEvaluation;
     }
-    if (figures.copy) {
-      this.copyAccepted += figures.copy.accepted;
-      this.copyProposed += figures.copy.proposed;
+    for (const [source, by] of Object.entries(figures.bySource)) {
+      const tally = this.sources.get(source) ?? { accepted: 0, proposed: 0 };
+      tally.accepted += by.accepted;
+      tally.proposed += by.proposed;
+      this.sources.set(source, tally);
     }
   }
 
@@ -109,8 +113,13 @@ export class NextEditStats {
       firstEditMs: median(this.firstEdit),
       onScreenMs: median(this.onScreen),
       tokensPerEvaluation: this.evaluations > 0 ? this.generated / this.evaluations : null,
-      copyAcceptance: this.copyProposed > 0 ? this.copyAccepted / this.copyProposed : null,
+      acceptance: Object.fromEntries(this.sourceIds().map((source) => [source, this.sources.get(source)!.accepted / this.sources.get(source)!.proposed])),
     };
+  }
+
+  /** The sources that proposed, in their display order. */
+  private sourceIds(): SourceId[] {
+    return sourceOrder(this.sources.keys());
   }
 
   /** Show Stats' section. */
@@ -133,7 +142,10 @@ export class NextEditStats {
         ['time to the first edit, median', ms(s.firstEditMs)],
         ['last keystroke to the suggestion on screen, median', ms(s.onScreenMs)],
         ['tokens per target evaluation', s.tokensPerEvaluation === null ? '-' : s.tokensPerEvaluation.toFixed(2)],
-        ['copy proposer: accepted', s.copyAcceptance === null ? '-' : `${Math.round(s.copyAcceptance * 100)}% (${this.copyAccepted}/${this.copyProposed} tokens)`],
+        ...this.sourceIds().map((source): [string, string] => {
+          const { accepted, proposed } = this.sources.get(source)!;
+          return [`${sourceName(source)}: accepted`, `${Math.round(s.acceptance[source]! * 100)}% (${accepted}/${proposed} tokens)`];
+        }),
       ],
     };
   }
@@ -147,7 +159,7 @@ export class NextEditStats {
     const parts = [`${s.shown} shown, ${s.applied} applied, ${s.dismissed + s.dropped} dismissed`];
     if (s.firstEditMs !== null) parts.push(`first edit ${Math.round(s.firstEditMs)} ms`);
     if (s.tokensPerEvaluation !== null) parts.push(`${s.tokensPerEvaluation.toFixed(2)} tokens/evaluation`);
-    if (s.copyAcceptance !== null) parts.push(`copy ${Math.round(s.copyAcceptance * 100)}% accepted`);
+    for (const source of this.sourceIds()) parts.push(`${sourceName(source)} ${Math.round(s.acceptance[source]! * 100)}% accepted`);
     return `Next edits: ${parts.join(' · ')}`;
   }
 }
@@ -169,7 +181,7 @@ export function describeSuggestion(s: ShownSuggestion, outcome: NextEditOutcome,
     figures?.firstEditMs != null ? `first edit ${Math.round(figures.firstEditMs)} ms` : null,
     figures ? `answer ${Math.round(figures.totalMs)} ms` : null,
     figures?.tokensPerEvaluation != null ? `${figures.tokensPerEvaluation.toFixed(2)} tokens/evaluation` : null,
-    figures?.copy ? `copy ${figures.copy.accepted}/${figures.copy.proposed}` : null,
+    ...sourceOrder(Object.keys(figures?.bySource ?? {})).map((source) => `${sourceName(source)} ${figures!.bySource[source]!.accepted}/${figures!.bySource[source]!.proposed}`),
   ].filter(Boolean);
   const chain = s.chainIndex > 0 ? `, chain step ${s.chainIndex + 1}` : '';
   return `next edit ${OUTCOME_WORDS[outcome]}: line ${line}, ${what}, shown as ${s.shape.render} ${place}${s.jumped ? ' (jumped to)' : ''}${chain}${timing.length ? `; ${timing.join(', ')}` : ''}`;

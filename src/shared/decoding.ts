@@ -10,10 +10,25 @@ export type Token = number;
 export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid' | 'copy';
 
 /**
- * Where a proposal comes from: n-grams of the text, the draft model, the target's own outputs after a
- * rejected guess, or the next-edit window being rewritten (copied from where the output is in it).
+ * Where a proposal comes from: a proposer's id (speculation/proposer.ts). Draftline's own: 'ngram'
+ * (n-grams of the text), 'draft' (the draft model), 'lookahead' (the target's own outputs after a
+ * rejected guess), 'copy' (the next-edit window being rewritten, copied from where the output is in it).
  */
-export type ProposalSource = 'ngram' | 'draft' | 'lookahead' | 'copy';
+export type SourceId = string;
+
+/** How Show Stats, its charts and the next-edit figures name a source; a source not listed goes by its id. */
+const SOURCE_NAMES: Readonly<Record<SourceId, string>> = { ngram: 'n-gram', draft: 'draft model', lookahead: 'lookahead', copy: 'window copy' };
+
+export function sourceName(id: SourceId): string {
+  return Object.hasOwn(SOURCE_NAMES, id) ? SOURCE_NAMES[id]! : id;
+}
+
+/** Source ids in the order they are shown: the named ones in the table's order, then the others as given. */
+export function sourceOrder(ids: Iterable<SourceId>): SourceId[] {
+  const named = Object.keys(SOURCE_NAMES);
+  const rank = (id: SourceId) => (named.includes(id) ? named.indexOf(id) : named.length);
+  return [...new Set(ids)].sort((a, b) => rank(a) - rank(b));
+}
 
 /** Why a completion ended. timeBudget: its time was spent, and it ended with the line in progress (stopping/stopRules.ts). */
 export type StopReason = 'eos' | 'maxTokens' | 'stopSequence' | 'blockEnd' | 'newline' | 'maxLines' | 'timeBudget' | 'abort' | 'contextFull';

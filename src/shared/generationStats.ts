@@ -1,6 +1,6 @@
 // What a completion reports of itself: tokens, timings and the speculation record. Plain data only:
 // they cross IPC.
-import type { DecodeMode, ProposalSource, StopReason } from './decoding';
+import type { DecodeMode, SourceId, StopReason } from './decoding';
 
 export interface SourceStats {
   /** Target verification steps that carried a proposal of this source. */
@@ -43,8 +43,10 @@ export interface SpeculationStats {
   targetEvaluations: number;
   /** Tokens the target evaluated while decoding (including rejected proposals). */
   targetTokensEvaluated: number;
+  /** Evaluations of the proposers that run a model (the draft), and their time. */
   draftEvaluations: number;
-  bySource: Record<ProposalSource, SourceStats>;
+  /** Each proposer of the decode, by its id (speculation/proposer.ts), zeros when it never proposed. */
+  bySource: Record<SourceId, SourceStats>;
   targetMs: number;
   draftMs: number;
   /**
@@ -67,13 +69,14 @@ export type DecoderStats = GenerationStats & { speculation: SpeculationStats };
 export interface PolicySnapshot {
   /** Measured ms of one target evaluation by batch size (smoothed). */
   verifyMs: Record<number, number>;
-  draftMsPerToken: number | null;
-  /** Estimated per-token acceptance of each source. */
-  acceptance: Record<ProposalSource, number>;
+  /** Measured ms per proposed token of each source that runs a model (the draft), once measured. */
+  proposeMsPerToken: Record<SourceId, number>;
+  /** Estimated per-token acceptance of each source the policy has met. */
+  acceptance: Record<SourceId, number>;
   /** Proposal length the policy would pick now with enough on offer (0: plain decoding is faster). */
-  bestLength: Record<ProposalSource, number>;
+  bestLength: Record<SourceId, number>;
   /** Steps until a source it has written off is tried again. */
-  retryInterval: Record<ProposalSource, number>;
+  retryInterval: Record<SourceId, number>;
   /** How verify batches are shaped, and the size the latest generation chose (0: variable; 1: plain). */
   verifyShape?: { mode: 'fixed' | 'variable'; size: number };
 }
@@ -83,14 +86,19 @@ export function emptySourceStats(): SourceStats {
 }
 
 /** The speculation record of a decode that has not evaluated anything yet (the decoder's start, a request never run). */
-export function emptySpeculationStats(mode: DecodeMode): SpeculationStats {
+export function emptySpeculationStats(mode: DecodeMode, sources: readonly SourceId[] = []): SpeculationStats {
   return {
     mode,
     targetEvaluations: 0,
     targetTokensEvaluated: 0,
     draftEvaluations: 0,
-    bySource: { ngram: emptySourceStats(), draft: emptySourceStats(), lookahead: emptySourceStats(), copy: emptySourceStats() },
+    bySource: Object.fromEntries(sources.map((id) => [id, emptySourceStats()])),
     targetMs: 0,
     draftMs: 0,
   };
+}
+
+/** A source's figures in a speculation record: zeros when the decode had no such proposer. */
+export function sourceStats(spec: Pick<SpeculationStats, 'bySource'>, id: SourceId): SourceStats {
+  return spec.bySource[id] ?? emptySourceStats();
 }

@@ -50,7 +50,7 @@ export interface SpeculationSettings {
   /**
    * Longest proposal of the window copy proposer (next edits), which may exceed maxProposal: a copy
    * run is accepted whole far more often than a guess, and on a CPU the largest batches cost least a
-   * token. Default COPY_MAX_PROPOSAL (speculation/policy.ts).
+   * token. Default COPY_MAX_PROPOSAL (speculation/copyAcceptance.ts).
    */
   copyMaxProposal?: number;
   /**

@@ -1,4 +1,4 @@
-import type { ProposalSource } from '../shared/decoding';
+import type { SourceId } from '../shared/decoding';
 
 /** Expected tokens per verification when each guess is accepted with probability a: (1-a^(k+1))/(1-a). */
 export function expectedTokensPerStep(a: number, k: number): number {
@@ -6,39 +6,50 @@ export function expectedTokensPerStep(a: number, k: number): number {
   return (1 - a ** (k + 1)) / (1 - a);
 }
 
-/**
- * Acceptance assumed before any observation (worth a few of them). The window copy: most of a
- * next-edit window is the current window unchanged (issue #39: a perfect model fed by it needs one
- * evaluation per 4 tokens at k = 4).
- */
-const DEFAULT_PRIORS: Record<ProposalSource, number> = { ngram: 0.6, draft: 0.5, lookahead: 0.4, copy: 0.75 };
+/** expectedTokensPerStep for every k from 0 to `limit` (index k). */
+export function geometricExpectation(a: number, limit: number): Float64Array {
+  const out = new Float64Array(limit + 1);
+  for (let k = 0; k <= limit; k++) out[k] = expectedTokensPerStep(a, k);
+  return out;
+}
+
+/** The prior of a source that names none (AcceptanceModel.prior). */
+export const NEUTRAL_PRIOR = 0.5;
 
 /**
  * Per-source acceptance learned as a geometric rate: accepted / (accepted + rejections), starting
- * from a prior worth a few observations so early luck does not decide everything.
+ * from a prior worth a few observations so early luck does not decide everything. A source starts
+ * at the prior its proposer names (register), unless the constructor's `priors` set one.
  */
 export class AcceptanceTracker {
-  private readonly counts: Record<ProposalSource, { accepted: number; rejected: number }>;
+  private readonly counts = new Map<SourceId, { accepted: number; rejected: number }>();
 
   constructor(
-    priors: Partial<Record<ProposalSource, number>> = {},
-    priorWeight = 4,
+    private readonly priors: Readonly<Record<SourceId, number>> = {},
+    private readonly priorWeight = 4,
     private readonly decay = 0.98,
-  ) {
-    const p = { ...DEFAULT_PRIORS, ...priors };
-    const count = (prior: number) => ({ accepted: prior * priorWeight, rejected: (1 - prior) * priorWeight });
-    this.counts = { ngram: count(p.ngram), draft: count(p.draft), lookahead: count(p.lookahead), copy: count(p.copy) };
+  ) {}
+
+  /** Starts counting a source at its prior (once; later calls keep what was learned). */
+  register(source: SourceId, prior = NEUTRAL_PRIOR): void {
+    if (!this.counts.has(source)) this.counts.set(source, this.fresh(source, prior));
   }
 
-  record(source: ProposalSource, proposed: number, accepted: number): void {
-    const c = this.counts[source];
+  record(source: SourceId, proposed: number, accepted: number): void {
+    this.register(source);
+    const c = this.counts.get(source)!;
     // Decay keeps the estimate following the text at hand.
     c.accepted = c.accepted * this.decay + accepted;
     c.rejected = c.rejected * this.decay + (accepted < proposed ? 1 : 0);
   }
 
-  rate(source: ProposalSource): number {
-    const c = this.counts[source];
+  rate(source: SourceId): number {
+    const c = this.counts.get(source) ?? this.fresh(source, NEUTRAL_PRIOR);
     return c.accepted / (c.accepted + c.rejected);
+  }
+
+  private fresh(source: SourceId, prior: number): { accepted: number; rejected: number } {
+    const p = Object.hasOwn(this.priors, source) ? this.priors[source]! : prior;
+    return { accepted: p * this.priorWeight, rejected: (1 - p) * this.priorWeight };
   }
 }

@@ -1,3 +1,6 @@
+import type { SpeculationSettings } from '../shared/settings';
+import type { AcceptanceModel, ChainOffer } from './proposer';
+
 /**
  * The window copy's longest proposal when SpeculationSettings.copyMaxProposal is not set. Long: on a
  * CPU a token costs least in the largest batches (docs/BENCHMARK.md, 'Next edits'), and in a copy run
@@ -98,5 +101,42 @@ export class CopyAcceptance {
       out[k] = 1 + first * run;
     }
     return out;
+  }
+}
+
+/** The window copy's offer: the phase its acceptance is weighed by (copyPhase). */
+export interface CopyOffer extends ChainOffer {
+  /** It continues a fully accepted copy proposal (a copy run), not a re-synchronisation. */
+  readonly inRun: boolean;
+  /** Output tokens in a row that agree with where the copy resumes (the re-synchronising suffix and the copy since). */
+  readonly agreement: number;
+}
+
+/**
+ * The window copy's acceptance model for the policy: CopyAcceptance by phase (a typical offer is a
+ * copy run's), and a longest proposal of its own (SpeculationSettings.copyMaxProposal, which may
+ * exceed maxProposal). The prior: most of a next-edit window is the current window unchanged (a perfect
+ * model fed by it needs one evaluation per 4 tokens at k = 4).
+ */
+export class CopyAcceptanceModel implements AcceptanceModel<CopyOffer> {
+  readonly prior = 0.75;
+
+  constructor(readonly phases = new CopyAcceptance()) {}
+
+  longest(settings: SpeculationSettings): number {
+    return settings.copyMaxProposal ?? COPY_MAX_PROPOSAL;
+  }
+
+  expectedTokensUpTo(limit: number, offer?: CopyOffer): Float64Array {
+    return this.phases.expectedTokensUpTo(limit, offer?.inRun ?? true, offer?.agreement);
+  }
+
+  /** In a copy run the whole offer is tried once at an untimed size near the best: copy runs are long. */
+  triesWhole(offer?: CopyOffer): boolean {
+    return offer?.inRun ?? true;
+  }
+
+  record(offer: CopyOffer, proposed: number, accepted: number): void {
+    this.phases.record(offer.inRun, proposed, accepted, offer.agreement);
   }
 }

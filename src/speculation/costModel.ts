@@ -1,3 +1,5 @@
+import type { SourceId } from '../shared/decoding';
+
 /**
  * Learns what a target evaluation of b tokens costs on this machine, relative to one token. On CPU a
  * batch of 8 costs ~3.5x one; on a GPU far less. Until a size is measured, a CPU-like prior is used.
@@ -14,7 +16,8 @@ export class CostModel {
   private readonly ratioToOne = new Map<number, number>();
   /** Sizes measured before any one-token step, in ms. */
   private readonly rawMs = new Map<number, number>();
-  private draftPerToken: number | undefined;
+  /** ms per proposed token of each source that runs a model (the draft), smoothed. */
+  private readonly proposePerToken = new Map<SourceId, number>();
   /** The current estimates by measured size and those sizes sorted, rebuilt after each record (the policy asks several times a step). */
   private estimates: { perBatch: Map<number, number>; sizes: number[] } | undefined;
 
@@ -45,10 +48,12 @@ export class CostModel {
     return this.estimates;
   }
 
-  recordDraft(tokens: number, ms: number): void {
+  /** A source that runs a model proposed `tokens` tokens in `ms`. */
+  recordProposal(source: SourceId, tokens: number, ms: number): void {
     if (tokens < 1 || !(ms >= 0)) return;
     const perToken = ms / tokens;
-    this.draftPerToken = this.draftPerToken === undefined ? perToken : this.draftPerToken + this.smoothing * (perToken - this.draftPerToken);
+    const old = this.proposePerToken.get(source);
+    this.proposePerToken.set(source, old === undefined ? perToken : old + this.smoothing * (perToken - old));
   }
 
   /**
@@ -81,13 +86,13 @@ export class CostModel {
     return this.current().perBatch.has(batch);
   }
 
-  /** Estimated ms of one draft token (0 when never measured: draft time is then learned on first use). */
-  draftCost(): number {
-    return this.draftPerToken ?? 0;
+  /** Estimated ms of one token a source proposes (0 when never measured: its time is then learned on first use). */
+  proposalCost(source: SourceId): number {
+    return this.proposePerToken.get(source) ?? 0;
   }
 
-  snapshot(): { verifyMs: Record<number, number>; draftMsPerToken: number | null } {
-    return { verifyMs: Object.fromEntries(this.current().perBatch), draftMsPerToken: this.draftPerToken ?? null };
+  snapshot(): { verifyMs: Record<number, number>; proposeMsPerToken: Record<SourceId, number> } {
+    return { verifyMs: Object.fromEntries(this.current().perBatch), proposeMsPerToken: Object.fromEntries(this.proposePerToken) };
   }
 
   private interpolateOne(perBatch: Map<number, number>, sizes: number[]): number | undefined {

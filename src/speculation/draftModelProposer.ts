@@ -1,21 +1,29 @@
 import type { Token } from '../shared/decoding';
 import { syncAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
-import type { DraftProposer, Proposal } from './proposers';
+import { type AcceptanceModel, type ChainOffer, chainOffer, type ModelProposer } from './proposer';
+
+/** The draft's source: a geometric acceptance rate from this prior, its ms per token charged by the policy. */
+export const DRAFT_SOURCE = 'draft';
+export const draftAcceptance = (): AcceptanceModel => ({ prior: 0.5 });
 
 /**
  * Greedy proposals from the draft model's own long-lived sequence. Its cache follows the accepted
  * history (longest common prefix reused), so after a rejection only the correction is evaluated.
  */
-export class DraftModelProposer implements DraftProposer {
+export class DraftModelProposer implements ModelProposer {
+  readonly id = DRAFT_SOURCE;
+  readonly asks = 'model';
+  readonly acceptanceModel = draftAcceptance;
+
   constructor(
     private readonly draft: GreedyEvaluator,
     private readonly minConfidence: number,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  async propose(history: readonly Token[], maxLen: number): Promise<Proposal> {
+  async offer(history: readonly Token[], maxLen: number): Promise<ChainOffer> {
     const tokens: Token[] = [];
-    if (maxLen <= 0 || history.length + maxLen >= this.draft.capacity) return { source: 'draft', tokens, evaluations: 0 };
+    if (maxLen <= 0 || history.length + maxLen >= this.draft.capacity) return chainOffer(tokens, { evaluations: 0 });
     const t0 = this.now();
     const first = await syncAndPredictNext(this.draft, history, true);
     // A call that first caught up with a whole prompt says nothing about the cost per step.
@@ -29,6 +37,8 @@ export class DraftModelProposer implements DraftProposer {
       [next] = await this.draft.append([next.token], 1, true);
       evaluations++;
     }
-    return { source: 'draft', tokens, evaluations, generationMs: representative ? this.now() - t0 : undefined };
+    return chainOffer(tokens, { evaluations, generationMs: representative ? this.now() - t0 : undefined });
   }
+
+  record(): void {}
 }

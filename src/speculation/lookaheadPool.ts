@@ -1,4 +1,5 @@
 import type { Token } from '../shared/decoding';
+import { type AcceptanceModel, type ChainOffer, chainOffer, type LookupProposer, type VerifiedStep } from './proposer';
 
 /**
  * N-grams the target wrote itself but nobody used yet: every verify step returns the target's greedy
@@ -53,6 +54,36 @@ export class LookaheadPool {
       window.shift();
     }
     return out;
+  }
+}
+
+/**
+ * The pool as a proposal source: its chain of continuations offered every step (a few map lookups),
+ * and every verify step's outputs after the first rejected guess harvested into it.
+ */
+export class LookaheadProposer implements LookupProposer {
+  readonly id = 'lookahead';
+  readonly asks = 'lookup';
+
+  constructor(readonly pool: LookaheadPool) {}
+
+  offer(history: readonly Token[], maxLen: number): ChainOffer | null {
+    const tokens = this.pool.find(history, maxLen);
+    return tokens.length > 0 ? chainOffer(tokens) : null;
+  }
+
+  acceptanceModel(): AcceptanceModel {
+    return { prior: 0.4 };
+  }
+
+  record(): void {}
+
+  /** The target's continuations of the wrong history after the first rejected guess. */
+  observe(step: VerifiedStep): void {
+    if (step.accepted + 1 >= step.predictions.length) return;
+    // Only the pool's key length of history comes before the batch (history ends with its first token).
+    const before = step.history.slice(-(this.pool.n - 1));
+    this.pool.harvest(before.concat(step.guesses), before.length - 1, step.predictions, step.accepted + 1);
   }
 }
 

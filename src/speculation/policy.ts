@@ -1,26 +1,30 @@
 import type { PolicySnapshot } from '../shared/generationStats';
-import type { ProposalSource } from '../shared/decoding';
+import type { SourceId } from '../shared/decoding';
 import type { SpeculationSettings } from '../shared/settings';
 import { CostModel } from './costModel';
 import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
-import { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
-import { COPY_MAX_PROPOSAL, CopyAcceptance } from './copyAcceptance';
+import { AcceptanceTracker, expectedTokensPerStep, geometricExpectation, NEUTRAL_PRIOR } from './acceptanceTracker';
+import type { AcceptanceModel, Offer, Proposer } from './proposer';
 import { RetrySchedule } from './retrySchedule';
 
 export { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
-export { COPY_MAX_PROPOSAL, CopyAcceptance, type CopyPhase, copyPhase } from './copyAcceptance';
 
-/** How near the best expected rate an untimed longer copy proposal must come to be tried (SpeculationPolicy.copyLength). */
-const COPY_TRY_LONGER = 0.8;
+/** How near the best expected rate an untimed whole offer must come to be tried (AcceptanceModel.triesWhole). */
+const TRY_WHOLE_NEAR = 0.8;
 
-export type StepPlan = { source: ProposalSource; maxLen: number } | null;
+export type StepPlan = { source: SourceId; maxLen: number } | null;
 
-/** Which sources a generation can propose from: what a fixed shape's expected yield is estimated from. */
-export interface ShapeOffers {
-  ngram: boolean;
-  draft: boolean;
-  lookahead: boolean;
-  copy: boolean;
+/** A source at a step, as the policy weighs it: a lookup's offer (null: nothing on offer); a model is asked only once chosen. */
+export interface SourceOffer {
+  proposer: Proposer;
+  offer?: Offer | null;
+}
+
+/** What the policy keeps of a source across generations. */
+interface SourceState {
+  asks: Proposer['asks'];
+  model: AcceptanceModel;
+  exploration: RetrySchedule;
 }
 
 /**
@@ -35,22 +39,6 @@ export const SHAPE_EXPLORE_MAX_INTERVAL = 64;
 /** Weight of an older fixed-shape step against the latest (as AcceptanceTracker's decay). */
 const SHAPE_DECAY = 0.98;
 
-export interface PlanOptions {
-  ngramAvailable: number;
-  ngramMatchLength: number;
-  draftAvailable: boolean;
-  remaining: number;
-  lookaheadAvailable?: number;
-  /** Tokens the window copy proposer offers (its copy ahead, within the window and its offer length). */
-  copyAvailable?: number;
-  /** How many of them its own schedule proposes (short after a divergence, doubling in a run): what a non-adaptive policy takes. */
-  copyScheduled?: number;
-  /** Whether that proposal continues a fully accepted one (a copy run) or follows a divergence. */
-  copyInRun?: boolean;
-  /** Output tokens in a row that agree with where the copy resumes (Proposal.agreement). */
-  copyAgreement?: number;
-}
-
 /** Steps between tries of a source the estimates have written off: doubles after each try that
  * does not win it back (a try of the draft costs a catch-up of its cache), reset once it pays. */
 export const EXPLORE_FIRST_INTERVAL = 16;
@@ -63,17 +51,14 @@ export const EXPLORE_MAX_INTERVAL = 512;
 export const PLAIN_REFRESH_INTERVAL = 32;
 
 /**
- * Picks per step: the window copy when it offers a proposal (next edits), then a long n-gram match,
- * the target's lookahead, the draft otherwise, nothing when the measured
- * acceptance and verify cost say speculation would cost more than it saves.
+ * Picks per step, among the sources' offers in the request's order (speculation/modeProposers.ts: the
+ * window copy, a long n-gram match, the target's lookahead, the draft), the first whose measured
+ * acceptance and verify cost say it pays, and its length; nothing when speculation would cost more
+ * than it saves. Each source is weighed by its own acceptance model (Proposer.acceptanceModel), kept
+ * per source id across generations.
  */
 export class SpeculationPolicy {
-  private readonly exploration: Record<ProposalSource, RetrySchedule> = {
-    ngram: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
-    draft: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
-    lookahead: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
-    copy: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL),
-  };
+  private readonly sources = new Map<SourceId, SourceState>();
   private speculativeInARow = 0;
   /**
    * Per-token acceptance of fixed-shape steps (their proposal and padding together), counted as
@@ -87,15 +72,65 @@ export class SpeculationPolicy {
   constructor(
     private readonly settings: SpeculationSettings,
     readonly cost = new CostModel(),
+    /** Each source's overall per-token rate (Show Stats, and the estimate of sources without a model of their own). */
     readonly acceptance = new AcceptanceTracker(),
-    /** How copy proposals fare, by phase (CopyAcceptance); `acceptance` keeps the source's overall rate (Show Stats). */
-    readonly copyAcceptance = new CopyAcceptance(),
   ) {}
 
-  /** Best proposal length for a source, or 0 when plain decoding is expected to be faster. */
-  bestLength(source: ProposalSource, limit: number, a = this.acceptance.rate(source)): number {
-    const perToken = source === 'draft' ? this.cost.draftCost() : 0;
-    return this.fastest(limit, (k) => expectedTokensPerStep(a, k), perToken).k;
+  /** Starts keeping a source's estimates (its proposer's acceptance model, its retry schedule) the first time its id is met. */
+  register(proposer: Proposer): void {
+    this.state(proposer);
+  }
+
+  private state(proposer: Proposer): SourceState {
+    let state = this.sources.get(proposer.id);
+    if (!state) {
+      const model = proposer.acceptanceModel?.() ?? { prior: NEUTRAL_PRIOR };
+      state = { asks: proposer.asks, model, exploration: new RetrySchedule(EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL) };
+      this.sources.set(proposer.id, state);
+      this.acceptance.register(proposer.id, model.prior);
+    }
+    return state;
+  }
+
+  /** A source's acceptance model, once its id was met. */
+  model(source: SourceId): AcceptanceModel | undefined {
+    return this.sources.get(source)?.model;
+  }
+
+  /** The sources met so far, in the order they were met. */
+  get sourceIds(): SourceId[] {
+    return [...this.sources.keys()];
+  }
+
+  /** Longest proposal of a source: its model's, else the settings' maxProposal. */
+  longest(source: SourceId): number {
+    return this.sources.get(source)?.model.longest?.(this.settings) ?? this.settings.maxProposal;
+  }
+
+  /**
+   * How many tokens of a source's offer (a typical one when absent) to verify, at most `limit`: the
+   * length with the most expected tokens (its acceptance model's, else its geometric rate's) per
+   * estimated ms of its step (the verify batch, and the source's own ms per token when it runs a
+   * model), or 0 when no length beats plain decoding. On a CPU where small batches cost nearly a step
+   * a token, a copy is long or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always whole.
+   */
+  bestLength(source: SourceId, limit: number, offer?: Offer): number {
+    if (limit <= 0) return 0;
+    const state = this.sources.get(source);
+    const model = state?.model;
+    const expected = model?.expectedTokensUpTo?.(limit, offer) ?? geometricExpectation(this.acceptance.rate(source), limit);
+    const perToken = state?.asks === 'model' ? this.cost.proposalCost(source) : 0;
+    const best = this.fastest(limit, (k) => expected[k]!, perToken);
+    // A size never timed is estimated from those that were, at the slope between the largest two: on
+    // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
+    // policy that never tries one never learns otherwise. Where the model asks for it (a copy run),
+    // the whole offer is tried once when its estimate comes near the best; timed, it competes on its
+    // own measurement after that.
+    if (model?.triesWhole?.(offer) && best.k > 0 && limit > best.k && !this.cost.measured(limit + 1)) {
+      const whole = expected[limit]! / (this.cost.verifyCost(limit + 1) + limit * perToken);
+      if (whole >= TRY_WHOLE_NEAR * best.rate) return limit;
+    }
+    return best.k;
   }
 
   /**
@@ -112,38 +147,9 @@ export class SpeculationPolicy {
     return best;
   }
 
-  /** Longest copy proposal: copyMaxProposal, or COPY_MAX_PROPOSAL. */
-  get copyMaxProposal(): number {
-    return this.settings.copyMaxProposal ?? COPY_MAX_PROPOSAL;
-  }
-
-  /** Records a verified copy proposal in the source's overall rate and in its phase's. */
-  recordCopy(inRun: boolean, proposed: number, accepted: number, agreement?: number): void {
-    this.acceptance.record('copy', proposed, accepted);
-    this.copyAcceptance.record(inRun, proposed, accepted, agreement);
-  }
-
-  /**
-   * How many of the `available` copied tokens to verify: the length with the most expected tokens per
-   * measured ms of its batch (CopyAcceptance's expectation over CostModel's verify cost), or 0 when no
-   * length beats plain decoding. On a CPU where small batches cost nearly a step a token, that is a long
-   * proposal or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always the whole offer.
-   */
-  copyLength(available: number, inRun: boolean, agreement?: number): number {
-    if (available <= 0) return 0;
-    const expected = this.copyAcceptance.expectedTokensUpTo(available, inRun, agreement);
-    const best = this.fastest(available, (k) => expected[k]!);
-    // A size never timed is estimated from those that were, at the slope between the largest two: on
-    // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
-    // policy that never tries one never learns otherwise. In a copy run, the whole offer is tried once
-    // when its estimate comes near the best; timed, it competes on its own measurement after that.
-    const whole = expected[available]! / this.cost.verifyCost(available + 1);
-    if (inRun && best.k > 0 && available > best.k && !this.cost.measured(available + 1) && whole >= COPY_TRY_LONGER * best.rate) return available;
-    return best.k;
-  }
-
-  plan(options: PlanOptions): StepPlan {
-    const plan = this.choose(options);
+  /** The step's source and length among `offers` (the preferred first), with `remaining` tokens left to write; null: a plain step. */
+  plan(offers: readonly SourceOffer[], remaining: number): StepPlan {
+    const plan = this.choose(offers, remaining);
     if (!this.settings.adaptive || !plan) {
       this.speculativeInARow = 0;
       return plan;
@@ -155,43 +161,36 @@ export class SpeculationPolicy {
     return plan;
   }
 
-  private choose(options: PlanOptions): StepPlan {
-    // The window copy first when it has a proposal: it is free to look up and, in a copy run, the
-    // likeliest source; its own cap may exceed maxProposal.
-    const copy = Math.min(options.copyAvailable ?? 0, this.copyMaxProposal, Math.max(0, options.remaining - 1));
-    if (copy > 0) {
-      // Not adaptive: the proposer's own schedule decides.
-      if (!this.settings.adaptive) return { source: 'copy', maxLen: Math.max(1, Math.min(options.copyScheduled ?? copy, copy)) };
-      const k = this.copyLength(copy, options.copyInRun ?? false, options.copyAgreement);
-      if (k > 0) return this.pays('copy', k);
-      if (this.exploreDue('copy')) return { source: 'copy', maxLen: Math.min(2, copy) };
-    }
-    const limit = Math.min(this.settings.maxProposal, Math.max(0, options.remaining - 1));
-    if (limit <= 0) return null;
-    const longMatch = options.ngramAvailable > 0 && options.ngramMatchLength >= this.settings.ngramMinMatch;
-    const lookahead = options.lookaheadAvailable ?? 0;
-    if (!this.settings.adaptive) {
-      if (longMatch) return { source: 'ngram', maxLen: Math.min(limit, options.ngramAvailable) };
-      if (lookahead > 0) return { source: 'lookahead', maxLen: Math.min(limit, lookahead) };
-      return options.draftAvailable ? { source: 'draft', maxLen: limit } : null;
-    }
-    if (longMatch) {
-      const k = this.bestLength('ngram', Math.min(limit, options.ngramAvailable));
-      if (k > 0) return this.pays('ngram', k);
-      if (this.exploreDue('ngram')) return { source: 'ngram', maxLen: Math.min(2, options.ngramAvailable, limit) };
-    }
-    // The target's own continuations: free to look up, so before the draft, which costs per token.
-    if (lookahead > 0) {
-      const k = this.bestLength('lookahead', Math.min(limit, lookahead));
-      if (k > 0) return this.pays('lookahead', k);
-      if (this.exploreDue('lookahead')) return { source: 'lookahead', maxLen: Math.min(2, lookahead, limit) };
-    }
-    if (options.draftAvailable) {
-      const k = this.bestLength('draft', limit);
-      if (k > 0) return this.pays('draft', k);
-      if (this.exploreDue('draft')) return { source: 'draft', maxLen: Math.min(2, limit) };
+  private choose(offers: readonly SourceOffer[], remaining: number): StepPlan {
+    const room = Math.max(0, remaining - 1);
+    for (const { proposer, offer } of offers) {
+      const { model, exploration } = this.state(proposer);
+      const limit = Math.min(model.longest?.(this.settings) ?? this.settings.maxProposal, room);
+      // A model offers whatever length it is asked for; a lookup what it found.
+      const available = proposer.asks === 'model' ? limit : Math.min(offer?.tokens.length ?? 0, limit);
+      if (available <= 0 || (offer && model.usable && !model.usable(offer, this.settings))) continue;
+      // Not adaptive: the proposer's own schedule decides, else the whole offer.
+      if (!this.settings.adaptive) return { source: proposer.id, maxLen: Math.max(1, Math.min(offer?.scheduled ?? available, available)) };
+      const k = this.bestLength(proposer.id, available, offer ?? undefined);
+      if (k > 0) {
+        exploration.reset();
+        return { source: proposer.id, maxLen: k };
+      }
+      // Now and then a source the estimates have written off is tried, so they can recover.
+      if (exploration.due()) return { source: proposer.id, maxLen: Math.min(2, available) };
     }
     return null;
+  }
+
+  /** A verified offer of a source: its first `proposed` tokens verified, `accepted` kept. */
+  record(source: SourceId, offer: Offer, proposed: number, accepted: number): void {
+    this.acceptance.record(source, proposed, accepted);
+    this.sources.get(source)?.model.record?.(offer, proposed, accepted);
+  }
+
+  /** A source that runs a model was asked and proposed nothing: its time went as on a guess rejected at once. */
+  recordEmpty(source: SourceId): void {
+    this.acceptance.record(source, 1, 0);
   }
 
   get verifyShapeMode(): 'fixed' | 'variable' {
@@ -200,20 +199,21 @@ export class SpeculationPolicy {
   }
 
   /**
-   * A generation's verify shape in fixed-shape mode: the size with the most expected tokens per
-   * measured ms of its (warm) batch, or 1 (plain decoding, every step one token) when none beats a warm
-   * plain step, or when no warm plain step was measured yet (nothing to compare with). 0 in variable
-   * mode. A written-off fixed shape is tried again now and then (the acceptance it was judged by is not
-   * updated while nothing is proposed).
+   * A generation's verify shape in fixed-shape mode, for the sources it proposes from: the size with
+   * the most expected tokens per measured ms of its (warm) batch, or 1 (plain decoding, every step one
+   * token) when none beats a warm plain step, or when no warm plain step was measured yet (nothing to
+   * compare with). 0 in variable mode. A written-off fixed shape is tried again now and then (the
+   * acceptance it was judged by is not updated while nothing is proposed).
    */
-  chooseShape(offers: ShapeOffers): number {
-    this.lastShape = this.pickShape(offers);
+  chooseShape(proposers: readonly Proposer[]): number {
+    for (const proposer of proposers) this.register(proposer);
+    this.lastShape = this.pickShape(proposers.map((p) => p.id));
     return this.lastShape;
   }
 
-  private pickShape(offers: ShapeOffers): number {
+  private pickShape(sources: readonly SourceId[]): number {
     if (this.verifyShapeMode !== 'fixed') return 0;
-    if (!offers.ngram && !offers.draft && !offers.lookahead && !offers.copy) return 1;
+    if (sources.length === 0) return 1;
     if (this.settings.fixedShapeSize) return this.settings.fixedShapeSize;
     // Not adaptive: the proposal length asked for, every step.
     if (!this.settings.adaptive) return this.settings.maxProposal + 1;
@@ -221,7 +221,7 @@ export class SpeculationPolicy {
     const plainRate = 1 / this.cost.verifyCost(1);
     let best = { size: 1, rate: plainRate };
     for (const size of FIXED_SHAPE_SIZES) {
-      const rate = this.expectedShapeYield(size, offers) / this.cost.verifyCost(size, FIXED_SHAPE_PRIOR_SLOPE);
+      const rate = this.expectedShapeYield(size, sources) / this.cost.verifyCost(size, FIXED_SHAPE_PRIOR_SLOPE);
       if (rate > best.rate) best = { size, rate };
     }
     if (best.size > 1) {
@@ -233,15 +233,17 @@ export class SpeculationPolicy {
 
   /**
    * Expected tokens of one fixed-shape step of `size`: from the acceptance fixed-shape steps measured
-   * (one geometric rate, whatever size measured it), else from the sources' own rates.
+   * (one geometric rate, whatever size measured it), else the best of the sources' own estimates for a
+   * typical offer of size - 1 tokens.
    */
-  private expectedShapeYield(size: number, offers: ShapeOffers): number {
+  private expectedShapeYield(size: number, sources: readonly SourceId[]): number {
     const c = this.shapeCounts;
     if (c) return expectedTokensPerStep(c.accepted / (c.accepted + c.rejected), size - 1);
     let best = 1;
-    if (offers.copy) best = Math.max(best, this.copyAcceptance.expectedTokens(size - 1, true));
-    for (const source of ['ngram', 'lookahead', 'draft'] as const) {
-      if (offers[source]) best = Math.max(best, expectedTokensPerStep(this.acceptance.rate(source), size - 1));
+    for (const source of sources) {
+      const model = this.sources.get(source)?.model;
+      const k = size - 1;
+      best = Math.max(best, model?.expectedTokensUpTo ? model.expectedTokensUpTo(k)[k]! : expectedTokensPerStep(this.acceptance.rate(source), k));
     }
     return best;
   }
@@ -264,30 +266,20 @@ export class SpeculationPolicy {
     return tokens / steps / this.cost.verifyCost(size) >= 1 / this.cost.verifyCost(1);
   }
 
+  /** What it has learned of each source met, and of this machine's costs (Show Stats). */
   snapshot(): PolicySnapshot {
-    const sources: ProposalSource[] = ['ngram', 'draft', 'lookahead', 'copy'];
-    const per = <T>(f: (s: ProposalSource) => T) => Object.fromEntries(sources.map((s) => [s, f(s)])) as Record<ProposalSource, T>;
+    const per = <T>(f: (s: SourceId) => T) => Object.fromEntries(this.sourceIds.map((s) => [s, f(s)])) as Record<SourceId, T>;
     return {
       ...this.cost.snapshot(),
       acceptance: per((s) => this.acceptance.rate(s)),
-      bestLength: per((s) => (s === 'copy' ? this.copyLength(this.copyMaxProposal, true) : this.bestLength(s, this.settings.maxProposal))),
+      bestLength: per((s) => this.bestLength(s, this.longest(s))),
       retryInterval: per((s) => this.exploreInterval(s)),
       verifyShape: { mode: this.verifyShapeMode, size: this.lastShape },
     };
   }
 
   /** Steps until the next try of a written-off source (for Show Stats and tests). */
-  exploreInterval(source: ProposalSource): number {
-    return this.exploration[source].interval;
-  }
-
-  private pays(source: ProposalSource, k: number): StepPlan {
-    this.exploration[source].reset();
-    return { source, maxLen: k };
-  }
-
-  /** Now and then try a source the estimates have written off, so they can recover. */
-  private exploreDue(source: ProposalSource): boolean {
-    return this.exploration[source].due();
+  exploreInterval(source: SourceId): number {
+    return this.sources.get(source)?.exploration.interval ?? EXPLORE_FIRST_INTERVAL;
   }
 }

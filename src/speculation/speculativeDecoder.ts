@@ -1,10 +1,9 @@
-import type { LookaheadPool } from './lookaheadPool';
 import { emptySpeculationStats, type DecoderStats, type SpeculationStats } from '../shared/generationStats';
 import type { DecodeMode, Token } from '../shared/decoding';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
-import type { ShapeOffers, SpeculationPolicy } from './policy';
-import type { CopyProposer, DraftProposer, NgramProposer, Proposal } from './proposers';
+import type { SourceOffer, SpeculationPolicy } from './policy';
+import type { Offer, Proposer } from './proposer';
 import { padToShape, ShapeHistory } from './verifyShape';
 
 export interface DecodeInput {
@@ -13,24 +12,17 @@ export interface DecodeInput {
   prompt: readonly Token[];
   stop: StopRules;
   policy: SpeculationPolicy;
-  ngram?: NgramProposer;
-  draft?: DraftProposer;
   /**
-   * The next-edit window's copy proposer (speculation/windowCopyProposer.ts): used by 'copy' (alone)
-   * and 'hybrid' (first, then n-grams, lookahead, draft) when given.
+   * The sources it proposes from, the one the policy prefers when several pay first: for a mode,
+   * speculation/modeProposers.ts's proposersFor. One proposer per id; none used in plain mode.
    */
-  copy?: CopyProposer;
+  proposers?: readonly Proposer[];
   signal?: AbortSignal;
   /** Called after each step with the tokens accepted so far (streaming, progress). */
   onProgress?(tokens: readonly Token[]): void;
   now?: () => number;
   /** Filled with where each step's time went (bench/profile.ts). */
   profile?: StepProfile;
-  /**
-   * The target's outputs after rejected guesses, kept as a third source (n-gram modes only). With
-   * it, every output of a verify batch is read, not only those up to the first rejection.
-   */
-  lookahead?: LookaheadPool;
 }
 
 /** Wall time of the decode loop by phase, summed over steps (the prompt's evaluation left out). */
@@ -65,11 +57,12 @@ export function emptyStepProfile(): StepProfile {
 export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const now = input.now ?? (() => performance.now());
   const { target, stop, policy, signal } = input;
-  const useNgram = input.mode === 'ngram' || input.mode === 'hybrid';
-  const useDraft = input.mode === 'draft' || input.mode === 'hybrid';
-  const lookahead = useNgram ? input.lookahead : undefined;
-  const copy = input.mode === 'copy' || input.mode === 'hybrid' ? input.copy : undefined;
-  const spec: SpeculationStats = emptySpeculationStats(input.mode);
+  const proposers = input.mode === 'plain' ? [] : (input.proposers ?? []);
+  const ids = new Set(proposers.map((p) => p.id));
+  if (ids.size < proposers.length) throw new Error(`decode: two proposers share an id (${proposers.map((p) => p.id).join(', ')})`);
+  // Proposers that learn from every output of a verify batch: with one, outputs past the first rejection are read too.
+  const observers = proposers.filter((p) => p.observe);
+  const spec: SpeculationStats = emptySpeculationStats(input.mode, [...ids]);
   const stats: DecoderStats = {
     promptTokens: input.prompt.length,
     reusedPromptTokens: 0,
@@ -117,9 +110,8 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
 
   const history: Token[] = [...input.prompt];
   let pending = prefill.next.token;
-  const offers: ShapeOffers = { ngram: useNgram && input.ngram !== undefined, draft: useDraft && input.draft !== undefined, lookahead: lookahead !== undefined, copy: copy !== undefined };
   // 0: variable shapes; 1: plain steps only; else the fixed size of every step.
-  let shape = input.mode === 'plain' ? 0 : policy.chooseShape(offers);
+  let shape = input.mode === 'plain' ? 0 : policy.chooseShape(proposers);
   if (shape > 1) spec.fixedShape = shape;
   const fixedRun = { steps: 0, tokens: 0 };
 
@@ -145,14 +137,14 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     const remaining = Math.min(stop.remaining, room + 1);
     const draftMsBefore = spec.draftMs;
     const tPropose = now();
-    const proposal = shape === 1 ? NO_PROPOSAL : await propose(input, history, remaining, useNgram, useDraft, copy, spec, now, shape);
+    const proposal = shape === 1 ? NO_PROPOSAL : await propose(policy, proposers, history, remaining, spec, now, shape);
     const batch = shape > 1 ? padToShape(pending, proposal.tokens, shape) : [pending, ...proposal.tokens];
     const guesses = batch.slice(1);
     const base = target.tokens.length;
     const t0 = now();
     // With the guesses as `expected`, outputs after the first rejection need not be read (unless
-    // the lookahead pool keeps them).
-    const predictions = await target.append(batch, batch.length, false, lookahead ? undefined : guesses);
+    // a proposer learns from them).
+    const predictions = await target.append(batch, batch.length, false, observers.length > 0 ? undefined : guesses);
     const t1 = now();
     spec.targetMs += t1 - t0;
     spec.targetEvaluations++;
@@ -161,32 +153,22 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     let accepted = 0;
     while (accepted < guesses.length && guesses[accepted] === predictions[accepted].token) accepted++;
     const acceptedProposed = Math.min(accepted, proposal.tokens.length);
-    if (proposal.tokens.length > 0) {
-      const s = spec.bySource[proposal.source];
+    if (proposal.chosen && proposal.tokens.length > 0) {
+      const { proposer, offer } = proposal.chosen;
+      const s = spec.bySource[proposer.id];
       s.steps++;
       s.proposedTokens += proposal.tokens.length;
       s.acceptedTokens += acceptedProposed;
-      if (proposal.source === 'copy') {
-        policy.recordCopy(proposal.inRun ?? false, proposal.tokens.length, acceptedProposed, proposal.agreement);
-        copy?.record(proposal.tokens.length, acceptedProposed);
-      } else {
-        policy.acceptance.record(proposal.source, proposal.tokens.length, acceptedProposed);
-      }
+      policy.record(proposer.id, offer, proposal.tokens.length, acceptedProposed);
+      proposer.record(proposal.tokens.length, acceptedProposed);
     }
     if (guesses.length > proposal.tokens.length) {
       spec.paddingTokens = (spec.paddingTokens ?? 0) + guesses.length - proposal.tokens.length;
       spec.paddingAccepted = (spec.paddingAccepted ?? 0) + accepted - acceptedProposed;
     }
-    if (lookahead && accepted + 1 < predictions.length) {
-      // The target's continuations of the wrong history after the first rejected guess. Only the
-      // pool's key length of history comes before the batch (history ends with its first token).
-      const before = history.slice(-(lookahead.n - 1));
-      lookahead.harvest(
-        before.concat(guesses),
-        before.length - 1,
-        predictions.map((p) => p.token),
-        accepted + 1,
-      );
+    if (observers.length > 0) {
+      const step = { history, guesses, predictions: predictions.map((p) => p.token), accepted };
+      for (const observer of observers) observer.observe!(step);
     }
     // Keep the cache equal to the accepted history: drop the rejected guesses.
     if (accepted < guesses.length) await target.truncate(base + 1 + accepted);
@@ -225,65 +207,51 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   return finish();
 }
 
-const NO_PROPOSAL: Proposal = { source: 'ngram', tokens: [] };
+/** A step's proposal: the tokens verified, and the source's offer they came from (none: a plain step). */
+interface StepProposal {
+  tokens: readonly Token[];
+  chosen?: { proposer: Proposer; offer: Offer };
+}
+
+const NO_PROPOSAL: StepProposal = { tokens: [] };
 
 /**
- * The step's proposal. With a fixed shape (`shape` > 1) the batch costs the same whatever it holds:
- * the free sources (copy, n-grams, lookahead) offer up to shape − 1 tokens and the chosen one's whole
- * offer is verified; where the policy chose none, the longest free offer is; the draft, which costs a
- * token, proposes the length the policy chose.
+ * The step's proposal. The lookups are asked every step (also when another source wins: the window
+ * copy follows the output through the window); a source that runs a model only once chosen, for the
+ * length the policy chose. With a fixed shape (`shape` > 1) the batch costs the same whatever it
+ * holds: the lookups offer up to shape − 1 tokens and the chosen one's whole offer is verified; where
+ * the policy chose none, the longest offer is (the first of equals).
  */
 async function propose(
-  input: DecodeInput,
+  policy: SpeculationPolicy,
+  proposers: readonly Proposer[],
   history: readonly Token[],
   remaining: number,
-  useNgram: boolean,
-  useDraft: boolean,
-  copy: CopyProposer | undefined,
   spec: SpeculationStats,
   now: () => number,
-  shape = 0,
-): Promise<Proposal> {
-  const none = NO_PROPOSAL;
-  if (!useNgram && !useDraft && !copy) return none;
+  shape: number,
+): Promise<StepProposal> {
+  if (proposers.length === 0) return NO_PROPOSAL;
   const maxLen = shape > 1 ? shape - 1 : Math.max(0, remaining - 1);
-  if (maxLen === 0) return none;
-  // Asked every step (also when another source wins): it follows the output through the window.
-  const copied = copy ? copy.find(history, maxLen) : null;
-  const match = useNgram && input.ngram ? input.ngram.find(history, maxLen) : null;
-  // A few map lookups: the policy prefers a long n-gram match, then this, then the draft.
-  const ahead = useNgram && input.lookahead ? input.lookahead.find(history, maxLen) : [];
-  const plan = input.policy.plan({
-    ngramAvailable: match?.tokens.length ?? 0,
-    ngramMatchLength: match?.matchLength ?? 0,
-    draftAvailable: useDraft && input.draft !== undefined,
-    remaining,
-    lookaheadAvailable: ahead.length,
-    copyAvailable: copied?.tokens.length ?? 0,
-    copyScheduled: copied ? (copied.scheduled ?? copied.tokens.length) : 0,
-    copyInRun: copied?.inRun ?? false,
-    copyAgreement: copied?.agreement,
-  });
-  const take = (offered: number) => (shape > 1 ? offered : (plan?.maxLen ?? 0));
+  if (maxLen === 0) return NO_PROPOSAL;
+  const offers: SourceOffer[] = proposers.map((proposer) => (proposer.asks === 'lookup' ? { proposer, offer: proposer.offer(history, maxLen) } : { proposer }));
+  const plan = policy.plan(offers, remaining);
   if (!plan) {
-    if (shape <= 1) return none;
-    const offers: Proposal[] = [copied ?? none, match ?? none, { source: 'lookahead', tokens: ahead }];
-    return offers.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a), none);
+    if (shape <= 1) return NO_PROPOSAL;
+    let longest = NO_PROPOSAL;
+    for (const { proposer, offer } of offers) if (offer && offer.tokens.length > longest.tokens.length) longest = { tokens: offer.tokens, chosen: { proposer, offer } };
+    return longest;
   }
-  if (plan.source === 'copy' && copied) return { ...copied, tokens: copied.tokens.slice(0, take(copied.tokens.length)) };
-  if (plan.source === 'ngram' && match) return { ...match, tokens: match.tokens.slice(0, take(match.tokens.length)) };
-  if (plan.source === 'lookahead') return { source: 'lookahead', tokens: ahead.slice(0, take(ahead.length)) };
-  if (plan.source === 'draft' && input.draft) {
-    const t0 = now();
-    const proposal = await input.draft.propose(history, plan.maxLen);
-    const ms = now() - t0;
-    spec.draftMs += ms;
-    spec.draftEvaluations += proposal.evaluations ?? proposal.tokens.length;
-    // The whole call counts (catching up with the accepted tokens is part of every step), per token
-    // proposed; an unsure draft that proposes nothing still cost its time: a guess rejected at once.
-    if (proposal.generationMs !== undefined) input.policy.cost.recordDraft(Math.max(1, proposal.tokens.length), proposal.generationMs);
-    if (proposal.tokens.length === 0) input.policy.acceptance.record('draft', 1, 0);
-    return proposal;
-  }
-  return none;
+  const { proposer, offer } = offers.find((o) => o.proposer.id === plan.source)!;
+  if (proposer.asks === 'lookup') return offer ? { tokens: shape > 1 ? offer.tokens : offer.tokens.slice(0, plan.maxLen), chosen: { proposer, offer } } : NO_PROPOSAL;
+  const t0 = now();
+  const asked = await proposer.offer(history, plan.maxLen);
+  spec.draftMs += now() - t0;
+  const tokens = asked?.tokens.slice(0, plan.maxLen) ?? [];
+  spec.draftEvaluations += asked?.evaluations ?? tokens.length;
+  // The whole call counts (catching up with the accepted tokens is part of every step), per token
+  // proposed; an unsure model that proposes nothing still cost its time: a guess rejected at once.
+  if (asked?.generationMs !== undefined) policy.cost.recordProposal(proposer.id, Math.max(1, tokens.length), asked.generationMs);
+  if (tokens.length === 0) policy.recordEmpty(proposer.id);
+  return asked ? { tokens, chosen: { proposer, offer: asked } } : NO_PROPOSAL;
 }

@@ -1,5 +1,6 @@
 import type { Token } from '../shared/decoding';
-import type { CopyProposer, Proposal } from './proposers';
+import { CopyAcceptanceModel, type CopyOffer } from './copyAcceptance';
+import { chainOffer, type LookupProposer } from './proposer';
 
 /** How the window copy proposer finds its place and how long it proposes (defaults: DEFAULT_COPY_OPTIONS). */
 export interface WindowCopyOptions {
@@ -9,8 +10,8 @@ export interface WindowCopyOptions {
   maxLength: number;
   /**
    * Tokens offered per step: the copy as far as this (or the window's end), of which the schedule's
-   * length is the proposer's own choice (`Proposal.scheduled`). A policy that knows this machine's
-   * verify cost picks its own length from the offer (SpeculationPolicy.copyLength).
+   * length is the proposer's own choice (`ChainOffer.scheduled`). A policy that knows this machine's
+   * verify cost picks its own length from the offer (SpeculationPolicy.bestLength, by CopyAcceptanceModel).
    */
   offerLength: number;
   /** Output tokens compared when re-synchronising (the longest suffix looked up). */
@@ -26,7 +27,7 @@ export interface WindowCopyOptions {
 /**
  * The schedule (what a non-adaptive policy verifies): issue #39's 4, doubled after a fully accepted
  * proposal up to 32, back to 4 after a rejection. An adaptive policy takes its length from the offer
- * (64 tokens ahead) by the measured verify cost instead (SpeculationPolicy.copyLength). A 1-token match
+ * (64 tokens ahead) by the measured verify cost instead (SpeculationPolicy.bestLength). A 1-token match
  * re-synchronises near the pointer (an edit rarely moves the output far from where it was copying);
  * elsewhere 3 tokens, and only when longer by 2 than the best match near it.
  */
@@ -65,7 +66,9 @@ export const DEFAULT_COPY_OPTIONS: WindowCopyOptions = {
  *
  * Pure guessing: the decoder verifies every token, so none of this can change the output.
  */
-export class WindowCopyProposer implements CopyProposer {
+export class WindowCopyProposer implements LookupProposer<CopyOffer> {
+  readonly id = 'copy';
+  readonly asks = 'lookup';
   private readonly options: WindowCopyOptions;
   /** Index in `source` of the token the output copies next; null after a divergence until re-synchronised. */
   private pointer: number | null = 0;
@@ -77,7 +80,7 @@ export class WindowCopyProposer implements CopyProposer {
   private inRun = false;
   /**
    * Output tokens in a row that agree with the pointer: the suffix that re-synchronised it, and every
-   * token copied since. The evidence that the copy resumed where it did (Proposal.agreement).
+   * token copied since. The evidence that the copy resumed where it did (CopyOffer.agreement).
    */
   private agreement = 0;
 
@@ -101,7 +104,8 @@ export class WindowCopyProposer implements CopyProposer {
     return this.length;
   }
 
-  find(history: readonly Token[], maxLen: number): Proposal | null {
+  /** The tokens it would copy after `history` (at most maxLen; its own schedule's length as `scheduled`), or null. */
+  offer(history: readonly Token[], maxLen: number): CopyOffer | null {
     const outputLength = history.length - this.promptLength;
     if (outputLength < this.seen) {
       // A shorter history than last time: a new decode on the same proposer. Start over.
@@ -133,7 +137,12 @@ export class WindowCopyProposer implements CopyProposer {
     if (this.pointer === null) return null;
     const n = Math.min(Math.max(this.options.offerLength, this.length), maxLen, this.source.length - this.pointer);
     if (n <= 0) return null;
-    return { source: 'copy', tokens: this.source.slice(this.pointer, this.pointer + n), scheduled: Math.min(this.length, n), inRun: this.inRun, agreement: this.agreement };
+    return chainOffer(this.source.slice(this.pointer, this.pointer + n), { scheduled: Math.min(this.length, n), inRun: this.inRun, agreement: this.agreement });
+  }
+
+  /** The policy weighs copies by their phase (CopyAcceptance), with a longest proposal of its own. */
+  acceptanceModel(): CopyAcceptanceModel {
+    return new CopyAcceptanceModel();
   }
 
   record(proposed: number, accepted: number): void {

@@ -1,7 +1,7 @@
 import type { Token } from '../shared/decoding';
-import { DraftModelProposer } from './draftModelProposer';
+import { DRAFT_SOURCE, DraftModelProposer, draftAcceptance } from './draftModelProposer';
 import type { GreedyEvaluator } from './greedyEvaluator';
-import type { DraftProposer, Proposal } from './proposers';
+import type { ChainOffer, ModelProposer } from './proposer';
 
 /** Where the window may start moves in steps of this many tokens: a keystroke then keeps the window's cache. */
 export const WINDOW_STEP = 64;
@@ -13,7 +13,10 @@ export const WINDOW_STEP = 64;
  * for a completion (and moves in steps of WINDOW_STEP), so the tokens it drafts from only grow, and
  * its cache follows them like the draft model's. Lossless like any draft: the full target verifies.
  */
-export class WindowDraftProposer implements DraftProposer {
+export class WindowDraftProposer implements ModelProposer {
+  readonly id = DRAFT_SOURCE;
+  readonly asks = 'model';
+  readonly acceptanceModel = draftAcceptance;
   private readonly inner: DraftModelProposer;
   private readonly cut: number;
 
@@ -36,7 +39,9 @@ export class WindowDraftProposer implements DraftProposer {
     return [...history.slice(0, this.sinks), ...history.slice(this.cut)];
   }
 
-  propose(history: readonly Token[], maxLen: number): Promise<Proposal> {
-    return this.inner.propose(this.windowOf(history), maxLen);
+  offer(history: readonly Token[], maxLen: number): Promise<ChainOffer> {
+    return this.inner.offer(this.windowOf(history), maxLen);
   }
+
+  record(): void {}
 }

@@ -1,4 +1,4 @@
-import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import { type DecodeMode, type SourceId, sourceOrder } from '../shared/decoding';
 import type { GenerationStats, SpeculationStats } from '../shared/generationStats';
 import { median, percentile } from './medians';
 import { type ServedKind, servedKind } from './servedKind';
@@ -82,7 +82,7 @@ export function speedupOverPlain(s: GenerationStats): SpeedupEstimate | null {
 }
 
 /** Accepted / proposed tokens: Draftline's own speculation by source, or a server's draft model. */
-export function acceptanceRate(s: GenerationStats, source?: ProposalSource): number | null {
+export function acceptanceRate(s: GenerationStats, source?: SourceId): number | null {
   if (!s.speculation) {
     const server = s.serverDraft;
     return server && server.proposedTokens > 0 && source !== 'ngram' ? server.acceptedTokens / server.proposedTokens : null;
@@ -187,8 +187,9 @@ export class StatsCollector {
       const latencies = this.records.filter((r) => servedKindOf(r) === kind).map((r) => r.latencyMs);
       return { count: latencies.length, medianMs: median(latencies), p90Ms: percentile(latencies, 0.9) };
     };
-    const by = (source: ProposalSource) => ({
-      // A record from before a source existed has no entry for it.
+    // Every source any completion proposed from (a record has an entry for each of its decode's proposers).
+    const sources = sourceOrder(generated.flatMap((r) => Object.keys(r.stats!.speculation?.bySource ?? {})));
+    const by = (source: SourceId) => ({
       steps: sumSpeculation(generated, (s) => s.bySource[source]?.steps ?? 0),
       proposedTokens: sumSpeculation(generated, (s) => s.bySource[source]?.proposedTokens ?? 0),
       acceptedTokens: sumSpeculation(generated, (s) => s.bySource[source]?.acceptedTokens ?? 0),
@@ -211,7 +212,7 @@ export class StatsCollector {
       promptMs: sum(generated, (s) => s.promptMs),
       decodeMs: sum(generated, (s) => s.totalMs - s.promptMs),
       latency: { computed: spread('computed'), cache: spread('cache'), prefetch: spread('prefetch') },
-      bySource: { ngram: by('ngram'), draft: by('draft'), lookahead: by('lookahead'), copy: by('copy') },
+      bySource: Object.fromEntries(sources.map((source) => [source, by(source)])),
       /** Over the completions with an estimate (speedupOverPlain). */
       speedup: speedups.length ? { completions: speedups.length, plainMs, decodeMs: speedupDecodeMs, speedup: plainMs / speedupDecodeMs } : null,
       serverDraft: {

@@ -7,7 +7,7 @@ import { stopReasonText } from './stopReasons';
 import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
 import type { AlternativesResult } from '../shared/completion';
 import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
-import type { DecodeMode, ProposalSource } from '../shared/decoding';
+import { type DecodeMode, type SourceId, sourceName, sourceOrder } from '../shared/decoding';
 import type { PolicySnapshot } from '../shared/generationStats';
 
 const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
@@ -164,9 +164,9 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
   const s = last.stats;
   if (!s) return section;
   const spec = s.speculation;
-  const acceptance = (source: ProposalSource, name: string): FigureRow => {
+  const acceptance = (source: SourceId): FigureRow => {
     const by = spec!.bySource[source];
-    return [`acceptance ${name}`, `${pct(acceptanceRate(s, source))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
+    return [`acceptance ${sourceName(source)}`, `${pct(acceptanceRate(s, source))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
   };
   const speedup = speedupOverPlain(s);
   section.rows.push(
@@ -181,10 +181,8 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
       ? [
           ['target evaluations', `${spec.targetEvaluations}`] as const,
           ['tokens per target evaluation', num(tokensPerEvaluation(s), 2)] as const,
-          acceptance('ngram', 'n-gram'),
-          acceptance('draft', 'draft'),
-          ...(spec.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
-          ...((spec.bySource.copy?.steps ?? 0) > 0 ? [acceptance('copy', 'window copy')] : []),
+          // The completion's own sources.
+          ...sourceOrder(Object.keys(spec.bySource)).map(acceptance),
           ['time in target / draft', `${ms(spec.targetMs)} / ${ms(spec.draftMs)}`] as const,
         ]
       : []),
@@ -208,9 +206,9 @@ function sessionSection(stats: StatsCollector): StatsSection {
   const a = stats.aggregate();
   const p = stats.prefetch;
   const accepted = (x: { proposedTokens: number; acceptedTokens: number }) => (x.proposedTokens ? x.acceptedTokens / x.proposedTokens : null);
-  const acceptance = (source: ProposalSource, name: string): FigureRow => {
+  const acceptance = (source: SourceId): FigureRow => {
     const by = a.bySource[source];
-    return [`acceptance ${name}`, `${pct(accepted(by))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
+    return [`acceptance ${sourceName(source)}`, `${pct(accepted(by))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
   };
   const speedup = a.speedup;
   return table('session', 'Session', [
@@ -229,10 +227,7 @@ function sessionSection(stats: StatsCollector): StatsSection {
       ? [
           ['target evaluations', `${a.targetEvaluations}`] as const,
           ['tokens per target evaluation', num(a.tokensPerEvaluation, 2)] as const,
-          acceptance('ngram', 'n-gram'),
-          acceptance('draft', 'draft'),
-          ...(a.bySource.lookahead.steps > 0 ? [acceptance('lookahead', 'lookahead')] : []),
-          ...(a.bySource.copy.steps > 0 ? [acceptance('copy', 'window copy')] : []),
+          ...Object.keys(a.bySource).map(acceptance),
           ['draft evaluations', `${a.draftEvaluations}`] as const,
           ['time in prompt / target decode / draft', `${ms(a.promptMs)} / ${ms(a.targetMs)} / ${ms(a.draftMs)}`] as const,
         ]
@@ -304,17 +299,14 @@ export function policySection(p: PolicySnapshot): StatsSection {
     .map(Number)
     .filter((b) => b > 1)
     .sort((a, b) => a - b);
-  const verdict = (source: ProposalSource) =>
+  const verdict = (source: SourceId) =>
     p.bestLength[source] > 0 ? `proposals of up to ${p.bestLength[source]} tokens pay` : `off: plain decoding is faster (retried every ${p.retryInterval[source]} steps)`;
   return table('policy', 'Speculation policy (learned on this machine)', [
     ['verifying b tokens in one target evaluation, vs 1', one && sizes.length ? sizes.map((b) => `${b}: ${(p.verifyMs[b] / one).toFixed(2)}x`).join(', ') : 'not measured yet'],
     ['verify batches', verifyShapeText(p.verifyShape)],
-    ['draft model', p.draftMsPerToken === null ? 'not measured yet' : `${p.draftMsPerToken.toFixed(1)} ms per token`],
-    ['n-gram: acceptance estimate, verdict', `${pct(p.acceptance.ngram)}, ${verdict('ngram')}`],
-    ['draft: acceptance estimate, verdict', `${pct(p.acceptance.draft)}, ${verdict('draft')}`],
-    ['lookahead: acceptance estimate, verdict', `${pct(p.acceptance.lookahead)}, ${verdict('lookahead')}`],
-    // Snapshots from before the copy source have no entry for it.
-    ...(p.acceptance.copy !== undefined ? [['window copy (next edits): acceptance estimate, verdict', `${pct(p.acceptance.copy)}, ${verdict('copy')}`] as const] : []),
+    // The sources that run a model, once their time per token was measured.
+    ...sourceOrder(Object.keys(p.proposeMsPerToken ?? {})).map((source): FigureRow => [sourceName(source), `${p.proposeMsPerToken[source]!.toFixed(1)} ms per token`]),
+    ...sourceOrder(Object.keys(p.acceptance)).map((source): FigureRow => [`${sourceName(source)}: acceptance estimate, verdict`, `${pct(p.acceptance[source]!)}, ${verdict(source)}`]),
   ]);
 }
 

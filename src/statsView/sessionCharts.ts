@@ -3,7 +3,7 @@
 import { median } from '../stats/medians';
 import { SERVED_KINDS, SERVED_NAMES, type ServedKind } from '../stats/servedKind';
 import { acceptanceRate, type CompletionRecord, servedKindOf, speedupOverPlain, tokensPerEvaluation } from '../stats/statsCollector';
-import type { ProposalSource } from '../shared/decoding';
+import { sourceName, sourceOrder } from '../shared/decoding';
 
 /** How a chart's numbers are written. */
 export type ChartUnit = 'ms' | 'tokens' | 'percent' | 'times';
@@ -46,13 +46,6 @@ export interface SessionChart {
   summary: string;
 }
 
-const SOURCES: [ProposalSource, string][] = [
-  ['ngram', 'n-gram'],
-  ['draft', 'draft model'],
-  ['lookahead', 'lookahead'],
-  ['copy', 'window copy'],
-];
-
 /** Which path served a completion, as the per-completion table and the latency chart say it (the names of stats/servedKind.ts). */
 export function servedBy(r: CompletionRecord): { key: ServedKind; label: string } {
   const key = servedKindOf(r);
@@ -88,9 +81,11 @@ export function sessionCharts(records: readonly CompletionRecord[], firstNumber 
     label: SERVED_NAMES[key],
     values: perRecord((r) => (servedKindOf(r) === key ? r.latencyMs : null)),
   }));
-  const acceptance: ChartSeries[] = SOURCES.map(([source, label]) => ({
+  // Every source a kept completion proposed from.
+  const sources = sourceOrder(records.flatMap((r) => Object.keys(r.stats?.speculation?.bySource ?? {})));
+  const acceptance: ChartSeries[] = sources.map((source) => ({
     key: source,
-    label,
+    label: sourceName(source),
     values: perRecord((r) => (r.stats?.speculation ? acceptanceRate(r.stats, source) : null)),
   }));
   // A server's own draft model, where it reports what it proposed and kept.
@@ -142,8 +137,9 @@ export function completionTable(records: readonly CompletionRecord[], firstNumbe
   const rows = records.map((r, i) => {
     const s = r.stats;
     const acceptance = s?.speculation
-      ? SOURCES.filter(([source]) => (s.speculation!.bySource[source]?.proposedTokens ?? 0) > 0)
-          .map(([source, label]) => `${label} ${dash(acceptanceRate(s, source), 'percent')}`)
+      ? sourceOrder(Object.keys(s.speculation.bySource))
+          .filter((source) => s.speculation!.bySource[source]!.proposedTokens > 0)
+          .map((source) => `${sourceName(source)} ${dash(acceptanceRate(s, source), 'percent')}`)
           .join(', ') || 'no proposals'
       : s?.serverDraft
         ? `server draft ${dash(acceptanceRate(s), 'percent')}`

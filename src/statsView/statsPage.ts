@@ -158,6 +158,8 @@ figcaption { font-weight: 600; margin: 0.3em 0; }
 .chart .grid { stroke: var(--vscode-charts-lines, rgba(128, 128, 128, 0.4)); stroke-width: 1; }
 .chart .axis, .chart .reference-label { fill: var(--vscode-descriptionForeground, currentColor); font-size: 11px; font-family: var(--vscode-font-family); }
 .chart .reference { stroke: var(--vscode-charts-foreground, currentColor); stroke-width: 1; stroke-dasharray: 5 4; }
+/* A source without a colour of its own. */
+.series { --series: var(--vscode-charts-foreground, currentColor); }
 .series-model, .series-computed { --series: var(--vscode-charts-blue, #3794ff); }
 .series-cache { --series: var(--vscode-charts-green, #89d185); }
 .series-prefetch { --series: var(--vscode-charts-purple, #b180d7); }

@@ -19,6 +19,7 @@ import { areaRequest } from '../support/nextEditRequests';
 import { ROOT, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
 import { truncateFile, writeNotGguf } from '../../testbed/ggufWriter';
 import { ensureTestModel } from '../../testbed/models';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const skip = workerMissing;
 const MODELS = tinyModels();
@@ -102,7 +103,7 @@ describe('the next-edit model of its own, in the worker', { skip }, () => {
     const hybrid = await client.request('nextEdit', { request: request({ mode: 'hybrid' }), model: otherVocabulary });
     assert.equal(hybrid.output, plain.output);
     assert.equal(hybrid.stats.speculation.draftEvaluations ?? 0, 0, 'no draft ran');
-    assert.equal(hybrid.stats.speculation.bySource?.draft?.proposedTokens ?? 0, 0, 'no draft proposals');
+    assert.equal(sourceStats(hybrid.stats.speculation, 'draft').proposedTokens, 0, 'no draft proposals');
     const m = (await client.request('diagnostics', {})).nextEditModel!;
     assert.equal(m.path, otherVocabulary, 'the file asked for replaced the one before');
     assert.match(m.draft, /window copy and n-grams/);

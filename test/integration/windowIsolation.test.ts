@@ -22,6 +22,7 @@ import { isAlive } from '../support/processes';
 import { removeSocketDirs, socketDir } from '../support/socketDir';
 import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
 import { ROOT, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const skip = workerMissing;
 const TINY = embeddedPairPaths(ROOT, 'tiny');
@@ -313,7 +314,7 @@ describe('window isolation in the shared worker', { skip }, () => {
     const repeated = request(`function f() {\n${line.repeat(12)}${line.slice(0, 20)}`, { mode: 'ngram', maxTokens: 48, stopAtBlockEnd: false });
     const longest = async (c: WorkerClient) => {
       const r = await c.request('complete', { request: repeated });
-      const ngram = r.stats.speculation.bySource.ngram;
+      const ngram = sourceStats(r.stats.speculation, 'ngram');
       assert.ok(ngram.steps > 0, JSON.stringify(r.stats.speculation));
       return { perStep: ngram.proposedTokens / ngram.steps, text: r.text };
     };

@@ -14,6 +14,7 @@ import { promptCases } from '../support/prompts';
 import { batchDrift, judgeDivergence, tieTolerance, topTwoAfter } from '../../testbed/batchDrift';
 import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
 import type { RankedNext } from '../../src/speculation/greedyEvaluator';
+import { sourceStats } from '../../src/shared/generationStats';
 
 /** The top tokens after `history`, its last token evaluated alone (the cache emptied before and after). */
 async function rankedAfter(session: InferenceSession, history: number[], top: number): Promise<RankedNext> {
@@ -126,7 +127,7 @@ for (const pair of pairs)
             assert.notEqual(alternative.tokens[i], own.tokens[i], `${what}: another token at the branch`);
             assert.ok(!texts.has(alternative.text) && alternative.text !== '', `${what}: a text of its own, ${JSON.stringify(alternative.text)}`);
             texts.add(alternative.text);
-            proposed += alternative.stats.speculation.bySource.draft.proposedTokens + alternative.stats.speculation.bySource.ngram.proposedTokens;
+            proposed += sourceStats(alternative.stats.speculation, 'draft').proposedTokens + sourceStats(alternative.stats.speculation, 'ngram').proposedTokens;
             await checkAgainstPlain(alternative, alternative.tokens.slice(0, i + 1), req, what);
           }
         }

@@ -17,6 +17,7 @@ import { StopRules } from '../../src/stopping/stopRules';
 import { batchDrift, tieTolerance } from '../../testbed/batchDrift';
 import { ensureTestModel } from '../../testbed/models';
 import { marginAfter } from '../support/losslessSuite';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -43,7 +44,7 @@ describe('next-edit prompts whose file context moved', () => {
       prompt: prompt.tokens,
       stop,
       policy: new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: false }),
-      copy: mode === 'copy' ? new WindowCopyProposer(prompt.window, prompt.tokens.length) : undefined,
+      proposers: mode === 'copy' ? [new WindowCopyProposer(prompt.window, prompt.tokens.length)] : [],
     });
     return { stats, tokens: [...stop.tokens] };
   };
@@ -74,7 +75,7 @@ describe('next-edit prompts whose file context moved', () => {
         const margin = await marginAfter(session.target.evaluator, [...second.tokens, ...plain.tokens.slice(0, at)]);
         assert.ok(margin < tieTolerance(await batchDrift(session)), `copy decoding after the move from line ${from} to ${to} parts from plain at token ${at}, margin ${margin}`);
       }
-      assert.ok(copied.stats.speculation.bySource.copy.proposedTokens > 0, 'the window was proposed');
+      assert.ok(sourceStats(copied.stats.speculation, 'copy').proposedTokens > 0, 'the window was proposed');
     }
     assert.ok(shifts >= 2, `${shifts} of 3 requests shifted`);
   });

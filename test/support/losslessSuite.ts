@@ -15,6 +15,7 @@ import { type GreedyEvaluator, syncAndPredictNext } from '../../src/speculation/
 import { mulberry32 } from '../../testbed/ggufWriter';
 import { type PromptCase, promptCases } from './prompts';
 import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
+import { sourceStats } from '../../src/shared/generationStats';
 
 export interface Pair {
   name: string;
@@ -126,8 +127,8 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
         for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
           const spec = await session.complete(request_(c, mode));
           await same(spec, plain, request_(c, mode), `${mode} on ${c.name}`);
-          accepted += spec.stats.speculation.bySource.draft.acceptedTokens + spec.stats.speculation.bySource.ngram.acceptedTokens;
-          proposed += spec.stats.speculation.bySource.draft.proposedTokens + spec.stats.speculation.bySource.ngram.proposedTokens;
+          accepted += sourceStats(spec.stats.speculation, 'draft').acceptedTokens + sourceStats(spec.stats.speculation, 'ngram').acceptedTokens;
+          proposed += sourceStats(spec.stats.speculation, 'draft').proposedTokens + sourceStats(spec.stats.speculation, 'ngram').proposedTokens;
         }
       }
       // The check is only meaningful if proposals were made (and, with a related draft, accepted).
@@ -142,7 +143,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
         for (const mode of ['ngram', 'hybrid'] as const) {
           const spec = await session.complete(request_(c, mode), undefined, { lookahead: true });
           await same(spec, plain, request_(c, mode), `${mode} with lookahead on ${c.name}`);
-          proposed += spec.stats.speculation.bySource.lookahead.proposedTokens;
+          proposed += sourceStats(spec.stats.speculation, 'lookahead').proposedTokens;
         }
       }
       process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
@@ -180,7 +181,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
             const r = request_(edit, mode, { maxTokens: 64, stop: edit.stop });
             const spec = await session.complete(r, undefined, { copy, policy });
             await same(spec, plain, r, `${mode}, copying the ${variant}, on ${c.name}`);
-            const by = spec.stats.speculation.bySource.copy;
+            const by = sourceStats(spec.stats.speculation, 'copy');
             tally[variant][0] += by.acceptedTokens;
             tally[variant][1] += by.proposedTokens;
             if (by.proposedTokens > 0) runsWithCopy++;
@@ -206,8 +207,8 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
         const draft = await session.windowDraft(request_(c, 'draft'), 24);
         const spec = await session.complete(request_(c, 'draft'), undefined, { draft, policy });
         await same(spec, plain, request_(c, 'draft'), `window draft on ${c.name}`);
-        proposed += spec.stats.speculation.bySource.draft.proposedTokens;
-        accepted += spec.stats.speculation.bySource.draft.acceptedTokens;
+        proposed += sourceStats(spec.stats.speculation, 'draft').proposedTokens;
+        accepted += sourceStats(spec.stats.speculation, 'draft').acceptedTokens;
       }
       assert.ok(proposed > 0, 'the window draft proposed');
       process.stdout.write(`# ${pair.name}: window draft ${accepted}/${proposed} accepted\n`);

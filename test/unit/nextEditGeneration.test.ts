@@ -8,9 +8,11 @@ import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
 import { generateNextEdit } from '../../src/nextEdit/generation';
 import type { NextEditPrompt, TextReplacement } from '../../src/nextEdit/types';
+import { NgramProposer } from '../../src/speculation/ngramProposer';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import type { GreedyEvaluator } from '../../src/speculation/greedyEvaluator';
 import { FakeEvaluator, hashModel } from '../support/fakeModel';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const tokenize = (text: string): Token[] => [...text].map((c) => c.charCodeAt(0));
 const detokenize = (tokens: readonly Token[]) => String.fromCharCode(...tokens);
@@ -91,7 +93,12 @@ async function generate(mode: DecodeMode, opts: { signal?: AbortSignal; onEdit?:
     prompt,
     mode,
     policy: new SpeculationPolicy(settings),
-    ngram: { find: (history, maxLen) => findInSequence(history, { minN: 2, maxN: 6, maxLen }) && { source: 'ngram', tokens: findInSequence(history, { minN: 2, maxN: 6, maxLen })!.tokens } },
+    proposers: [
+      new NgramProposer((history, maxLen) => {
+        const match = findInSequence(history, { minN: 2, maxN: 6, maxLen });
+        return match && { tokens: match.tokens, matchLength: match.n };
+      }),
+    ],
     finalEdits: finalEdits(SOURCE),
     onEdit: opts.onEdit,
     signal: opts.signal,
@@ -113,7 +120,7 @@ describe('next-edit generation', () => {
     const copy = await generate('copy');
     const perEvaluation = copy.tokens.length / copy.stats.speculation.targetEvaluations;
     assert.ok(perEvaluation > 6, `${perEvaluation.toFixed(1)} tokens per evaluation`);
-    assert.ok(copy.stats.speculation.bySource.copy.acceptedTokens > 0.9 * copy.tokens.length - 40);
+    assert.ok(sourceStats(copy.stats.speculation, 'copy').acceptedTokens > 0.9 * copy.tokens.length - 40);
     // After the prompt (the same for both): at the CPU-like cost of a batch, over 2.5x.
     const decodeMs = (r: typeof plain) => r.windowMs - r.stats.promptMs;
     assert.ok(decodeMs(copy) < decodeMs(plain) / 2.5, `copy ${decodeMs(copy)} vs plain ${decodeMs(plain)} (virtual ms)`);

@@ -303,17 +303,18 @@ describe('next-edit readout', () => {
     };
     const figures = requestFigures({ timeToFirstEditMs: 120, stats: stats0 as never });
     assert.equal(figures.tokensPerEvaluation, 4);
-    assert.deepEqual(figures.copy, { accepted: 30, proposed: 40 });
+    assert.deepEqual(figures.bySource, { copy: { accepted: 30, proposed: 40 } }, 'the sources that proposed');
     stats.answered(figures);
     stats.shown('inline', 450);
     stats.ended('applied');
     stats.shown('block', 500);
     stats.ended('dismissed');
     const s = stats.summary();
-    assert.deepEqual([s.shown, s.applied, s.dismissed, s.firstEditMs, s.tokensPerEvaluation, s.copyAcceptance], [2, 1, 1, 120, 4, 0.75]);
-    assert.match(stats.tooltipLine() ?? '', /Next edits: 2 shown, 1 applied, 1 dismissed · first edit 120 ms · 4\.00 tokens\/evaluation · copy 75% accepted/);
+    assert.deepEqual([s.shown, s.applied, s.dismissed, s.firstEditMs, s.tokensPerEvaluation, s.acceptance], [2, 1, 1, 120, 4, { copy: 0.75 }]);
+    assert.match(stats.tooltipLine() ?? '', /Next edits: 2 shown, 1 applied, 1 dismissed · first edit 120 ms · 4\.00 tokens\/evaluation · window copy 75% accepted/);
     const rows = Object.fromEntries(stats.section().rows);
     assert.equal(rows['tokens per target evaluation'], '4.00');
+    assert.equal(rows['window copy: accepted'], '75% (30/40 tokens)');
   });
 
   it('one log line per suggestion says what, where, how it was drawn, how it ended, and the times', () => {

@@ -2,9 +2,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SpeculationSettings } from '../../src/shared/settings';
+import type { CopyAcceptanceModel } from '../../src/speculation/copyAcceptance';
 import { CostModel } from '../../src/speculation/costModel';
+import { draftAcceptance } from '../../src/speculation/draftModelProposer';
+import { LookaheadPool, LookaheadProposer } from '../../src/speculation/lookaheadPool';
+import { NgramProposer } from '../../src/speculation/ngramProposer';
+import { chainOffer, type ModelProposer } from '../../src/speculation/proposer';
 import { policyReport } from '../../src/stats/statsReport';
-import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, PLAIN_REFRESH_INTERVAL, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
+import { AcceptanceTracker, EXPLORE_FIRST_INTERVAL, EXPLORE_MAX_INTERVAL, PLAIN_REFRESH_INTERVAL, type SourceOffer, SpeculationPolicy, expectedTokensPerStep } from '../../src/speculation/policy';
+import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
 
 const SETTINGS: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 3, ngramMaxMatch: 8, draftMinConfidence: 0.35, adaptive: true, lookahead: false };
 
@@ -20,6 +26,49 @@ function acceptance(a: number): AcceptanceTracker {
   const t = new AcceptanceTracker({ ngram: a, draft: a }, 1000, 1);
   return t;
 }
+
+// The sources as the decoder hands them to the policy (their offers are made up below).
+const NGRAM = new NgramProposer(() => null);
+const LOOKAHEAD = new LookaheadProposer(new LookaheadPool());
+const COPY = new WindowCopyProposer([], 0);
+const DRAFT: ModelProposer = { id: 'draft', asks: 'model', acceptanceModel: draftAcceptance, offer: async () => null, record() {} };
+
+/** A step's offers: an n-gram match, the target's lookahead, the draft, the window copy (its phase and schedule). */
+interface StepOffers {
+  ngramAvailable: number;
+  ngramMatchLength: number;
+  draftAvailable: boolean;
+  remaining: number;
+  lookaheadAvailable?: number;
+  copyAvailable?: number;
+  copyScheduled?: number;
+  copyInRun?: boolean;
+  copyAgreement?: number;
+}
+
+const tokens = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+const copyOffer = (inRun: boolean, agreement = 1, length = 64, scheduled?: number) => chainOffer(tokens(length), { inRun, agreement, scheduled });
+
+/** The offers in the hybrid mode's order, as the decoder builds them. */
+function offersOf(o: StepOffers): SourceOffer[] {
+  return [
+    ...(o.copyAvailable ? [{ proposer: COPY, offer: copyOffer(o.copyInRun ?? false, o.copyAgreement, o.copyAvailable, o.copyScheduled) }] : []),
+    { proposer: NGRAM, offer: o.ngramAvailable > 0 ? chainOffer(tokens(o.ngramAvailable), { matchLength: o.ngramMatchLength }) : null },
+    ...(o.lookaheadAvailable ? [{ proposer: LOOKAHEAD, offer: chainOffer(tokens(o.lookaheadAvailable)) }] : []),
+    ...(o.draftAvailable ? [{ proposer: DRAFT }] : []),
+  ];
+}
+
+const plan = (policy: SpeculationPolicy, o: StepOffers) => policy.plan(offersOf(o), o.remaining);
+
+/** A policy that has met the window copy (its acceptance model made). */
+function copyPolicy(settings: SpeculationSettings, cost?: CostModel): SpeculationPolicy {
+  const policy = new SpeculationPolicy(settings, cost);
+  policy.register(COPY);
+  return policy;
+}
+const recordCopy = (policy: SpeculationPolicy, inRun: boolean, proposed: number, accepted: number, agreement?: number) => policy.record('copy', copyOffer(inRun, agreement), proposed, accepted);
+const phases = (policy: SpeculationPolicy) => (policy.model('copy') as CopyAcceptanceModel).phases;
 
 describe('expected tokens per verification', () => {
   for (const [a, k, expected] of [
@@ -96,8 +145,9 @@ describe('proposal length from acceptance and verify cost', () => {
 
   it('the draft pays for its own time: a draft as slow as the target never pays on a CPU', () => {
     const cost = measured(cpu);
-    cost.recordDraft(1, 10);
+    cost.recordProposal('draft', 1, 10);
     const policy = new SpeculationPolicy(SETTINGS, cost, acceptance(0.7));
+    policy.register(DRAFT);
     assert.equal(policy.bestLength('draft', 8), 0);
     assert.ok(policy.bestLength('ngram', 8) > 0, 'the same acceptance pays for free n-gram proposals');
   });
@@ -112,12 +162,12 @@ describe('plan per step', () => {
       measured((b) => 10 + 0.1 * b),
       acceptance(0.8),
     );
-    assert.equal(policy.plan(options)?.source, 'ngram');
-    assert.equal(policy.plan({ ...options, ngramMatchLength: 2 })?.source, 'draft');
-    assert.equal(policy.plan({ ...options, ngramAvailable: 0 })?.source, 'draft');
-    assert.ok(policy.plan({ ...options, remaining: 3 })!.maxLen <= 2);
-    assert.equal(policy.plan({ ...options, remaining: 1 }), null);
-    assert.ok(policy.plan(options)!.maxLen <= options.ngramAvailable);
+    assert.equal(plan(policy, options)?.source, 'ngram');
+    assert.equal(plan(policy, { ...options, ngramMatchLength: 2 })?.source, 'draft');
+    assert.equal(plan(policy, { ...options, ngramAvailable: 0 })?.source, 'draft');
+    assert.ok(plan(policy, { ...options, remaining: 3 })!.maxLen <= 2);
+    assert.equal(plan(policy, { ...options, remaining: 1 }), null);
+    assert.ok(plan(policy, options)!.maxLen <= options.ngramAvailable);
   });
 
   it('not adaptive: the whole match, or maxProposal draft tokens, whatever the costs', () => {
@@ -126,9 +176,9 @@ describe('plan per step', () => {
       measured((b) => 10 * b),
       acceptance(0),
     );
-    assert.deepEqual(policy.plan(options), { source: 'ngram', maxLen: 6 });
-    assert.deepEqual(policy.plan({ ...options, ngramMatchLength: 1 }), { source: 'draft', maxLen: 8 });
-    assert.equal(policy.plan({ ...options, ngramMatchLength: 1, draftAvailable: false }), null);
+    assert.deepEqual(plan(policy, options), { source: 'ngram', maxLen: 6 });
+    assert.deepEqual(plan(policy, { ...options, ngramMatchLength: 1 }), { source: 'draft', maxLen: 8 });
+    assert.equal(plan(policy, { ...options, ngramMatchLength: 1, draftAvailable: false }), null);
   });
 
   it('written-off sources are tried again with backoff: 16, 32, 64 ... steps, reset once they pay', () => {
@@ -137,14 +187,14 @@ describe('plan per step', () => {
     const policy = new SpeculationPolicy(SETTINGS, cost, accept);
     const draftOnly = { ...options, ngramAvailable: 0 };
     const tries: number[] = [];
-    for (let step = 1; step <= 16 + 32 + 64 + 128; step++) if (policy.plan(draftOnly)) tries.push(step);
+    for (let step = 1; step <= 16 + 32 + 64 + 128; step++) if (plan(policy, draftOnly)) tries.push(step);
     assert.deepEqual(tries, [16, 48, 112, 240]);
     assert.equal(policy.exploreInterval('draft'), 256);
-    for (let i = 0; i < 20; i++) policy.plan(draftOnly);
+    for (let i = 0; i < 20; i++) plan(policy, draftOnly);
     assert.ok(policy.exploreInterval('draft') <= EXPLORE_MAX_INTERVAL);
     // The verify cost turns out flat (a GPU, say): the draft pays and its backoff resets.
     for (let b = 1; b <= 17; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 10);
-    assert.equal(policy.plan(draftOnly)?.source, 'draft');
+    assert.equal(plan(policy, draftOnly)?.source, 'draft');
     assert.equal(policy.exploreInterval('draft'), EXPLORE_FIRST_INTERVAL);
   });
 });
@@ -156,7 +206,7 @@ describe('plain refresh', () => {
       measured((b) => 10 + b),
       acceptance(0.9),
     );
-    const plans = Array.from({ length: 2 * (PLAIN_REFRESH_INTERVAL + 1) }, () => policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }));
+    const plans = Array.from({ length: 2 * (PLAIN_REFRESH_INTERVAL + 1) }, () => plan(policy, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }));
     assert.deepEqual(
       plans.map((p, i) => (p === null ? i : -1)).filter((i) => i >= 0),
       [PLAIN_REFRESH_INTERVAL, 2 * PLAIN_REFRESH_INTERVAL + 1],
@@ -167,7 +217,7 @@ describe('plain refresh', () => {
       measured((b) => 10 + b),
       acceptance(0.9),
     );
-    for (let i = 0; i < 2 * PLAIN_REFRESH_INTERVAL; i++) assert.notEqual(fixed.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }), null);
+    for (let i = 0; i < 2 * PLAIN_REFRESH_INTERVAL; i++) assert.notEqual(plan(fixed, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 }), null);
   });
 });
 
@@ -186,16 +236,22 @@ describe('acceptance tracker', () => {
 describe('Show Stats: what the policy learned', () => {
   it('gives the verify cost ratios and says which source pays and which is off', () => {
     const cost = measured((b) => 10 * b);
-    cost.recordDraft(1, 3);
-    const offEverywhere = policyReport(new SpeculationPolicy(SETTINGS, cost, acceptance(0.9)).snapshot()).join('\n');
+    cost.recordProposal('draft', 1, 3);
+    const met = (policy: SpeculationPolicy) => {
+      for (const source of [NGRAM, DRAFT]) policy.register(source);
+      return policy;
+    };
+    const offEverywhere = policyReport(met(new SpeculationPolicy(SETTINGS, cost, acceptance(0.9))).snapshot()).join('\n');
     assert.match(offEverywhere, /2: 2\.00x, 3: 3\.00x/);
     assert.match(offEverywhere, /3\.0 ms per token/);
     assert.match(offEverywhere, /n-gram: acceptance estimate, verdict \| 90%, off: plain decoding is faster \(retried every 16 steps\)/);
     const gpu = policyReport(
-      new SpeculationPolicy(
-        SETTINGS,
-        measured((b) => 10 + 0.1 * b),
-        acceptance(0.9),
+      met(
+        new SpeculationPolicy(
+          SETTINGS,
+          measured((b) => 10 + 0.1 * b),
+          acceptance(0.9),
+        ),
       ).snapshot(),
     ).join('\n');
     assert.match(gpu, /n-gram: acceptance estimate, verdict \| 90%, proposals of up to 8 tokens pay/);
@@ -214,50 +270,50 @@ describe('the window copy: its length from the measured verify cost and how copi
   const gpu = (b: number) => 10 * (1 + 0.06 * (b - 1));
 
   it('learns how far copies stay right, in runs and after a divergence apart', () => {
-    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
-    const before = policy.copyAcceptance.expectedTokens(64, true);
+    const policy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
+    const before = phases(policy).expectedTokens(64, true);
     // Runs that stay right for 40 tokens, then the edit.
-    for (let i = 0; i < 60; i++) policy.recordCopy(true, 64, 40);
-    const e = policy.copyAcceptance.expectedTokens(64, true);
+    for (let i = 0; i < 60; i++) recordCopy(policy, true, 64, 40);
+    const e = phases(policy).expectedTokens(64, true);
     assert.ok(e > 38 && e < 43, `expected ${e.toFixed(1)} tokens of a 64-token run proposal (40 right, then the target's own)`);
-    assert.ok(policy.copyAcceptance.continuationRate(20, true) > 0.95 && policy.copyAcceptance.continuationRate(40, true) < 0.2);
+    assert.ok(phases(policy).continuationRate(20, true) > 0.95 && phases(policy).continuationRate(40, true) < 0.2);
     assert.ok(before !== e);
     // After a divergence: single-token re-synchronisations are wrong, long agreements right.
     for (let i = 0; i < 60; i++) {
-      policy.recordCopy(false, 32, 0, 1);
-      policy.recordCopy(false, 32, 32, 12);
+      recordCopy(policy, false, 32, 0, 1);
+      recordCopy(policy, false, 32, 32, 12);
     }
-    assert.ok(policy.copyAcceptance.firstRate(false, 1) < 0.2);
-    assert.ok(policy.copyAcceptance.firstRate(false, 12) > 0.8);
+    assert.ok(phases(policy).firstRate(false, 1) < 0.2);
+    assert.ok(phases(policy).firstRate(false, 12) > 0.8);
   });
 
   it('on a CPU: a long copy in a run, nothing on a weak guess; on a GPU the whole offer', () => {
-    const cpuPolicy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
+    const cpuPolicy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
     for (let i = 0; i < 60; i++) {
-      cpuPolicy.recordCopy(true, 64, 64);
-      cpuPolicy.recordCopy(false, 8, 0, 1);
+      recordCopy(cpuPolicy, true, 64, 64);
+      recordCopy(cpuPolicy, false, 8, 0, 1);
     }
-    assert.equal(cpuPolicy.copyLength(64, true), 64, 'a long run: the largest batch costs least a token');
-    assert.equal(cpuPolicy.copyLength(64, false, 1), 0, 'a guess that is mostly wrong: plain decoding');
-    assert.equal(cpuPolicy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyInRun: true })?.maxLen, 64);
-    const gpuPolicy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
-    const guess = gpuPolicy.copyLength(64, false, 1);
+    assert.equal(cpuPolicy.bestLength('copy', 64, copyOffer(true)), 64, 'a long run: the largest batch costs least a token');
+    assert.equal(cpuPolicy.bestLength('copy', 64, copyOffer(false, 1)), 0, 'a guess that is mostly wrong: plain decoding');
+    assert.equal(plan(cpuPolicy, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyInRun: true })?.maxLen, 64);
+    const gpuPolicy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
+    const guess = gpuPolicy.bestLength('copy', 64, copyOffer(false, 1));
     assert.ok(guess >= 16, `on a GPU even a guess pays, and long (${guess} at the priors)`);
   });
 
   it('not adaptive: the proposer schedule decides, within the offer', () => {
-    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: false });
-    assert.equal(policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 8);
-    assert.equal(policy.plan({ ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 5, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 4);
+    const policy = copyPolicy({ ...SETTINGS, adaptive: false });
+    assert.equal(plan(policy, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 8);
+    assert.equal(plan(policy, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 5, copyAvailable: 64, copyScheduled: 8 })?.maxLen, 4);
   });
 
   it('an untimed longer batch is tried once in a run when its estimate comes near the best', () => {
     const cost = new CostModel();
     for (let b = 1; b <= 33; b++) cost.recordTarget(b, cpu(b));
-    const policy = new SpeculationPolicy({ ...SETTINGS, adaptive: true }, cost);
-    for (let i = 0; i < 60; i++) policy.recordCopy(true, 32, 32);
-    assert.equal(policy.copyLength(64, true), 64);
+    const policy = copyPolicy({ ...SETTINGS, adaptive: true }, cost);
+    for (let i = 0; i < 60; i++) recordCopy(policy, true, 32, 32);
+    assert.equal(policy.bestLength('copy', 64, copyOffer(true)), 64);
     cost.recordTarget(65, 62 * 64); // measured: far dearer than estimated
-    assert.ok(policy.copyLength(64, true) < 64);
+    assert.ok(policy.bestLength('copy', 64, copyOffer(true)) < 64);
   });
 });

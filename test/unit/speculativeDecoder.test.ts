@@ -6,13 +6,15 @@ import type { DecodeMode, Token } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
 import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
-import { LookaheadPool } from '../../src/speculation/lookaheadPool';
+import { LookaheadPool, LookaheadProposer } from '../../src/speculation/lookaheadPool';
+import { proposersFor } from '../../src/speculation/modeProposers';
+import { NgramProposer } from '../../src/speculation/ngramProposer';
 import { WINDOW_STEP, WindowDraftProposer } from '../../src/speculation/windowDraft';
 import { SpeculationPolicy } from '../../src/speculation/policy';
-import type { NgramProposer } from '../../src/speculation/proposers';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { StopRules } from '../../src/stopping/stopRules';
 import { FAKE_EOS as EOS, FAKE_VOCAB as VOCAB, FakeEvaluator, fakeDetokenize as detokenize, hashModel, repetitiveModel } from '../support/fakeModel';
+import { sourceStats } from '../../src/shared/generationStats';
 
 function settings(over: Partial<SpeculationSettings> = {}): SpeculationSettings {
   return { maxProposal: 6, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, lookahead: false, ...over };
@@ -26,12 +28,11 @@ function noisy(model: (h: readonly Token[]) => Token, accuracy: number, seed: nu
   return (history: readonly Token[]): Token => (coin(history) < accuracy * 1000 ? model(history) : (model(history) + 1) % VOCAB);
 }
 
-const ngram = (minN: number, maxN: number): NgramProposer => ({
-  find(history, maxLen) {
+const ngram = (minN: number, maxN: number) =>
+  new NgramProposer((history, maxLen) => {
     const m = findInSequence(history, { minN, maxN, maxLen });
-    return m ? { source: 'ngram', tokens: m.tokens, matchLength: m.n } : null;
-  },
-});
+    return m ? { tokens: m.tokens, matchLength: m.n } : null;
+  });
 
 async function run(
   mode: DecodeMode,
@@ -57,10 +58,8 @@ async function run(
     prompt,
     stop,
     policy: new SpeculationPolicy(settings(opts.spec)),
-    ngram: ngram(2, 6),
-    draft: new DraftModelProposer(draftEval, 0),
+    proposers: proposersFor(mode, [ngram(2, 6), new DraftModelProposer(draftEval, 0), opts.lookahead && new LookaheadProposer(opts.lookahead)]),
     signal: opts.signal,
-    lookahead: opts.lookahead,
   });
   return { tokens: [...stop.tokens], text: stop.finalText, stats, target };
 }
@@ -110,7 +109,7 @@ describe('speculative decoder (stand-in model)', () => {
     assert.equal(r.tokens.length, 71);
     // The prompt's evaluation gives the first token, then 70 tokens at 7 per evaluation.
     assert.equal(r.stats.speculation.targetEvaluations, 11);
-    assert.equal(r.stats.speculation.bySource.draft.acceptedTokens, r.stats.speculation.bySource.draft.proposedTokens);
+    assert.equal(sourceStats(r.stats.speculation, 'draft').acceptedTokens, sourceStats(r.stats.speculation, 'draft').proposedTokens);
   });
 
   it('a useless draft still gives the exact output, one token per evaluation', async () => {
@@ -118,7 +117,7 @@ describe('speculative decoder (stand-in model)', () => {
     const plain = await run('plain', model, [1]);
     const r = await run('draft', model, [1], { draftAccuracy: 0 });
     assert.deepEqual(r.tokens, plain.tokens);
-    assert.equal(r.stats.speculation.bySource.draft.acceptedTokens, 0);
+    assert.equal(sourceStats(r.stats.speculation, 'draft').acceptedTokens, 0);
     assert.equal(r.stats.speculation.targetEvaluations, plain.stats.speculation.targetEvaluations);
   });
 
@@ -256,8 +255,8 @@ describe("the lookahead pool (the target's outputs after a rejected guess)", () 
             const spec = await run(mode, model, prompt, { seed, maxTokens: 120, spec: { adaptive }, lookahead: pool });
             assert.deepEqual(spec.tokens, plain.tokens, `${mode} adaptive=${adaptive} seed ${seed} prompt ${prompt.join(',')}`);
             assert.equal(spec.stats.stopReason, plain.stats.stopReason);
-            proposed += spec.stats.speculation.bySource.lookahead.proposedTokens;
-            accepted += spec.stats.speculation.bySource.lookahead.acceptedTokens;
+            proposed += sourceStats(spec.stats.speculation, 'lookahead').proposedTokens;
+            accepted += sourceStats(spec.stats.speculation, 'lookahead').acceptedTokens;
             cases++;
           }
         }
@@ -269,7 +268,7 @@ describe("the lookahead pool (the target's outputs after a rejected guess)", () 
 
   it('without the pool no lookahead proposal is made', async () => {
     const r = await run('hybrid', codeLike(3), [1, 2, 3, 4, 5]);
-    assert.equal(r.stats.speculation.bySource.lookahead.steps, 0);
+    assert.equal(sourceStats(r.stats.speculation, 'lookahead').steps, 0);
   });
 });
 
@@ -301,7 +300,7 @@ describe('the target as its own draft on a KV window', () => {
           prompt,
           stop,
           policy: new SpeculationPolicy(settings({ adaptive: false })),
-          draft: new WindowDraftProposer(new FakeEvaluator(model), 0, prompt.length, 8),
+          proposers: [new WindowDraftProposer(new FakeEvaluator(model), 0, prompt.length, 8)],
         });
         assert.deepEqual([...stop.tokens], plain.tokens, `seed ${seed} prompt ${prompt.join(',')}`);
       }

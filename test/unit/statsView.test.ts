@@ -40,7 +40,7 @@ function decoded(tokens: number, evaluations: number, opts: { ngram?: [number, n
       draftMs: 10,
       policy: {
         verifyMs: opts.oneStepMs === undefined ? { 2: 12 } : { 1: opts.oneStepMs, 2: opts.oneStepMs * 1.3 },
-        draftMsPerToken: 1,
+        proposeMsPerToken: { draft: 1 },
         acceptance: { ngram: 0.5, draft: 0.5, lookahead: 0, copy: 0.75 },
         bestLength: { ngram: 4, draft: 3, lookahead: 0, copy: 32 },
         retryInterval: { ngram: 16, draft: 16, lookahead: 16, copy: 16 },

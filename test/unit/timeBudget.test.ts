@@ -6,6 +6,8 @@ import { describe, it } from 'node:test';
 import type { CompletionRequest } from '../../src/shared/completion';
 import type { DecodeMode, Token } from '../../src/shared/decoding';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
+import { proposersFor } from '../../src/speculation/modeProposers';
+import { NgramProposer } from '../../src/speculation/ngramProposer';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { requestStops, StopRules, type TimeBudget } from '../../src/stopping/stopRules';
@@ -86,14 +88,12 @@ describe('the time budget in speculative decoding: whole lines of the greedy com
   async function run(mode: DecodeMode, model: (h: readonly Token[]) => Token, prompt: Token[], budget?: TimeBudget) {
     const stop = rules(budget, 60);
     const draft = new DraftModelProposer(new FakeEvaluator((h) => (h.length % 3 ? model(h) : (model(h) + 1) % CHARS.length)), 0);
-    const ngram = {
-      find: (history: readonly Token[], maxLen: number) => {
-        const m = findInSequence(history, { minN: 2, maxN: 6, maxLen });
-        return m ? { source: 'ngram' as const, tokens: m.tokens, matchLength: m.n } : null;
-      },
-    };
+    const ngram = new NgramProposer((history, maxLen) => {
+      const m = findInSequence(history, { minN: 2, maxN: 6, maxLen });
+      return m ? { tokens: m.tokens, matchLength: m.n } : null;
+    });
     const policy = new SpeculationPolicy({ maxProposal: 6, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, lookahead: false });
-    const stats = await decode({ mode, target: new FakeEvaluator(model), prompt, stop, policy, ngram, draft });
+    const stats = await decode({ mode, target: new FakeEvaluator(model), prompt, stop, policy, proposers: proposersFor(mode, [ngram, draft]) });
     return { tokens: [...stop.tokens], text: stop.finalText, reason: stats.stopReason };
   }
 

@@ -11,7 +11,8 @@ import { findInSequence } from '../../src/ngram';
 import { DraftModelProposer } from '../../src/speculation/draftModelProposer';
 import type { EvaluatedNext } from '../../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../../src/speculation/policy';
-import type { NgramProposer } from '../../src/speculation/proposers';
+import { proposersFor } from '../../src/speculation/modeProposers';
+import { NgramProposer } from '../../src/speculation/ngramProposer';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { FIXED_SHAPE_TRIAL_STEPS, padToShape, ShapeHistory } from '../../src/speculation/verifyShape';
 import { StopRules } from '../../src/stopping/stopRules';
@@ -25,20 +26,18 @@ function settings(over: Partial<SpeculationSettings> = {}): SpeculationSettings 
 /** Code-like: the next token mostly copies the one 8 back (four times in five), so n-grams are often right. */
 const codeLike = (seed: number) => repetitiveModel(seed, 5);
 
-const ngram = (minN: number, maxN: number): NgramProposer => ({
-  find(history, maxLen) {
+const ngram = (minN: number, maxN: number) =>
+  new NgramProposer((history, maxLen) => {
     const m = findInSequence(history, { minN, maxN, maxLen });
-    return m ? { source: 'ngram', tokens: m.tokens, matchLength: m.n } : null;
-  },
-});
+    return m ? { tokens: m.tokens, matchLength: m.n } : null;
+  });
 
 /** Always offers a long "match" whose first token the model never picks: acceptance 0. */
-const alwaysWrong = (model: (h: readonly Token[]) => Token): NgramProposer => ({
-  find(history, maxLen) {
+const alwaysWrong = (model: (h: readonly Token[]) => Token) =>
+  new NgramProposer((history, maxLen) => {
     const wrong = (model(history) + 1) % (VOCAB - 1);
-    return { source: 'ngram', tokens: Array.from({ length: maxLen }, () => wrong), matchLength: 6 };
-  },
-});
+    return { tokens: Array.from({ length: maxLen }, () => wrong), matchLength: 6 };
+  });
 
 function prompt(seed: number, length = 24): Token[] {
   const h = hashModel(seed, VOCAB - 1, 1);
@@ -87,8 +86,7 @@ async function generate(
     prompt: promptTokens,
     stop,
     policy,
-    ngram: opts.proposer ?? ngram(2, 6),
-    draft: new DraftModelProposer(new FakeEvaluator(model), 0),
+    proposers: proposersFor(mode, [opts.proposer ?? ngram(2, 6), new DraftModelProposer(new FakeEvaluator(model), 0)]),
     ...(opts.clock ? { now: () => opts.clock!.t } : {}),
   });
   return { tokens: [...stop.tokens], stats, target };

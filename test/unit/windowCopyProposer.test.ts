@@ -5,13 +5,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DecodeMode, Token } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
+import type { CopyAcceptanceModel } from '../../src/speculation/copyAcceptance';
 import { CostModel } from '../../src/speculation/costModel';
+import { chainOffer } from '../../src/speculation/proposer';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { WindowCopyProposer, type WindowCopyOptions } from '../../src/speculation/windowCopyProposer';
 import { StopRules } from '../../src/stopping/stopRules';
 import { mulberry32 } from '../../testbed/ggufWriter';
 import { FAKE_VOCAB as VOCAB, FakeEvaluator, fakeDetokenize as detokenize, hashModel } from '../support/fakeModel';
+import { sourceStats } from '../../src/shared/generationStats';
 
 const NL = 1;
 const PROMPT: Token[] = [900, 901, 902, 903];
@@ -44,7 +47,7 @@ function simulate(source: Token[], output: Token[], options: Partial<WindowCopyO
   let i = 1;
   while (i < output.length) {
     const history = [...PROMPT, ...output.slice(0, i)];
-    const offer = proposer.find(history, Math.min(maxLen, output.length - i));
+    const offer = proposer.offer(history, Math.min(maxLen, output.length - i));
     // The schedule's proposal (a non-adaptive policy verifies exactly that much of the offer).
     const proposal = offer?.tokens.slice(0, offer.scheduled) ?? [];
     let accepted = 0;
@@ -83,9 +86,9 @@ describe('window copy proposer', () => {
     const after = steps.slice(rejected + 1).find((s) => s.proposal.length > 0)!;
     assert.equal(after.proposal.length, 4, 'short again near the divergence');
     const proposer = new WindowCopyProposer(source, PROMPT.length);
-    assert.equal(proposer.find([...PROMPT, ...source], 10), null, 'the whole window copied: nothing left to copy');
+    assert.equal(proposer.offer([...PROMPT, ...source], 10), null, 'the whole window copied: nothing left to copy');
     // Past the window: the output goes on (a closing marker) and nothing is copied.
-    assert.equal(proposer.find([...PROMPT, ...source, 700], 10), null);
+    assert.equal(proposer.offer([...PROMPT, ...source, 700], 10), null);
   });
 
   it('re-synchronises after an inserted line at the line after it (the output returns to the window)', () => {
@@ -132,22 +135,22 @@ describe('window copy proposer', () => {
     const source = [...line, 30, 31, NL, ...line, 40, 41, NL];
     const proposer = new WindowCopyProposer(source, PROMPT.length);
     // Output: 20 21 then 99 (diverges at source[2]), then 23: found at 4 (near) and 13 (far).
-    assert.ok(proposer.find([...PROMPT, 20, 21], 8));
+    assert.ok(proposer.offer([...PROMPT, 20, 21], 8));
     proposer.record(4, 0);
-    proposer.find([...PROMPT, 20, 21, 99], 8);
-    const p = proposer.find([...PROMPT, 20, 21, 99, 23], 8);
+    proposer.offer([...PROMPT, 20, 21, 99], 8);
+    const p = proposer.offer([...PROMPT, 20, 21, 99, 23], 8);
     assert.deepEqual(p?.tokens.slice(0, 2), [24, NL]);
     assert.equal(proposer.position, 4);
     // A far match needs 3 tokens and 2 more than the near one: a long suffix from far away wins.
     const far = windowTokens(30);
     const jumper = new WindowCopyProposer(far, PROMPT.length);
-    jumper.find([...PROMPT, far[0]], 8);
-    const jump = jumper.find([...PROMPT, far[0], ...far.slice(150, 154)], 8);
+    jumper.offer([...PROMPT, far[0]], 8);
+    const jump = jumper.offer([...PROMPT, far[0], ...far.slice(150, 154)], 8);
     assert.deepEqual(jump?.tokens.slice(0, 3), far.slice(154, 157));
     // A 2-token suffix from far away does not.
     const stay = new WindowCopyProposer(far, PROMPT.length);
-    stay.find([...PROMPT, far[0]], 8);
-    assert.equal(stay.find([...PROMPT, far[0], 800, ...far.slice(150, 152)], 8), null);
+    stay.offer([...PROMPT, far[0]], 8);
+    assert.equal(stay.offer([...PROMPT, far[0], 800, ...far.slice(150, 152)], 8), null);
   });
 });
 
@@ -186,7 +189,7 @@ async function run(mode: DecodeMode, model: (h: readonly Token[]) => Token, prom
     prompt,
     stop,
     policy: new SpeculationPolicy(settings),
-    copy: mode === 'plain' ? undefined : new WindowCopyProposer(source, prompt.length),
+    proposers: mode === 'plain' ? [] : [new WindowCopyProposer(source, prompt.length)],
   });
   return { tokens: [...stop.tokens], stats };
 }
@@ -209,8 +212,8 @@ describe('decoding with the window copy proposer equals plain greedy decoding (s
         const spec = await run(mode, model, prompt, source, { adaptive: c % 2 === 0 });
         assert.deepEqual(spec.tokens, plain.tokens, `${mode} on case ${c}`);
         assert.equal(spec.stats.stopReason, plain.stats.stopReason);
-        accepted += spec.stats.speculation.bySource.copy.acceptedTokens;
-        proposed += spec.stats.speculation.bySource.copy.proposedTokens;
+        accepted += sourceStats(spec.stats.speculation, 'copy').acceptedTokens;
+        proposed += sourceStats(spec.stats.speculation, 'copy').proposedTokens;
         if (kind === 0) {
           evaluations += spec.stats.speculation.targetEvaluations;
           tokens += spec.tokens.length;
@@ -234,16 +237,18 @@ describe('decoding with the window copy proposer equals plain greedy decoding (s
     const model = hashModel(3, VOCAB, 3);
     const target = new FakeEvaluator(model);
     const stop = new StopRules({ detokenize, isEndToken: () => false, maxTokens: 400 });
-    const stats = await decode({ mode: 'copy', target, prompt: [1, 2, 3], stop, policy, copy: new WindowCopyProposer(source, 3) });
-    const copy = stats.speculation.bySource.copy;
+    const stats = await decode({ mode: 'copy', target, prompt: [1, 2, 3], stop, policy, proposers: [new WindowCopyProposer(source, 3)] });
+    const copy = sourceStats(stats.speculation, 'copy');
     assert.ok(copy.steps < 40, `${copy.steps} copy proposals in 400 tokens`);
     // What it learned of the copy: a copy resumed on a one-token match is written off at the CPU's
     // costs (judged by a cost model that has only those: the fake target's own timings, near zero for
     // any batch, taught this policy's otherwise).
-    assert.ok(policy.copyAcceptance.firstRate(false, 1) < 0.1);
+    const learned = policy.model('copy') as CopyAcceptanceModel;
+    assert.ok(learned.phases.firstRate(false, 1) < 0.1);
     const cpu = new CostModel();
     for (const [b, r] of Object.entries(ratio)) cpu.recordTarget(Number(b), 10 * r);
-    const judge = new SpeculationPolicy(adaptive, cpu, policy.acceptance, policy.copyAcceptance);
-    assert.equal(judge.copyLength(32, false, 1), 0);
+    const judge = new SpeculationPolicy(adaptive, cpu, policy.acceptance);
+    judge.register(Object.assign(new WindowCopyProposer(source, 3), { acceptanceModel: () => learned }));
+    assert.equal(judge.bestLength('copy', 32, chainOffer(source.slice(0, 32), { inRun: false, agreement: 1 })), 0);
   });
 });

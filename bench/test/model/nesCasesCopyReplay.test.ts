@@ -25,7 +25,7 @@ function replayCopy(copySource: readonly Token[], expected: readonly Token[], pr
   let accepted = 0;
   let stepsWithoutProposal = 0;
   while (emitted < expected.length) {
-    const proposal = copy.find(history, expected.length - emitted);
+    const proposal = copy.offer(history, expected.length - emitted);
     const tokens = proposal?.tokens.slice(0, proposal.scheduled) ?? [];
     let ok = 0;
     while (ok < tokens.length && tokens[ok] === expected[emitted + ok]) ok++;

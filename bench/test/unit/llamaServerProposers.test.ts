@@ -43,7 +43,7 @@ describe("llama-server's ngram-simple, ported", () => {
   it('as a proposer: cut to the tokens the request has left', () => {
     const window = randomTokens(11, 200);
     const history = [...randomTokens(12, 50), ...window, ...window.slice(0, 30)];
-    assert.equal(new NgramSimpleProposer().find(history, 5)?.tokens.length, 5);
+    assert.equal(new NgramSimpleProposer().offer(history, 5)?.tokens.length, 5);
   });
 });
 
@@ -53,7 +53,7 @@ describe("llama-server's ngram-mod, ported", () => {
     const prompt = [...randomTokens(21, 40), ...window];
     const proposer = new NgramModProposer(prompt.length);
     const history = [...prompt, ...window.slice(0, 30)];
-    assert.deepEqual(proposer.find(history, 1000)?.tokens, window.slice(30, 30 + NGRAM_MOD_DEFAULTS.nMax));
+    assert.deepEqual(proposer.offer(history, 1000)?.tokens, window.slice(30, 30 + NGRAM_MOD_DEFAULTS.nMax));
   });
 
   // Small parameters (n_match 4) to see every rule on a hand-written history.
@@ -62,24 +62,24 @@ describe("llama-server's ngram-mod, ported", () => {
 
   it('the chain stops where an n-gram has no successor: a draft when it is at least n_min long, else none', () => {
     // Keys from the prompt: [1 2 3 4]→5 … [7 8 50 51]→9; from the output's last four (2 3 4 5): 6 7 8 50 51 9, then no successor.
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 6 }).find(history, 100)?.tokens, [6, 7, 8, 50, 51, 9]);
-    assert.equal(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 7 }).find(history, 100), null);
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 4, nMin: 2 }).find(history, 100)?.tokens, [6, 7, 8, 50]);
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 2 }).find(history, 3)?.tokens, [6, 7, 8], 'cut to the request');
+    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 6 }).offer(history, 100)?.tokens, [6, 7, 8, 50, 51, 9]);
+    assert.equal(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 7 }).offer(history, 100), null);
+    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 4, nMin: 2 }).offer(history, 100)?.tokens, [6, 7, 8, 50]);
+    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 2 }).offer(history, 3)?.tokens, [6, 7, 8], 'cut to the request');
   });
 
   it('five drafts in a row with under a quarter accepted empty the table (refilled only 32 tokens later)', () => {
     const proposer = new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 2 });
     for (let i = 0; i < 4; i++) {
-      assert.ok(proposer.find(history, 100));
+      assert.ok(proposer.offer(history, 100));
       proposer.record(6, 1);
     }
-    assert.ok(proposer.find(history, 100));
+    assert.ok(proposer.offer(history, 100));
     proposer.record(6, 2); // 2/6 ≥ 0.25: the streak ends
     for (let i = 0; i < 5; i++) {
-      assert.ok(proposer.find(history, 100), `draft ${i}`);
+      assert.ok(proposer.offer(history, 100), `draft ${i}`);
       proposer.record(6, 1);
     }
-    assert.equal(proposer.find(history, 100), null);
+    assert.equal(proposer.offer(history, 100), null);
   });
 });
