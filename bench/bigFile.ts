@@ -12,8 +12,9 @@ import { CompletionEngine, SkippedCompletion, type EngineDocument } from '../src
 import { mirrorDecision } from '../src/engine/documentMirror';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import { resolveThreads } from '../src/inference/llamaRuntime';
-import type { CompletionRequest } from '../src/shared/completion';
+import type { CompletionRequest, DocumentEdit } from '../src/shared/completion';
 import { WorkerClient } from '../src/worker/workerClient';
+import { type TypedDocument, typeWithCompletions } from '../testbed/keystrokes';
 import { minifiedJs } from '../testbed/syntheticText';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -44,11 +45,11 @@ async function main() {
   const threads = resolveThreads(arg('threads', 0), os.availableParallelism());
   const debounceMs = 150;
   const keyGapMs = 80;
-  let text = minifiedJs(Math.round(mb * 1_000_000), lines);
+  const text = minifiedJs(Math.round(mb * 1_000_000), lines);
   // The cursor: the end of a line two thirds into the file, where the user types a new statement.
   const twoThirds = Math.floor(text.length * 0.66);
-  let cursor = text.indexOf('\n', twoThirds);
-  if (cursor < 0) cursor = twoThirds;
+  const lineEnd = text.indexOf('\n', twoThirds);
+  const typing: TypedDocument = { text, cursor: lineEnd < 0 ? twoThirds : lineEnd };
   const typed = 'var sum=list[i];';
   const key = 'file:///demo/big.min.js';
   const t0 = performance.now();
@@ -72,8 +73,8 @@ async function main() {
   const engine = new CompletionEngine(backend);
   engine.settings.draftAvailable = true;
   const doc = documentOver(
-    () => text,
-    () => cursor,
+    () => typing.text,
+    () => typing.cursor,
   );
   mark(`models loaded (${threads} thread(s)); document: ${(text.length / 1e6).toFixed(2)} M chars, ${lines} lines (longest ${Math.max(...text.split('\n').map((l) => l.length))} chars)`);
 
@@ -90,32 +91,22 @@ async function main() {
 
   // Typing: one request per keystroke, each cancelling the one before (VS Code's token), each
   // waiting out the debounce before it asks the model.
-  let last: Promise<unknown> = Promise.resolve();
-  let controller: AbortController | null = null;
-  let lastKeyAt = 0;
   let shown: { text: string; at: number; latencyMs: number; promptMs: number; totalMs: number } | null = null;
-  for (const ch of typed) {
-    controller?.abort();
-    text = text.slice(0, cursor) + ch + text.slice(cursor);
-    if (decision.mirror) client.notify({ kind: 'documentEdit', key, edits: [{ offset: cursor, deleteCount: 0, text: ch }] });
-    cursor++;
-    lastKeyAt = performance.now();
-    const mine = new AbortController();
-    controller = mine;
-    last = engine
-      .complete(doc, mine.signal, async () => {
-        await new Promise((r) => setTimeout(r, debounceMs));
-        if (mine.signal.aborted) return;
-      })
-      .then((r) => {
-        if (r instanceof SkippedCompletion || mine.signal.aborted) return;
-        shown = { text: r.text, at: performance.now(), latencyMs: r.latencyMs, promptMs: r.result?.stats.promptMs ?? 0, totalMs: r.result?.stats.totalMs ?? 0 };
-      })
-      .catch((e: Error) => mark(`completion failed: ${e.message}`));
-    await new Promise((r) => setTimeout(r, keyGapMs));
-  }
+  const { lastKeyAt, answered } = await typeWithCompletions({
+    engine,
+    document: typing,
+    view: () => doc,
+    typed,
+    keyGapMs,
+    debounceMs,
+    ...(decision.mirror ? { sendEdit: (edit: DocumentEdit) => client.notify({ kind: 'documentEdit', key, edits: [edit] }) } : {}),
+    onShown: (r, shownAt) => {
+      shown = { text: r.text, at: shownAt, latencyMs: r.latencyMs, promptMs: r.result?.stats.promptMs ?? 0, totalMs: r.result?.stats.totalMs ?? 0 };
+    },
+    onError: (e) => mark(`completion failed: ${e.message}`),
+  });
   mark(`typed "${typed}" (${typed.length} keys, ${keyGapMs} ms apart)`);
-  await last;
+  await answered;
   const s = shown as { text: string; at: number; latencyMs: number; promptMs: number; totalMs: number } | null;
   if (s) {
     mark(
@@ -130,7 +121,7 @@ async function main() {
   }
   mark(`worker index settled: ${JSON.stringify(diag.index)}, rss ${Math.round(diag.rssBytes / 1e6)} MB`);
   // A second completion a moment later, as the issue's "next completion in the same file".
-  const again = await engine.complete({ ...doc, offset: cursor }, undefined);
+  const again = await engine.complete({ ...doc, offset: typing.cursor }, undefined);
   if (!(again instanceof SkippedCompletion)) mark(`next completion: ${Math.round(again.latencyMs)} ms (from cache: ${again.fromCache})`);
   client.dispose();
   console.log(timeline.join('\n'));

@@ -10,6 +10,7 @@ import type { CompletionRequest, LocalCompletionResult } from '../src/shared/com
 import { type BenchSessionOptions, benchSession } from './engineView';
 import { fmt, median, percentile, Progress } from './stats';
 import type { SourceFile } from './corpus';
+import { lineOf, lineStarts } from '../src/nextEdit/textLines';
 
 export type Depth = 'shallow' | 'deep';
 export const SHIFTS = ['shift', 'fresh'] as const;
@@ -67,19 +68,17 @@ export function typingRuns(files: readonly SourceFile[], count: number, typed: n
 function documentAt(text: string, run: TypingRun, count: number): EngineDocument {
   const end = run.start + run.typed;
   const doc = text.slice(0, run.start + count) + text.slice(end);
-  const lineStarts = [0];
-  for (let i = doc.indexOf('\n'); i >= 0; i = doc.indexOf('\n', i + 1)) lineStarts.push(i + 1);
-  const lineAt = (offset: number) => {
-    let low = 0;
-    let high = lineStarts.length - 1;
-    while (low < high) {
-      const mid = (low + high + 1) >> 1;
-      if (lineStarts[mid]! <= offset) low = mid;
-      else high = mid - 1;
-    }
-    return low;
+  const starts = lineStarts(doc);
+  return {
+    uri: `bench:${run.file}`,
+    languageId: 'typescript',
+    offset: run.start + count,
+    tabSize: 2,
+    insertSpaces: true,
+    length: doc.length,
+    slice: (s, e) => doc.slice(s, e),
+    lineAt: (offset) => lineOf(starts, offset),
   };
-  return { uri: `bench:${run.file}`, languageId: 'typescript', offset: run.start + count, tabSize: 2, insertSpaces: true, length: doc.length, slice: (s, e) => doc.slice(s, e), lineAt };
 }
 
 export interface TypingResult {

@@ -13,7 +13,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { after, before } from 'node:test';
 import { GgufValueType, type GgufKv, readGgufMetadata } from '../src/gguf/ggufReader';
+import { getRuntime } from '../src/inference/llamaRuntime';
+import type { LlamaModel } from '../src/llama/llamaTypes';
 import { GGUF_WRITER_VERSION, type KvEntry, type RandomLlamaOptions, writeRandomLlamaModel } from './ggufWriter';
 import { ensureCachedModel, TEST_MODEL_DIR } from './models';
 
@@ -265,4 +268,25 @@ export async function realVocabModel(variant: VariantName, body: BodyOptions = T
       extraKeys: keys,
     });
   });
+}
+
+/**
+ * A variant's tokenizer as llama.cpp loads it (vocabulary only, no weights, on the CPU), loaded before
+ * the suite that calls this and freed after it; call it inside the describe().
+ */
+export function vocabOnlyModel(variant: VariantName): { readonly model: LlamaModel } {
+  let model: LlamaModel | undefined;
+  before(async () => {
+    const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
+    model = await llama.loadModel({ modelPath: await realVocabModel(variant), vocabOnly: true });
+  });
+  after(async () => {
+    await model?.dispose();
+  });
+  return {
+    get model() {
+      if (!model) throw new Error('the vocabulary is not loaded (use it inside its describe)');
+      return model;
+    },
+  };
 }

@@ -158,7 +158,7 @@ export class LocalBackend implements InferenceBackend {
   }
 
   /**
-   * A next-edit suggestion computed in the worker (protocol 5): on this window's own KV sequence,
+   * A next-edit suggestion computed in the worker: on this window's own KV sequence,
    * after its completions, superseded by the window's next next-edit request.
    */
   async nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {

@@ -35,7 +35,7 @@ export interface EngineCompletion {
   latencyMs: number;
 }
 
-/** The suggestions to cycle through (issue #32): the greedy one the user saw first, then distinct alternatives. */
+/** The suggestions to cycle through: the greedy one the user saw first, then distinct alternatives. */
 export interface EngineAlternatives {
   /** Greedy first (when it has text), then the alternatives that read differently, most likely first. */
   items: ShownCompletion[];
@@ -122,7 +122,6 @@ export class CompletionEngine {
     this.prefetcher.prefetchWhileShown = whileShown;
   }
 
-  /** PrefetchOptions.onPrefetch. */
   get onPrefetch(): Prefetcher['onPrefetch'] {
     return this.prefetcher.onPrefetch;
   }

@@ -7,8 +7,8 @@ export function formatBytes(n: number): string {
 
 /**
  * A key or tensor name as it may appear in a message: a corrupt length can make a "name" swallow
- * kilobytes of binary data (found by fuzzing: a 5 KB message full of control bytes). Control
- * characters are escaped and the name is cut at 80 characters; a well-formed name is unchanged.
+ * kilobytes of binary data, control bytes included. Control characters are escaped and the name is
+ * cut at 80 characters; a well-formed name is unchanged.
  */
 export function printableName(name: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes

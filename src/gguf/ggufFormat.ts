@@ -55,7 +55,6 @@ export interface GgufTensorInfo {
   offset: number;
   /** Size of the data in bytes, or null for a type whose layout is unknown here. */
   byteSize: number | null;
-  /** Element count. */
   elements: number;
 }
 
@@ -75,7 +74,6 @@ export interface GgufMetadata {
   dataOffset: number;
 }
 
-/** Value of a key, or undefined. */
 export function getGgufValue(meta: GgufMetadata, key: string): GgufValue | undefined {
   return meta.kv.get(key)?.value;
 }

@@ -252,8 +252,8 @@ export function validateGgufMetadata(meta: GgufMetadata, options: InspectOptions
   }
 
   // Duplicate token texts trip GGML_ASSERT(id_to_token.size() == token_to_id.size()). llama.cpp
-  // reads each text as a C string, so it ends at the first NUL byte (found by fuzzing: "Ġ\0\0..."
-  // is a second "Ġ" there), and names an empty one [EMPTY_<id>].
+  // reads each text as a C string, so it ends at the first NUL byte ("Ġ\0\0..." is a second "Ġ"
+  // there), and names an empty one [EMPTY_<id>].
   const textToId = new Map<string, number>();
   for (let i = 0; i < vocabSize; i++) {
     const nul = tokens[i]!.indexOf('\0');

@@ -14,8 +14,8 @@ const PROMPT_BUDGET_MS = 500;
  * Times a completion's work for one model and flash-attention setting on a context of its own:
  * the prompt up to the workload's depth, one-token steps, verify batches (inference/flashAttention.ts).
  * Token ids are arbitrary valid ones: attention and matrix costs do not depend on them. The depth
- * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a 1.5B model on two cores gets ~50
- * tokens, the embedded models the full depth) and always leaves room for the steps and a batch.
+ * shrinks to what PROMPT_BUDGET_MS of prompt evaluation reaches (a large model on a small CPU stays
+ * shallow, the embedded models reach the full depth) and always leaves room for the steps and a batch.
  */
 export async function timeCompletionWork(
   model: LlamaModel,
@@ -23,7 +23,7 @@ export async function timeCompletionWork(
   options: { contextSize: number; threads: number; batchSize: number; flashAttention: boolean },
   work: ReturnType<typeof attentionWorkload>,
 ): Promise<number> {
-  // Medians of 10 steps and 5 batches: single steps on a busy 2-core machine vary by ±30%.
+  // Medians of several steps and batches: single steps on a busy machine vary widely.
   const STEPS = 10;
   const VERIFIES = work.verifyBatches > 0 ? 5 : 0;
   const WARM_UP = 16;

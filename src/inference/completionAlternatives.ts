@@ -1,4 +1,4 @@
-// Alternatives to a greedy completion (issue #32): at the position of that completion where the
+// Alternatives to a greedy completion: at the position of that completion where the
 // target was least certain (smallest top-two logit margin), the target's greedy continuation after
 // each of the next most likely tokens there, decoded as a completion is (the request's mode), the KV
 // cache reused up to the branch point. Lossless like a completion: each is plain greedy decoding

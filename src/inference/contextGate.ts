@@ -1,5 +1,5 @@
 // Who evaluates on the target's context now: completions first, a next-edit generation between them.
-// A next-edit request (issue #39) decodes a whole window (hundreds of tokens) on its own KV
+// A next-edit request decodes a whole window (hundreds of tokens) on its own KV
 // sequence; a completion that arrives meanwhile must not wait for it. Every native call of the
 // next-edit (its sequence's set-up, each evaluation, each cut of its cache) goes through
 // `evaluate`; a completion takes the context with `pause`: it waits for the next-edit's evaluation

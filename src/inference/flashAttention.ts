@@ -2,13 +2,12 @@
 //
 // llama.cpp's CPU flash-attention kernel walks the KV cache one position at a time for every query
 // row. For small attention heads (the embedded models' 48-dimension heads) that per-position work
-// outweighs the dot products: on the AMD EPYC VM, at 800 cached tokens, a v3 draft token cost 2.9 ms
-// with it and 1.0 ms without, and a 6-token verify batch of the tiny target 8.7x more. The v3 target
-// (64-dimension heads) was 10-30% faster with it, prompt evaluation faster for all of them.
-// node-llama-cpp's default ("auto", which llama.cpp turns on for the CPU) is therefore right for one
-// model and ~3x wrong for another, so a model on the CPU is timed both ways at load on the work a
-// completion gives it, and the faster setting kept. The choice is remembered per model file,
-// machine and settings once two rounds of measurement agree, so it normally runs once. On a GPU
+// outweighs the dot products, so a draft token or a verify batch costs several times more with it;
+// larger heads are faster with it, and prompt evaluation is faster with it for all (bench/PROFILE.md
+// has the figures). node-llama-cpp's default ("auto", which llama.cpp turns on for the CPU) is
+// therefore right for one model and badly wrong for another, so a model on the CPU is timed both ways
+// at load on the work a completion gives it, and the faster setting kept. The choice is remembered
+// per model file, machine and settings once two rounds of measurement agree, so it normally runs once. On a GPU
 // llama.cpp's own choice stands. The prompt part of the measurement is sized to a time budget, so a
 // large model on the CPU is timed at a shallower depth rather than for tens of seconds.
 import * as fs from 'node:fs';
@@ -178,7 +177,7 @@ export async function chooseFlashAttention(input: AttentionChoiceInput): Promise
   // Measured one after the other, each on its own context that is disposed before the next is
   // created, so memory never holds two KV caches of a large model. Two rounds in opposite orders
   // (on, off, then off, on), each setting's best time kept: a window starting up or a test running
-  // beside it can skew one round by 3x (seen in the real-editor test). The answer is remembered
+  // beside it can skew one round several times over. The answer is remembered
   // only when both rounds pick the same setting; otherwise it holds for this load and the next
   // load measures again.
   const problems: string[] = [];

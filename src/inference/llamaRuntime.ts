@@ -23,7 +23,7 @@ export function loadLibrary(): Promise<NodeLlamaCpp> {
 
 /**
  * Threads for inference: the library's default (max(cores, 4)) oversubscribes small machines badly,
- * and so does any count above the cores (64 on 2 cores: no completion for 90 s). The extension caps
+ * and so does any count above the cores (a completion can take minutes). The extension caps
  * the setting with a message; this keeps any other caller to the cores as well.
  */
 export function resolveThreads(requested: number, cores: number): number {
@@ -38,7 +38,7 @@ const runtimes = new Map<string, Promise<Llama>>();
 /**
  * Gets a llama.cpp binding that never compiles or downloads: prebuilt binaries only. One binding per
  * backend choice for the life of the process: getLlama tests the binary in a child process first
- * (~0.35 s here, seconds on a busy machine), which a model reload or a system-info query need not
+ * (up to seconds on a busy machine), which a model reload or a system-info query need not
  * pay again. Threads are set per context; `maxThreads` is only the binding's cap.
  */
 export function getRuntime(settings: Pick<ModelSettings, 'gpu'>, threads: number, log: RuntimeLog): Promise<Llama> {

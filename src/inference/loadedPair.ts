@@ -264,8 +264,8 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // Device greedy needs a context created with room for a batch of sampled outputs (allowDeviceGreedy):
     // asked for where it may be used, so a CPU-only machine's contexts stay as node-llama-cpp makes them.
     const deviceGreedy = placement.deviceGreedy ?? 'off';
-    // 'auto': CUDA only, where the graph-replay measurements and the lease's figures are; on Vulkan the
-    // software device (llvmpipe) was unstable with it and no GPU measured it.
+    // 'auto': CUDA only, the backend it is measured on; Vulkan's software device (llvmpipe) is
+    // unstable with it.
     const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
     const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const), shift: placement.shiftCache === true && cacheCanShift(model) };
@@ -280,7 +280,7 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
 /**
  * A context of `sequences` KV sequences, or of one when llama.cpp cannot allocate that many (the
  * budget is an estimate; a GPU's memory may be taken meanwhile): completions then share one
- * sequence, as before sequences were counted, rather than fail.
+ * sequence rather than fail.
  */
 async function createSequencedContext(model: LlamaModel, options: Parameters<typeof createContext>[1], sequences: number): ReturnType<typeof createContext> {
   try {

@@ -4,8 +4,8 @@ import { type AttachedThreadpool, attachThreadpool } from '../llama/nativeAddon'
 
 /**
  * A context and, with 2+ threads, its persistent threadpool: node-llama-cpp's llama.cpp otherwise
- * creates and joins its worker threads for every graph, which made a 2-thread decode step 4-10x
- * slower than a 1-thread one here (src/llama/nativeAddon.ts).
+ * creates and joins its worker threads for every graph, which makes a 2-thread decode step slower
+ * than a 1-thread one (src/llama/nativeAddon.ts).
  */
 export async function createContext(
   model: LlamaModel,

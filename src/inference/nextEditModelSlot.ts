@@ -1,4 +1,4 @@
-// The next-edit model of a loaded pair (issue #39, item 7). draftline.nextEdit.model names either
+// The next-edit model of a loaded pair. draftline.nextEdit.model names either
 // the completion target's own file (models/nextEditModel.ts planNextEditModel 'shareTarget': loaded
 // once, each task on its own KV sequences of the pair's context) or another file ('separate'),
 // loaded here when next edits are first asked for — never at startup — beside the pair: its own
@@ -68,7 +68,7 @@ export class NextEditModelSlot {
 
   /**
    * What serves a next edit with `file` (a local path; '' or absent: none configured, the target
-   * serves as before). A load runs once, whoever asks meanwhile waits for it; `hooks` are told while
+   * serves). A load runs once, whoever asks meanwhile waits for it; `hooks` are told while
    * this request waits for a load (completions run meanwhile: the request is parked, not decoding).
    */
   async serving(file: string | undefined, hooks: { onPark?(): void; onResume?(): void; onNativeLoad?(file: string): void } = {}): Promise<NextEditServing | { problem: string }> {

@@ -1,7 +1,7 @@
 // Evicted, not lost: when a prompt state's KV sequence is taken for another owner (every sequence
 // was in use), its cells are saved to a file first, and loaded back when that owner's prompt comes
-// again, where that beats evaluating it (bench:sequences: loading a 1,000-token state took 2-6% of
-// evaluating the prompt on the v3 target on this CPU). llama-server does the same with its RAM prompt
+// again, where that beats evaluating it (loading a long prompt's state costs a small fraction of
+// evaluating it: npm run bench:sequences). llama-server does the same with its RAM prompt
 // cache (--cache-ram: prompt_save / prompt_load). Files live in a private temporary folder, at most
 // a byte budget of them (the least recently saved go first), removed with the session.
 import * as fs from 'node:fs';

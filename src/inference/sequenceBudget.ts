@@ -77,8 +77,8 @@ export function kvMemory(onGpu: boolean, vram: { total: number; free: number } |
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 
 /**
- * Sequences the memory allows, at least one (a machine too short of memory for one more decodes on
- * one, as before) and at most the cap.
+ * Sequences the memory allows, at least one (a machine too short of memory for more decodes on
+ * one) and at most the cap.
  */
 export function chooseSequenceBudget(input: SequenceBudgetInput): SequenceBudget {
   const bytesPerSequence = Math.ceil(input.bytesPerToken * cellsPerSequence(input.contextSize));

@@ -1,5 +1,5 @@
 // A second context of the target for self-speculation on a KV window (speculation/windowDraft.ts):
-// made on first use, grown when a larger window is asked for. Only the benchmark uses it so far.
+// made on first use, grown when a larger window is asked for. Only the benchmark uses it.
 import { WINDOW_STEP } from '../speculation/windowDraft';
 import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { createContext, disposeContext, type LoadedModel } from './loadedPair';

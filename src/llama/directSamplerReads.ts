@@ -26,7 +26,7 @@ export class DirectSamplerReads {
     const sampler = this.greedySampler();
     const out: EvaluatedNext[] = [];
     // In order, one native call each. Reading the next position while the current one is checked
-    // (two samplers) measured no faster: the library copies a position's logits into the sampler's
+    // (two samplers) is no faster: the library copies a position's logits into the sampler's
     // candidates under a lock shared by all reads of the context (bench/PROFILE.md).
     for (let j = 0; j < count; j++) {
       const batchLogitIndex = batchIndexes[j];

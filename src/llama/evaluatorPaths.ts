@@ -19,7 +19,7 @@ import type { DeviceSamplerMode } from './nativeAddon';
  *   token is the larger; when the two are equal the batch is decoded again and read on the host, so
  *   the tokens are llama.cpp's greedy sampler's (the first of tied tokens) always. The `argmax` chain
  *   (llama.cpp's greedy sampler) is no use for transfers: it still ships every row, and ggml_argmax
- *   keeps the LAST of tied tokens (CPU and Vulkan here). Only when asked (`deviceGreedy`, forcePath,
+ *   keeps the LAST of tied tokens (CPU and Vulkan). Only when asked (`deviceGreedy`, forcePath,
  *   usePath), and only where llama.cpp offloads it; else the native path, with the reason in
  *   `deviceUnavailable`. A confidence or alternatives need whole rows: such a call detaches the
  *   sampler for its batch, reads on the host and attaches it again (llama.cpp re-reserves its

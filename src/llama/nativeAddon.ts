@@ -11,7 +11,7 @@ import * as path from 'node:path';
  * - a batch decoded in one asynchronous call, where the library's batch queue costs a fixed amount a step;
  * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
  *   OpenMP) creates and joins its worker threads for every graph it computes.
- * Optional: without it tokens are read through `sampleToken` and llama.cpp threads as before.
+ * Optional: without it tokens are read through `sampleToken` and llama.cpp makes its own threads.
  */
 export interface NativeAddon {
   /** Checks the context's native layout (the KV cells, batch size and sequences node-llama-cpp gave llama.cpp) and returns its vocabulary size; throws with the reason when unusable. */
@@ -62,7 +62,7 @@ export interface NativeAddon {
    * larger, reporting a tie; `argmax`: llama.cpp's greedy sampler, whose token comes back but which
    * leaves the whole row as the chain's output, so llama.cpp still copies every row to the host (and
    * ggml_argmax keeps the last of equal logits). `offloaded` false, with the reason, when llama.cpp
-   * cannot (the context then reads logits on the host as before). While attached, readGreedy / readTop
+   * cannot (the context then reads logits on the host). While attached, readGreedy / readTop
    * refuse the sequence: its raw rows are not copied any more (stale). The context must have been
    * created after allowDeviceGreedy (below): llama.cpp's default allows one sampled output per
    * sequence in a batch.
@@ -184,7 +184,7 @@ export interface AttachedThreadpool {
 /**
  * Gives a node-llama-cpp context a persistent CPU threadpool when it computes with 2+ threads: without
  * one, llama.cpp (as node-llama-cpp builds it) creates and joins its threads for every graph, which
- * made a step several times slower than one thread (bench/PROFILE.md). Workers sleep between graphs
+ * makes a step several times slower than one thread (bench/PROFILE.md). Workers sleep between graphs
  * (poll 0) unless DRAFTLINE_THREADPOOL_POLL says otherwise: a spinning worker of one context would
  * take a core from the other (target and draft alternate).
  */

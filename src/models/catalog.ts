@@ -128,7 +128,7 @@ export function catalogModelByUri(uri: string, options: { exact?: boolean } = {}
 }
 
 // ---------------------------------------------------------------------------------------------
-// Next-edit models (issue #39, item 7)
+// Next-edit models
 
 /** The context a next-edit prompt is given (history, file context, the window twice over). */
 export const NEXT_EDIT_CONTEXT = 8192;

@@ -3,7 +3,7 @@
 // target is any usable GGUF; a draft must speak the target's vocabulary (llama.cpp's rule for
 // speculation); a next-edit model must name a prompt layout Draftline knows (modelFormat.ts), or have
 // the body and vocabulary of the catalog's next-edit model it stands in for. Without that check a
-// plain code model chosen for next edits loaded fine and then answered every pause with nothing.
+// plain code model chosen for next edits would load fine and then answer every pause with nothing.
 import * as path from 'node:path';
 import { readGgufMetadata } from '../gguf/ggufReader';
 import { checkVocabularyCompatible, type ModelFileInfo, validateGgufMetadata } from '../gguf/modelFileCheck';

@@ -1,6 +1,6 @@
-// Whether the next-edit model is a model of its own or the completion target's file (issue #39,
-// item 7: "when the next-edit model is the completion target's file, it is loaded once and serves
-// both tasks from their own KV sequences"). Pure: the worker wiring decides with it.
+// Whether the next-edit model is a model of its own or the completion target's file: the target's
+// own file is loaded once and serves both tasks from their own KV sequences. Pure: the worker wiring
+// decides with it.
 import * as path from 'node:path';
 
 export type NextEditModelPlan =

@@ -28,7 +28,7 @@ const mb = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e8 ? 1 : 0)} MB`
 
 /**
  * The offer's buttons. Short: VS Code gives a notification's buttons one row of a fixed-width toast and
- * cuts longer labels ("Download (217…", "Use embedded demo …" in issue #41); the size goes in the message.
+ * cuts longer labels (to "Download (217…", "Use embedded demo …"); the size goes in the message.
  */
 export const OFFER_CHOICES = { download: 'Download', later: 'Not Now' } as const;
 /** Where the offer is found again once answered (the command, the status bar menu, the walkthrough). */

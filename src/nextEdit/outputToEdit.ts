@@ -4,7 +4,7 @@
 // region: a line diff finds the changed blocks, then a word diff inside each block and a trim of what the
 // two sides share, so renaming `getUser` to `fetchUser` replaces "get" by "fetch" rather than the line.
 //
-// While the window is still being decoded, `finalEditsSoFar` gives the edits that can no longer change:
+// While the window is still being decoded, `finalEditsSoFar` gives the edits that cannot change any more:
 // those followed by a run of the output that agrees with the region again (the model has re-synchronised
 // with the text after them, and those tokens are verified).
 import { type ChangeObject, diffLines, diffWordsWithSpace } from 'diff';
@@ -94,7 +94,7 @@ export function applyReplacements(text: string, edits: readonly TextReplacement[
 }
 
 export interface FinalEdits {
-  /** Edits that later tokens can no longer change, at offsets of the request's text. */
+  /** Edits that later tokens cannot change, at offsets of the request's text. */
   edits: TextReplacement[];
   /** How much of the current region and of the partial output they account for: the rest is still open. */
   regionConsumed: number;

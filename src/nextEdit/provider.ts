@@ -6,7 +6,7 @@ import type { NextEditRequest, NextEditResult, TextReplacement } from './types';
 
 export interface NextEditProvider {
   /**
-   * A next-edit suggestion (issue #39): the request's window rewritten by the model and reduced to
+   * A next-edit suggestion: the request's window rewritten by the model and reduced to
    * edits. `onEdit` gets each final edit as soon as it is final (in-process: while the rest of the
    * window decodes; a server: as its stream shows it), `ms` from the request's start. Completions
    * come first (in-process, the worker schedules them before it); the signal cancels, answered with

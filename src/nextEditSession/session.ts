@@ -1,4 +1,4 @@
-// One editor's next-edit suggestion from the keystroke to Tab (issue #38 items 1 and 3), as a state
+// One editor's next-edit suggestion from the keystroke to Tab, as a state
 // machine without VS Code: the controller (src/vscode/nextEdit/nextEditController.ts) feeds it the editor's
 // events and carries out what it asks of its host (timers, requests, drawing, context keys, the edit).
 //

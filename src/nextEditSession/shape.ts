@@ -1,4 +1,4 @@
-// How a next edit is drawn in the editor, decided from its shape alone (issue #38 item 2). Plain
+// How a next edit is drawn in the editor, decided from its shape alone. Plain
 // TypeScript: the VS Code layer (src/vscode/nextEdit/renderer.ts) draws what this says.
 //
 // - an insertion at the cursor: the ordinary ghost text;

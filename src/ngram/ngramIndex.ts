@@ -15,7 +15,7 @@ export type NgramIndexOptions = {
   maxSequences?: number;
   /**
    * Total text of all indexed documents (UTF-16 code units); past it the least recently used
-   * documents are dropped from the index. Default 4 M (the index costs ~15 bytes a character).
+   * documents are dropped from the index. Default 4 M (the index's memory grows with its text).
    */
   maxTotalChars?: number;
   /** setDocumentInSlices works this long (ms) between yields to the event loop. Default 8. */
@@ -104,7 +104,7 @@ export class NgramIndex {
 
   /**
    * (Re)indexes a whole document at once; huge or binary-looking text is skipped, not indexed. Blocks
-   * for the whole text (over a second for 2 MB with a real tokenizer): the worker uses
+   * for the whole text (seconds for a large file with a real tokenizer): the worker uses
    * setDocumentInSlices.
    */
   setDocument(key: string, text: string): void {

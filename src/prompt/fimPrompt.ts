@@ -37,13 +37,13 @@ export interface BuiltPrompt {
  */
 export type PromptLayout = 'standard' | 'lineAnchored';
 
-/** Lines per anchor group (8 measured best of 1, 4, 8 on the benchmark's similarity, v3 pair). */
+/** Lines per anchor group: few enough that the middle stays short, enough that typing rarely leaves the group. */
 export const ANCHOR_LINE_GROUP = 8;
 
 /**
  * Splits the spaces and tabs the prefix ends with off it. A prompt ending in a lone whitespace token
  * is rare in training (byte-level BPE merges a space with the word after it, " return"), and small
- * models then tend to end the middle at once: typed "if (x) " gave no ghost text where "if (x)" gave
+ * models then tend to end the middle at once: typed "if (x) " gets no ghost text where "if (x)" gets
  * " return 0;". The prompt leaves them out; the completion's start loses them again when the model
  * writes them (see InferenceSession), so the ghost text still continues what the user typed.
  */

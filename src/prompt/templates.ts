@@ -50,8 +50,8 @@ export interface TemplateSpec {
   /**
    * The suffix and the middle are tokenized without SentencePiece's word-start space, as the family
    * was trained (CodeLlama: Meta's encode_infilling, `sp.encode("☺" + s)[2:]`). llama.cpp puts that
-   * space before every text it tokenizes, so ") {" after <SUF> became "▁)" and a suffix or middle
-   * that starts with a newline began with a lone "▁" token the document does not have.
+   * space before every text it tokenizes, so ") {" after <SUF> would become "▁)" and a suffix or middle
+   * that starts with a newline would begin with a lone "▁" token the document does not have.
    */
   infillingWithoutSpace?: boolean;
 }

@@ -95,12 +95,11 @@ export interface ServerApi {
   readonly framing: 'sse' | 'ndjson';
   /** Checks that the server answers and has the model; throws a ServerError that says what is wrong. */
   describe(http: ServerHttp, settings: ServerSettings): Promise<ServerDescription>;
-  /** The streaming completion request. */
   completion(request: CompletionRequest, description: ServerDescription, settings: ServerSettings): CompletionCall;
   /** Reads one event's data (SSE `data:` or an NDJSON line), already parsed; null for events to skip. */
   readEvent(data: unknown): StreamEvent | null;
   /**
-   * Alternatives (issue #32): the completion call that also reports the `n` most likely tokens at
+   * Alternatives: the completion call that also reports the `n` most likely tokens at
    * each generated token. Left out by an API without token probabilities; `unavailable` says why
    * this call cannot.
    */
@@ -110,7 +109,7 @@ export interface ServerApi {
   /** Why an answer may carry no token probabilities although they were asked for (an older server version). */
   readonly topTokensSince?: string;
   /**
-   * A greedy, streamed completion of a prompt given whole as text (a next-edit prompt, issue #39):
+   * A greedy, streamed completion of a prompt given whole as text (a next-edit prompt):
    * the server tokenizes it with its control tokens and adds BOS where its model wants one, and
    * nothing is laid out around it (no template, no suffix).
    */

@@ -115,7 +115,7 @@ export class ServerBackend implements InferenceBackend {
   }
 
   /**
-   * Alternatives (issue #32) as the in-process path computes them, where the API reports token
+   * Alternatives as the in-process path computes them, where the API reports token
    * probabilities: the greedy completion with the most likely tokens at each of its tokens, the
    * token where the top two were closest (the smallest logit margin), then one greedy request per
    * next most likely token there, with the greedy tokens before it and that token forced after the
@@ -170,7 +170,7 @@ export class ServerBackend implements InferenceBackend {
     }
   }
 
-  /** A next-edit suggestion (issue #39): serverNextEdit.ts, over this backend's connection and stream reading. */
+  /** A next-edit suggestion: serverNextEdit.ts, over this backend's connection and stream reading. */
   nextEdit(request: NextEditRequest, signal?: AbortSignal, onEdit?: (edit: TextReplacement, ms: number) => void): Promise<NextEditResult> {
     const server: NextEditServer = {
       api: this.api,
@@ -205,7 +205,7 @@ export class ServerBackend implements InferenceBackend {
     const { description, settings } = this.connection();
     // The prefix's trailing spaces and tabs stay out of the prompt, for every API, as on the local
     // path (prompt/fimPrompt.ts splitTrailingBlank: a prompt that ends in a lone whitespace token
-    // derails the model: `  ` after a line gave `nst m = value;`); the ghost text loses them again
+    // derails the model: `  ` after a line gets `nst m = value;`); the ghost text loses them again
     // below. Only the window around the cursor leaves the machine unless the user opted in to more.
     const { prefix, blank } = splitTrailingBlank(request.prefix);
     const sent: CompletionRequest = { ...request, prefix, ...(settings.sendExtraContext ? {} : { extraContext: undefined }) };

@@ -1,4 +1,4 @@
-// Where a server's alternatives (issue #32) branch off its greedy completion: the in-process path's
+// Where a server's alternatives branch off its greedy completion: the in-process path's
 // rules (speculation/branchPoint.ts) over the token probabilities a server reports. Pure functions,
 // apart from serverBackend.ts, which sends the requests.
 import type { NamedToken, ReportedToken } from './serverApi';
@@ -6,8 +6,8 @@ import type { NamedToken, ReportedToken } from './serverApi';
 /**
  * How much of a greedy completion an alternative may branch in, as the in-process path's default
  * scope (InferenceSession.alternativesScope 'firstLine'): up to the end of its first line with
- * content, so that each alternative shows another first line (bench regime 10: the file's real first
- * line was among the three suggestions far more often than when branching anywhere).
+ * content, so that each alternative shows another first line: the file's real first line is then
+ * among the suggestions more often than when branching anywhere (bench regime 10).
  */
 export function branchableLength(text: string): number {
   const firstLine = /\S[^\n]*\n/.exec(text);

@@ -1,4 +1,4 @@
-// Next-edit suggestions (issue #39) from an inference server. Kept apart from serverBackend.ts, whose
+// Next-edit suggestions from an inference server. Kept apart from serverBackend.ts, whose
 // connection, outage handling and stream reading it uses through NextEditServer: what is particular
 // to next edits (the format's prompt, its stop texts, the output parsed and streamed as edits) is here.
 import { formatFor, StreamedEdits } from '../nextEdit/generation';

@@ -148,7 +148,7 @@ export const RELOAD_KEYS = [
  * (`wanted`, lazily: it reads every load setting) differs from what the last one was made from.
  * VS Code reports a change for every key a saved settings file mentions, even when its value is the
  * one in effect already, or one Draftline does not read from there (a workspace's threads):
- * reloading then cost the user ~300 ms without completions for nothing. `loaded` is null before any
+ * reloading then costs the user a pause without completions for nothing. `loaded` is null before any
  * load and after a failed one (saving again retries).
  */
 export function reloadOnChange(affects: (key: string) => boolean, loaded: LoadInputs | null, wanted: () => LoadInputs): boolean {

@@ -1,7 +1,7 @@
 // Reads settings against their declarations in package.json (contributes.configuration), so the
 // bounds live in one place: out-of-range or mistyped values are clamped or replaced by the default
-// with a message instead of reaching the worker (a workspace's `"draftline.threads": 64` once gave
-// 90 s without a completion on a 2-core machine). Plain TypeScript: the VS Code layer passes its
+// with a message instead of reaching the worker (a workspace's `"draftline.threads": 64` would leave
+// a 2-core machine without completions for minutes). Plain TypeScript: the VS Code layer passes its
 // WorkspaceConfiguration in, tests pass a plain object.
 
 /** One setting's declaration in package.json (the parts read here). */

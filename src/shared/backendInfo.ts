@@ -23,7 +23,7 @@ export interface KvSequencesReport {
 }
 
 /**
- * The next-edit model of a loaded pair (issue #39), from the first next-edit request on: a file of
+ * The next-edit model of a loaded pair, from the first next-edit request on: a file of
  * its own loaded beside the pair, or the target's file (loaded once, serving both tasks from their
  * own KV sequences: nothing more in memory). Its memory: the weights and its KV sequences.
  */
@@ -51,7 +51,7 @@ export interface NextEditModelReport {
 }
 
 export interface LoadedModelsInfo {
-  /** (Issue #39) The next-edit model once next edits were first asked for: absent before (it loads then, not at startup). */
+  /** The next-edit model once next edits were first asked for: absent before (it loads then, not at startup). */
   nextEditModel?: NextEditModelReport;
   target: ModelDescription;
   draft: ModelDescription | null;

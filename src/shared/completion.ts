@@ -76,7 +76,7 @@ export interface CompletionResult {
 }
 
 /**
- * Alternatives to a greedy completion, asked for only when the user cycles suggestions (issue #32):
+ * Alternatives to a greedy completion, asked for only when the user cycles suggestions:
  * the target's greedy continuation after each of the next most likely tokens at the point where
  * the greedy completion was least certain (the smallest top-1 minus top-2 logit margin).
  */

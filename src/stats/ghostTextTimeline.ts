@@ -1,7 +1,7 @@
 // Where the time between an edit and its ghost text goes, as the extension host sees it. In a huge
-// file on a busy machine the editor itself can take tens of seconds before it asks for ghost text
-// (issue #27: a 3 MB minified file, ~50 s, of which Draftline's part was a few seconds); this says
-// which part was whose, in the log and in Show Stats, so a user (and the real-editor test) can tell.
+// file on a busy machine the editor itself can take tens of seconds before it asks for ghost text,
+// while Draftline's part is a few; this says which part was whose, in the log and in Show Stats, so
+// a user (and the real-editor test) can tell.
 import { SERVED_NAMES, servedKind } from './servedKind';
 
 /** One answered request for ghost text, in milliseconds. */

@@ -64,7 +64,7 @@ export class StopRules {
   private text = '';
   private cut: number | undefined;
   private stopped: StopDecision | undefined;
-  /** The text of the first `settledTokens` tokens, which later tokens no longer change (see textSoFar). */
+  /** The text of the first `settledTokens` tokens, which later tokens cannot change (see textSoFar). */
   private settledTokens = 0;
   private settledText = '';
   /** The text of the last SETTLE_CONTEXT settled tokens on their own. */
@@ -114,7 +114,7 @@ export class StopRules {
    * first token's leading space (SentencePiece) or merges bytes into characters reads them in context.
    * The text settles where it does not end in U+FFFD (a character whose bytes are still coming). Where
    * the context has no text, or the text in context does not start with the context's own, the whole
-   * output is detokenized: the same text as before, slower.
+   * output is detokenized: the same text, slower.
    */
   private textSoFar(): string {
     const { detokenize } = this.options;

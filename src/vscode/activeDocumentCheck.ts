@@ -42,7 +42,7 @@ export class ActiveDocumentCheck {
     }
   }
 
-  /** A request found (or no longer found) a reason not to complete in the active document. */
+  /** A request found a reason not to complete in the active document (null: none any more). */
   setReason(reason: string | null): void {
     if (reason === this.reason) return;
     this.reason = reason;

@@ -64,7 +64,7 @@ export class DraftlineController implements vscode.Disposable {
   private readonly readiness = new ModelReadiness();
   /** Model files that ended the inference worker twice, kept for every window of this profile. */
   readonly quarantine: ModelQuarantine;
-  /** Next-edit suggestions (issue #38): asked after a pause on an edit, drawn by their shape, Tab / Escape. */
+  /** Next-edit suggestions: asked after a pause on an edit, drawn by their shape, Tab / Escape. */
   readonly nextEdits: NextEditController;
   /** The local backend's next-edit model, kept across backends: toggling next edits resets what it was answered. */
   private readonly nextEditModel: NextEditModelResolver;
@@ -250,7 +250,7 @@ export class DraftlineController implements vscode.Disposable {
   /**
    * The backend `wanted` from now: another kind of backend replaces the current one (the worker is
    * stopped when a server takes over). Local to local needs no new worker (the load picks up the new
-   * models), unless the worker is to be shared now, or no longer.
+   * models), unless sharing the worker was turned on or off.
    */
   private useBackend(wanted: BackendSettings): void {
     if (JSON.stringify(wanted) === JSON.stringify(this.backendSettings)) return;

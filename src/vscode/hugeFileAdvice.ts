@@ -7,14 +7,12 @@ export const TURN_OFF = 'Turn Off Ghost-Text Coloring';
 export const KEEP = 'Keep It';
 
 /**
- * Issue #27 item 1. In a huge or minified file (one Draftline does not mirror, engine/documentMirror.ts)
- * VS Code colors ghost text by tokenizing the ghost line in context (`tokenizeLinesAt`), which first
- * tokenizes every line above the cursor, synchronously, in the window's renderer. Measured in
- * code-server on 2 busy cores, 3.15 MB of minified JavaScript, cursor at line 7,020: the ghost text
- * showed 219 s after the last key with coloring on and 22 s with it off (Draftline's own answer took
- * 5-16 s of that, on a machine at load 17-23). Draftline cannot change how VS Code paints its text,
- * so it asks once whether to turn the coloring off (editor.inlineSuggest.syntaxHighlightingEnabled,
- * a user setting); nothing changes without the user's answer.
+ * In a huge or minified file (one Draftline does not mirror, engine/documentMirror.ts) VS Code colors
+ * ghost text by tokenizing the ghost line in context (`tokenizeLinesAt`), which first tokenizes every
+ * line above the cursor, synchronously, in the window's renderer: the editor can freeze for minutes
+ * (docs/ARCHITECTURE.md has the figures). Draftline cannot change how VS Code paints its text, so it
+ * asks once whether to turn the coloring off (editor.inlineSuggest.syntaxHighlightingEnabled, a user
+ * setting); nothing changes without the user's answer.
  */
 export class HugeFileAdvice {
   private askedThisSession = false;

@@ -11,11 +11,9 @@ export interface WorkerFigures {
   /** Every loaded pair's session. */
   sessions: InferenceSession[];
   generations: GenerationFigures;
-  /** Windows connected. */
   clients: number;
 }
 
-/** The diagnostics `connection` asked for. */
 export async function diagnosticsFor(connection: Connection, worker: WorkerFigures): Promise<WorkerDiagnostics> {
   const memory = process.memoryUsage();
   const stats = worker.sessions.map((s) => s.documents.stats());

@@ -31,7 +31,7 @@ export interface WorkerMethods {
    */
   alternatives: [{ request: CompletionRequest; count: number }, AlternativesResult];
   /**
-   * (Protocol 5) A next-edit suggestion (issue #39): the request's format builds the prompt, the
+   * A next-edit suggestion: the request's format builds the prompt, the
    * model's window is decoded on this window's own KV sequence (`window N · next edit`) and reduced
    * to edits; each edit is sent in a `nextEditPartial` message as soon as it is final, and the
    * result has them all. Scheduled after completions: every completion (any window's, prefetches
@@ -113,14 +113,14 @@ export type WorkerMessage =
   /** Progress of a running request (`download`), a few times a second at most. */
   | { v: typeof PROTOCOL_VERSION; type: 'progress'; id: number; progress: DownloadProgress }
   /**
-   * (Protocol 5) A final edit of a running `nextEdit` request (id): verified tokens follow it, so
+   * A final edit of a running `nextEdit` request (id): verified tokens follow it, so
    * the result will hold it unchanged; `ms` from the request's start in the worker.
    */
   | { v: typeof PROTOCOL_VERSION; type: 'nextEditPartial'; id: number; edit: TextReplacement; ms: number }
   /** The worker lost a document's mirror (an edit it could not apply): send its full text again. */
   | { v: typeof PROTOCOL_VERSION; type: 'resync'; key: string }
   /**
-   * (Protocol 3) Sent to each window waiting on a load, just before llama.cpp reads one model file:
+   * Sent to each window waiting on a load, just before llama.cpp reads one model file:
    * if the worker ends before the load answers, this file was being read (the window's quarantine
    * counts it against that file, not the whole pair). A client that ignores it loses nothing else.
    */

@@ -155,7 +155,7 @@ export class Scheduler {
   }
 
   /**
-   * A window's completion, alternatives (`alternatives`: how many; issue #32) or prefetch
+   * A window's completion, alternatives (`alternatives`: how many) or prefetch
    * (`request.prefetch`). Throws `busy` at once for a prefetch while a job that would stop it is
    * pending: a prefetch never starts while a real request waits or runs, nor stops it.
    */
@@ -178,7 +178,7 @@ export class Scheduler {
   }
 
   /**
-   * A window's next-edit request (issue #39): started while no real completion waits, stopped between
+   * A window's next-edit request: started while no real completion waits, stopped between
    * two evaluations while one runs. It counts as a running generation only while it decodes: a
    * completion that parks it counts instead (indexing slices wait for whichever runs).
    */

@@ -114,7 +114,7 @@ export async function serveSocket<C>(socketPath: string, clients: SocketClients<
     if (clients.clients() > 0) served = true;
     // Before its first client the window that started it is still connecting (an idle time of 0 must not end it then).
     // After, it idles on only for models kept for a window that comes back: with none (a load that
-    // failed, a window that moved to another pair's worker) it is a process nobody needs (issue #41).
+    // failed, a window that moved to another pair's worker) it is a process nobody needs.
     const wait = !served ? Math.max(SHARED_IDLE_MS, FIRST_CLIENT_WAIT_MS) : clients.modelsLoaded() ? SHARED_IDLE_MS : 0;
     idleTimer = clients.clients() > 0 ? null : setTimeout(() => shutDown(), wait);
   };

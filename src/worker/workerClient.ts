@@ -66,7 +66,7 @@ interface Pending {
 /** What a request's messages before its answer go to: a download's progress, a next-edit request's final edits. */
 export interface RequestCallbacks {
   onProgress?: (progress: DownloadProgress) => void;
-  /** (Protocol 5) A final edit of a `nextEdit` request, as soon as the worker has it; `ms` from the request's start there. */
+  /** A final edit of a `nextEdit` request, as soon as the worker has it; `ms` from the request's start there. */
   onEdit?: (edit: TextReplacement, ms: number) => void;
 }
 

@@ -184,7 +184,7 @@ class WorkerProcess {
       switch (n.kind) {
         case 'documentOpen':
           connection.documents.add(key);
-          // In slices: a 2 MB file takes over a second to tokenize, which completions must not wait for.
+          // In slices: a large file takes seconds to tokenize, which completions must not wait for.
           session.documents.setDocumentInSlices(key, n.text, this.betweenIndexingSlices).catch((error: Error) => this.log('warn', `n-gram index: ${error.message}`));
           break;
         case 'documentEdit':

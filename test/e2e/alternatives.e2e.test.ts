@@ -5,44 +5,11 @@
 // does for Alt+]: that is no one cycling. And Alt+] there must still compute them: the editor took that
 // Invoke's one suggestion for the whole list and asks no more.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
-import {
-  closeWorkbench,
-  draftlineLogs,
-  e2eUnavailableReason,
-  focusEditor,
-  gotoLineEnd,
-  openFile,
-  openWorkbench,
-  repoRoot,
-  screenshot,
-  sleep,
-  startCodeServer,
-  typeLikeAPerson,
-  waitFor,
-  waitForGhostText,
-  type CodeServer,
-  type Workbench,
-} from '../../testbed/editorHarness';
+import { describe, it } from 'node:test';
+import { e2eUnavailableReason, focusEditor, gotoLineEnd, openFile, screenshot, sleep, typeLikeAPerson, waitFor, waitForGhostText } from '../../testbed/editorHarness';
+import { editorSession, MATH_UTILS, TYPED_AS_IS } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-alternatives');
 const FILE = 'mathUtils.ts';
-const SOURCE = `export function sum(values: number[]): number {
-  let total = 0;
-  for (const value of values) {
-    total += value;
-  }
-  return total;
-}
-
-export function average(values: number[]): number {
-  
-}
-`;
 /** Typed at the end of line 10 (the empty line inside average): the embedded pair completes it over several lines. */
 const TYPED = 'for (let i = 0; i < values.length; i';
 /** Typed there for Alt+]: the embedded pair's suggestions differ on their first line (test/e2e/extension.e2e.test.ts). */
@@ -50,14 +17,14 @@ const TYPED_FOR_ALTERNATIVES = 'return ';
 const ALTERNATIVES_LINE = /alternatives: \d+ suggestions? /;
 
 describe('alternatives only when the user asks for them', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
-  let page: Page;
-  const workspace = path.join(OUT, 'workspace');
-  const log = () =>
-    draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
+  const editor = editorSession({
+    name: 'e2e-alternatives',
+    extension: 'development',
+    files: { [FILE]: MATH_UTILS },
+    server: { settings: { ...TYPED_AS_IS, 'draftline.debounceMs': 100, 'draftline.prefetch.whileShown': 'chain' } },
+  });
+  const OUT = editor.out;
+  const log = editor.log;
   const norm = (s: string) =>
     s
       .split('\n')
@@ -65,34 +32,8 @@ describe('alternatives only when the user asks for them', { skip: e2eUnavailable
       .join('\n')
       .trimEnd();
 
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(workspace, { recursive: true });
-    fs.writeFileSync(path.join(workspace, FILE), SOURCE);
-    server = await startCodeServer({
-      workspaceDir: workspace,
-      outDir: path.join(OUT, 'server'),
-      settings: {
-        'editor.autoClosingBrackets': 'never',
-        'editor.autoClosingQuotes': 'never',
-        'editor.autoIndent': 'none',
-        'editor.detectIndentation': false,
-        'editor.tabSize': 2,
-        'editor.insertSpaces': true,
-        'draftline.debounceMs': 100,
-        'draftline.prefetch.whileShown': 'chain',
-      },
-    });
-    wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
-    page = wb.page;
-  });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-  });
-
   it('Tab, then the prefetched ghost text: no alternatives computed; Alt+] there computes them and cycles', async () => {
+    const { page } = editor;
     await openFile(page, FILE);
     await gotoLineEnd(page, 10);
     await typeLikeAPerson(page, TYPED, 40);
@@ -134,9 +75,10 @@ describe('alternatives only when the user asks for them', { skip: e2eUnavailable
   });
 
   it('Alt+] computes them and shows the next suggestion; Alt+[ goes back', async () => {
+    const { page } = editor;
     await focusEditor(page);
     await page.keyboard.press('Control+A');
-    await page.keyboard.insertText(SOURCE);
+    await page.keyboard.insertText(MATH_UTILS);
     await sleep(200);
     await gotoLineEnd(page, 10);
     await typeLikeAPerson(page, TYPED_FOR_ALTERNATIVES, 40);

@@ -10,30 +10,13 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import {
-  closeWorkbench,
-  draftlineLogs,
-  e2eUnavailableReason,
-  gotoLineEnd,
-  openFile,
-  openWorkbench,
-  repoRoot,
-  screenshot,
-  sleep,
-  startCodeServer,
-  typeLikeAPerson,
-  waitFor,
-  waitForGhostText,
-  type CodeServer,
-  type Workbench,
-} from '../../testbed/editorHarness';
+import { e2eUnavailableReason, gotoLineEnd, openFile, screenshot, sleep, typeLikeAPerson, waitFor, waitForGhostText } from '../../testbed/editorHarness';
+import { editorSession, ROOT } from '../support/editorSession';
 import { isAlive } from '../support/processes';
 import { directCompletion } from './expected';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-auto-closed');
 /** example.ts's empty line inside average() (scripts/demo-example.sh). */
 const AVERAGE_BODY_LINE = 12;
 /** What the user of issue #41 typed there; VS Code adds the `)`. */
@@ -51,34 +34,24 @@ async function editorLine(page: Page, line: number): Promise<string> {
 }
 
 describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
-  const workspace = path.join(OUT, 'workspace');
   // Short: a unix socket's path has room for ~100 bytes, and a worktree's test-output may be deep.
   const workerDir = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-e2e41-'));
-
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    execFileSync('bash', [path.join(ROOT, 'scripts/demo-example.sh'), workspace]);
-    server = await startCodeServer({
-      workspaceDir: workspace,
-      outDir: path.join(OUT, 'server'),
+  const editor = editorSession({
+    name: 'e2e-auto-closed',
+    extension: 'development',
+    prepare: ({ workspace }) => void execFileSync('bash', [path.join(ROOT, 'scripts/demo-example.sh'), workspace]),
+    server: {
       // The editor's defaults for auto-closing (the other e2e tests turn it off).
       env: { DRAFTLINE_SHARED_WORKER_DIR: workerDir },
       // Flash attention pinned as in expected.ts (the direct engine this test compares with).
       settings: { 'draftline.flashAttention': 'on', 'draftline.debounceMs': 100, 'draftline.timeBudgetMs': 0, 'editor.tabSize': 2, 'editor.insertSpaces': true, 'editor.detectIndentation': false },
-    });
-    wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
+    },
   });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-    fs.rmSync(workerDir, { recursive: true, force: true });
-  });
+  const { out: OUT, workspace } = editor;
+  after(() => fs.rmSync(workerDir, { recursive: true, force: true }));
 
   it('ghost text before the auto-closed `)`, as the engine gives it; Tab gives the line with one `)`', async () => {
-    const page = wb.page;
+    const { page } = editor;
     await openFile(page, 'example.ts');
     await gotoLineEnd(page, AVERAGE_BODY_LINE);
     await typeLikeAPerson(page, TYPED, 40);
@@ -105,7 +78,7 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
   });
 
   it('two kill -9s of the worker while it generates leave the models loaded and serving', async () => {
-    const page = wb.page;
+    const { page } = editor;
     const pairWorker = () => {
       for (const name of fs.readdirSync(workerDir).filter((n) => n.startsWith('pair-') && n.endsWith('.sock.lock'))) {
         const pid = Number(fs.readFileSync(path.join(workerDir, name, 'pid'), 'utf8'));
@@ -124,13 +97,9 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
       await waitFor(async () => (isAlive(pid) ? undefined : true), { timeoutMs: 5000, what: `worker ${pid} gone` });
     }
     // Restarted, the models load again (not refused), and ghost text comes back.
-    const readLog = () =>
-      draftlineLogs(server.userDataDir)
-        .map((f) => fs.readFileSync(f, 'utf8'))
-        .join('\n');
     const loads = (text: string) => text.match(/model files: target/g)?.length ?? 0;
-    const loadsBefore = loads(readLog());
-    await waitFor(async () => (loads(readLog()) > loadsBefore ? true : undefined), { timeoutMs: 120_000, what: 'the models loaded again after the restart' });
+    const loadsBefore = loads(editor.log());
+    await waitFor(async () => (loads(editor.log()) > loadsBefore ? true : undefined), { timeoutMs: 120_000, what: 'the models loaded again after the restart' });
     // Issue #48 item 4: the ghost text after a restart came seconds late, behind three alternatives
     // nobody asked for (the trigger after the load, and the keystrokes after it, read as Alt+]), and
     // typing on gave none for a minute. Once the models are back, typing gets its ghost text as usual.
@@ -139,7 +108,7 @@ describe('issue #41 in a real VS Code', { skip: e2eUnavailableReason() ?? false 
     await typeLikeAPerson(page, 'return ', 60);
     await waitForGhostText(page, { timeoutMs: 20_000 });
     await screenshot(page, OUT, '03-serving-after-two-kills');
-    const log = readLog();
+    const log = editor.log();
     assert.match(log, /the shared inference worker ended \(killed by SIGKILL\)/);
     assert.doesNotMatch(log, /not loaded again until the file changes/);
     assert.doesNotMatch(log, /alternatives: \d+ suggestion/, 'no alternatives computed: Alt+] was never pressed');

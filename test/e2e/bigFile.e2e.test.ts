@@ -8,32 +8,13 @@
 // own part is bounded: the provider answers within ANSWER_BOUND_MS of being asked, read from its log
 // line (stats/ghostTextTimeline.ts), and the file is neither mirrored nor indexed (documentMirror.ts).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
+import { describe, it } from 'node:test';
 import { minifiedJs } from '../../testbed/syntheticText';
-import {
-  draftlineLogs,
-  clickNotificationButton,
-  closeWorkbench,
-  e2eUnavailableReason,
-  gotoLineEnd,
-  openFile,
-  openWorkbench,
-  readGhostText,
-  repoRoot,
-  sleep,
-  startCodeServer,
-  typeLikeAPerson,
-  waitFor,
-  type CodeServer,
-  type Workbench,
-} from '../../testbed/editorHarness';
+import { clickNotificationButton, e2eUnavailableReason, gotoLineEnd, openFile, readGhostText, sleep, typeLikeAPerson, waitFor } from '../../testbed/editorHarness';
+import { editorSession } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-big-file');
 const FILE = 'bundle.min.js';
 /** Draftline's part (asked → answered: debounce, prompt window, model, post-processing) on a CPU the editor keeps busy; alone it is ~1.5 s (bench/bigFile.ts). */
 const ANSWER_BOUND_MS = 15_000;
@@ -44,28 +25,15 @@ const skip = e2eUnavailableReason();
 const asMs = (value: string, unit: string) => Number(value) * (unit === 's' ? 1000 : 1);
 
 describe('a huge minified file in a real VS Code', { skip: skip ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
-  let page: Page;
-  const workspace = path.join(OUT, 'workspace');
-
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(workspace, { recursive: true });
-    fs.writeFileSync(path.join(workspace, FILE), minifiedJs(3_150_000, 10_637));
-    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
-    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
-    server = await startCodeServer({ workspaceDir: workspace, outDir: path.join(OUT, 'server'), settings: { 'editor.autoClosingBrackets': 'never' }, vsixPaths: [vsix] });
-    wb = await openWorkbench(server, { folder: workspace });
-    page = wb.page;
-  });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
+  const editor = editorSession({
+    name: 'e2e-big-file',
+    extension: 'vsix',
+    files: { [FILE]: minifiedJs(3_150_000, 10_637) },
+    server: { settings: { 'editor.autoClosingBrackets': 'never' } },
   });
 
   it(`Draftline offers to turn off ghost-text coloring; ghost text comes, and Draftline answers within ${ANSWER_BOUND_MS / 1000} s of being asked`, async () => {
+    const { page, server } = editor;
     const started = Date.now();
     await openFile(page, FILE, 180_000);
     const opened = Date.now() - started;
@@ -87,9 +55,7 @@ describe('a huge minified file in a real VS Code', { skip: skip ?? false }, () =
       if (!ghost) await sleep(200);
     }
     const ghostAfterMs = Date.now() - lastKey;
-    const log = draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
+    const log = editor.log();
     const slow = log.split('\n').filter((line) => line.includes('slow ghost text:'));
     console.log(`opened in ${opened} ms; ghost text read ${ghostAfterMs} ms after the last key: ${JSON.stringify(ghost.slice(0, 60))}\n${slow.join('\n')}`);
     assert.ok(ghost, `ghost text within ${GHOST_DEADLINE_MS / 1000} s of the last key`);

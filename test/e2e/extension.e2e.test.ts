@@ -2,60 +2,40 @@
 // the linux-x64 .vsix installed like a user would, the embedded models, typing key by key.
 // Screenshots of every step go to test-output/e2e/.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { LlamaServer, LLAMA_SERVER } from '../../testbed/llamaServer';
 import { loadLibrary } from '../../src/inference/llamaRuntime';
 import { directAlternatives, directCompletion } from './expected';
 import {
-  draftlineLogs,
   closeQuickInput,
-  closeWorkbench,
   e2eUnavailableReason,
   focusEditor,
   gotoLineEnd,
   openFile,
-  openWorkbench,
   quickPickRows,
   readGhostText,
   readNotifications,
   readStatusBarItem,
-  repoRoot,
   runCommand,
   saveActiveFile,
   screenshot,
   screenshotOf,
   sleep,
-  startCodeServer,
   typeLikeAPerson,
   waitFor,
   waitForGhostText,
   waitForNotification,
-  type CodeServer,
-  type Workbench,
 } from '../../testbed/editorHarness';
+import { editorSession, MATH_UTILS, ROOT, TYPED_AS_IS } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e');
 /** The README's screenshots: each run of this test makes them again, so they always show this build. */
 const SCREENSHOTS = path.join(ROOT, 'media');
 const STATUS_ID = 'draftline.draftline.status';
 const FILE = 'mathUtils.ts';
-const SOURCE = `export function sum(values: number[]): number {
-  let total = 0;
-  for (const value of values) {
-    total += value;
-  }
-  return total;
-}
-
-export function average(values: number[]): number {
-  
-}
-`;
+const SOURCE = MATH_UTILS;
 /** Typed key by key at the end of line 10 (the empty line inside average). */
 const TYPED = 'for (let i = 0; i < values.length; i';
 /**
@@ -65,12 +45,7 @@ const TYPED = 'for (let i = 0; i < values.length; i';
  */
 const TYPED_FOR_ALTERNATIVES = 'return ';
 const EDITOR_SETTINGS = {
-  'editor.autoClosingBrackets': 'never',
-  'editor.autoClosingQuotes': 'never',
-  'editor.autoIndent': 'none',
-  'editor.detectIndentation': false,
-  'editor.tabSize': 2,
-  'editor.insertSpaces': true,
+  ...TYPED_AS_IS,
   'draftline.debounceMs': 100,
   // Flash attention changes the target's rounding, so greedy outputs can part at a near-tie: the
   // editor's worker and the direct engine (expected.ts) must use the same setting, not each its own
@@ -118,12 +93,19 @@ async function showStats(page: Page, expect: RegExp = /^Session$/m, whileOpen?: 
 }
 
 describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
+  const editor = editorSession({
+    name: 'e2e',
+    extension: 'vsix',
+    files: { [FILE]: SOURCE, 'broken.gguf': Buffer.concat([Buffer.from('GGUF'), Buffer.from([3, 0, 0, 0]), Buffer.alloc(40, 0xff)]) },
+    server: { settings: EDITOR_SETTINGS },
+  });
+  const { out: OUT, workspace } = editor;
   let page: Page;
+  before(() => {
+    page = editor.page;
+  });
   let shot = 0;
   const snap = (name: string) => screenshot(page, OUT, `${String(++shot).padStart(2, '0')}-${name}`);
-  const workspace = path.join(OUT, 'workspace');
 
   /** Puts the file back to SOURCE (a context where the embedded models are known to complete). */
   const resetDocument = async () => {
@@ -132,23 +114,6 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await page.keyboard.insertText(SOURCE);
     await sleep(200);
   };
-
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(workspace, { recursive: true });
-    fs.writeFileSync(path.join(workspace, FILE), SOURCE);
-    fs.writeFileSync(path.join(workspace, 'broken.gguf'), Buffer.concat([Buffer.from('GGUF'), Buffer.from([3, 0, 0, 0]), Buffer.alloc(40, 0xff)]));
-    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
-    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
-    server = await startCodeServer({ workspaceDir: workspace, outDir: path.join(OUT, 'server'), settings: EDITOR_SETTINGS, vsixPaths: [vsix] });
-    wb = await openWorkbench(server, { folder: workspace });
-    page = wb.page;
-  });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-  });
 
   it('shows ghost text equal to the engine called directly, Tab accepts it, it is saved', async () => {
     await openFile(page, FILE);
@@ -244,7 +209,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       what: 'the status bar saying the stats were copied',
       describe: async () => `notifications: ${JSON.stringify(await readNotifications(page))}`,
     });
-    await page.context().grantPermissions(['clipboard-read'], { origin: server.url });
+    await page.context().grantPermissions(['clipboard-read'], { origin: editor.server.url });
     const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText() as Promise<string>);
     assert.match(copied, /^# Draftline stats\n/, copied);
     assert.match(copied, /\| completions \(from the cache \/ from a prefetch\) \| \d+ \(\d+ \/ \d+\) \|/, copied);
@@ -336,8 +301,9 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     // read (in-process models, draftline.prefetch.whileShown auto), so the log says so.
     const whileShown = await waitFor(
       async () => {
-        const lines = draftlineLogs(server.userDataDir)
-          .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'))
+        const lines = editor
+          .log()
+          .split('\n')
           .filter((l) => l.includes('ghost text served from a prefetch made while the ghost text before it was shown'));
         return lines.length > 0 ? lines : undefined;
       },

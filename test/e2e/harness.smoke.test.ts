@@ -32,6 +32,7 @@ import {
   type CodeServer,
   type Workbench,
 } from '../../testbed/editorHarness';
+import { freshOutput } from '../support/editorSession';
 
 const PUBLISHER = 'draftline-e2e';
 const NAME = 'smoke';
@@ -109,14 +110,10 @@ test('e2e harness: stand-in extension in code-server shows, accepts and saves gh
     return;
   }
 
-  const out = path.join(repoRoot(), 'test-output', 'e2e-smoke');
-  fs.rmSync(out, { recursive: true, force: true });
+  const { out, workspace: ws } = freshOutput('e2e-smoke', { 'hello.txt': 'first line\n' });
   const shots = out;
   const extDir = path.join(out, 'extension');
   const vsix = path.join(out, `${NAME}-0.0.1.vsix`);
-  const ws = path.join(out, 'workspace');
-  fs.mkdirSync(ws, { recursive: true });
-  fs.writeFileSync(path.join(ws, 'hello.txt'), 'first line\n');
 
   const t0 = Date.now();
   const lap = (what: string) => console.log(`[e2e-smoke] ${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);

@@ -6,35 +6,27 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { FrameLocator, Page } from 'playwright-core';
 import { NEXT_EDIT_CATALOG } from '../../src/models/catalog';
 import {
   clickNotificationButton,
   closeQuickInput,
-  closeWorkbench,
-  draftlineLogs,
   e2eUnavailableReason,
   gotoLineEnd,
   openFile,
-  openWorkbench,
   quickPickRows,
   readNotifications,
   readStatusBarItem,
-  repoRoot,
   runCommand,
   screenshot,
   sleep,
-  startCodeServer,
   typeLikeAPerson,
   waitFor,
   waitForNotification,
-  type CodeServer,
-  type Workbench,
 } from '../../testbed/editorHarness';
+import { editorSession, ROOT } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-local-model-file');
 const STATUS_ID = 'draftline.draftline.status';
 const COMPLETION_MODEL = path.join(ROOT, 'models', 'draftline-code-target.gguf');
 const SWEEP = NEXT_EDIT_CATALOG.sweep15;
@@ -72,26 +64,15 @@ async function showStatsText(page: Page, expect: RegExp): Promise<string> {
 }
 
 describe('Use a Local File… checks the file for its role', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
-  let page: Page;
-  const workspace = path.join(OUT, 'workspace');
-  /** A file that names Sweep's layout (by its file name): the embedded model under Sweep's file name. */
-  const renamed = path.join(OUT, 'elsewhere', 'sweep-next-edit-1.5b.q8_0.v2.gguf');
-  const log = () =>
-    draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
-
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(workspace, { recursive: true });
-    fs.mkdirSync(path.dirname(renamed), { recursive: true });
-    fs.copyFileSync(COMPLETION_MODEL, renamed);
-    fs.writeFileSync(path.join(workspace, 'main.ts'), 'export function sum(values: number[]): number {\n  let total = 0;\n  \n}\n');
-    server = await startCodeServer({
-      workspaceDir: workspace,
-      outDir: path.join(OUT, 'server'),
+  const editor = editorSession({
+    name: 'e2e-local-model-file',
+    extension: 'development',
+    files: { 'main.ts': 'export function sum(values: number[]): number {\n  let total = 0;\n  \n}\n' },
+    prepare: () => {
+      fs.mkdirSync(path.dirname(renamed), { recursive: true });
+      fs.copyFileSync(COMPLETION_MODEL, renamed);
+    },
+    server: {
       settings: {
         // No route to the hub: the download fails at once, as on the machine of issue #55.
         'draftline.huggingFaceEndpoint': 'http://nonexistent.invalid/',
@@ -100,17 +81,14 @@ describe('Use a Local File… checks the file for its role', { skip: e2eUnavaila
         'draftline.debounceMs': 100,
         'editor.autoClosingBrackets': 'never',
       },
-    });
-    wb = await openWorkbench(server, { folder: workspace, extensionDevelopmentPath: ROOT });
-    page = wb.page;
+    },
   });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-  });
+  const { out: OUT, log } = editor;
+  /** A file that names Sweep's layout (by its file name): the embedded model under Sweep's file name. */
+  const renamed = path.join(OUT, 'elsewhere', 'sweep-next-edit-1.5b.q8_0.v2.gguf');
 
   it('the completion model chosen for next edits is refused at once; a next-edit file is taken, named a local file, not verified', async () => {
+    const { page } = editor;
     await openFile(page, 'main.ts');
     // Next edits are asked for after an edit once the models serve.
     await waitFor(() => (/ready \d+ ms after activation/.test(log()) ? true : undefined), { timeoutMs: 120_000, intervalMs: 500, what: 'the models loaded' });

@@ -6,38 +6,28 @@
 // text → the model's proposed text), so the whole editor path runs and nothing depends on a model.
 // Screenshots of each rendering go to media/ (dark and light), every step's to test-output/e2e-next-edit/.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { fixture, json, type RecordedRequest, StubServer } from '../support/stubServer';
 import {
-  closeWorkbench,
-  draftlineLogs,
   e2eUnavailableReason,
   focusEditor,
   openFile,
-  openWorkbench,
   placeCursor,
   readGhostText,
   readStatusBarItem,
-  repoRoot,
   runCommand,
   saveActiveFile,
   screenshot,
   screenshotOf,
   sleep,
-  startCodeServer,
   waitFor,
-  type CodeServer,
-  type Workbench,
 } from '../../testbed/editorHarness';
+import { editorSession, ROOT, TYPED_AS_IS } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-next-edit');
 const MEDIA = path.join(ROOT, 'media');
-const WORKSPACE = path.join(OUT, 'workspace');
 const EDITOR = '.part.editor .editor-group-container.active .monaco-editor';
 const EDITOR_GROUP = '.part.editor .editor-group-container.active';
 
@@ -140,19 +130,45 @@ async function drawn(page: Page): Promise<{ struck: string[]; images: number; gu
   }, EDITOR);
 }
 
+/** The workspace: each rendering's file, for the dark theme's run and the light one's. */
+const WORKSPACE_FILES: Record<string, string> = { 'insert-asked.ts': INSERT, 'indent.ts': 'function f() {\nreturn 1;\n}\n' };
+for (const suffix of ['', '-light']) Object.assign(WORKSPACE_FILES, { [`rename${suffix}.ts`]: RENAME, [`insert${suffix}.ts`]: INSERT, [`delete${suffix}.ts`]: DELETE, [`block${suffix}.ts`]: BLOCK });
+
+/** Waits until Draftline is active in the editor (its status bar item shows). */
+const draftlineActive = (page: Page) =>
+  waitFor(async () => (await page.locator('[id="draftline.draftline.status"]').count()) > 0 || undefined, { timeoutMs: 90_000, what: 'Draftline active (its status bar item)' });
+
 describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
+  const editor = editorSession({
+    name: 'e2e-next-edit',
+    extension: 'development',
+    build: true,
+    files: WORKSPACE_FILES,
+    prepare: ({ out }) => fs.writeFileSync(path.join(out, 'next-edit-answers.json'), JSON.stringify({ cases: CASES }, null, 2)),
+    server: () => ({
+      env: { DRAFTLINE_NEXT_EDIT_REPLAY: path.join(editor.out, 'next-edit-answers.json') },
+      // VS Code binds no key to Trigger Inline Suggestion; users do.
+      keybindings: [{ key: 'ctrl+alt+i', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' }],
+      settings: {
+        'workbench.colorTheme': 'Default Dark Modern',
+        ...TYPED_AS_IS,
+        'editor.fontSize': 15,
+        // Fill-in-the-middle ghost text off: every suggestion on screen is a next edit.
+        'draftline.enable': false,
+        'draftline.nextEdit.enabled': true,
+        'draftline.targetModel': path.join(ROOT, 'models', 'tiny-code-target.gguf'),
+        'draftline.draftModel': path.join(ROOT, 'models', 'tiny-code-draft.gguf'),
+      },
+    }),
+    viewport: { width: 1100, height: 760 },
+  });
+  const { out: OUT, workspace: WORKSPACE, log } = editor;
   let page: Page;
   let step = 0;
   /** Last keystroke → suggestion on screen, ms, per case. */
   const onScreen: Record<string, number> = {};
   const snap = (name: string) => screenshot(page, OUT, `${String(++step).padStart(2, '0')}-${name}`);
   const file = (name: string) => fs.readFileSync(path.join(WORKSPACE, name), 'utf8');
-  const log = () =>
-    draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
   /** Polls `probe` every 20 ms from the last keystroke; records how long it took under `label`. */
   const timed = async <T>(label: string, probe: () => Promise<T | undefined | false>, what: string): Promise<T> => {
     const t0 = Date.now();
@@ -176,50 +192,12 @@ describe('next-edit suggestions in a real editor (code-server)', { skip: e2eUnav
   const media = (name: string) => screenshotOf(page, MEDIA, name, [EDITOR_GROUP], { margin: 0, maxHeight: 420 });
 
   before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    fs.mkdirSync(WORKSPACE, { recursive: true });
-    for (const suffix of ['', '-light']) {
-      fs.writeFileSync(path.join(WORKSPACE, `rename${suffix}.ts`), RENAME);
-      fs.writeFileSync(path.join(WORKSPACE, `insert${suffix}.ts`), INSERT);
-      fs.writeFileSync(path.join(WORKSPACE, `delete${suffix}.ts`), DELETE);
-      fs.writeFileSync(path.join(WORKSPACE, `block${suffix}.ts`), BLOCK);
-    }
-    fs.writeFileSync(path.join(WORKSPACE, 'insert-asked.ts'), INSERT);
-    fs.writeFileSync(path.join(WORKSPACE, 'indent.ts'), 'function f() {\nreturn 1;\n}\n');
-    const replay = path.join(OUT, 'next-edit-answers.json');
-    fs.writeFileSync(replay, JSON.stringify({ cases: CASES }, null, 2));
-    execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
-    server = await startCodeServer({
-      workspaceDir: WORKSPACE,
-      outDir: path.join(OUT, 'server'),
-      env: { DRAFTLINE_NEXT_EDIT_REPLAY: replay },
-      // VS Code binds no key to Trigger Inline Suggestion; users do.
-      keybindings: [{ key: 'ctrl+alt+i', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' }],
-      settings: {
-        'workbench.colorTheme': 'Default Dark Modern',
-        'editor.autoClosingBrackets': 'never',
-        'editor.autoClosingQuotes': 'never',
-        'editor.autoIndent': 'none',
-        'editor.detectIndentation': false,
-        'editor.tabSize': 2,
-        'editor.insertSpaces': true,
-        'editor.fontSize': 15,
-        // Fill-in-the-middle ghost text off: every suggestion on screen is a next edit.
-        'draftline.enable': false,
-        'draftline.nextEdit.enabled': true,
-        'draftline.targetModel': path.join(ROOT, 'models', 'tiny-code-target.gguf'),
-        'draftline.draftModel': path.join(ROOT, 'models', 'tiny-code-draft.gguf'),
-      },
-    });
-    wb = await openWorkbench(server, { extensionDevelopmentPath: ROOT, viewport: { width: 1100, height: 760 } });
-    page = wb.page;
-    await waitFor(async () => (await page.locator('[id="draftline.draftline.status"]').count()) > 0 || undefined, { timeoutMs: 90_000, what: 'Draftline active (its status bar item)' });
+    page = editor.page;
+    await draftlineActive(page);
   });
 
-  after(async () => {
+  after(() => {
     if (Object.keys(onScreen).length) console.log(`last keystroke → next edit on screen (ms, debounce 300 included): ${JSON.stringify(onScreen)}`);
-    await closeWorkbench(wb);
-    await server?.stop();
   });
 
   async function renameAtFirstUse(name: string): Promise<void> {
@@ -400,34 +378,28 @@ export function recordedSweepOutput(prompt: string, cases: readonly { before: st
 }
 
 describe('next-edit suggestions through llama-server (stub), in a real editor', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
-  let wb: Workbench;
-  let page: Page;
   let stub: StubServer;
-  const OUT_REMOTE = path.join(ROOT, 'test-output', 'e2e-next-edit-remote');
-  const WS = path.join(OUT_REMOTE, 'workspace');
-
-  before(async () => {
-    const final = JSON.parse(fixture('llama-server/completion-continued-41-stream.sse').trim().split('\n\n').at(-1)!.slice(6));
-    const sse = (content: string, stop: boolean) =>
-      `data: ${JSON.stringify(stop ? { ...final, content, stop: true, stop_type: 'word', stopping_word: '<|file_sep|>' } : { index: 0, content, stop: false })}\n\n`;
-    stub = await StubServer.start({
-      'GET /health': json(200, fixture('llama-server/health.json')),
-      'GET /props': json(200, fixture('llama-server/props.json')),
-      'POST /infill': () => json(200, fixture('llama-server/infill.json')),
-      'POST /completion': (r: RecordedRequest) => {
-        const output = recordedSweepOutput(String(r.json?.prompt ?? ''), CASES);
-        const lines = output.match(/[^\n]*\n|[^\n]+$/g) ?? [];
-        return { kind: 'stream' as const, contentType: 'text/event-stream', delayMs: 5, events: [...lines.map((l) => sse(l, false)), sse('', true)] };
-      },
-    });
-    fs.rmSync(OUT_REMOTE, { recursive: true, force: true });
-    fs.mkdirSync(WS, { recursive: true });
-    fs.writeFileSync(path.join(WS, 'rename.ts'), RENAME);
-    execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
-    server = await startCodeServer({
-      workspaceDir: WS,
-      outDir: path.join(OUT_REMOTE, 'server'),
+  const editor = editorSession({
+    name: 'e2e-next-edit-remote',
+    extension: 'development',
+    build: true,
+    files: { 'rename.ts': RENAME },
+    prepare: async () => {
+      const final = JSON.parse(fixture('llama-server/completion-continued-41-stream.sse').trim().split('\n\n').at(-1)!.slice(6));
+      const sse = (content: string, stop: boolean) =>
+        `data: ${JSON.stringify(stop ? { ...final, content, stop: true, stop_type: 'word', stopping_word: '<|file_sep|>' } : { index: 0, content, stop: false })}\n\n`;
+      stub = await StubServer.start({
+        'GET /health': json(200, fixture('llama-server/health.json')),
+        'GET /props': json(200, fixture('llama-server/props.json')),
+        'POST /infill': () => json(200, fixture('llama-server/infill.json')),
+        'POST /completion': (r: RecordedRequest) => {
+          const output = recordedSweepOutput(String(r.json?.prompt ?? ''), CASES);
+          const lines = output.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+          return { kind: 'stream' as const, contentType: 'text/event-stream', delayMs: 5, events: [...lines.map((l) => sse(l, false)), sse('', true)] };
+        },
+      });
+    },
+    server: () => ({
       settings: {
         'editor.tabSize': 2,
         'editor.insertSpaces': true,
@@ -437,23 +409,18 @@ describe('next-edit suggestions through llama-server (stub), in a real editor', 
         'draftline.server.endpoint': stub.url,
         'draftline.nextEdit.format': 'sweep',
       },
-    });
-    wb = await openWorkbench(server, { extensionDevelopmentPath: ROOT, viewport: { width: 1100, height: 760 } });
-    page = wb.page;
-    await waitFor(async () => (await page.locator('[id="draftline.draftline.status"]').count()) > 0 || undefined, { timeoutMs: 90_000, what: 'Draftline active (its status bar item)' });
+    }),
+    viewport: { width: 1100, height: 760 },
   });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-    await stub?.close();
+  const { out: OUT_REMOTE, log } = editor;
+  let page: Page;
+  before(async () => {
+    page = editor.page;
+    await draftlineActive(page);
   });
+  after(() => stub?.close());
 
   it('rename at one use → the next use proposed from /completion → Tab jumps, Tab applies → the chain reaches the third', async () => {
-    const log = () =>
-      draftlineLogs(server.userDataDir)
-        .map((f) => fs.readFileSync(f, 'utf8'))
-        .join('\n');
     await waitFor(() => (/connected|llama-server at/i.test(log()) ? true : undefined), { timeoutMs: 60_000, what: 'the llama-server backend connected', describe: () => log() });
     await openFile(page, 'rename.ts');
     await placeCursor(page, 2, 12);
@@ -477,7 +444,7 @@ describe('next-edit suggestions through llama-server (stub), in a real editor', 
     await page.keyboard.press('Tab');
     await waitFor(async () => (await viewText(page)).includes('return sum;') || undefined, { timeoutMs: 5000, what: 'the third use applied' });
     await saveActiveFile(page);
-    assert.equal(fs.readFileSync(path.join(WS, 'rename.ts'), 'utf8'), RENAME_3);
+    assert.equal(fs.readFileSync(path.join(editor.workspace, 'rename.ts'), 'utf8'), RENAME_3);
     assert.ok(stub.to('/completion', 'POST').length >= 2, 'the prompts went to /completion');
   });
 });

@@ -3,39 +3,30 @@
 // The hub is a local server (draftline.huggingFaceEndpoint) serving GGUF files at the recommended
 // pair's own hf: paths; the files are the embedded models (no real model can be downloaded here).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { CATALOG, NEXT_EDIT_CATALOG } from '../../src/models/catalog';
 import { startModelServer } from '../support/modelServer';
 import {
-  draftlineLogs,
   clickNotificationButton,
   closeQuickInput,
-  closeWorkbench,
   e2eUnavailableReason,
   gotoLineEnd,
   openFile,
-  openWorkbench,
   quickPickRows,
   readNotifications,
-  repoRoot,
   runCommand,
   screenshot,
   sleep,
-  startCodeServer,
   typeLikeAPerson,
   waitFor,
   waitForGhostText,
   waitForNotification,
   splitMachineSettings,
-  type CodeServer,
-  type Workbench,
 } from '../../testbed/editorHarness';
+import { editorSession, ROOT, UNFINISHED_SUM } from '../support/editorSession';
 
-const ROOT = repoRoot();
-const OUT = path.join(ROOT, 'test-output', 'e2e-onboarding');
 /** Where the hub serves a catalog URI: its file at the revision it names (`#<commit>`). */
 const hubPath = (uri: string) => {
   const [, user, repo, file, revision = 'main'] = /^hf:([^/]+)\/([^/]+)\/([^#]+)(?:#(.+))?$/.exec(uri)!;
@@ -43,40 +34,26 @@ const hubPath = (uri: string) => {
 };
 
 describe('first run: download the recommended pair and complete with it', { skip: e2eUnavailableReason() ?? false }, () => {
-  let server: CodeServer;
   let hub: Awaited<ReturnType<typeof startModelServer>>;
-  let wb: Workbench;
-
-  before(async () => {
-    fs.rmSync(OUT, { recursive: true, force: true });
-    const workspace = path.join(OUT, 'workspace');
-    fs.mkdirSync(workspace, { recursive: true });
-    fs.writeFileSync(path.join(workspace, 'main.ts'), 'export function sum(values: number[]): number {\n  let total = 0;\n  \n}\n');
-    // The recommended pair on this machine (CPU, 24 GB) is 1.5B + 0.5B; the local hub serves them.
-    hub = await startModelServer({
-      [hubPath(CATALOG.target15.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
-      [hubPath(CATALOG.target3.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
-      [hubPath(CATALOG.draft05.uri)]: { file: path.join(ROOT, 'models/tiny-code-draft.gguf'), rate: 4_000_000 },
-    });
-    const vsix = path.join(OUT, 'draftline-linux-x64.vsix');
-    execFileSync('node', ['scripts/package.mjs', '--target', 'linux-x64', '--out', vsix], { cwd: ROOT, stdio: 'ignore' });
-    server = await startCodeServer({
-      workspaceDir: workspace,
-      outDir: path.join(OUT, 'server'),
-      settings: { 'draftline.huggingFaceEndpoint': `${hub.url}/`, 'editor.autoClosingBrackets': 'never', 'draftline.debounceMs': 100 },
-      vsixPaths: [vsix],
-    });
-    wb = await openWorkbench(server, { folder: workspace });
+  const editor = editorSession({
+    name: 'e2e-onboarding',
+    extension: 'vsix',
+    files: { 'main.ts': UNFINISHED_SUM },
+    prepare: async () => {
+      // The recommended pair on this machine (CPU, 24 GB) is 1.5B + 0.5B; the local hub serves them.
+      hub = await startModelServer({
+        [hubPath(CATALOG.target15.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
+        [hubPath(CATALOG.target3.uri)]: { file: path.join(ROOT, 'models/tiny-code-target.gguf'), rate: 4_000_000 },
+        [hubPath(CATALOG.draft05.uri)]: { file: path.join(ROOT, 'models/tiny-code-draft.gguf'), rate: 4_000_000 },
+      });
+    },
+    server: () => ({ settings: { 'draftline.huggingFaceEndpoint': `${hub.url}/`, 'editor.autoClosingBrackets': 'never', 'draftline.debounceMs': 100 } }),
   });
-
-  after(async () => {
-    await closeWorkbench(wb);
-    await server?.stop();
-    await hub?.close();
-  });
+  const { out: OUT } = editor;
+  after(() => hub?.close());
 
   it('offers the pair, downloads it with progress, and completes with it; no setting touched by hand', async () => {
-    const page = wb.page;
+    const { page, server } = editor;
     const offer = await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 90_000);
     assert.match(offer, /2[.,]?\d* ?(GB|MB)|MB/);
     // Nothing reached the network before the click (issue #15: a HEAD probe used to go out first).
@@ -114,14 +91,12 @@ describe('first run: download the recommended pair and complete with it', { skip
     await typeLikeAPerson(page, 'for (const value of values', 40);
     await waitForGhostText(page, { timeoutMs: 60_000 });
     await screenshot(page, OUT, '03-completion-from-downloaded-pair');
-    const log = draftlineLogs(server.userDataDir)
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
+    const log = editor.log();
     assert.match(log, new RegExp(`loading models \\(settings changed\\): target ${CATALOG.target15.uri.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
   });
 
   it('the offer comes back on demand: Draftline: Get Recommended Models', async () => {
-    const page = wb.page;
+    const { page } = editor;
     await runCommand(page, 'Draftline: Get Recommended Models');
     await waitForNotification(page, /Download Qwen2\.5-Coder 1\.5B .* with Qwen2\.5-Coder 0\.5B/, 30_000);
     await screenshot(page, OUT, '04-offer-again');
@@ -129,7 +104,7 @@ describe('first run: download the recommended pair and complete with it', { skip
   });
 
   it('next edits on with no next-edit model say so; a next-edit model download with no route to the hub fails at once naming the host, and is offered again', async () => {
-    const page = wb.page;
+    const { page, server } = editor;
     // Issue #48 item 3: the menu lists the picker, and turning next edits on without a model says so.
     await runCommand(page, 'Draftline: Show Menu');
     await waitFor(async () => ((await quickPickRows(page)).some((r) => /Select Next-Edit Model/.test(r)) ? true : undefined), { timeoutMs: 15_000, what: 'Select Next-Edit Model in the menu' });
@@ -154,10 +129,7 @@ describe('first run: download the recommended pair and complete with it', { skip
       .evaluateAll((elements) => elements.map((b) => (b.textContent ?? '').trim()));
     assert.deepEqual(buttons, ['Retry', 'Use a Local File…', 'Open Log']);
     assert.ok(failedInMs < 30_000, `failed after ${failedInMs} ms`);
-    const log = () =>
-      draftlineLogs(server.userDataDir)
-        .map((f) => fs.readFileSync(f, 'utf8'))
-        .join('\n');
+    const { log } = editor;
     const text = await waitFor(async () => (/download failed/.test(log()) ? log() : undefined), { timeoutMs: 10_000, what: 'the failure in the log' });
     assert.match(text, /download: starting hf:sweepai\//);
     assert.match(text, /download: cannot resolve nonexistent\.invalid .*retrying in 1 s \(attempt 2 of 3\)/);
@@ -175,7 +147,7 @@ describe('first run: download the recommended pair and complete with it', { skip
     });
   });
   it("the status bar menu opens Draftline's walkthrough: the first steps", async () => {
-    const page = wb.page;
+    const { page } = editor;
     await runCommand(page, 'Draftline: Show Menu');
     await waitFor(async () => ((await quickPickRows(page)).some((r) => /Getting Started/.test(r)) ? true : undefined), { timeoutMs: 15_000, what: 'Getting Started in the menu' });
     await page.keyboard.type('Getting Started', { delay: 10 });

@@ -10,18 +10,12 @@ import { LocalBackend } from '../../src/backend/localBackend';
 import { ModelQuarantine } from '../../src/backend/modelQuarantine';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS, type EngineAlternatives, type EngineDocument, SkippedCompletion } from '../../src/engine/completionEngine';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { embeddedPairPaths } from '../../src/models/embedded';
 import type { AlternativesResult, CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
-import type { ModelSettings } from '../../src/shared/settings';
-import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
-import { removeSocketDirs, socketDir } from '../support/socketDir';
-import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
+import { loadedWorker, ROOT, sharedWindows, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
+import type { WorkerError } from '../../src/worker/workerClient';
 
-const ROOT = path.resolve(__dirname, '../..');
-const WORKER = path.join(ROOT, 'dist/worker.js');
-const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
-const TINY = embeddedPairPaths(ROOT, 'tiny');
-const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
+const skip = workerMissing;
+const MODELS = tinyModels();
 const TMP = path.join(ROOT, 'test-output', 'alternatives-worker');
 const SOURCE = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 const short = (prefix = SOURCE): CompletionRequest => ({ prefix, suffix: '\n}\n', maxTokens: 16, mode: 'hybrid' });
@@ -42,26 +36,21 @@ function assertBranches(result: AlternativesResult, greedy: LocalCompletionResul
 }
 
 describe('alternatives in the worker', { skip }, () => {
-  let client: WorkerClient;
-  before(async () => {
-    client = new WorkerClient({ workerPath: WORKER, env: { DRAFTLINE_WARM_UP: '0' } });
-    await client.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });
-  });
-  after(() => client.dispose());
+  const worker = loadedWorker();
 
   it('come back for the completion the window just got, branching off its tokens', async () => {
-    const greedy = await client.request('complete', { request: short() });
-    const result = await client.request('alternatives', { request: short(), count: 2 });
+    const greedy = await worker.client.request('complete', { request: short() });
+    const result = await worker.client.request('alternatives', { request: short(), count: 2 });
     assertBranches(result, greedy);
     assert.ok(result.completions.length <= 2);
     assert.equal(new Set(result.completions.map((c) => c.text)).size, result.completions.length, 'distinct');
   });
 
   it("the window's next completion request (a keystroke) supersedes them; its own answer is whole", async () => {
-    await client.request('complete', { request: long('function fibonacci(n) {\n') });
+    await worker.client.request('complete', { request: long('function fibonacci(n) {\n') });
     // Sent right after: the worker has them generating (or waiting) when the keystroke arrives.
-    const alternatives = client.request('alternatives', { request: long('function fibonacci(n) {\n'), count: 2 });
-    const keystroke = client.request('complete', { request: short() });
+    const alternatives = worker.client.request('alternatives', { request: long('function fibonacci(n) {\n'), count: 2 });
+    const keystroke = worker.client.request('complete', { request: short() });
     const superseded = await alternatives;
     assert.equal(superseded.limitedBy, 'cancelled');
     assert.ok(superseded.completions.length < 2, `stopped before both were done (${superseded.completions.length})`);
@@ -70,16 +59,16 @@ describe('alternatives in the worker', { skip }, () => {
 
   it('a cancel stops them', async () => {
     const controller = new AbortController();
-    const alternatives = client.request('alternatives', { request: long('class Queue {\n'), count: 2 }, controller.signal);
+    const alternatives = worker.client.request('alternatives', { request: long('class Queue {\n'), count: 2 }, controller.signal);
     controller.abort();
     assert.equal((await alternatives).limitedBy, 'cancelled');
   });
 
   it('they stop a running prefetch, and a prefetch waits for them (refused as busy)', async () => {
-    const prefetch = client.request('complete', { request: long('function fibonacci(n) {\n', true) });
-    const alternatives = client.request('alternatives', { request: short(), count: 2 });
+    const prefetch = worker.client.request('complete', { request: long('function fibonacci(n) {\n', true) });
+    const alternatives = worker.client.request('alternatives', { request: short(), count: 2 });
     assert.equal((await prefetch).stats.stopReason, 'abort');
-    const busy = client.request('complete', { request: long('class Stack {\n', true) });
+    const busy = worker.client.request('complete', { request: long('class Stack {\n', true) });
     await assert.rejects(busy, (e: WorkerError) => e.code === 'busy');
     const result = await alternatives;
     assert.equal(result.limitedBy, undefined);
@@ -88,22 +77,13 @@ describe('alternatives in the worker', { skip }, () => {
 });
 
 describe("alternatives in a shared worker: another window's requests neither stop them nor get their answer", { skip }, () => {
-  const clients: WorkerClient[] = [];
-  after(() => {
-    for (const c of clients) c.dispose();
-    fs.rmSync(TMP, { recursive: true, force: true });
-    removeSocketDirs();
-  });
+  const shared = sharedWindows();
+  after(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
   it('window B completes while window A asks for alternatives: each gets its own, whole', async () => {
     fs.rmSync(TMP, { recursive: true, force: true });
     fs.mkdirSync(TMP, { recursive: true });
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('alt')), 'alternatives');
-    const client = () => {
-      const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
-      clients.push(c);
-      return c;
-    };
+    const client = shared.windowsOf('alt', 'alternatives');
     const a = client();
     const b = client();
     await a.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });
@@ -133,13 +113,8 @@ describe("alternatives in a shared worker: another window's requests neither sto
   });
 
   it("a window's completion does not wait behind another window's alternatives asked before it (issue #48)", async () => {
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('alt')), 'alternatives-order');
     fs.mkdirSync(TMP, { recursive: true });
-    const client = () => {
-      const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
-      clients.push(c);
-      return c;
-    };
+    const client = shared.windowsOf('alt', 'alternatives-order');
     const [a, b, c] = [client(), client(), client()];
     for (const w of [a, b, c]) await w.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });
     const request = long('function fibonacci(n) {\n');

@@ -8,11 +8,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CompletionEngine, SkippedCompletion, type EngineDocument } from '../../src/engine/completionEngine';
+import { CompletionEngine, type EngineDocument } from '../../src/engine/completionEngine';
 import { MAX_MIRRORED_CHARS, looksMinified, mirrorDecision } from '../../src/engine/documentMirror';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import type { CompletionRequest } from '../../src/shared/completion';
+import type { CompletionRequest, DocumentEdit } from '../../src/shared/completion';
 import { WorkerClient } from '../../src/worker/workerClient';
+import { type TypedDocument, typeWithCompletions } from '../../testbed/keystrokes';
 import { minifiedJs, syntheticSource } from '../../testbed/syntheticText';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -76,9 +77,9 @@ describe('a large minified file in the editor path', { skip: fs.existsSync(WORKE
     [1_850_000, 6_200],
   ] as const) {
     it(`${(chars / 1e6).toFixed(2)} MB in ${lines} lines: bounded reads, nothing indexed, ghost text soon after typing stops`, async () => {
-      let text = minifiedJs(chars, lines);
+      const typing: TypedDocument = { text: minifiedJs(chars, lines), cursor: 0 };
+      typing.cursor = typing.text.indexOf('\n', Math.floor(typing.text.length * 0.66));
       const key = `file:///big-${lines}.min.js`;
-      let cursor = text.indexOf('\n', Math.floor(text.length * 0.66));
       const engine = new CompletionEngine({ complete: (request: CompletionRequest, signal?: AbortSignal) => client.request('complete', { request }, signal) });
       // What the engine reads of the document, per request (engineDocument reads through getText(range)).
       let readChars = 0;
@@ -88,45 +89,39 @@ describe('a large minified file in the editor path', { skip: fs.existsSync(WORKE
         return {
           uri: key,
           languageId: 'javascript',
-          offset: cursor,
-          length: text.length,
+          offset: typing.cursor,
+          length: typing.text.length,
           slice: (start, end) => {
             readChars += end - start;
             mostReadInOneRequest = Math.max(mostReadInOneRequest, readChars);
-            return text.slice(start, end);
+            return typing.text.slice(start, end);
           },
         };
       };
       // Open: DocumentSync's decision.
-      const decision = mirrorDecision(text.length, () => text);
-      if (decision.mirror) client.notify({ kind: 'documentOpen', key, text });
+      const decision = mirrorDecision(typing.text.length, () => typing.text);
+      if (decision.mirror) client.notify({ kind: 'documentOpen', key, text: typing.text });
       // Type 16 characters 40 ms apart: each keystroke cancels the request before it (VS Code's
       // token), each request waits the 150 ms debounce before it asks the model.
-      let controller: AbortController | null = null;
-      let last: Promise<unknown> = Promise.resolve();
-      let lastKeyAt = 0;
       let shownAt: number | null = null;
-      for (const ch of 'var sum=list[i];') {
-        controller?.abort();
-        text = text.slice(0, cursor) + ch + text.slice(cursor);
-        if (decision.mirror) client.notify({ kind: 'documentEdit', key, edits: [{ offset: cursor, deleteCount: 0, text: ch }] });
-        cursor++;
-        lastKeyAt = performance.now();
-        const mine = new AbortController();
-        controller = mine;
-        last = engine
-          .complete(doc(), mine.signal, () => new Promise((resolve) => setTimeout(resolve, 150)))
-          .then((r) => {
-            if (!(r instanceof SkippedCompletion) && !mine.signal.aborted) shownAt = performance.now();
-          });
-        await new Promise((resolve) => setTimeout(resolve, 40));
-      }
-      await last;
+      const { lastKeyAt, answered } = await typeWithCompletions({
+        engine,
+        document: typing,
+        view: doc,
+        typed: 'var sum=list[i];',
+        keyGapMs: 40,
+        debounceMs: 150,
+        ...(decision.mirror ? { sendEdit: (edit: DocumentEdit) => client.notify({ kind: 'documentEdit', key, edits: [edit] }) } : {}),
+        onShown: (_completion, at) => {
+          shownAt = at;
+        },
+      });
+      await answered;
       assert.ok(shownAt !== null, 'the last keystroke got a completion');
       const ourMs = shownAt - lastKeyAt;
       // The window only: prefix (3000) + suffix (1000) + the 256 characters looked at for a line start.
       const window = engine.settings.maxPrefixChars + engine.settings.maxSuffixChars + 256;
-      assert.ok(mostReadInOneRequest <= window, `read ${mostReadInOneRequest} characters of a ${text.length}-character document in one request`);
+      assert.ok(mostReadInOneRequest <= window, `read ${mostReadInOneRequest} characters of a ${typing.text.length}-character document in one request`);
       const diagnostics = await client.request('diagnostics', {});
       assert.equal(diagnostics.index?.tokenizedChars, 0, 'minified text is not tokenized for the n-gram index');
       assert.equal(diagnostics.index?.documents, 0);

@@ -66,6 +66,46 @@ async function completionOnce(server: LlamaServer, req: CompletionRequest): Prom
   return { content: body.content, predicted: body.timings.predicted_n, evaluated: body.tokens_evaluated };
 }
 
+/**
+ * `backend`'s streamed completion of `req` beside the server's own non-streamed answer to the same
+ * prompt: the same text (the model writes the indentation the prompt left out; the ghost text starts
+ * after it), as many generated tokens, and the server's decode speed.
+ */
+async function streamedBesideOnce(backend: ServerBackend, server: LlamaServer, req: CompletionRequest) {
+  await backend.load();
+  const expected = await completionOnce(server, req);
+  const result = await backend.complete(req);
+  assert.equal(result.text, expected.content.startsWith('  ') ? expected.content.slice(2) : expected.content);
+  assert.equal(result.stats.generatedTokens, expected.predicted);
+  assert.ok((result.stats.serverTokensPerSecond ?? 0) > 0, 'the server says its decode speed');
+  return { result, expected };
+}
+
+/** Our stop rules cut a server's stream: a single-line completion is the whole completion's first line. */
+async function singleLineEndsAtTheNewline(backend: ServerBackend): Promise<void> {
+  await backend.load();
+  const full = await backend.complete(request({ maxTokens: 48 }));
+  const line = await backend.complete(request({ maxTokens: 48, singleLine: true }));
+  assert.equal(line.text, full.text.split('\n')[0]);
+  assert.ok(!line.text.includes('\n'));
+}
+
+/** A long completion cancelled 150 ms in: answered at once, the server's slot idle (the connection closed), the next request served. */
+async function cancelledMidStream(backend: ServerBackend, server: LlamaServer): Promise<void> {
+  await backend.load();
+  const controller = new AbortController();
+  const started = performance.now();
+  // 1000 tokens take the server seconds; the abort comes after 150 ms.
+  const pending = backend.complete(request({ maxTokens: 1000, stop: ['\u0000never'] }), controller.signal);
+  setTimeout(() => controller.abort(), 150);
+  const result = await pending;
+  assert.equal(result.stats.stopReason, 'abort');
+  const abortedAfter = performance.now() - started;
+  assert.ok(abortedAfter < 2000, `complete() returned ${Math.round(abortedAfter)} ms after the start`);
+  assert.ok(await slotsIdle(server), 'the server stopped generating when the connection closed');
+  assert.ok((await backend.complete(request())).text.length > 0);
+}
+
 const server = (s: LlamaServer, route: string) => `${s.url}${route}`;
 /** Notes what the real server offered, in the test output (node:test prints console lines beside the results). */
 const t_diag = (line: string) => console.log(line);
@@ -113,16 +153,10 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
 
   it("a streamed completion adds up to the server's own non-streamed answer, with its figures", async () => {
     const backend = backendFor(plain);
-    await backend.load();
     const req = request();
-    const expected = await completionOnce(plain, req);
-    const result = await backend.complete(req);
-    // The model writes the indentation the prompt left out; the ghost text starts after it.
-    assert.equal(result.text, expected.content.startsWith('  ') ? expected.content.slice(2) : expected.content);
+    const { result, expected } = await streamedBesideOnce(backend, plain, req);
     assert.ok(result.stats.promptTokens === expected.evaluated || result.stats.promptTokens > 10, `prompt tokens ${result.stats.promptTokens}`);
-    assert.equal(result.stats.generatedTokens, expected.predicted);
     assert.ok(result.stats.promptTokens > 10, `prompt tokens ${result.stats.promptTokens}`);
-    assert.ok((result.stats.serverTokensPerSecond ?? 0) > 0, 'the server says its decode speed');
     assert.ok(result.stats.timeToFirstTokenMs <= result.stats.totalMs);
     assert.equal(result.stats.serverDraft, undefined, 'no draft model, no draft figures');
     // Asked again, the server reuses the prompt's cache.
@@ -130,32 +164,9 @@ describe('llama-server contract (a real server with the embedded pair)', { skip 
     assert.ok(again.stats.reusedPromptTokens > 0, `reused ${again.stats.reusedPromptTokens}`);
   });
 
-  it('our stop rules cut the stream and close it: a single-line completion ends at the newline', async () => {
-    const backend = backendFor(plain);
-    await backend.load();
-    const full = await backend.complete(request({ maxTokens: 48 }));
-    const line = await backend.complete(request({ maxTokens: 48, singleLine: true }));
-    assert.equal(line.text, full.text.split('\n')[0]);
-    assert.ok(!line.text.includes('\n'));
-  });
+  it('our stop rules cut the stream and close it: a single-line completion ends at the newline', () => singleLineEndsAtTheNewline(backendFor(plain)));
 
-  it('cancelling mid-stream stops the server generating (its slot goes idle at once)', async () => {
-    const backend = backendFor(plain);
-    await backend.load();
-    const controller = new AbortController();
-    const started = performance.now();
-    // 1000 tokens take the server seconds; the abort comes after 150 ms.
-    const pending = backend.complete(request({ maxTokens: 1000, stop: ['\u0000never'] }), controller.signal);
-    setTimeout(() => controller.abort(), 150);
-    const result = await pending;
-    assert.equal(result.stats.stopReason, 'abort');
-    const abortedAfter = performance.now() - started;
-    assert.ok(abortedAfter < 2000, `complete() returned ${Math.round(abortedAfter)} ms after the start`);
-    assert.ok(await slotsIdle(plain), 'the server stopped generating when the connection closed');
-    // And it serves the next request normally.
-    const next = await backend.complete(request());
-    assert.ok(next.text.length > 0);
-  });
+  it('cancelling mid-stream stops the server generating (its slot goes idle at once), and the next request is served', () => cancelledMidStream(backendFor(plain), plain));
 
   it('with a draft model (-md) the server speculates and its acceptance reaches the stats and the status bar summary', async () => {
     const backend = backendFor(withDraft);
@@ -269,15 +280,9 @@ describe("llama-server's OpenAI endpoint (/v1/completions) with the embedded pai
   });
 
   it("a streamed completion: the server's own non-streamed answer to the same prompt, its usage figures, and the llama-server backend's text", async () => {
-    const backend = openAiBackendFor(server);
-    await backend.load();
     const req = request();
-    const expected = await completionOnce(server, req);
-    const result = await backend.complete(req);
-    assert.equal(result.text, expected.content.startsWith('  ') ? expected.content.slice(2) : expected.content);
-    assert.equal(result.stats.generatedTokens, expected.predicted);
+    const { result, expected } = await streamedBesideOnce(openAiBackendFor(server), server, req);
     assert.equal(result.stats.promptTokens, expected.evaluated);
-    assert.ok((result.stats.serverTokensPerSecond ?? 0) > 0, 'the server says its decode speed');
     const native = backendFor(server);
     await native.load();
     assert.equal((await native.complete(req)).text, result.text);
@@ -300,27 +305,9 @@ describe("llama-server's OpenAI endpoint (/v1/completions) with the embedded pai
     assert.notEqual(withBlank, result.text);
   });
 
-  it('our stop rules cut the stream and close it: a single-line completion ends at the newline', async () => {
-    const backend = openAiBackendFor(server);
-    await backend.load();
-    const full = await backend.complete(request({ maxTokens: 48 }));
-    const line = await backend.complete(request({ maxTokens: 48, singleLine: true }));
-    assert.equal(line.text, full.text.split('\n')[0]);
-  });
+  it('our stop rules cut the stream and close it: a single-line completion ends at the newline', () => singleLineEndsAtTheNewline(openAiBackendFor(server)));
 
-  it('cancelling mid-stream stops the server generating (its slot goes idle at once), and the next request is served', async () => {
-    const backend = openAiBackendFor(server);
-    await backend.load();
-    const controller = new AbortController();
-    const started = performance.now();
-    const pending = backend.complete(request({ maxTokens: 1000, stop: ['\u0000never'] }), controller.signal);
-    setTimeout(() => controller.abort(), 150);
-    const result = await pending;
-    assert.equal(result.stats.stopReason, 'abort');
-    assert.ok(performance.now() - started < 2000, 'complete() returned promptly');
-    assert.ok(await slotsIdle(server), 'the server stopped generating when the connection closed');
-    assert.ok((await backend.complete(request())).text.length > 0);
-  });
+  it('cancelling mid-stream stops the server generating (its slot goes idle at once), and the next request is served', () => cancelledMidStream(openAiBackendFor(server), server));
 });
 
 /**

@@ -13,33 +13,20 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { describeNextEditModel } from '../../src/stats/statsReport';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { embeddedPairPaths } from '../../src/models/embedded';
-import type { NextEditRequest } from '../../src/nextEdit/types';
 import type { CompletionRequest } from '../../src/shared/completion';
-import type { ModelSettings } from '../../src/shared/settings';
 import { WorkerClient } from '../../src/worker/workerClient';
+import { areaRequest } from '../support/nextEditRequests';
+import { ROOT, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
 import { truncateFile, writeNotGguf } from '../../testbed/ggufWriter';
 import { ensureTestModel } from '../../testbed/models';
 import { sourceStats } from '../../src/shared/generationStats';
 
-const ROOT = path.resolve(__dirname, '../..');
-const WORKER = path.join(ROOT, 'dist/worker.js');
-const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
-const TINY = embeddedPairPaths(ROOT, 'tiny');
-const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
+const skip = workerMissing;
+const MODELS = tinyModels();
 const TMP = path.join(ROOT, 'test-output', 'next-edit-model-load');
 
-const TEXT = 'export function area(width: number, height: number): number {\n  const w = width;\n  return width * height;\n}\n';
 /** No format forced: the next-edit model's own metadata names it. */
-const request = (over: Partial<NextEditRequest> = {}): NextEditRequest => ({
-  path: 'src/area.ts',
-  languageId: 'typescript',
-  text: TEXT,
-  cursorOffset: TEXT.indexOf('const w') + 7,
-  events: [{ path: 'src/area.ts', diff: '--- a/src/area.ts\n+++ b/src/area.ts\n@@ -2,1 +2,1 @@\n-  const x = width;\n+  const w = width;\n' }],
-  mode: 'plain',
-  ...over,
-});
+const request = areaRequest;
 const completion: CompletionRequest = { prefix: 'export function sum(values: number[]): number {\n  let total = 0;\n  for (const value of values', suffix: '\n}\n', maxTokens: 12, mode: 'hybrid' };
 /** A small model whose general.name says Sweep's layout; the embedded models' vocabulary unless mutated. */
 const sweepLike = (name: string, seed: number, extra = {}) => ensureTestModel(name, { seed, dModel: 32, nLayers: 1, nHeads: 2, ffn: 64, name: 'Sweep Next Edit tiny', ...extra });
@@ -158,13 +145,13 @@ describe("the next-edit model is the target's file: loaded once", { skip }, () =
   it('serves both tasks from their own KV sequences of the one loaded model', async () => {
     await client.request('complete', { request: completion });
     // The tiny target names no next-edit format: forced.
-    const result = await client.request('nextEdit', { request: request({ format: 'sweep' }), model: TINY.target });
+    const result = await client.request('nextEdit', { request: request({ format: 'sweep' }), model: MODELS.targetModel });
     assert.notEqual(result.noSuggestion?.reason, 'error', JSON.stringify(result.noSuggestion));
     assert.ok(result.stats.generatedTokens > 0);
     const d = await client.request('diagnostics', {});
     const m = d.nextEditModel!;
     assert.equal(m.sharesTarget, true);
-    assert.equal(m.path, TINY.target);
+    assert.equal(m.path, MODELS.targetModel);
     assert.equal(d.loadedModels, 1);
     assert.ok(!logs.some((l) => /^next-edit model .* loaded/.test(l)), 'no second load');
     const owners = d.kvSequences!.sequences.map((s) => s.owner);

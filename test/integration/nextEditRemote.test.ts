@@ -13,17 +13,11 @@ import type { NextEditRequest, TextReplacement } from '../../src/nextEdit/types'
 import type { ServerKind } from '../../src/remote/serverApi';
 import type { ServerBackend } from '../../src/remote/serverBackend';
 import { createServerBackend } from '../../src/remote/servers';
+import { AREA, areaRequest } from '../support/nextEditRequests';
 import { hang, json, jsonFixture, type RecordedRequest, type Route, stream, StubServer } from '../support/stubServer';
 
-const TEXT = "export function area(width: number, height: number): number {\n  const w = width;\n  return width * height;\n}\n\nexport const UNIT = 'square metres';\n";
-const REQUEST: NextEditRequest = {
-  path: 'src/area.ts',
-  languageId: 'typescript',
-  text: TEXT,
-  cursorOffset: TEXT.indexOf('const w') + 7,
-  events: [{ path: 'src/area.ts', diff: '--- a/src/area.ts\n+++ b/src/area.ts\n@@ -2,1 +2,1 @@\n-  const x = width;\n+  const w = width;\n' }],
-  mode: 'plain',
-};
+const TEXT = `${AREA}\nexport const UNIT = 'square metres';\n`;
+const REQUEST: NextEditRequest = areaRequest({}, TEXT);
 const PROMPT = sweepFormat.buildPrompt(REQUEST);
 /** The model's window: `width` replaced by `w` on the line after the user's edit. */
 const UPDATED = PROMPT.copySource.replace('return width * height', 'return w * height');

@@ -7,38 +7,21 @@
 //   most, the next-edit resumes where it was and gives the same output as alone; the window's next
 //   next-edit request (a keystroke) supersedes the older one; a cancel stops it.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { embeddedPairPaths } from '../../src/models/embedded';
 import type { NextEditPrompt, NextEditRequest } from '../../src/nextEdit/types';
 import type { CompletionRequest } from '../../src/shared/completion';
-import type { ModelSettings } from '../../src/shared/settings';
-import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
-import { WorkerClient } from '../../src/worker/workerClient';
-import { removeSocketDirs, socketDir } from '../support/socketDir';
+import { AREA, areaRequest } from '../support/nextEditRequests';
+import { loadedWorker, sharedWindows, tinyModels, workerMissing } from '../support/tinyWorker';
 
-const ROOT = path.resolve(__dirname, '../..');
-const WORKER = path.join(ROOT, 'dist/worker.js');
-const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
-const TINY = embeddedPairPaths(ROOT, 'tiny');
-const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
+const skip = workerMissing;
+const MODELS = tinyModels();
 
-const TEXT = 'export function area(width: number, height: number): number {\n  const w = width;\n  return width * height;\n}\n';
+const TEXT = AREA;
 const REGION = { start: 0, end: TEXT.length };
 
 /** A request whose window is the whole text, its format forced (the tiny model names none). */
-const request = (over: Partial<NextEditRequest> = {}): NextEditRequest => ({
-  path: 'src/area.ts',
-  languageId: 'typescript',
-  text: TEXT,
-  cursorOffset: TEXT.indexOf('const w') + 7,
-  events: [{ path: 'src/area.ts', diff: '--- a/src/area.ts\n+++ b/src/area.ts\n@@ -2,1 +2,1 @@\n-  const x = width;\n+  const w = width;\n' }],
-  format: 'sweep',
-  mode: 'plain',
-  ...over,
-});
+const request = (over: Partial<NextEditRequest> = {}): NextEditRequest => areaRequest({ format: 'sweep', ...over });
 
 /** A prompt built already (the format-free path): decoded as it is, to its token budget (no stop texts). */
 const builtPrompt = (maxTokens: number, lead = ''): NextEditPrompt => ({
@@ -57,15 +40,10 @@ const LONG = 150;
 const SOURCE = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 
 describe('next-edit requests in the worker', { skip }, () => {
-  let client: WorkerClient;
-  before(async () => {
-    client = new WorkerClient({ workerPath: WORKER, env: { DRAFTLINE_WARM_UP: '0' } });
-    await client.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });
-  });
-  after(() => client.dispose());
+  const worker = loadedWorker();
 
   it('a round trip: the Sweep prompt decoded, the result says why there is no suggestion, with its figures', async () => {
-    const result = await client.request('nextEdit', { request: request() });
+    const result = await worker.client.request('nextEdit', { request: request() });
     assert.equal(result.format, 'sweep');
     assert.deepEqual(result.region, REGION, 'the window: the whole (short) file');
     assert.ok(result.noSuggestion, 'the tiny model gives no suggestion');
@@ -77,45 +55,45 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
 
   it("'copy' and 'hybrid' (the window copy proposer) give plain decoding's output, with the copy's proposals counted", async () => {
-    const plain = await client.request('nextEdit', { request: request({ mode: 'plain' }) });
+    const plain = await worker.client.request('nextEdit', { request: request({ mode: 'plain' }) });
     for (const mode of ['copy', 'hybrid'] as const) {
-      const r = await client.request('nextEdit', { request: request({ mode }) });
+      const r = await worker.client.request('nextEdit', { request: request({ mode }) });
       assert.equal(r.output, plain.output, mode);
       assert.equal(r.stats.speculation.mode, mode);
     }
   });
 
   it('a model that names no next-edit format, none forced: noFormat, nothing decoded', async () => {
-    const result = await client.request('nextEdit', { request: request({ format: 'auto' }) });
+    const result = await worker.client.request('nextEdit', { request: request({ format: 'auto' }) });
     assert.equal(result.noSuggestion?.reason, 'noFormat');
     assert.match(result.noSuggestion.detail, /tiny-code-target/);
     assert.equal(result.stats.generatedTokens, 0);
   });
 
   it('the format-free path decodes the prompt on this window’s own KV sequence, beside its completion’s', async () => {
-    await client.request('complete', { request: completion(SOURCE) });
+    await worker.client.request('complete', { request: completion(SOURCE) });
     const edits: unknown[] = [];
-    const result = await client.request('nextEdit', { request: request({ prompt: builtPrompt(24) }) }, undefined, { onEdit: (edit) => edits.push(edit) });
+    const result = await worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(24) }) }, undefined, { onEdit: (edit) => edits.push(edit) });
     assert.equal(result.stats.generatedTokens, 24, JSON.stringify(result.stats));
     assert.ok(result.stats.promptTokens > 40);
     assert.equal(typeof result.output, 'string');
     assert.ok(result.noSuggestion, 'random weights: no suggestion');
     assert.equal(edits.length, result.noSuggestion ? 0 : result.edits.length);
-    const owners = (await client.request('diagnostics', {})).kvSequences!.sequences.map((s) => s.owner);
+    const owners = (await worker.client.request('diagnostics', {})).kvSequences!.sequences.map((s) => s.owner);
     assert.ok(owners.includes('this window · next edit'), owners.join(', '));
     assert.ok(owners.includes('this window · completion'), owners.join(', '));
     // The completion's prompt stayed in its sequence: the next keystroke evaluates only what changed.
-    const again = await client.request('complete', { request: completion(`${SOURCE} `) });
+    const again = await worker.client.request('complete', { request: completion(`${SOURCE} `) });
     assert.ok(again.stats.promptTokensEvaluated! <= 3, `evaluated ${again.stats.promptTokensEvaluated}`);
   });
 
   it('its own window’s completion goes first; the next-edit resumes and gives what it gives alone', async () => {
-    const alone = await client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) });
+    const alone = await worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) });
     assert.equal(alone.stats.generatedTokens, LONG, JSON.stringify(alone.noSuggestion));
     const order: string[] = [];
     // Sent together: the completion arrives while the next-edit runs.
-    const nextEdit = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) }).then((r) => (order.push('next edit'), r));
-    const c = await client.request('complete', { request: completion(SOURCE) }).then((r) => (order.push('completion'), r));
+    const nextEdit = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'alone ') }) }).then((r) => (order.push('next edit'), r));
+    const c = await worker.client.request('complete', { request: completion(SOURCE) }).then((r) => (order.push('completion'), r));
     const result = await nextEdit;
     assert.notEqual(c.stats.stopReason, 'abort');
     assert.deepEqual(order, ['completion', 'next edit']);
@@ -126,16 +104,16 @@ describe('next-edit requests in the worker', { skip }, () => {
   });
 
   it('the window’s next next-edit request (a keystroke) supersedes the older one', async () => {
-    const older = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'older ') }) });
-    const newer = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'newer ') }) });
+    const older = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'older ') }) });
+    const newer = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'newer ') }) });
     const [o, n] = await Promise.all([older, newer]);
     assert.equal(o.noSuggestion?.reason, 'cancelled', JSON.stringify(o.noSuggestion));
     assert.ok(o.stats.generatedTokens < LONG);
     assert.equal(n.stats.generatedTokens, 16);
     // Superseded while still waiting (behind a completion): answered at once.
-    const running = client.request('complete', { request: completion(SOURCE, { maxTokens: 64 }) });
-    const waiting = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'waiting ') }) });
-    const next = client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'next ') }) });
+    const running = worker.client.request('complete', { request: completion(SOURCE, { maxTokens: 64 }) });
+    const waiting = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'waiting ') }) });
+    const next = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(16, 'next ') }) });
     assert.equal((await waiting).noSuggestion?.reason, 'cancelled');
     assert.equal((await next).stats.generatedTokens, 16);
     await running;
@@ -143,33 +121,24 @@ describe('next-edit requests in the worker', { skip }, () => {
 
   it('a cancel stops it, waiting or decoding', async () => {
     const controller = new AbortController();
-    const decoding = client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'cancel ') }) }, controller.signal);
+    const decoding = worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(LONG, 'cancel ') }) }, controller.signal);
     controller.abort();
     const result = await decoding;
     assert.equal(result.noSuggestion?.reason, 'cancelled');
     assert.ok(result.stats.generatedTokens < LONG);
     const aborted = new AbortController();
     aborted.abort();
-    assert.equal((await client.request('nextEdit', { request: request({ prompt: builtPrompt(16) }) }, aborted.signal)).noSuggestion?.reason, 'cancelled');
+    assert.equal((await worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(16) }) }, aborted.signal)).noSuggestion?.reason, 'cancelled');
     // Nothing left behind: the next request runs.
-    assert.equal((await client.request('nextEdit', { request: request({ prompt: builtPrompt(8) }) })).stats.generatedTokens, 8);
+    assert.equal((await worker.client.request('nextEdit', { request: request({ prompt: builtPrompt(8) }) })).stats.generatedTokens, 8);
   });
 });
 
 describe('next-edit requests in a shared worker: another window’s completion waits one decode step at most', { skip }, () => {
-  const clients: WorkerClient[] = [];
-  after(() => {
-    for (const c of clients) c.dispose();
-    removeSocketDirs();
-  });
+  const shared = sharedWindows();
 
   it('window B’s completions go before window A’s running next-edit, which resumes whole; A’s next-edit never cancels B’s', async () => {
-    const address = isolatedAddress(sharedWorkerAddress(WORKER, socketDir('nes')), 'next-edit');
-    const client = () => {
-      const c = new WorkerClient({ workerPath: WORKER, shared: address, env: { DRAFTLINE_SHARED_IDLE_MS: '0', DRAFTLINE_WARM_UP: '0' } });
-      clients.push(c);
-      return c;
-    };
+    const client = shared.windowsOf('nes', 'next-edit');
     const a = client();
     const b = client();
     await a.request('load', { models: MODELS, speculation: DEFAULT_SPECULATION });

@@ -21,13 +21,12 @@ import { WorkerClient } from '../../src/worker/workerClient';
 import { isAlive } from '../support/processes';
 import { removeSocketDirs, socketDir } from '../support/socketDir';
 import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
+import { ROOT, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
 import { sourceStats } from '../../src/shared/generationStats';
 
-const ROOT = path.resolve(__dirname, '../..');
-const WORKER = path.join(ROOT, 'dist/worker.js');
-const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
+const skip = workerMissing;
 const TINY = embeddedPairPaths(ROOT, 'tiny');
-const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024 };
+const MODELS = tinyModels();
 const SPECULATION: SpeculationSettings = { maxProposal: 5, ngramMinMatch: 2, ngramMaxMatch: 8, draftMinConfidence: 0.4, adaptive: true, lookahead: false };
 const PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 const request = (prefix: string, over: Partial<CompletionRequest> = {}): CompletionRequest => ({ prefix, suffix: '\n}\n', maxTokens: 16, mode: 'hybrid', ...over });

@@ -2,20 +2,14 @@
 // repeated crashes honour the backoff and report the real wait; big documents neither stall
 // completions nor grow the index without bound.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ModelSettings } from '../../src/shared/settings';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
-import { embeddedPairPaths } from '../../src/models/embedded';
 import { WorkerClient, type WorkerError } from '../../src/worker/workerClient';
 import { syntheticSource } from '../../testbed/syntheticText';
+import { tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
 
-const ROOT = path.resolve(__dirname, '../..');
-const WORKER = path.join(ROOT, 'dist/worker.js');
-const skip = fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`';
-const TINY = embeddedPairPaths(ROOT, 'tiny');
-const MODELS: ModelSettings = { targetModel: TINY.target, draftModel: TINY.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 2048 };
+const skip = workerMissing;
+const MODELS = tinyModels(2048);
 const PREFIX = 'export function clamp(value: number, min: number, max: number): number {\n  if (value < min) {\n    return min;\n  }\n  ';
 
 const until = async (condition: () => boolean, timeoutMs: number) => {

@@ -4,13 +4,12 @@
 // and on random-weight models; differences only at measured numerical ties (as lossless.test.ts).
 // The branch point is where plain decoding's top-two margin is smallest.
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
 import type { DecodeMode } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
-import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
-import { ensureTestModel } from '../../testbed/models';
+import type { InferenceSession } from '../../src/inference/inferenceSession';
+import { EMBEDDED, fixedProposals, loadOnCpu, random } from '../support/losslessPairs';
 import { promptCases } from '../support/prompts';
 import { batchDrift, judgeDivergence, tieTolerance, topTwoAfter } from '../../testbed/batchDrift';
 import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
@@ -27,14 +26,7 @@ async function rankedAfter(session: InferenceSession, history: number[], top: nu
   return ranked;
 }
 
-const ROOT = path.resolve(__dirname, '../..');
-const EMBEDDED = { target: path.join(ROOT, 'models/tiny-code-target.gguf'), draft: path.join(ROOT, 'models/tiny-code-draft.gguf') };
 const MODES: DecodeMode[] = ['plain', 'ngram', 'draft', 'hybrid'];
-
-const random =
-  (seed: number, extra: Record<string, unknown> = {}) =>
-  () =>
-    ensureTestModel(`lossless-${seed}`, { seed, dModel: 128, nLayers: 2, nHeads: 4, ffn: 256, contextLength: 512, ...extra });
 
 interface Pair {
   name: string;
@@ -44,7 +36,6 @@ interface Pair {
   speculation?: Partial<SpeculationSettings>;
 }
 
-const fixedProposals = { adaptive: false, draftMinConfidence: 0 };
 const pairs: Pair[] = [
   { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 14 },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 10, speculation: fixedProposals },
@@ -72,11 +63,7 @@ for (const pair of pairs)
     let runs = 0;
     let divergences = 0;
     before(async () => {
-      session = await InferenceSession.load(
-        { targetModel: await pair.target(), draftModel: await pair.draft(), gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512 },
-        { ...DEFAULT_SPECULATION, ...pair.speculation },
-        () => undefined,
-      );
+      session = await loadOnCpu(await pair.target(), await pair.draft(), pair.speculation);
       drift = await batchDrift(session);
     });
     after(async () => {

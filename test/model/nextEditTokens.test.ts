@@ -3,12 +3,10 @@
 // time it appears, its text parts tokenized as plain text; Zeta's markers are not tokens of Qwen's
 // vocabulary but plain text, several tokens each (as Sweep's blog says of <|editable_region_start|>).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sweepFormat } from '../../src/nextEdit/formats/sweep';
 import { ZETA_CURSOR, ZETA_REGION_END, ZETA_REGION_START, ZETA_START_OF_FILE, zetaFormat } from '../../src/nextEdit/formats/zeta';
-import { getRuntime } from '../../src/inference/llamaRuntime';
-import type { LlamaModel } from '../../src/llama/llamaTypes';
-import { realVocabModel } from '../../testbed/realVocab';
+import { vocabOnlyModel } from '../../testbed/realVocab';
 import { GREET_REQUEST } from '../support/nextEditRequests';
 
 const FILE_SEP_ID = 151_664;
@@ -16,16 +14,9 @@ const FILE_SEP_ID = 151_664;
 const FIRST_SPECIAL_ID = 151_643;
 
 describe('next-edit prompts on the real Qwen2.5-Coder tokenizer', () => {
-  let model: LlamaModel;
-  before(async () => {
-    const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
-    model = await llama.loadModel({ modelPath: await realVocabModel('qwen2.5-coder-1.5b'), vocabOnly: true });
-  });
-  after(async () => {
-    await model?.dispose();
-  });
-  const withSpecials = (text: string) => model.tokenize(text, true) as number[];
-  const plain = (text: string) => model.tokenize(text, false) as number[];
+  const qwen = vocabOnlyModel('qwen2.5-coder-1.5b');
+  const withSpecials = (text: string) => qwen.model.tokenize(text, true) as number[];
+  const plain = (text: string) => qwen.model.tokenize(text, false) as number[];
 
   it('Sweep: each <|file_sep|> is the one token 151664, and the parts between are plain text', () => {
     const { prompt } = sweepFormat.buildPrompt(GREET_REQUEST);
@@ -43,7 +34,7 @@ describe('next-edit prompts on the real Qwen2.5-Coder tokenizer', () => {
       tokens,
       parts.flatMap((p) => [FILE_SEP_ID, ...plain(p)]),
     );
-    assert.equal(model.detokenize(tokens as never, true), prompt);
+    assert.equal(qwen.model.detokenize(tokens as never, true), prompt);
   });
 
   it('Zeta: the markers are plain text of several tokens, and the prompt has no control token', () => {

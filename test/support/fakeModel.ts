@@ -12,6 +12,23 @@ export function hashModel(seed: number, vocab: number, order = 3): (history: rea
   };
 }
 
+/** The fake models' vocabulary: 64 tokens, the last of them the end of generation. */
+export const FAKE_VOCAB = 64;
+export const FAKE_EOS = 63;
+
+/** A fake token's text: one printable character each. */
+export const fakeDetokenize = (tokens: readonly Token[]) => tokens.map((t) => String.fromCharCode(33 + t)).join('');
+
+/** A model that writes like code: the next token copies the one 8 back, but for one in `freshOneIn` (and the first 13): n-grams are often right. */
+export function repetitiveModel(seed: number, freshOneIn: number): (history: readonly Token[]) => Token {
+  const h = hashModel(seed, FAKE_VOCAB - 1, 2);
+  return (history) => {
+    const x = h(history);
+    if (x % freshOneIn !== 0 && history.length > 12) return history[history.length - 8]!;
+    return x;
+  };
+}
+
 /** GreedyEvaluator over a pure next-token function, counting evaluations like a real sequence. */
 export class FakeEvaluator implements GreedyEvaluator {
   readonly cached: Token[] = [];

@@ -1,4 +1,5 @@
-// A fixed next-edit request for the golden prompt tests (shared by the format and tokenizer tests).
+// Fixed next-edit requests: the golden prompt tests' (the format and tokenizer tests), and the rename
+// in area() that the worker and server tests ask about.
 import { unifiedDiff } from '../../src/nextEdit/editHistory';
 import type { NextEditRequest } from '../../src/nextEdit/types';
 
@@ -18,3 +19,19 @@ export const GREET_REQUEST: NextEditRequest = {
   ],
   mode: 'plain',
 };
+
+/** area() just after the user renamed its `x` to `w`: the next edit renames `width` on the line below. */
+export const AREA = 'export function area(width: number, height: number): number {\n  const w = width;\n  return width * height;\n}\n';
+
+/** A request at that rename in src/area.ts, whose text is `text` (AREA, or AREA with more after it). */
+export function areaRequest(over: Partial<NextEditRequest> = {}, text = AREA): NextEditRequest {
+  return {
+    path: 'src/area.ts',
+    languageId: 'typescript',
+    text,
+    cursorOffset: text.indexOf('const w') + 7,
+    events: [{ path: 'src/area.ts', diff: '--- a/src/area.ts\n+++ b/src/area.ts\n@@ -2,1 +2,1 @@\n-  const x = width;\n+  const w = width;\n' }],
+    mode: 'plain',
+    ...over,
+  };
+}

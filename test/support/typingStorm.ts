@@ -6,6 +6,7 @@ import { DEFAULT_ENGINE_SETTINGS } from '../../src/settings/declaredSettings';
 import type { CompletionRequest, CompletionResult } from '../../src/shared/completion';
 import type { WorkerDiagnostics } from '../../src/worker/protocol';
 import type { WorkerClient } from '../../src/worker/workerClient';
+import { lineOf } from '../../src/nextEdit/textLines';
 
 export interface StormOptions {
   client: WorkerClient;
@@ -114,16 +115,7 @@ export async function typingStorm(options: StormOptions): Promise<StormFigures> 
       return typed.length;
     },
     slice: (start: number, end: number) => typed.slice(start, end),
-    lineAt: (offset: number) => {
-      let low = 0;
-      let high = lineStarts.length - 1;
-      while (low < high) {
-        const mid = (low + high + 1) >> 1;
-        if (lineStarts[mid]! <= offset) low = mid;
-        else high = mid - 1;
-      }
-      return low;
-    },
+    lineAt: (offset: number) => lineOf(lineStarts, offset),
   };
   type InFlight = { controller: AbortController; abortedAt: number | null };
   const latest: { request: InFlight | null } = { request: null };

@@ -2,12 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_FILTERS, postprocess, type CompletionContext, type PostprocessFilter } from '../../src/postprocess';
+import { at as cursorAt } from '../support/postprocessCases';
 
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript'): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4, insertSpaces: true };
-}
+/** A document with the cursor marked by ║, in an editor that indents with spaces. */
+const at = (document: string, languageId?: string): CompletionContext => ({ ...cursorAt(document, languageId), insertSpaces: true });
 
 /** `replace`: characters of the cursor line's suffix the text replaces (0 when left out). */
 const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string; replace?: number }[] = [

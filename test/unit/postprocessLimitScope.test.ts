@@ -2,18 +2,10 @@
 // it reports for a partial completion never changes as more text arrives, and agrees with the filter.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CompletionContext } from '../../src/postprocess/context';
 import { blockEndOffset, limitScopeByIndentation } from '../../src/postprocess/limitScopeByIndentation';
+import { type FilterCase, at, filterCases } from '../support/postprocessCases';
 
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript', tabSize = 4): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize };
-}
-
-type Golden = { name: string; ctx: CompletionContext; completion: string; expected: string };
-
-const GOLDEN: Golden[] = [
+const GOLDEN: FilterCase[] = [
   {
     name: 'single-line completions are never cut',
     ctx: at('function f() {\n  let x =║\n}\n'),
@@ -138,9 +130,7 @@ const GOLDEN: Golden[] = [
 ];
 
 describe('limitScopeByIndentation', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(limitScopeByIndentation(completion, ctx), expected));
-  }
+  filterCases(limitScopeByIndentation, GOLDEN);
 });
 
 function seededRandom(seed: number) {

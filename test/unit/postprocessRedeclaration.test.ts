@@ -1,16 +1,9 @@
 // stopAtRedeclaration golden cases: a completion that declares a name again in the same block is looping.
-import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import type { CompletionContext } from '../../src/postprocess/context';
+import { describe } from 'node:test';
 import { stopAtRedeclaration } from '../../src/postprocess/stopAtRedeclaration';
+import { type FilterCase, at, filterCases } from '../support/postprocessCases';
 
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript'): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4 };
-}
-
-const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+const GOLDEN: FilterCase[] = [
   {
     name: 'issue #27: the cursor line declares total, the next line declares it again',
     ctx: at('function sum(values) {\n  const total = ║\n}\n'),
@@ -74,7 +67,5 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
 ];
 
 describe('stopAtRedeclaration', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(stopAtRedeclaration(completion, ctx), expected));
-  }
+  filterCases(stopAtRedeclaration, GOLDEN);
 });

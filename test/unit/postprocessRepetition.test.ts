@@ -1,18 +1,11 @@
 // removeRepetitiveLines golden cases: cut the loops tiny models fall into, keep real code.
-import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import type { CompletionContext } from '../../src/postprocess/context';
+import { describe } from 'node:test';
 import { removeRepetitiveLines } from '../../src/postprocess/removeRepetitiveLines';
-
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript'): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4 };
-}
+import { type FilterCase, at, filterCases } from '../support/postprocessCases';
 
 const inFunction = at('function run() {\n  ║\n}\n');
 
-const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+const GOLDEN: FilterCase[] = [
   {
     name: 'one line repeated to the end is kept once',
     ctx: inFunction,
@@ -270,7 +263,5 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
 ];
 
 describe('removeRepetitiveLines', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(removeRepetitiveLines(completion, ctx), expected));
-  }
+  filterCases(removeRepetitiveLines, GOLDEN);
 });

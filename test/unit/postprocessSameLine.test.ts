@@ -7,12 +7,7 @@ import { CompletionCache } from '../../src/engine/completionCache';
 import { postprocess } from '../../src/postprocess';
 import type { CompletionContext } from '../../src/postprocess/context';
 import { replaceSameLineSuffix } from '../../src/postprocess/replaceSameLineSuffix';
-
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript'): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4 };
-}
+import { at } from '../support/postprocessCases';
 
 const GOLDEN: { name: string; ctx: CompletionContext; completion: string; text: string; replace: number }[] = [
   { name: 'nothing after the cursor: inserted as it is', ctx: at('const x = ║\n'), completion: 'compute(a);', text: 'compute(a);', replace: 0 },

@@ -1,16 +1,10 @@
 // trimSuffixOverlap golden cases: never repeat what already follows the cursor.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CompletionContext } from '../../src/postprocess/context';
 import { trimSuffixOverlap } from '../../src/postprocess/trimSuffixOverlap';
+import { type FilterCase, at, filterCases } from '../support/postprocessCases';
 
-/** A context from a document with the cursor marked by ║. */
-function at(document: string, languageId = 'typescript'): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), languageId, tabSize: 4 };
-}
-
-const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+const GOLDEN: FilterCase[] = [
   { name: 'no overlap: unchanged', ctx: at('const total = ║\n'), completion: 'a + b;', expected: 'a + b;' },
   { name: 'auto-closed parenthesis is not repeated', ctx: at('sum(║)'), completion: 'a, b)', expected: 'a, b' },
   { name: 'completion ends with ")" and ");" follows', ctx: at('console.log(║);'), completion: "'done')", expected: "'done'" },
@@ -163,9 +157,7 @@ const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expect
 ];
 
 describe('trimSuffixOverlap', () => {
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(trimSuffixOverlap(completion, ctx), expected));
-  }
+  filterCases(trimSuffixOverlap, GOLDEN);
 
   it('stays cheap on long completions and suffixes', () => {
     const ctx = at(`║${'\n  next();'.repeat(5000)}`);

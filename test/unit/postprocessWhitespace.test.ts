@@ -1,19 +1,14 @@
 // trimTrailingWhitespace, limitLines and the context helpers every filter relies on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { currentLinePrefix, currentLineSuffix, firstNonBlankLineBelowCursor, indentationWidth, type CompletionContext } from '../../src/postprocess/context';
+import { currentLinePrefix, currentLineSuffix, firstNonBlankLineBelowCursor, indentationWidth } from '../../src/postprocess/context';
 import { DEFAULT_MAX_LINES, limitLines } from '../../src/postprocess/limitLines';
 import { trimSpaceAtJoins } from '../../src/postprocess/trimSpaceAtJoins';
 import { trimTrailingWhitespace } from '../../src/postprocess/trimTrailingWhitespace';
-
-/** A context from a document with the cursor marked by ║. */
-function at(document: string): CompletionContext {
-  const cursor = document.indexOf('║');
-  return { prefix: document.slice(0, cursor), suffix: document.slice(cursor + 1), tabSize: 4 };
-}
+import { type FilterCase, at, filterCases } from '../support/postprocessCases';
 
 describe('trimTrailingWhitespace', () => {
-  const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+  const GOLDEN: FilterCase[] = [
     { name: 'trailing spaces and empty lines go', ctx: at('let a = ║\n'), completion: 'load();   \n\n  \n', expected: 'load();' },
     { name: 'whitespace alone becomes empty', ctx: at('  ║'), completion: '   \n\t\n', expected: '' },
     { name: 'leading whitespace stays', ctx: at('return║'), completion: ' value;  ', expected: ' value;' },
@@ -26,13 +21,11 @@ describe('trimTrailingWhitespace', () => {
     },
     { name: 'whitespace alone before code after the cursor becomes empty', ctx: at('f(║)'), completion: '\n  ', expected: '' },
   ];
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(trimTrailingWhitespace(completion, ctx), expected));
-  }
+  filterCases(trimTrailingWhitespace, GOLDEN);
 });
 
 describe('trimSpaceAtJoins', () => {
-  const GOLDEN: { name: string; ctx: CompletionContext; completion: string; expected: string }[] = [
+  const GOLDEN: FilterCase[] = [
     { name: 'a space before the cursor: the leading space goes', ctx: at('const total = ║\n'), completion: ' sum(values);', expected: 'sum(values);' },
     { name: 'a tab before the cursor: leading spaces and tabs go', ctx: at('return\t║'), completion: '\t value;', expected: 'value;' },
     { name: 'a space after the cursor: the trailing space goes', ctx: at('call(foo,║ baz);'), completion: ' bar,  ', expected: ' bar,' },
@@ -47,9 +40,7 @@ describe('trimSpaceAtJoins', () => {
       expected: '\n    return 1;\n  ',
     },
   ];
-  for (const { name, ctx, completion, expected } of GOLDEN) {
-    it(name, () => assert.equal(trimSpaceAtJoins(completion, ctx), expected));
-  }
+  filterCases(trimSpaceAtJoins, GOLDEN);
 });
 
 describe('limitLines', () => {

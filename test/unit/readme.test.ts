@@ -51,4 +51,32 @@ describe('README', () => {
     }
     assert.deepEqual(broken, []);
   });
+
+  it('the src/ paths the docs name exist (files move; the docs must follow)', () => {
+    const docs = ['README.md', 'CHANGELOG.md', 'bench/PROFILE.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((name) => `docs/${name}`)];
+    const missing: string[] = [];
+    for (const file of docs) {
+      const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+      for (const [, named] of text.matchAll(/(?<![\w/.-])(?:\.\.\/)*(src\/[\w./{},-]*[\w/}])/g)) {
+        // `src/a/{b,c}.ts` names src/a/b.ts and src/a/c.ts.
+        const brace = /^(.*)\{(.*?)\}(.*)$/.exec(named!);
+        const paths = brace ? brace[2]!.split(',').map((part) => `${brace[1]}${part}${brace[3]}`) : [named!];
+        for (const p of paths) if (!fs.existsSync(path.join(ROOT, p))) missing.push(`${file}: ${p}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+
+  it('its settings table names every setting package.json declares', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const keys = Object.keys(manifest.contributes.configuration.properties).map((key) => key.replace(/^draftline\./, ''));
+    // Named whole (`nextEdit.model`, draftline.nextEdit.model), by its last part in a row of its group
+    // (`speculation.maxProposal`, `ngramMinMatch`), or by its group (`server.*`).
+    const named = (key: string) =>
+      readme.includes(`\`${key}\``) || readme.includes(`draftline.${key}`) || readme.includes(`\`${key.split('.').pop()}\``) || readme.includes(`\`${key.split('.')[0]}.*\``);
+    assert.deepEqual(
+      keys.filter((key) => !named(key)),
+      [],
+    );
+  });
 });

@@ -13,26 +13,15 @@ import { WINDOW_STEP, WindowDraftProposer } from '../../src/speculation/windowDr
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { StopRules } from '../../src/stopping/stopRules';
-import { FakeEvaluator, hashModel } from '../support/fakeModel';
+import { FAKE_EOS as EOS, FAKE_VOCAB as VOCAB, FakeEvaluator, fakeDetokenize as detokenize, hashModel, repetitiveModel } from '../support/fakeModel';
 import { sourceStats } from '../../src/shared/generationStats';
-
-const VOCAB = 64;
-const EOS = 63;
-const detokenize = (tokens: readonly Token[]) => tokens.map((t) => String.fromCharCode(33 + t)).join('');
 
 function settings(over: Partial<SpeculationSettings> = {}): SpeculationSettings {
   return { maxProposal: 6, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, lookahead: false, ...over };
 }
 
-/** A model that repeats itself like code: next token copies an earlier span most of the time. */
-function repetitiveModel(seed: number) {
-  const h = hashModel(seed, VOCAB - 1, 2);
-  return (history: readonly Token[]): Token => {
-    const x = h(history);
-    if (x % 4 !== 0 && history.length > 12) return history[history.length - 8];
-    return x;
-  };
-}
+/** A model that repeats itself like code: the next token copies an earlier span three times in four. */
+const codeLike = (seed: number) => repetitiveModel(seed, 4);
 
 function noisy(model: (h: readonly Token[]) => Token, accuracy: number, seed: number) {
   const coin = hashModel(seed ^ 0x5bd1e995, 1000, 4);
@@ -89,7 +78,7 @@ describe('speculative decoder (stand-in model)', () => {
   it('every mode equals plain greedy decoding, token for token', async () => {
     let cases = 0;
     for (const seed of [1, 2, 3, 4, 5, 6]) {
-      const model = seed % 2 ? repetitiveModel(seed) : hashModel(seed, VOCAB, 3);
+      const model = seed % 2 ? codeLike(seed) : hashModel(seed, VOCAB, 3);
       for (const prompt of prompts(seed, 25)) {
         const plain = await run('plain', model, prompt);
         for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
@@ -133,7 +122,7 @@ describe('speculative decoder (stand-in model)', () => {
   });
 
   it('stops inside an accepted proposal exactly where plain decoding stops', async () => {
-    const model = repetitiveModel(21);
+    const model = codeLike(21);
     for (const prompt of prompts(21, 20)) {
       const plain = await run('plain', model, prompt, { maxTokens: 60 });
       // Stop strings drawn from the plain output itself, so they hit mid-proposal.
@@ -163,7 +152,7 @@ describe('speculative decoder (stand-in model)', () => {
   });
 
   it('cancellation in the middle of a verify step stops within that step and leaves a consistent cache', async () => {
-    const model = repetitiveModel(41);
+    const model = codeLike(41);
     const prompt = prompts(41, 1)[0];
     const plain = await run('plain', model, prompt);
     const target = new FakeEvaluator(model);
@@ -206,7 +195,7 @@ describe('speculative decoder (stand-in model)', () => {
   });
 
   it('n-gram reuse on repetitive text needs fewer target evaluations than plain', async () => {
-    const model = repetitiveModel(5);
+    const model = codeLike(5);
     let plainEvals = 0;
     let ngramEvals = 0;
     for (const prompt of prompts(5, 10)) {
@@ -257,7 +246,7 @@ describe("the lookahead pool (the target's outputs after a rejected guess)", () 
     let proposed = 0;
     let accepted = 0;
     for (const seed of [1, 2, 3, 4]) {
-      const model = seed % 2 ? repetitiveModel(seed) : hashModel(seed, VOCAB, 3);
+      const model = seed % 2 ? codeLike(seed) : hashModel(seed, VOCAB, 3);
       const pool = new LookaheadPool();
       for (const prompt of prompts(seed, 20)) {
         const plain = await run('plain', model, prompt, { maxTokens: 120 });
@@ -278,7 +267,7 @@ describe("the lookahead pool (the target's outputs after a rejected guess)", () 
   });
 
   it('without the pool no lookahead proposal is made', async () => {
-    const r = await run('hybrid', repetitiveModel(3), [1, 2, 3, 4, 5]);
+    const r = await run('hybrid', codeLike(3), [1, 2, 3, 4, 5]);
     assert.equal(sourceStats(r.stats.speculation, 'lookahead').steps, 0);
   });
 });
@@ -300,7 +289,7 @@ describe('the target as its own draft on a KV window', () => {
 
   it('stays lossless: proposals from the window are verified by the full target', async () => {
     for (const seed of [1, 2, 3]) {
-      const model = seed % 2 ? repetitiveModel(seed) : hashModel(seed, VOCAB, 3);
+      const model = seed % 2 ? codeLike(seed) : hashModel(seed, VOCAB, 3);
       for (const prompt of prompts(seed, 10)) {
         const plain = await run('plain', model, prompt);
         const target = new FakeEvaluator(model);

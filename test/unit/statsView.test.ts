@@ -6,10 +6,10 @@ import { describe, it } from 'node:test';
 import { type CompletionRecord, speedupOverPlain, StatsCollector } from '../../src/stats/statsCollector';
 import { statsReport, statsReportModel } from '../../src/stats/statsReport';
 import type { GenerationStats } from '../../src/shared/generationStats';
-import type { LoadedModelsInfo } from '../../src/shared/backendInfo';
 import { sessionCharts } from '../../src/statsView/sessionCharts';
 import { CHARTED_COMPLETIONS, changedParts, statsPageHtml, statsView, statsViewParts } from '../../src/statsView/statsPage';
 import { chartSvg, niceTop } from '../../src/statsView/svgChart';
+import { loadedModels, runtimeChoice } from '../support/loadedModels';
 
 const NONCE = 'abcdef0123456789abcdef';
 
@@ -91,17 +91,7 @@ function session(): StatsCollector {
 const localInfo = {
   kind: 'local' as const,
   model: 'draftline-code-target',
-  local: {
-    target: { path: '/m/t.gguf', name: 'draftline-code-target', sizeBytes: 30e6, contextLength: 2048, vocabSize: 512, hasFim: true },
-    draft: { path: '/m/d.gguf', name: 'draftline-code-draft', sizeBytes: 5e6, contextLength: 2048, vocabSize: 512, hasFim: true },
-    draftProblem: null,
-    backend: 'cpu',
-    gpuLayers: { target: 0, draft: 0 },
-    contextSize: 2048,
-    threads: 1,
-    promptFormat: 'fim',
-    runtime: { requestedGpu: 'auto', gpuBinaries: [], gpuDetected: [], gpuDevices: [], cores: 2, requestedThreads: 0 },
-  } as LoadedModelsInfo,
+  local: loadedModels({ runtime: runtimeChoice({ gpuBinaries: [] }) }),
 };
 
 const count = (html: string, pattern: RegExp) => html.match(new RegExp(pattern.source, 'g'))?.length ?? 0;

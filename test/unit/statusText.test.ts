@@ -6,31 +6,9 @@ import type { StatusSummary } from '../../src/stats/statsCollector';
 import { StatsCollector } from '../../src/stats/statsCollector';
 import { statsReport } from '../../src/stats/statsReport';
 import { acceptanceExplanation, backendExplanation, decodePathExplanation, statusTooltip, threadsExplanation } from '../../src/stats/statusText';
-import type { BackendInfo, LoadedModelsInfo, RuntimeChoice } from '../../src/shared/backendInfo';
+import type { BackendInfo, LoadedModelsInfo } from '../../src/shared/backendInfo';
+import { loadedModels as models, runtimeChoice as runtime } from '../support/loadedModels';
 import { describeRuntimeChoice, getRuntime, installedGpuBinaries, llamaGpuOption } from '../../src/inference/llamaRuntime';
-
-const runtime = (over: Partial<RuntimeChoice> = {}): RuntimeChoice => ({
-  requestedGpu: 'auto',
-  gpuBinaries: ['vulkan'],
-  gpuDetected: [],
-  gpuDevices: [],
-  cores: 2,
-  requestedThreads: 0,
-  ...over,
-});
-
-const models = (over: Partial<LoadedModelsInfo> = {}): LoadedModelsInfo => ({
-  target: { path: '/m/t.gguf', name: 'draftline-code-target', sizeBytes: 30e6, contextLength: 2048, vocabSize: 512, hasFim: true },
-  draft: { path: '/m/d.gguf', name: 'draftline-code-draft', sizeBytes: 5e6, contextLength: 2048, vocabSize: 512, hasFim: true },
-  draftProblem: null,
-  backend: 'cpu',
-  gpuLayers: { target: 0, draft: 0 },
-  contextSize: 2048,
-  threads: 1,
-  promptFormat: 'fim',
-  runtime: runtime(),
-  ...over,
-});
 
 const summary = (over: Partial<StatusSummary> = {}): StatusSummary => ({
   tokensPerSecond: 300,

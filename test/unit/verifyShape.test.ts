@@ -17,25 +17,14 @@ import { decode } from '../../src/speculation/speculativeDecoder';
 import { FIXED_SHAPE_TRIAL_STEPS, padToShape, ShapeHistory } from '../../src/speculation/verifyShape';
 import { StopRules } from '../../src/stopping/stopRules';
 import { policySection } from '../../src/stats/statsReport';
-import { FakeEvaluator, hashModel } from '../support/fakeModel';
-
-const VOCAB = 64;
-const EOS = 63;
-const detokenize = (tokens: readonly Token[]) => tokens.map((t) => String.fromCharCode(33 + t)).join('');
+import { FAKE_EOS as EOS, FAKE_VOCAB as VOCAB, FakeEvaluator, fakeDetokenize as detokenize, hashModel, repetitiveModel } from '../support/fakeModel';
 
 function settings(over: Partial<SpeculationSettings> = {}): SpeculationSettings {
   return { maxProposal: 8, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: true, lookahead: false, ...over };
 }
 
-/** Code-like: the next token mostly copies the one 8 back, so n-grams are often right. */
-function repetitiveModel(seed: number) {
-  const h = hashModel(seed, VOCAB - 1, 2);
-  return (history: readonly Token[]): Token => {
-    const x = h(history);
-    if (x % 5 !== 0 && history.length > 12) return history[history.length - 8]!;
-    return x;
-  };
-}
+/** Code-like: the next token mostly copies the one 8 back (four times in five), so n-grams are often right. */
+const codeLike = (seed: number) => repetitiveModel(seed, 5);
 
 const ngram = (minN: number, maxN: number) =>
   new NgramProposer((history, maxLen) => {
@@ -122,7 +111,7 @@ describe('fixed verify shape: lossless, one shape a generation', () => {
     for (const mode of ['ngram', 'draft', 'hybrid'] as const) {
       it(`${mode}, shape ${size}: the plain greedy output, every decode step ${size} tokens with all of them outputs`, async () => {
         for (let seed = 1; seed <= 30; seed++) {
-          const model = repetitiveModel(seed);
+          const model = codeLike(seed);
           const p = prompt(seed * 7);
           const plain = await generate('plain', model, p, new SpeculationPolicy(settings()));
           const policy = new SpeculationPolicy(settings({ verifyShape: 'fixed', fixedShapeSize: size, adaptive: false }));
@@ -139,7 +128,7 @@ describe('fixed verify shape: lossless, one shape a generation', () => {
   }
 
   it('variable shapes (the CPU) change size from step to step: the proxy tells the two apart', async () => {
-    const model = repetitiveModel(3);
+    const model = codeLike(3);
     const r = await generate('ngram', model, prompt(21), new SpeculationPolicy(settings({ verifyShape: 'variable', adaptive: false })));
     assert.ok((r.stats.speculation.batchShapes ?? 0) > 1, `shapes ${r.stats.speculation.batchShapes}`);
     assert.equal(r.stats.speculation.fixedShape, undefined);
@@ -160,7 +149,7 @@ async function session(mode: DecodeMode, policy: SpeculationPolicy, generations:
   const outputs: Token[][] = [];
   const shapes: number[] = [];
   for (let g = 0; g < generations; g++) {
-    const model = repetitiveModel(seed + g);
+    const model = codeLike(seed + g);
     const target = new GraphClockEvaluator(model, clock, GPU);
     const r = await generate(mode, model, prompt(seed * 31 + g), policy, { target, clock, ...(proposerFor ? { proposer: proposerFor(model) } : {}) });
     tokens += r.tokens.length;
@@ -192,7 +181,7 @@ describe('fixed verify shape: the policy on a graph backend', () => {
     // A warm plain step measured first: the fallback compares with it.
     await session('plain', policy, 1, 9);
     const clock = { t: 0 };
-    const model = repetitiveModel(40);
+    const model = codeLike(40);
     const target = new GraphClockEvaluator(model, clock, GPU);
     const r = await generate('ngram', model, prompt(41), policy, { target, clock, proposer: alwaysWrong(model) });
     const steps = r.stats.speculation.targetEvaluations - 1;
@@ -224,7 +213,7 @@ describe('fixed verify shape: the policy on a graph backend', () => {
 describe('fixed verify shape: Show Stats', () => {
   it('says the shape and that graph reuse is on, or that batches are variable', async () => {
     const policy = new SpeculationPolicy(settings({ verifyShape: 'fixed', fixedShapeSize: 16 }));
-    const model = repetitiveModel(2);
+    const model = codeLike(2);
     await generate('ngram', model, prompt(3), policy);
     const rows = (snapshot: ReturnType<SpeculationPolicy['snapshot']>) => JSON.stringify(policySection(snapshot));
     assert.match(rows(policy.snapshot()), /fixed shape 16, graph reuse on/);

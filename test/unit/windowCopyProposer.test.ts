@@ -13,7 +13,7 @@ import { decode } from '../../src/speculation/speculativeDecoder';
 import { WindowCopyProposer, type WindowCopyOptions } from '../../src/speculation/windowCopyProposer';
 import { StopRules } from '../../src/stopping/stopRules';
 import { mulberry32 } from '../../testbed/ggufWriter';
-import { FakeEvaluator, hashModel } from '../support/fakeModel';
+import { FAKE_VOCAB as VOCAB, FakeEvaluator, fakeDetokenize as detokenize, hashModel } from '../support/fakeModel';
 import { sourceStats } from '../../src/shared/generationStats';
 
 const NL = 1;
@@ -153,9 +153,6 @@ describe('window copy proposer', () => {
     assert.equal(stay.offer([...PROMPT, far[0], 800, ...far.slice(150, 152)], 8), null);
   });
 });
-
-const VOCAB = 64;
-const detokenize = (tokens: readonly Token[]) => tokens.map((t) => String.fromCharCode(33 + t)).join('');
 
 /** A model that rewrites the window after the prompt as `expected` says, else (after any other history) hashes. */
 function rewriter(promptLength: number, expected: Token[], seed: number, noise = 0) {

@@ -5,15 +5,13 @@
 // counts, per case and per source, what the proposer gets right: the tokens per target evaluation the
 // engine reaches with a model that is always right (bench --regimes edits times the same on real batches).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { nextEditRequestOf, perfectSweepOutput } from '../../edits';
 import { sweepFormat } from '../../../src/nextEdit/formats/sweep';
-import { getRuntime } from '../../../src/inference/llamaRuntime';
-import type { LlamaModel } from '../../../src/llama/llamaTypes';
 import type { Token } from '../../../src/shared/decoding';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 import { loadNesCases, nesCasesAvailable } from '../../../testbed/nesCases';
-import { realVocabModel } from '../../../testbed/realVocab';
+import { vocabOnlyModel } from '../../../testbed/realVocab';
 
 /** What the decoder would do with a perfect target: evaluations and the copy source's counts. */
 function replayCopy(copySource: readonly Token[], expected: readonly Token[], promptLength: number) {
@@ -48,17 +46,10 @@ function replayCopy(copySource: readonly Token[], expected: readonly Token[], pr
 describe('the public next-edit cases replayed through the window copy proposer (a perfect model, Qwen2.5-Coder tokens)', {
   skip: nesCasesAvailable() ? false : 'no ../shared/nes-cases beside the repository',
 }, () => {
-  let model: LlamaModel;
-  before(async () => {
-    const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
-    model = await llama.loadModel({ modelPath: await realVocabModel('qwen2.5-coder-1.5b'), vocabOnly: true });
-  });
-  after(async () => {
-    await model?.dispose();
-  });
+  const qwen = vocabOnlyModel('qwen2.5-coder-1.5b');
 
   it('every case: the copy proposer is counted per source, and copying pays several tokens per evaluation', () => {
-    const tokenize = (text: string) => model.tokenize(text, true) as Token[];
+    const tokenize = (text: string) => qwen.model.tokenize(text, true) as Token[];
     const byFile = new Map<string, { cases: number; tokens: number; evaluations: number; proposed: number; accepted: number; noProposal: number }>();
     let replayed = 0;
     const unplaced: string[] = [];

@@ -7,12 +7,10 @@
 // - a batch decoded in one asynchronous call, without the library's batch queue (decode).
 //
 // Why: node-llama-cpp gives a position's token only through `sampleToken`, one asynchronous
-// native call per position (a hop through libuv's thread pool, ~0.1 ms here) that also copies the
-// whole vocabulary's logits into a candidate array (~0.5 ms with a 152k vocabulary; under a lock
-// since 3.22).
-// A plain step paid two round trips (decode, read) and a verify step k + 2 (bench/PROFILE.md).
-// Here the read is an argmax over llama.cpp's own logits row on the calling thread: ~2 µs for a
-// 4k vocabulary, ~0.1 ms for 152k, no copy, no hop.
+// native call per position (a hop through libuv's thread pool) that also copies the whole
+// vocabulary's logits into a candidate array (under a lock in 3.22). Through it a plain step pays
+// two round trips (decode, read) and a verify step k + 2 (bench/PROFILE.md has the costs). Here the
+// read is an argmax over llama.cpp's own logits row on the calling thread: no copy, no hop.
 //
 // How it reaches the context: the JS object node-llama-cpp keeps for a context (`LlamaContext._ctx`)
 // wraps its C++ `AddonContext`; we unwrap it (Node-API wraps are shared by all addons of a process)

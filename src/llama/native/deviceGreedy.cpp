@@ -11,7 +11,7 @@ namespace draftline {
 // [EXPERIMENTAL] (llama_set_sampler): the argmax of every output row runs on the device in the decode's
 // own graph (ggml_argmax) and only the sampled token comes back to the host (4 bytes a position instead
 // of a whole row of logits). Once every output of a batch belongs to a sequence with a sampler,
-// llama.cpp no longer copies the raw logits to the host (needs_raw_logits): llama_get_logits_ith then
+// llama.cpp stops copying the raw logits to the host (needs_raw_logits): llama_get_logits_ith then
 // returns the rows of an older batch, so readGreedy / readTop refuse a context with a chain attached.
 // Chains are ours (llama.cpp only borrows them) and kept while attached: one per (context, sequence).
 // A chain is never attached twice (llama.cpp asserts when a chain's backend is initialised twice):
@@ -21,7 +21,7 @@ namespace draftline {
 // Two chains. `argmax`: llama.cpp's greedy sampler (ggml_argmax). Its sampled token comes back, but
 // the greedy sampler leaves the row's logits as the chain's output logits, so llama.cpp still copies
 // the whole row to the host (into its sampled-logits buffer): no transfer saved, only the host's
-// argmax; and ggml_argmax keeps the LAST of equal logits (CPU; Vulkan here too), where llama.cpp's
+// argmax; and ggml_argmax keeps the LAST of equal logits (CPU and Vulkan), where llama.cpp's
 // greedy sampler keeps the first. `top2` (the default): top_k(2) (ggml_top_k), whose outputs are the
 // two best token ids and their logits, 16 bytes a row: the greedy token is the larger when they
 // differ; when they are equal the tie is reported (readSampled's token -2) and the caller reads that
@@ -107,7 +107,7 @@ Napi::Value AllowSampledOutputs(const Napi::CallbackInfo& info) {
 
 // attachDeviceGreedy(context, seqId) → { offloaded, reason? }. A new greedy chain set as the
 // sequence's backend sampler. offloaded false (with llama.cpp's reason where it gives one) when it
-// cannot be: the context then reads its logits on the host as before.
+// cannot be: the context then reads its logits on the host.
 Napi::Value AttachDeviceGreedy(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 2) throw Napi::TypeError::New(env, "attachDeviceGreedy(context, seqId)");

@@ -13,7 +13,7 @@ namespace {
 // The first index of the largest logit, exactly as llama.cpp's greedy sampler picks it (a `>` scan
 // from index 0, so NaNs are never picked unless at index 0). In two passes so the first vectorizes:
 // the largest value over 8 independent lanes (`x > m ? x : m` is maxps, with the same NaN rule),
-// then the first index holding it. 152k logits: ~0.03 ms instead of ~0.14 ms for the scalar scan.
+// then the first index holding it: several times faster than a scalar scan on a large vocabulary.
 int32_t firstArgmax(const float* logits, int32_t n) {
     if (n <= 0 || std::isnan(logits[0])) return 0;
     constexpr int32_t LANES = 8;
@@ -132,7 +132,7 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
 // alternative completions branch on (read only when the user asks for them). Ties go to the lower
 // token id, so rank 0 is the greedy token exactly as readGreedy (and llama.cpp's greedy sampler) picks
 // it; NaN logits are never ranked. One pass a position, inserting into a short sorted list: no copy
-// and no sort of the vocabulary (node-llama-cpp's probabilities sort all of it, ~18 ms for 152k).
+// and no sort of the vocabulary (node-llama-cpp's probabilities sort all of it at every position).
 Napi::Value ReadTop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 6) throw Napi::TypeError::New(env, "readTop(context, batchIndexes, count, top, outTokens, outLogits)");

@@ -8,7 +8,7 @@ namespace draftline {
 namespace {
 
 // Bytes of logits the readers read on the host (a row of vocabularySize floats per position): the
-// issue's proxy for what verifying costs in transfers. readSampled reads none.
+// measure of what verifying costs in transfers. readSampled reads none.
 std::mutex hostBytesMutex;
 std::unordered_map<AddonContext*, double> hostBytesByContext;
 double hostBytesTotal = 0;

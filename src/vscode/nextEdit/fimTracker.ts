@@ -13,8 +13,8 @@ interface FimState {
 
 /**
  * Whether fill-in-the-middle ghost text is asked for, shown or absent at a document version and
- * cursor, as the inline completion provider reports it: FIM keeps priority where it has a completion
- * (issue #38 item 1), so a next edit waits for its answer there and is not drawn over it.
+ * cursor, as the inline completion provider reports it: FIM keeps priority where it has a completion,
+ * so a next edit waits for its answer there and is not drawn over it.
  */
 export class FimTracker {
   private state: FimState | null = null;

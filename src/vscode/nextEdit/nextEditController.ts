@@ -35,7 +35,7 @@ export interface NextEditHooks {
 }
 
 /**
- * Next-edit suggestions in the editor (issue #38): asks after the user pauses on an edit and after a
+ * Next-edit suggestions in the editor: asks after the user pauses on an edit and after a
  * next edit is applied, draws the answer by its shape, and carries out Tab, Escape and the rest of
  * NextEditSession's decisions on the active editor. Fill-in-the-middle ghost text keeps priority at
  * the cursor: a next edit waits for its answer there and is not drawn when it has a completion.

@@ -22,7 +22,7 @@ function themeKind(): ThemeKind {
 }
 
 /**
- * Draws a next edit that is not ghost text (issue #38 item 2): the removed text marked in the diff
+ * Draws a next edit that is not ghost text: the removed text marked in the diff
  * editor's removed colour, the inserted text beside it in the inserted colour (one line), or the new
  * lines as an image beside the old (several lines); "Tab to apply" beside it; and for a far edit a
  * "Tab to jump" marker at the cursor's line, with an arrow in the gutter and a mark in the overview
