@@ -1017,3 +1017,18 @@ export function draftlineLogs(dir: string): string[] {
   }
   return found;
 }
+
+/** Adds settings to the User and Remote (Machine) settings files of code-server's user data; VS Code reads them again. */
+export function writeSettings(userDataDir: string, settings: Record<string, unknown>): void {
+  const { user, machine } = splitMachineSettings(settings);
+  for (const [dir, values] of [
+    ['User', user],
+    ['Machine', machine],
+  ] as const) {
+    if (Object.keys(values).length === 0) continue;
+    const file = path.join(userDataDir, dir, 'settings.json');
+    const current = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8') || '{}') as Record<string, unknown>) : {};
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ ...current, ...values }, null, 2));
+  }
+}

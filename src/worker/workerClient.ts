@@ -179,7 +179,17 @@ export class WorkerClient {
     signal?: AbortSignal,
     callbacks?: ((progress: DownloadProgress) => void) | RequestCallbacks,
   ): Promise<WorkerMethods[M][1]> {
-    if (method !== 'hello') await this.start();
+    await this.start();
+    return this.exchange(method, params, signal, callbacks);
+  }
+
+  /** A request on the channel as it is (the handshake goes out on the one spawn() just opened). */
+  private exchange<M extends keyof WorkerMethods>(
+    method: M,
+    params: WorkerMethods[M][0],
+    signal?: AbortSignal,
+    callbacks?: ((progress: DownloadProgress) => void) | RequestCallbacks,
+  ): Promise<WorkerMethods[M][1]> {
     const listeners = typeof callbacks === 'function' ? { onProgress: callbacks } : callbacks;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -246,7 +256,7 @@ export class WorkerClient {
       }
       this.starts++;
       this.startedAt = Date.now();
-      const hello = await this.request('hello', {});
+      const hello = await this.exchange('hello', {});
       if (hello.protocol !== PROTOCOL_VERSION) throw new WorkerError(`worker speaks protocol ${hello.protocol}, expected ${PROTOCOL_VERSION}`, 'protocol');
       this.workerPid = hello.pid;
       const how = !shared ? 'inference worker started' : started ? 'shared inference worker started' : 'connected to the shared inference worker';

@@ -28,6 +28,7 @@ import {
   waitFor,
   waitForGhostText,
   waitForNotification,
+  writeSettings,
 } from '../../testbed/editorHarness';
 import { editorSession, MATH_UTILS, ROOT, TYPED_AS_IS } from '../support/editorSession';
 
@@ -142,7 +143,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
   it('status bar shows tokens/s, acceptance and latency from the engine stats', async () => {
     // After the Tab the next ghost text comes from the prefetch, and VS Code may ask for it once more
     // (a cache hit) while this reads: the status bar and Show Stats must agree once it is quiet.
-    const latencyIn = (stats: string) => /latency \(end to end\)\s+(\d+) ms/.exec(stats)?.[1] ?? /served from (?:cache|the prefetch \([^)]*\)) in (\d+) ms/.exec(stats)?.[1];
+    const latencyIn = (stats: string) => /latency \(end to end\)\s+(\d+) ms/.exec(stats)?.[1] ?? /served from (?:the cache|a prefetch(?: \([^)]*\))?) in (\d+) ms/.exec(stats)?.[1];
     const { item, stats } = await waitFor(
       async () => {
         const stats = await showStats(page);
@@ -152,7 +153,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
       },
       { timeoutMs: 60_000, intervalMs: 1000, what: "the status bar showing Show Stats' last latency" },
     );
-    assert.match(item.text, /(\d+ tok\/s|- tok\/s|cache) · (\d+%|-) · \d+ ms/);
+    assert.match(item.text, /(\d+ tok\/s|- tok\/s|from the cache|from a prefetch) · (\d+%|-) · \d+ ms/);
     assert.ok(latencyIn(stats), `stats document lists the latency:\n${stats}`);
     assert.match(stats, /Mode: hybrid/);
 
@@ -177,7 +178,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     if (gpuDrivers.length === 0) assert.match(tooltip, /Backend: CPU \(no GPU found; this package can use Vulkan\)/, tooltip);
     else assert.match(tooltip, /Backend: (Vulkan|CUDA|CPU \()/, tooltip);
     assert.match(tooltip, /Threads: \d+ \((the default: \d+ cores − 1|this machine has 1 core)[^)]*draftline\.threads to change\)/, tooltip);
-    assert.match(tooltip, /Acceptance: (\d+% of proposed tokens|- \((no proposals|plain decoding|the last completion came from the cache))/, tooltip);
+    assert.match(tooltip, /Acceptance: (\d+% of proposed tokens|- \((no proposals|plain decoding|the last completion came from (the cache|a prefetch)))/, tooltip);
     assert.match(stats, /Threads: \d+ \(/, 'Show Stats explains the threads too');
   });
 
@@ -408,7 +409,7 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
   });
 
   it('a corrupt target model gives a clear error, the extension host survives, restoring it brings completions back', async () => {
-    // As a user would: Select Target Model -> Enter a path -> a corrupt file.
+    // As a user would: Select Target Model -> Enter a path -> a corrupt file: refused at once, nothing saved.
     await runCommand(page, 'Draftline: Select Target Model');
     await waitFor(async () => (await quickPickRows(page)).some((r) => r.includes('Enter a path')) || undefined, { timeoutMs: 15_000, what: 'the model picker' });
     await page.keyboard.type('Enter a path');
@@ -419,7 +420,11 @@ describe('Draftline in a real VS Code', { skip: skip ?? false }, () => {
     await page.keyboard.press('Control+A');
     await page.keyboard.type(path.join(workspace, 'broken.gguf'));
     await page.keyboard.press('Enter');
-    const message = await waitForNotification(page, /Draftline: cannot load the model/, 30_000);
+    assert.match(await waitForNotification(page, /broken\.gguf cannot be used as the completion model/, 30_000), /not a GGUF|GGUF|corrupt|truncated|header/i);
+    await snap('corrupt-model-refused');
+    // Written into the settings by hand, the load fails with the same file named.
+    writeSettings(editor.server.userDataDir, { 'draftline.targetModel': path.join(workspace, 'broken.gguf') });
+    const message = await waitForNotification(page, /Draftline: cannot load the model/, 60_000);
     await snap('corrupt-model-error');
     assert.match(message, /broken\.gguf/);
     // Another command still works: the extension host is alive.
