@@ -104,4 +104,30 @@ Napi::Value Decode(const Napi::CallbackInfo& info) {
     return promise;
 }
 
+// copySequence(context, source, destination) → true. The destination sequence of node-llama-cpp's
+// context emptied, then given the source's cells (llama_memory_seq_cp of the whole sequence). In a
+// context with a KV stream per sequence (node-llama-cpp's) that copies the source's whole stream
+// buffer at the next decode: what branches in sequences of their own would pay for every copied
+// prefix (bench/kvBranches.ts measures it). Only for measurements: the library's sequence objects do
+// not know of the copied cells.
+Napi::Value CopySequence(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 3 || !info[1].IsNumber() || !info[2].IsNumber()) throw Napi::TypeError::New(env, "copySequence(context, source, destination)");
+    AddonContext* addon = unwrapContext(env, info[0]);
+    const int32_t source = info[1].As<Napi::Number>().Int32Value();
+    const int32_t destination = info[2].As<Napi::Number>().Int32Value();
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    if (!llama.get_memory || !llama.memory_seq_rm || !llama.memory_seq_cp) throw Napi::Error::New(env, "libllama has no llama_memory_seq_cp");
+    const uint32_t sequences = addon->context_params.n_seq_max;
+    if (source < 0 || destination < 0 || static_cast<uint32_t>(source) >= sequences || static_cast<uint32_t>(destination) >= sequences || source == destination) {
+        throw Napi::RangeError::New(env, "copySequence: two different sequences of the context");
+    }
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+    llama_memory_t memory = llama.get_memory(liveContext(env, addon));
+    llama.memory_seq_rm(memory, destination, -1, -1);
+    llama.memory_seq_cp(memory, source, destination, -1, -1);
+    return Napi::Boolean::New(env, true);
+}
+
 }  // namespace draftline
