@@ -26,8 +26,10 @@ import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
 import { documentNgramProposer } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { SessionNextEdits } from './sessionNextEdits';
+import { replaysGraphs } from './treeVerification';
 
 export { gpuLayersFor } from './loadedPair';
+export { replaysGraphs } from './treeVerification';
 export type { DecodeOverrides } from './decodeOverrides';
 export { EXTRA_CONTEXT_KEY } from './completionPrompt';
 
@@ -340,12 +342,16 @@ export class InferenceSession {
         target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
-        proposers: proposersFor(mode, [
-          overrides.copy,
-          documentNgramProposer(this.documents, request.documentKey, speculation),
-          (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
-          draft,
-        ]),
+        // The caller's own sources (DecodeOverrides.proposers) first.
+        proposers: [
+          ...(overrides.proposers ?? []),
+          ...proposersFor(mode, [
+            overrides.copy,
+            documentNgramProposer(this.documents, request.documentKey, speculation),
+            (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
+            draft,
+          ]),
+        ],
         policy: overrides.policy ?? this.policy,
         signal,
         profile: overrides.profile,
@@ -384,12 +390,4 @@ export class InferenceSession {
     await attempt(() => this.target.model.dispose());
     if (failures.length) throw failures[0];
   }
-}
-
-/**
- * Whether the target runs on a backend that replays captured compute graphs only while batches keep
- * one shape (llama.cpp's CUDA graphs): there verify batches get a fixed shape (speculation/verifyShape.ts).
- */
-export function replaysGraphs(info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): boolean {
-  return info.backend === 'cuda' && info.gpuLayers.target > 0;
 }

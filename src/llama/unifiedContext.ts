@@ -106,6 +106,11 @@ export class UnifiedContext implements UnifiedSequences {
     return this.options.sequences;
   }
 
+  /** Flash attention as the context was made with it. */
+  get flashAttention(): boolean | 'auto' {
+    return this.options.flashAttention;
+  }
+
   get currentThreads(): number {
     return this.options.threads;
   }

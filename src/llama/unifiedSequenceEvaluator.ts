@@ -55,6 +55,11 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     if (shift) this.removeRange = (start, end) => this.shiftOut(start, end);
   }
 
+  /** The most nodes a verified tree may have: the context's path sequences, and a batch after the pending token. */
+  get maxTreeNodes(): number {
+    return Math.min(this.context.pathIds.length, this.context.batchSize - 1);
+  }
+
   /** The native reader always reads a unified context's outputs. */
   get path(): 'native' {
     return 'native';
@@ -132,6 +137,26 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     });
   }
 
+  /**
+   * As appendRanked, with the `top` logits themselves (best first) rather than a margin: what the
+   * tests' measure of batch drift compares between batch sizes (testbed/batchDrift.ts).
+   */
+  async appendTopLogits(input: readonly Token[], outputs: number, top: number): Promise<{ tokens: Token[]; logits: number[] }[]> {
+    if (input.length === 0) return [];
+    this.checkAppend(input.length);
+    const firstOutput = input.length - Math.min(outputs, input.length);
+    return this.decodeThen(input, firstOutput, (batchIndexes, count) => {
+      const tokens = new Int32Array(count * top);
+      const logits = new Float32Array(count * top);
+      this.context.addon.readTop(this.context.handle, batchIndexes, count, top, tokens, logits);
+      this.counted(count);
+      return Array.from({ length: count }, (_, j) => {
+        const ranked = Array.from(tokens.subarray(j * top, (j + 1) * top)).filter((t) => t >= 0);
+        return { tokens: ranked, logits: Array.from(logits.subarray(j * top, j * top + ranked.length)) };
+      });
+    });
+  }
+
   private counted(positions: number): void {
     this.positionsRead += positions;
     this.hostLogitBytes += positions * this.context.vocabularySize * 4;
@@ -142,7 +167,7 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     const main = this.sequenceId;
     return context.run(async () => {
       const n = this.cached.length;
-      const batch = treeBatch(main, context.pathIds, n, pending, tree, Math.min(context.pathIds.length, context.batchSize - 1));
+      const batch = treeBatch(main, context.pathIds, n, pending, tree, this.maxTreeNodes);
       if (n + 1 + batch.depth > this.capacity) throw new Error(`context full: ${n} + ${1 + batch.depth} tokens > ${this.capacity}`);
       let verdict: TreeVerdict;
       try {

@@ -33,6 +33,14 @@ export interface ModelSettings {
    * the CPU), 'off' never. Not a user setting.
    */
   deviceGreedy?: 'auto' | 'on' | 'off';
+  /**
+   * Token trees verified by the target in one batch (a KV context of Draftline's own with one stream
+   * for all sequences: src/llama/unifiedContext.ts): 'auto' (the default) where the target computes on
+   * CUDA with layers on the GPU (fixed verify shapes: a batch costs the same whatever it holds) and the
+   * native addon runs, 'on' wherever the addon runs (tests, the bench), 'off' never. Elsewhere the target
+   * keeps node-llama-cpp's context and verifies chains. Not a user setting.
+   */
+  treeVerification?: 'auto' | 'on' | 'off';
 }
 
 export interface SpeculationSettings {

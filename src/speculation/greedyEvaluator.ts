@@ -45,6 +45,8 @@ export interface GreedyEvaluator {
    * is an error.
    */
   verifyTree?(pending: Token, tree: TokenTree, predictionsOut?: Token[]): Promise<TreeVerdict>;
+  /** With verifyTree: the most nodes a tree may have. */
+  readonly maxTreeNodes?: number;
 }
 
 /** What a tree verification kept. */

@@ -45,7 +45,7 @@ export interface StepResult {
 /** The tree of a step that verifies one, where the step's shape, the target and the policy allow it. */
 export function treeToVerify(c: StepContext, proposal: StepProposal, shape: number): { proposer: Proposer; offer: TreeOffer } | null {
   const chosen = proposal.chosen;
-  if (shape <= 1 || !c.target.verifyTree || chosen?.offer.kind !== 'tree') return null;
+  if (shape <= 1 || !c.target.verifyTree || chosen?.offer.kind !== 'tree' || shape - 1 > (c.target.maxTreeNodes ?? Number.POSITIVE_INFINITY)) return null;
   return c.policy.verifiesTree(chosen.proposer.id, shape) ? { proposer: chosen.proposer, offer: chosen.offer } : null;
 }
 

@@ -213,6 +213,7 @@ Napi::Value UnifiedMemory(const Napi::CallbackInfo& info) {
     if (info.Length() < 3 || !info[1].IsString()) throw Napi::TypeError::New(env, "unifiedMemory(handle, op, seq, p0, p1, other)");
     std::shared_ptr<UnifiedContext> context = lookupUnified(env, info[0]);
     const std::string op = info[1].As<Napi::String>().Utf8Value();
+    if (op != "positions" && op != "stateBytes" && op != "remove" && op != "copy" && op != "shift") throw Napi::TypeError::New(env, "unifiedMemory: no operation " + op);
     const llama_seq_id seq = sequenceArg(env, *context, info[2], op.c_str());
     LlamaApi& llama = api();
     UnifiedHold hold(env, *context);
