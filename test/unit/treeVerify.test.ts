@@ -6,7 +6,12 @@
 // test/model/unifiedContext.test.ts and the lossless suite check the same on real models.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { wantsTreeVerification } from '../../src/inference/treeVerification';
+import { loadNativeAddon } from '../../src/llama/nativeAddon';
 import { treeBatch, treeProblem, walkTree } from '../../src/llama/treeBatch';
+import { emptySpeculationStats } from '../../src/shared/generationStats';
+import { StatsCollector } from '../../src/stats/statsCollector';
+import { statsReport } from '../../src/stats/statsReport';
 import type { Token } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
 import { SpeculationPolicy } from '../../src/speculation/policy';
@@ -18,6 +23,7 @@ import { chainAcceptance, shapeTree, treeStepAsChain } from '../../src/speculati
 import { StopRules } from '../../src/stopping/stopRules';
 import { mulberry32 } from '../../testbed/ggufWriter';
 import { FAKE_EOS, FAKE_VOCAB, FakeEvaluator, FakeTreeEvaluator, fakeDetokenize, hashModel, repetitiveModel } from '../support/fakeModel';
+import { loadedModels } from '../support/loadedModels';
 import { TestTreeProposer } from '../support/treeProposer';
 
 const settings = (over: Partial<SpeculationSettings> = {}): SpeculationSettings => ({
@@ -216,5 +222,49 @@ describe('the decoder with tree offers', () => {
       });
       for (let i = 0; i < step.accepted; i++) assert.equal(step.guesses[i], step.predictions[i]);
     }
+  });
+});
+
+describe('where the target verifies trees, and what Show Stats says of them', () => {
+  it("'auto' only where the target computes on CUDA with layers on the GPU and the addon runs; 'on' wherever the addon runs; 'off' never", () => {
+    const addon = 'addon' in loadNativeAddon();
+    assert.deepEqual(wantsTreeVerification('off', 'cuda', 28), { used: false, reason: 'off' });
+    assert.equal(wantsTreeVerification('auto', 'cuda', 28).used, addon);
+    assert.equal(wantsTreeVerification(undefined, 'cuda', 28).used, addon);
+    assert.equal(wantsTreeVerification('on', false, 0).used, addon);
+    for (const [gpu, layers] of [
+      [false, 0],
+      ['vulkan', 12],
+      ['cuda', 0],
+      ['metal', 30],
+    ] as const) {
+      const state = wantsTreeVerification('auto', gpu, layers);
+      assert.equal(state.used, false);
+      if (addon) assert.match((state as { reason: string }).reason, /^the target computes on .*chains are verified$/);
+    }
+  });
+
+  it('Show Stats: whether trees are verified and why not, the trees of each source, and tree against chain in the policy', () => {
+    const stats = new StatsCollector();
+    const speculation = emptySpeculationStats('hybrid', ['test-trees']);
+    Object.assign(speculation, { targetEvaluations: 5, treeSteps: 4 });
+    speculation.bySource['test-trees'] = { steps: 4, proposedTokens: 60, acceptedTokens: 18, treeSteps: 4, treeNodes: 60, treeAccepted: 18 };
+    speculation.policy = {
+      verifyMs: {},
+      proposeMsPerToken: {},
+      acceptance: {},
+      bestLength: {},
+      retryInterval: {},
+      verifyShape: { mode: 'fixed', size: 16 },
+      trees: { 'test-trees': { tree: 5.5, chain: 3.25, verifies: 'tree' } },
+    };
+    const result = { promptTokens: 10, reusedPromptTokens: 0, generatedTokens: 22, promptMs: 1, timeToFirstTokenMs: 1, totalMs: 10, stopReason: 'maxTokens' as const, speculation };
+    stats.record({ at: Date.now(), latencyMs: 10, fromCache: false, chars: 22, stats: result });
+    const used = statsReport(stats, 'hybrid', { kind: 'local', model: 't', local: loadedModels({ treeVerification: { used: true } }) });
+    assert.match(used, /Token trees: verified in one batch where verify batches have a fixed shape/);
+    assert.match(used, /acceptance test-trees \| .*\(18\/60 in 4 proposals; 4 of them token trees, 18\/60 nodes kept\)/);
+    assert.match(used, /test-trees: tree vs chain \| 5\.50 vs 3\.25 tokens a step: its tree is verified/);
+    const not = statsReport(stats, 'hybrid', { kind: 'local', model: 't', local: loadedModels({ treeVerification: { used: false, reason: 'the target computes on the CPU' } }) });
+    assert.match(not, /Token trees: chains only: the target computes on the CPU/);
   });
 });
