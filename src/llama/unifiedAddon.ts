@@ -42,9 +42,11 @@ export interface UnifiedAddon {
   /** Loads a file unifiedSaveState wrote into sequence `seq` (emptied first by the caller); resolves with its tokens. A file that does not load leaves the sequence empty. */
   unifiedLoadState(handle: number, seq: number, file: string, capacity: number): Promise<Int32Array>;
   /**
-   * Empties sequence `destination` of node-llama-cpp's context and gives it `source`'s cells: with a
-   * KV stream per sequence, llama.cpp copies the whole stream buffer at the next decode. For the KV
-   * measurements (bench/kvBranches.ts) only: the library's sequence objects do not know of it.
+   * A micro-benchmark of llama_memory_seq_cp on node-llama-cpp's context (a KV stream per sequence):
+   * each round empties `destination`, copies `source` to it, and asks for a one-token batch of both
+   * sequences, which llama.cpp refuses after performing the pending copy of the whole stream buffer;
+   * the baseline rounds do the same without the copy. µs of each; `refusedWith`: llama_decode's answer.
+   * For the KV measurements (bench/kvBranches.ts) only.
    */
-  copySequence(nativeContext: object, source: number, destination: number): boolean;
+  timeSequenceCopy(nativeContext: object, source: number, destination: number, token: number, rounds: number): { copyUs: number[]; baselineUs: number[]; refusedWith: number };
 }

@@ -71,6 +71,11 @@ export interface SpeculationSettings {
   graphReplay?: boolean;
   /** The fixed shape's size when set (tests, the bench); else the policy chooses it from measured costs. */
   fixedShapeSize?: number;
+  /**
+   * Token tree offers verified as trees where the target can (the default); false: as their likeliest
+   * chains (the bench's side-by-side).
+   */
+  verifyTrees?: boolean;
 }
 
 /** Where completions come from: Draftline's own worker, or an inference server the user points it at. */

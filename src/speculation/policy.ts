@@ -258,7 +258,7 @@ export class SpeculationPolicy {
    * over its cost compare with its likeliest chain's (TreeChoice).
    */
   verifiesTree(source: SourceId, size: number): boolean {
-    return this.verifyShapeMode === 'fixed' && size > 1 && this.trees.prefersTree(source, size);
+    return this.settings.verifyTrees !== false && this.verifyShapeMode === 'fixed' && size > 1 && this.trees.prefersTree(source, size);
   }
 
   /** Records what a fixed-shape step of `size` tokens yielded (the target's token included). */

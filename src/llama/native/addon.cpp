@@ -55,7 +55,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     // The calling contract of these files: nativeAddon.ts refuses a build with another (a stale dist/ file).
     exports.Set("apiVersion", Napi::Number::New(env, 6));
     exports.Set("decode", Napi::Function::New(env, Decode));
-    exports.Set("copySequence", Napi::Function::New(env, CopySequence));
+    exports.Set("timeSequenceCopy", Napi::Function::New(env, TimeSequenceCopy));
     exports.Set("createUnified", Napi::Function::New(env, CreateUnified));
     exports.Set("freeUnified", Napi::Function::New(env, FreeUnified));
     exports.Set("unifiedDecode", Napi::Function::New(env, UnifiedDecode));
