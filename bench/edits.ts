@@ -34,7 +34,7 @@ const IN_PROCESS = new Set<EditsMode>(['plain', 'copy', 'hybrid', 'copy chain', 
 const TREE_MODES_EDITS: DecodeMode[] = ['copy', 'hybrid'];
 
 /** The side-by-side table of an edits run where trees were verified (none elsewhere). */
-export function editsTreeTable(result: EditsResult, onCpu: boolean): string[] {
+export function editsTreeTable(result: EditsResult, forcedShape: boolean): string[] {
   if (result.treeShape === null) return [];
   const trees = new Map<string, { steps: number; nodes: number; accepted: number }>();
   const rate = new Map<string, number | null>();
@@ -54,7 +54,7 @@ export function editsTreeTable(result: EditsResult, onCpu: boolean): string[] {
     }
   }
   const rows = result.rows.map((row) => ({ mode: row.mode, tasks: row.cases, tokensPerEvaluation: row.tokensPerEvaluation, tokensPerSecond: rate.get(row.mode) ?? null, identical: row.identical }));
-  return sideBySideTable(result.treeShape, TREE_MODES_EDITS, rows, trees, onCpu);
+  return sideBySideTable(result.treeShape, TREE_MODES_EDITS, rows, trees, forcedShape);
 }
 const SPEC_TYPE: Partial<Record<EditsMode, string>> = { 'llama-server ngram-simple': 'ngram-simple', 'llama-server ngram-mod': 'ngram-mod' };
 
@@ -174,8 +174,8 @@ export interface EditsResult {
   byCorpus: Record<string, EditsRow[]>;
   /** Where trees were verified: the fixed shape chain and tree ran side by side on. */
   treeShape: number | null;
-  /** Where the target computed ('cpu', 'cuda', …). */
-  backend: string;
+  /** Whether the target's backend has fixed verify shapes of its own (replaysGraphs). */
+  graphReplay: boolean;
 }
 
 function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
@@ -436,7 +436,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
       runs.filter((r) => r.corpus === corpus),
       modes,
     );
-  return { model: opts.target, format, runs, rows: summarize(runs, modes), byCorpus, treeShape: sideBySide?.size ?? null, backend: session.info.backend };
+  return { model: opts.target, format, runs, rows: summarize(runs, modes), byCorpus, treeShape: sideBySide?.size ?? null, graphReplay: replaysGraphs(session.info) };
 }
 
 export const EDITS_HEADER = [

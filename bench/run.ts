@@ -753,7 +753,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
           TREE_MODES_REGIME_1,
           r.rows.map((x) => ({ ...x, identical: x.identicalTasks, ties: x.tieTasks })),
           treeTotals(r.raw),
-          r.info.backend === 'cpu',
+          !replaysGraphs(r.info),
         );
   bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...trees, ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
   console.log(`\n${heading}\n${table.join('\n')}\n${trees.join('\n')}\n${autoClosed.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
@@ -1191,7 +1191,7 @@ async function editsSection(bench: Bench): Promise<void> {
     treeShape,
     log,
   });
-  const trees = editsTreeTable(r, r.backend === 'cpu');
+  const trees = editsTreeTable(r, !r.graphReplay);
   const corpora = Object.entries(r.byCorpus).map(([corpus, rows]) => `${corpus} ${rows[0]?.cases ?? 0}`);
   const heading = `Edits: next-edit suggestions, every mode on the same prompts (${model.note}; ${r.format} format; ${threads} thread${threads === 1 ? '' : 's'})`;
   const table = [...EDITS_HEADER, ...r.rows.map(editsTableRow)];

@@ -77,11 +77,12 @@ export function sideBySideTable(
   bases: readonly DecodeMode[],
   rows: readonly { mode: string; tasks: number; tokensPerEvaluation: number | null; tokensPerSecond: number | null; identical: number; ties?: number }[],
   trees: ReadonlyMap<string, { steps: number; nodes: number; accepted: number }>,
-  onCpu: boolean,
+  /** The target's backend has no fixed shapes of its own (no graph replay): the bench forced it. */
+  forcedShape: boolean,
 ): string[] {
   const ratio = (a: number | null | undefined, b: number | null | undefined) => (a && b ? `${fmt(a / b, 2)}x` : '-');
   const lines = [
-    `Chain and tree side by side on a fixed verify shape of ${size} (the same sources; their tree offers verified as trees, or as their likeliest chains).${onCpu ? ' On this CPU the fixed shape is forced: a batch costs about what it holds here, so both run slower than Draftline does on a CPU (variable shapes, chains), the tree the more; tokens per target evaluation is the figure that carries to a GPU.' : ''}`,
+    `Chain and tree side by side on a fixed verify shape of ${size} (the same sources; their tree offers verified as trees, or as their likeliest chains).${forcedShape ? ' Here the fixed shape is forced (this backend has none of its own): a batch costs about what it holds, so both run slower than Draftline does here (variable shapes, chains), the tree the more; tokens per target evaluation is the figure that carries to a GPU.' : ''}`,
     '',
     '| mode | tok/eval chain | tok/eval tree | tree / chain | tok/s chain | tok/s tree | tree / chain | tree steps | tree nodes kept | identical (chain, tree) |',
     '|---|---|---|---|---|---|---|---|---|---|',
