@@ -1,6 +1,6 @@
 // npm run bench:kv-branches [-- --targets v3,1.5b] [--prefix 1000] [--context 2048] [--threads N] [--rounds 15] [--gpu cpu|cuda]
 //
-// The two ways a token tree's branches can share a cached prefix (issue 56, part 2, item 3), measured:
+// The two ways a token tree's branches can share a cached prefix, measured:
 // (a) branches in KV sequences of node-llama-cpp's context, which keeps one KV stream per sequence
 //     (kv_unified off): a branch's sequence gets the prefix by llama_memory_seq_cp, which between two
 //     streams copies the source's whole stream buffer at the next decode (llama-kv-cache.cpp), and
@@ -38,6 +38,8 @@ const contextSize = Number(arg('context', '2048'));
 const threads = Number(arg('threads', '2'));
 const rounds = Number(arg('rounds', '25'));
 const gpu = arg('gpu', 'cpu') as ModelSettings['gpu'];
+/** Other sequences (prompt states) beside the measured one in (b), each holding a prompt as long as its prefix. */
+const CROWD = 3;
 /** Paths a tree step's tree has in (b)'s timing (the suffix trees below have about as many at B = 16). */
 const PATHS = 4;
 const SHAPES = [8, 16, 32];
@@ -51,7 +53,7 @@ interface Row {
   /** (a): ms of seq_cp and the update that performs it, of the same round without the copy, of a one-token decode step, and the bytes a copy moves. */
   streamCopy: { copyMs: number; baselineMs: number; decodeMs: number; bytes: number };
   /** (b): µs of a seq_cp (an id added to the prefix's cells) and of a seq_rm of a path, and ms of a tree step's batch vs a chain's at B = 16. */
-  unified: { copyUs: number; removeUs: number; treeStepMs: number; chainStepMs: number };
+  unified: { copyUs: number; removeUs: number; treeStepMs: number; chainStepMs: number; crowdedChainStepMs: number };
   backend: string;
 }
 
@@ -94,7 +96,7 @@ async function measure(name: string): Promise<Row> {
     };
 
     // (b) Draftline's unified context: one stream.
-    const unified = await UnifiedContext.create(model, { sequences: 1, contextSize, batchSize, threads, flashAttention: false, treeNodes: 63 });
+    const unified = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention: false, treeNodes: 63 });
     try {
       const ev = unified.evaluators[0]!;
       for (let at = 0; at < prefix.length; at += batchSize) await ev.append(prefix.slice(at, at + batchSize), 0);
@@ -129,11 +131,24 @@ async function measure(name: string): Promise<Row> {
           chainSteps.push(chainMs);
         }
       }
+      // The same chain step while the other sequences hold prompts of their own: one stream, so every
+      // step's attention spans their cells too (masked), where a stream per sequence spans its own.
+      for (const [i, other] of unified.evaluators.slice(1).entries()) {
+        const own = tokens(prefixLength, info.vocabSize, 31 * (i + 1));
+        for (let at = 0; at < own.length; at += batchSize) await other.append(own.slice(at, at + batchSize), 0);
+      }
+      const crowded: number[] = [];
+      for (let r = 0; r < rounds + 2; r++) {
+        const t = performance.now();
+        await ev.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
+        if (r >= 2) crowded.push(performance.now() - t);
+        await ev.truncate(prefix.length);
+      }
       return {
         target: `${name} (${target.note})`,
         bytesPerToken,
         streamCopy,
-        unified: { copyUs: median(copies), removeUs: median(removes), treeStepMs: median(treeSteps), chainStepMs: median(chainSteps) },
+        unified: { copyUs: median(copies), removeUs: median(removes), treeStepMs: median(treeSteps), chainStepMs: median(chainSteps), crowdedChainStepMs: median(crowded) },
         backend: llama.gpu === false ? 'cpu' : llama.gpu,
       };
     } finally {
@@ -196,9 +211,9 @@ function treeShapes(texts: readonly Token[][], size: number): { trees: number; u
   return out;
 }
 
-function tokens(count: number, vocab: number): Token[] {
+function tokens(count: number, vocab: number, from = 0): Token[] {
   const span = Math.max(2, Math.min(vocab, 4096) - 1);
-  return Array.from({ length: count }, (_, i) => ((i * 7) % span) + 1);
+  return Array.from({ length: count }, (_, i) => ((from + i * 7) % span) + 1);
 }
 
 async function main(): Promise<void> {
