@@ -246,12 +246,14 @@ async function main(): Promise<void> {
     '',
     '## (b) Draftline’s unified context: seq_cp adds a sequence id',
     '',
-    `| target | seq_cp of the prefix to a path (µs) | seq_rm of a path (µs) | tree step, ${PATHS} paths, B = 16 (ms) | chain step, B = 16 (ms) | tree / chain |`,
-    '|---|---|---|---|---|---|',
+    `| target | seq_cp of the prefix to a path (µs) | seq_rm of a path (µs) | tree step, ${PATHS} paths, B = 16 (ms) | chain step, B = 16 (ms) | tree / chain | chain step with ${CROWD} other sequences of ${prefixLength} tokens (ms) | crowded / alone |`,
+    '|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.target} | ${f(r.unified.copyUs)} | ${f(r.unified.removeUs)} | ${f(r.unified.treeStepMs, 2)} | ${f(r.unified.chainStepMs, 2)} | ${f(r.unified.treeStepMs / r.unified.chainStepMs, 2)} |`,
+        `| ${r.target} | ${f(r.unified.copyUs)} | ${f(r.unified.removeUs)} | ${f(r.unified.treeStepMs, 2)} | ${f(r.unified.chainStepMs, 2)} | ${f(r.unified.treeStepMs / r.unified.chainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs / r.unified.chainStepMs, 2)} |`,
     ),
+    '',
+    `The context holds ${1 + CROWD} sequences of ${contextSize} cells each (and a batch). In one stream a step's attention spans every sequence's cells, the others' masked: the crowded column is what sharing the stream costs a step when other prompt states hold prompts, where a stream per sequence spans only its own.`,
     '',
     '## Tokens a verify batch evaluates for the same trees (suffix-style trees over the corpus)',
     '',
