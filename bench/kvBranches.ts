@@ -53,7 +53,7 @@ interface Row {
   /** (a): ms of seq_cp and the update that performs it, of the same round without the copy, of a one-token decode step, and the bytes a copy moves. */
   streamCopy: { copyMs: number; baselineMs: number; decodeMs: number; bytes: number };
   /** (b): µs of a seq_cp (an id added to the prefix's cells) and of a seq_rm of a path, and ms of a tree step's batch vs a chain's at B = 16. */
-  unified: { copyUs: number; removeUs: number; treeStepMs: number; chainStepMs: number; crowdedChainStepMs: number };
+  unified: { copyUs: number; removeUs: number; treeStepMs: number; chainStepMs: number; crowdedChainStepMs: number; aloneChainStepMs: number };
   backend: string;
 }
 
@@ -131,24 +131,44 @@ async function measure(name: string): Promise<Row> {
           chainSteps.push(chainMs);
         }
       }
-      // The same chain step while the other sequences hold prompts of their own: one stream, so every
-      // step's attention spans their cells too (masked), where a stream per sequence spans its own.
-      for (const [i, other] of unified.evaluators.slice(1).entries()) {
-        const own = tokens(prefixLength, info.vocabSize, 31 * (i + 1));
-        for (let at = 0; at < own.length; at += batchSize) await other.append(own.slice(at, at + batchSize), 0);
-      }
+      // The same chain step on a second context whose other sequences hold prompts of their own (one
+      // stream: every step's attention spans their cells too, masked, where a stream per sequence
+      // spans its own), the two contexts' steps alternated round by round: the machine's speed drifts.
+      const crowdedContext = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention: false, treeNodes: 63 });
       const crowded: number[] = [];
-      for (let r = 0; r < rounds + 2; r++) {
-        const t = performance.now();
-        await ev.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
-        if (r >= 2) crowded.push(performance.now() - t);
-        await ev.truncate(prefix.length);
+      const alone: number[] = [];
+      try {
+        for (const [i, e] of crowdedContext.evaluators.entries()) {
+          const own = i === 0 ? prefix : tokens(prefixLength, info.vocabSize, 31 * i);
+          for (let at = 0; at < own.length; at += batchSize) await e.append(own.slice(at, at + batchSize), 0);
+        }
+        const crowdedEv = crowdedContext.evaluators[0]!;
+        for (let r = 0; r < rounds + 2; r++) {
+          for (const [e, times] of [
+            [ev, alone],
+            [crowdedEv, crowded],
+          ] as const) {
+            const t = performance.now();
+            await e.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
+            if (r >= 2) times.push(performance.now() - t);
+            await e.truncate(prefix.length);
+          }
+        }
+      } finally {
+        await crowdedContext.dispose();
       }
       return {
         target: `${name} (${target.note})`,
         bytesPerToken,
         streamCopy,
-        unified: { copyUs: median(copies), removeUs: median(removes), treeStepMs: median(treeSteps), chainStepMs: median(chainSteps), crowdedChainStepMs: median(crowded) },
+        unified: {
+          copyUs: median(copies),
+          removeUs: median(removes),
+          treeStepMs: median(treeSteps),
+          chainStepMs: median(chainSteps),
+          crowdedChainStepMs: median(crowded),
+          aloneChainStepMs: median(alone),
+        },
         backend: llama.gpu === false ? 'cpu' : llama.gpu,
       };
     } finally {
@@ -250,10 +270,10 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.target} | ${f(r.unified.copyUs)} | ${f(r.unified.removeUs)} | ${f(r.unified.treeStepMs, 2)} | ${f(r.unified.chainStepMs, 2)} | ${f(r.unified.treeStepMs / r.unified.chainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs / r.unified.chainStepMs, 2)} |`,
+        `| ${r.target} | ${f(r.unified.copyUs)} | ${f(r.unified.removeUs)} | ${f(r.unified.treeStepMs, 2)} | ${f(r.unified.chainStepMs, 2)} | ${f(r.unified.treeStepMs / r.unified.chainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs, 2)} | ${f(r.unified.crowdedChainStepMs / r.unified.aloneChainStepMs, 2)} |`,
     ),
     '',
-    `The context holds ${1 + CROWD} sequences of ${contextSize} cells each (and a batch). In one stream a step's attention spans every sequence's cells, the others' masked: the crowded column is what sharing the stream costs a step when other prompt states hold prompts, where a stream per sequence spans only its own.`,
+    `The context holds ${1 + CROWD} sequences of ${contextSize} cells each (and a batch). In one stream a step's attention spans every sequence's cells, the others' masked: the crowded column is what sharing the stream costs a step when other prompt states hold prompts, where a stream per sequence spans only its own (crowded / alone: its rounds alternated with the same step on the first context).`,
     '',
     '## Tokens a verify batch evaluates for the same trees (suffix-style trees over the corpus)',
     '',
