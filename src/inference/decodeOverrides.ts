@@ -17,6 +17,9 @@ export interface DecodeOverrides {
   profile?: StepProfile;
   /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
   lookahead?: boolean;
+  /** The n-gram proposer (on unless off here) and the suffix proposer, whatever the default (the benchmark's side-by-side modes). */
+  ngram?: boolean;
+  suffix?: boolean;
   /**
    * Speculation settings of this request in place of the session's (the shared worker passes each
    * window's own, with `policy` the window's own policy over the same object).
