@@ -20,6 +20,8 @@ export interface DecodeOverrides {
   /** The n-gram proposer (on unless off here) and the suffix proposer, whatever the default (the benchmark's side-by-side modes). */
   ngram?: boolean;
   suffix?: boolean;
+  /** Proposers tried after the mode's own (the benchmark's rivals: llama-server's proposers, ported). */
+  extraProposers?: readonly LookupProposer[];
   /**
    * Speculation settings of this request in place of the session's (the shared worker passes each
    * window's own, with `policy` the window's own policy over the same object).

@@ -343,10 +343,11 @@ export class InferenceSession {
         stop,
         proposers: proposersFor(mode, [
           overrides.copy,
-          ...textProposers(this.documents, request.documentKey, speculation, policy, overrides),
+          // Beside the draft, a suffix guess is offered only when it is as likely as the draft's typical one.
+          ...textProposers(this.documents, request.documentKey, speculation, policy, overrides, mode === 'hybrid' && draft ? { floor: () => policy.acceptance.rate('draft') } : {}),
           (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
           draft,
-        ]),
+        ]).concat(overrides.extraProposers ?? []),
         policy,
         signal,
         profile: overrides.profile,

@@ -23,10 +23,11 @@ export const MIN_SCHEDULED_SCORE = 0.1;
 
 export interface SuffixProposerOptions {
   /**
-   * Offers whose first token scores below this are not made: beside a source that is usually better
-   * (a draft model) a weak guess would be chosen for paying at all, in its place.
+   * Offers whose first token scores below this are not made (asked each step: it may follow a measured
+   * rate): beside a source that is usually better (a draft model, after it in the mode's order) a
+   * weak guess would be chosen for paying at all, in its place.
    */
-  floor?: number;
+  floor?: number | (() => number);
 }
 
 export class SuffixProposer implements LookupProposer<SuffixOffer> {
@@ -40,7 +41,8 @@ export class SuffixProposer implements LookupProposer<SuffixOffer> {
     private readonly options: SuffixProposerOptions = {},
   ) {}
 
-  offer(history: readonly Token[], maxLen: number): SuffixOffer | null {
+  /** Every candidate after `history` in one scored trie (continuations of up to maxLen tokens), with the match and the rates' chance per depth; null: none. */
+  candidates(history: readonly Token[], maxLen: number): { trie: ScoredTrie; matchLength: number; reach: number[] } | null {
     if (maxLen <= 0) return null;
     const matches = this.lookup(history, maxLen);
     if (!matches) return null;
@@ -51,10 +53,18 @@ export class SuffixProposer implements LookupProposer<SuffixOffer> {
       matches.continuations.map((tokens) => ({ tokens, weight: 1 })),
       { reach },
     );
+    return { trie, matchLength: matches.matchLength, reach };
+  }
+
+  offer(history: readonly Token[], maxLen: number): SuffixOffer | null {
+    const found = this.candidates(history, maxLen);
+    if (!found) return null;
+    const { trie, reach } = found;
     const path = likeliestPath(trie, maxLen);
     if (path.length === 0) return null;
     const scores = path.map((node) => trie.scores[node]!);
-    if (scores[0]! < (this.options.floor ?? 0)) return null;
+    const floor = this.options.floor;
+    if (floor !== undefined && scores[0]! < (typeof floor === 'number' ? floor : floor())) return null;
     // A node's share of the occurrences is its score without the rates; each token's share of its parent's.
     const shares = path.map((node, j) => {
       const share = trie.scores[node]! / reach[j + 1]!;
@@ -66,7 +76,7 @@ export class SuffixProposer implements LookupProposer<SuffixOffer> {
       tree: trie.best(maxLen).tree,
       chain: path.map((node) => trie.tokens[node]!),
       scheduled,
-      matchLength: matches.matchLength,
+      matchLength: found.matchLength,
       shares,
       scores,
     };
