@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...,ngram+suffix,suffix,hybrid+suffix,hybrid-ngram+suffix,ngram-simple,ngram-mod] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget,trees] [--trees-tasks N] [--trees-edits-cases N] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...,ngram+suffix,suffix,hybrid+suffix,hybrid-ngram+suffix,ngram-simple,ngram-mod] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget,trees] [--trees-tasks N] [--trees-edits-cases N] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--not-adaptive] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execFileSync, execSync } from 'node:child_process';
@@ -85,6 +85,12 @@ const gpu = (opt('gpu', 'auto') ?? 'auto') as ModelSettings['gpu'];
 // auto = Draftline's default (measured per CPU model at load); on/off force it (before/after runs).
 const flashAttention = flashAttentionOption(opt('flash-attention', 'auto'));
 const acceptanceMemory = opt('acceptance-memory', 'session') === 'request' ? 'request' : 'session';
+/**
+ * `--not-adaptive`: regime 1's policy verifies every offer as its proposer schedules it (the whole
+ * chain, or a suffix proposer's likely part) instead of what pays on this machine: the proposers'
+ * own yield in the real decoder, where the adaptive policy would write speculation off.
+ */
+const regime1Speculation = { ...DEFAULT_SPECULATION, adaptive: !flag('not-adaptive') };
 const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);
 };
@@ -179,7 +185,7 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await loadBenchSession({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, DEFAULT_SPECULATION, log);
+  const session = await loadBenchSession({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, regime1Speculation, log);
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, timeBudgetMs: 0 });
   const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
@@ -729,7 +735,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const timeLine = `${allTasks} tasks in ${seconds.toFixed(0)} s (${(seconds / allTasks).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
   const legend =
     'prompt tok evaluated: median prompt tokens the target evaluated per request (the rest reused from the KV cache). decode tok/s: tokens a second after the prompt; "vs plain" divides by plain\'s. acc. n-gram: of the text proposers (the n-gram one, the suffix one, the ported ngram-simple / ngram-mod). First line exact and similarity: see the pairs side by side below, or bench/quality.ts.';
-  const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)}, context ${r.info.contextSize})`;
+  const heading = `${userPair ? 'Your model pair' : `Regime 1: the embedded ${pair.name} pair`} (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)}, context ${r.info.contextSize}${regime1Speculation.adaptive ? '' : ', not adaptive: every offer verified as its proposer schedules it'})`;
   const attentionLine = `Flash attention (chosen at load; the stock modes use the same per model, llama-server the target's, which its -fa applies to its draft too): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
   const autoClosed = autoClosedTable(r, bench.autoClosedTasks.length);

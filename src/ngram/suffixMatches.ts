@@ -30,11 +30,21 @@ export class HistoryIndex {
   private tokens: number[] = [];
   private readonly newestEnd = new Map<number, number>();
   private previousEnd = new Int32Array(256);
+  /** The array last followed. */
+  private followed: readonly number[] | null = null;
 
-  /** Indexes what `history` added since the last call (all of it, afresh, if it is not a continuation of what was indexed). */
+  /**
+   * Indexes what `history` added since the last call; all of it, afresh, if it does not continue what
+   * was indexed. The decoder's history is one array that only grows: another array is compared whole.
+   */
   follow(history: readonly number[]): void {
     const known = this.tokens.length;
-    if (history.length < known || (known > 0 && (history[known - 1] !== this.tokens[known - 1] || history[0] !== this.tokens[0]))) this.reset();
+    if (history !== this.followed || history.length < known) {
+      let same = history.length >= known;
+      for (let i = 0; same && i < known; i++) same = history[i] === this.tokens[i];
+      if (!same) this.reset();
+      this.followed = history;
+    }
     for (let i = this.tokens.length; i < history.length; i++) this.push(history[i]!);
   }
 
