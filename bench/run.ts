@@ -104,9 +104,9 @@ const MODES: Mode[] = ['plain', 'stock-draft', 'stock-lookup', 'ngram', 'draft',
  * ngram-mod (ported, bench/llamaServerProposers.ts) in its place; the same decoder and policy.
  */
 const TEXT_VARIANTS = {
-  'ngram+suffix': { mode: 'ngram', overrides: () => ({ suffix: true }) },
+  'ngram+suffix': { mode: 'ngram', overrides: () => ({ ngram: true, suffix: true }) },
   suffix: { mode: 'ngram', overrides: () => ({ ngram: false, suffix: true }) },
-  'hybrid+suffix': { mode: 'hybrid', overrides: () => ({ suffix: true }) },
+  'hybrid+suffix': { mode: 'hybrid', overrides: () => ({ ngram: true, suffix: true }) },
   'hybrid-ngram+suffix': { mode: 'hybrid', overrides: () => ({ ngram: false, suffix: true }) },
   'ngram-simple': { mode: 'ngram', overrides: () => ({ ngram: false, extraProposers: [new NgramSimpleProposer()] }) },
   'ngram-mod': { mode: 'ngram', overrides: (promptLength: number) => ({ ngram: false, extraProposers: [new NgramModProposer(promptLength)] }) },

@@ -10,6 +10,7 @@ import { SuffixRates } from '../src/speculation/suffixAcceptance';
 import { type SuffixOffer, SuffixProposer } from '../src/speculation/suffixProposer';
 import type { Token } from '../src/shared/decoding';
 import type { NgramProposer } from '../src/speculation/ngramProposer';
+import type { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
 import type { CopyAcceptance } from '../src/speculation/copyAcceptance';
 import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
 import type { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
@@ -238,6 +239,30 @@ export function hybridChain(ngram: NgramProposer, at: DraftAt, minConfidence: nu
       const match = ngram.offer(step.history, step.budget);
       if (match && match.tokens.length > 0) return { tree: chainTree(match.tokens) };
       return draftChain(at, step, minConfidence);
+    },
+  };
+}
+
+/**
+ * Draftline's fill-in-the-middle hybrid chain with the suffix proposer in the n-gram one's place, as
+ * the hybrid mode runs it: the suffix's chain where its first guess is at least as likely as the
+ * draft's measured per-token acceptance (its floor beside the draft), else the draft's greedy chain.
+ */
+export function hybridSuffixChain(suffix: SuffixTreeSource, at: DraftAt, minConfidence: number, draftRate: AcceptanceTracker): ReplaySource {
+  let used: 'suffix' | 'draft' = 'draft';
+  return {
+    propose: async (step) => {
+      const offer = suffix.offer(step.history, step.budget);
+      if (offer && offer.scores[0]! >= draftRate.rate('draft')) {
+        used = 'suffix';
+        return { tree: chainTree(offer.chain) };
+      }
+      used = 'draft';
+      return draftChain(at, step, minConfidence);
+    },
+    record: (_step, proposal, accepted) => {
+      if (used === 'suffix' && suffix.lastOffer) suffix.learn(suffix.lastOffer, accepted.length);
+      else if (proposal.tree.tokens.length > 0) draftRate.record('draft', proposal.tree.tokens.length, accepted.length);
     },
   };
 }

@@ -17,7 +17,7 @@ export interface DecodeOverrides {
   profile?: StepProfile;
   /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
   lookahead?: boolean;
-  /** The n-gram proposer (on unless off here) and the suffix proposer, whatever the default (the benchmark's side-by-side modes). */
+  /** The n-gram proposer and the suffix proposer on or off whatever the settings say (the benchmark's side-by-side modes; inference/documentNgrams.ts textProposers). */
   ngram?: boolean;
   suffix?: boolean;
   /** Proposers tried after the mode's own (the benchmark's rivals: llama-server's proposers, ported). */

@@ -38,13 +38,19 @@ export function documentSuffixProposer(
   return suffixProposerFor(policy, (context, maxLen) => suffixMatches(history, documents, context, { maxN, maxLen, limit: SUFFIX_MAX_OCCURRENCES, preferKey: documentKey }), options);
 }
 
-/** Which text proposers a request gets (DecodeOverrides.ngram / .suffix; the n-gram one unless told otherwise). */
+/** Which text proposers a request gets, whatever the settings say (the benchmark's side-by-side modes). */
 export interface TextSources {
   ngram?: boolean;
   suffix?: boolean;
 }
 
-/** The text proposers of a request: the n-gram one and the suffix one, as `sources` asks. */
+/**
+ * The text proposers of a request: the n-gram one, and the suffix one beside it (after it in the
+ * modes' order) where `sources` or the settings ask for it (speculation.suffix, off by default).
+ * Beside, not in its place: before a draft the n-gram one's rule (a match of 3+ tokens first) keeps
+ * more tokens than the suffix one's scores against the draft's rate (docs/BENCHMARK.md, "The suffix
+ * proposer").
+ */
 export function textProposers(
   documents: NgramIndex | null,
   documentKey: string | undefined,
@@ -55,9 +61,6 @@ export function textProposers(
 ): (NgramProposer | SuffixProposer)[] {
   return [
     ...((sources.ngram ?? true) ? [documentNgramProposer(documents, documentKey, speculation)] : []),
-    ...((sources.suffix ?? SUFFIX_BY_DEFAULT) ? [documentSuffixProposer(documents, documentKey, speculation, policy, options)] : []),
+    ...((sources.suffix ?? speculation.suffix ?? false) ? [documentSuffixProposer(documents, documentKey, speculation, policy, options)] : []),
   ];
 }
-
-/** Whether requests get the suffix proposer unless told (docs/BENCHMARK.md has the figures this follows). */
-export const SUFFIX_BY_DEFAULT = false;

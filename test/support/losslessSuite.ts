@@ -156,7 +156,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
         for (const mode of ['ngram', 'hybrid'] as const) {
           for (const sources of [{ suffix: true }, { ngram: false, suffix: true }]) {
             const spec = await session.complete(request_(c, mode), undefined, sources);
-            await same(spec, plain, request_(c, mode), `${mode} with ${sources.ngram === false ? 'the suffix proposer for the n-gram one' : 'the suffix proposer'} on ${c.name}`);
+            await same(spec, plain, request_(c, mode), `${mode} with the suffix proposer ${sources.ngram === false ? "in the n-gram one's place" : 'beside the n-gram one'} on ${c.name}`);
             proposed += sourceStats(spec.stats.speculation, 'suffix').proposedTokens;
           }
         }
