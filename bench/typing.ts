@@ -141,10 +141,10 @@ export async function regimeTyping(files: readonly SourceFile[], runs: TypingRun
         shift,
         keystrokes: f.keystrokes,
         evaluatedP50: median(f.evaluated),
-        evaluatedP90: percentile(f.evaluated, 90),
+        evaluatedP90: percentile(f.evaluated, 0.9),
         evaluatedMax: Math.max(0, ...f.evaluated),
         ttftMedianMs: median(f.ttftMs),
-        ttftP90Ms: percentile(f.ttftMs, 90),
+        ttftP90Ms: percentile(f.ttftMs, 0.9),
         shiftedKeystrokes: f.shiftedKeystrokes,
       });
     }

@@ -76,7 +76,7 @@ export class InferenceSession {
   readonly template: PromptTemplate;
   /** The KV sequences of the prompt states (window and task), and the saved states of evicted ones. */
   private readonly kv: PromptSequences;
-  /** Next-edit requests (issue #39) and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
+  /** Next-edit requests and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
   readonly nextEdits: SessionNextEdits;
 
   private constructor(pair: LoadedPair, speculation: SpeculationSettings, log: RuntimeLog) {
@@ -155,7 +155,7 @@ export class InferenceSession {
   }
 
   /**
-   * Up to `count` alternatives to the greedy completion of `request` (issue #32): at the position of
+   * Up to `count` alternatives to the greedy completion of `request`: at the position of
    * that completion where the target was least certain (smallest top-two logit margin), the target's
    * greedy continuation after each of the next most likely tokens there, decoded as a completion is
    * (the request's mode: n-grams, draft, lookahead), the KV cache reused up to the branch point.

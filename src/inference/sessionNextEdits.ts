@@ -1,4 +1,4 @@
-// A next-edit request (issue #39) in the worker, from the loaded models to the answer: which model
+// A next-edit request in the worker, from the loaded models to the answer: which model
 // serves it (the next-edit model's slot, inference/nextEditModelSlot.ts: the target when none is
 // configured or it is the target's file, else the next-edit model loaded on first use), the prompt
 // built by the request's format (nextEdit/generation.ts formatFor), tokenized with its control tokens,

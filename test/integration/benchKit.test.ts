@@ -1,5 +1,5 @@
-// `npm run bench:kit`: the benchmark for a lent GPU box with no network and no Node. The kit is made
-// (into an empty folder away from the repository), its archive checked against what such a box
+// `npm run bench:kit`: the benchmark for a GPU machine with no network and no Node. The kit is made
+// (into an empty folder away from the repository), its archive checked against what such a machine
 // takes, and `run.sh lease --small` run there on the CPU with no node on PATH and, where this machine
 // can, no network at all (a network namespace of its own): every step of a lease must start, the
 // llama-server the kit would build (here: the one scripts/build-llama-server.sh built) must answer
@@ -41,7 +41,7 @@ describe('bench kit', () => {
     assert.deepEqual(serverEnv({ PATH: '/bin', LD_LIBRARY_PATH: '/x' }), { PATH: '/bin', LD_LIBRARY_PATH: '/x' });
   });
 
-  it('fits a lent box, and runs a lease from an empty folder without node on PATH or network', () => {
+  it('fits the upload limit, and runs a lease from an empty folder without node on PATH or network', () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-kit-'));
     try {
       let t = Date.now();

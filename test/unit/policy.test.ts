@@ -265,7 +265,7 @@ describe('the window copy: its length from the measured verify cost and how copi
     for (let b = 1; b <= 65; b++) cost.recordTarget(b, ms(b));
     return cost;
   };
-  // This VM's shape (1.5B Q8_0, 2 threads): small batches cost nearly a step a token, large ones ~0.37.
+  // A 2-core CPU's shape (1.5B Q8_0, 2 threads): small batches cost nearly a step a token, large ones ~0.37.
   const cpu = (b: number) => (b === 1 ? 62 : b <= 5 ? 62 * b : 62 * (5 + 0.3 * (b - 5)));
   const gpu = (b: number) => 10 * (1 + 0.06 * (b - 1));
 

@@ -1,5 +1,5 @@
 // The README's command list is what the command palette shows: package.json's contributed commands
-// that the palette does not hide (issue #27: the README listed 9, the palette showed 10).
+// that the palette does not hide.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,7 +25,7 @@ describe('README', () => {
     assert.deepEqual([...listed].sort(), [...palette].sort());
   });
 
-  it('quotes the tooltip’s CPU wordings as the tooltip says them (issue #41: it quoted one the user never saw)', () => {
+  it('quotes the tooltip’s CPU wordings as the tooltip says them', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
     const sentence = /the status bar tooltip says why: (.*?)\. On Linux x64/.exec(readme);
     assert.ok(sentence, 'the README has its sentence on the CPU fallback');
@@ -33,7 +33,7 @@ describe('README', () => {
     const runtime: RuntimeChoice = { requestedGpu: 'auto', gpuBinaries: ['vulkan'], gpuDetected: [], gpuDevices: [], cores: 2, requestedThreads: 0 };
     const cpu = { gpuLayers: { target: 0, draft: 0 } };
     assert.deepEqual(quoted, [
-      // The Vulkan build started and sees no device (the demo on a VM; the user of issue #41).
+      // The Vulkan build started and sees no device (a VM).
       backendExplanation({ ...cpu, backend: 'vulkan', runtime: { ...runtime, gpuDetected: ['vulkan'] } }),
       // No Vulkan driver: the CPU build runs.
       backendExplanation({ ...cpu, backend: 'cpu', runtime }),
@@ -42,7 +42,14 @@ describe('README', () => {
 
   it('its links, and those of docs/ (moved there from the README), point at files that exist', () => {
     const broken: string[] = [];
-    for (const file of ['README.md', 'CHANGELOG.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((name) => `docs/${name}`)]) {
+    for (const file of [
+      'README.md',
+      'CHANGELOG.md',
+      ...fs
+        .readdirSync(path.join(ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ]) {
       const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
       for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         if (/^(https?:|#|mailto:)/.test(link!)) continue;
@@ -53,7 +60,15 @@ describe('README', () => {
   });
 
   it('the src/ paths the docs name exist (files move; the docs must follow)', () => {
-    const docs = ['README.md', 'CHANGELOG.md', 'bench/PROFILE.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((name) => `docs/${name}`)];
+    const docs = [
+      'README.md',
+      'CHANGELOG.md',
+      'bench/PROFILE.md',
+      ...fs
+        .readdirSync(path.join(ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ];
     const missing: string[] = [];
     for (const file of docs) {
       const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
