@@ -16,18 +16,18 @@ import { decode } from '../speculation/speculativeDecoder';
 import { type BudgetClock, clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import { CompletionPrompts, type PromptRequest } from './completionPrompt';
-import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
+import { disposeContext, type LoadedModel, type LoadedPair, loadPair, replaysGraphs, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
 import { PromptSequences } from './promptSequences';
 import { DEFAULT_OWNER } from './promptStates';
 import { WindowDraftContext } from './windowDraftContext';
 import { ContextGate } from './contextGate';
 import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
-import { documentNgramProposer } from './documentNgrams';
+import { textProposers } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { SessionNextEdits } from './sessionNextEdits';
 
-export { gpuLayersFor } from './loadedPair';
+export { gpuLayersFor, replaysGraphs } from './loadedPair';
 export type { DecodeOverrides } from './decodeOverrides';
 export { EXTRA_CONTEXT_KEY } from './completionPrompt';
 
@@ -315,6 +315,7 @@ export class InferenceSession {
     // Without a usable draft, hybrid is n-gram only (with the window copy, when there is one) and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? (overrides.copy ? 'hybrid' : 'ngram') : 'plain') : request.mode;
     const stop = this.stopRulesFor(request, overrides.budgetClock);
+    const policy = overrides.policy ?? this.policy;
     const { blank } = splitTrailingBlank(request.prefix);
     // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
     const shown = () => (blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText);
@@ -342,11 +343,12 @@ export class InferenceSession {
         stop,
         proposers: proposersFor(mode, [
           overrides.copy,
-          documentNgramProposer(this.documents, request.documentKey, speculation),
+          // Beside the draft, a suffix guess is offered only when it is as likely as the draft's typical one.
+          ...textProposers(this.documents, request.documentKey, speculation, policy, overrides, mode === 'hybrid' && draft ? { floor: () => policy.acceptance.rate('draft') } : {}),
           (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
           draft,
-        ]),
-        policy: overrides.policy ?? this.policy,
+        ]).concat(overrides.extraProposers ?? []),
+        policy,
         signal,
         profile: overrides.profile,
       });
@@ -384,12 +386,4 @@ export class InferenceSession {
     await attempt(() => this.target.model.dispose());
     if (failures.length) throw failures[0];
   }
-}
-
-/**
- * Whether the target runs on a backend that replays captured compute graphs only while batches keep
- * one shape (llama.cpp's CUDA graphs): there verify batches get a fixed shape (speculation/verifyShape.ts).
- */
-export function replaysGraphs(info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): boolean {
-  return info.backend === 'cuda' && info.gpuLayers.target > 0;
 }

@@ -318,3 +318,11 @@ function describeTokenReader(evaluator: LlamaSequenceEvaluator): string {
   const why = [evaluator.nativeUnavailable && `native reader: ${evaluator.nativeUnavailable}`, evaluator.deviceUnavailable && `device greedy: ${evaluator.deviceUnavailable}`].filter(Boolean);
   return `${why.length ? `${evaluator.path} (${why.join('; ')})` : evaluator.path}${decode}`;
 }
+
+/**
+ * Whether the target runs on a backend that replays captured compute graphs only while batches keep
+ * one shape (llama.cpp's CUDA graphs): there verify batches get a fixed shape (speculation/verifyShape.ts).
+ */
+export function replaysGraphs(info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): boolean {
+  return info.backend === 'cuda' && info.gpuLayers.target > 0;
+}

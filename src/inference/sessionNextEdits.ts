@@ -17,7 +17,7 @@ import { DraftModelProposer } from '../speculation/draftModelProposer';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { type ContextGate, ParkedAbort } from './contextGate';
-import { documentNgramProposer } from './documentNgrams';
+import { textProposers } from './documentNgrams';
 import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import type { LlamaToken } from '../llama/llamaTypes';
 import type { NextEditModelSlot } from './nextEditModelSlot';
@@ -157,7 +157,7 @@ export class SessionNextEdits {
           proposers: [
             state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
             // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
-            documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
+            ...textProposers(serving.targetVocabulary ? documents : null, request.documentKey, speculation, options.policy, {}),
           ],
           signal,
           finalEdits: (text) => streamed.finalSoFar(text),

@@ -1,5 +1,5 @@
 // The lossless suite, one model pair at a time: every speculative mode (ngram, draft, hybrid, the
-// lookahead pool, a window draft), stop rules and cancellation yield exactly the target's plain
+// lookahead pool, the suffix proposer, a window draft), stop rules and cancellation yield exactly the target's plain
 // greedy tokens, or differ only where the target's top two logits are a measured numerical tie.
 // test/model/lossless.test.ts runs it on the CPU, test/integration/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
@@ -147,6 +147,22 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
         }
       }
       process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
+    });
+
+    completionIt('with the suffix proposer (beside the n-gram one, and in its place) ngram and hybrid still equal plain', async () => {
+      let proposed = 0;
+      for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 11 + pair.name.length)) {
+        const plain = await session.complete(request_(c, 'plain'));
+        for (const mode of ['ngram', 'hybrid'] as const) {
+          for (const sources of [{ suffix: true }, { ngram: false, suffix: true }]) {
+            const spec = await session.complete(request_(c, mode), undefined, sources);
+            await same(spec, plain, request_(c, mode), `${mode} with the suffix proposer ${sources.ngram === false ? "in the n-gram one's place" : 'beside the n-gram one'} on ${c.name}`);
+            proposed += sourceStats(spec.stats.speculation, 'suffix').proposedTokens;
+          }
+        }
+      }
+      process.stdout.write(`# ${pair.name}: the suffix proposer proposed ${proposed} tokens\n`);
+      assert.ok(proposed > 0, 'the suffix proposer proposed');
     });
 
     it("next-edit windows: the window copy proposer ('copy', and 'hybrid' with it) equals plain, with long copy runs accepted", async () => {
