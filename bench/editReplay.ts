@@ -8,7 +8,7 @@ import { DEFAULT_SPECULATION } from '../src/settings/declaredSettings';
 import { commonPrefixLength, type EvaluatedNext, type GreedyEvaluator } from '../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { decode } from '../src/speculation/speculativeDecoder';
-import type { LookupProposer } from '../src/speculation/proposer';
+import type { LookupProposer, Proposer } from '../src/speculation/proposer';
 import { sourceStats } from '../src/shared/generationStats';
 import { WindowCopyProposer, type WindowCopyOptions } from '../src/speculation/windowCopyProposer';
 import { StopRules } from '../src/stopping/stopRules';
@@ -42,6 +42,18 @@ export function tableVerifyCost(table: readonly [number, number][] = ISSUE_CPU_V
   };
 }
 
+/**
+ * Proposers replayed beside the copy, on the same batches and perfect output: llama-server's (a fresh
+ * one per run, its drafts verified whole, as the server verifies them), or ours (made per run, under
+ * a policy the caller keeps across cases, as a session keeps its own).
+ */
+export type Rival = ((promptLength: number) => LookupProposer) | OwnVariant;
+
+export interface OwnVariant {
+  policy: SpeculationPolicy;
+  proposers(promptLength: number, copySource: readonly Token[]): Proposer[];
+}
+
 export interface ReplayInput {
   /** The real target (a sequence of a loaded model): its batches are what is timed. */
   target: GreedyEvaluator;
@@ -61,7 +73,7 @@ export interface ReplayInput {
    * types: bench/llamaServerProposers.ts): each a fresh proposer per run, its drafts verified whole
    * (up to `rivalMaxProposal` tokens), as the server verifies them.
    */
-  rivals?: Record<string, (promptLength: number) => LookupProposer>;
+  rivals?: Record<string, Rival>;
   rivalMaxProposal?: number;
   /**
    * The policy of the plain and copy runs, kept by the caller across cases as a session keeps its own
@@ -184,14 +196,21 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     const started = now();
     let firstEditMs: number | undefined;
     const rival = mode.startsWith('rival:') ? input.rivals![mode.slice('rival:'.length)]! : undefined;
-    const proposer = rival ? rival(prompt.length) : mode === 'copy' ? new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions) : undefined;
+    const own = rival && typeof rival !== 'function' ? rival : undefined;
+    const proposers: Proposer[] = own
+      ? own.proposers(prompt.length, input.copySource)
+      : rival
+        ? [(rival as (promptLength: number) => LookupProposer)(prompt.length)]
+        : mode === 'copy'
+          ? [new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions)]
+          : [];
     const stats = await decode({
       mode: mode === 'plain' ? 'plain' : 'copy',
       target: model,
       prompt,
       stop,
-      policy: rival ? new SpeculationPolicy({ ...settings, adaptive: false, copyMaxProposal: rivalMax }) : (input.policy ?? new SpeculationPolicy(settings)),
-      proposers: proposer ? [proposer] : [],
+      policy: own ? own.policy : rival ? new SpeculationPolicy({ ...settings, adaptive: false, copyMaxProposal: rivalMax }) : (input.policy ?? new SpeculationPolicy(settings)),
+      proposers,
       now,
       onProgress: input.hasFinalEdit
         ? (tokens) => {
@@ -200,8 +219,14 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
         : undefined,
     });
     if (stop.tokens.length !== expected.length || stop.tokens.some((t, i) => t !== expected[i])) throw new Error(`${mode} replay did not write the expected output`);
-    // What its source proposed and the target kept.
-    const proposed = sourceStats(stats.speculation, proposer?.id ?? '');
+    // What its sources proposed and the target kept.
+    const proposed = proposers.reduce(
+      (sum, p) => {
+        const by = sourceStats(stats.speculation, p.id);
+        return { proposedTokens: sum.proposedTokens + by.proposedTokens, acceptedTokens: sum.acceptedTokens + by.acceptedTokens };
+      },
+      { proposedTokens: 0, acceptedTokens: 0 },
+    );
     return { stats, batches: model.batches.slice(1), firstEditMs, proposed };
   };
 
@@ -303,23 +328,31 @@ export interface CountedCase {
 export async function countReplay(
   cases: readonly CountedCase[],
   cost: (batch: number) => number,
-  rivals: Record<string, (promptLength: number) => LookupProposer>,
-): Promise<{ cases: number; copy: number; rivals: Record<string, number>; tokensPerEvaluation: number }> {
+  ported: Record<string, (promptLength: number) => LookupProposer>,
+  /** Ours beside the copy, each made once for all cases (its policy kept across them). */
+  own: Record<string, () => OwnVariant> = {},
+): Promise<{ cases: number; copy: number; rivals: Record<string, number>; tokensPerEvaluation: number; rivalTokensPerEvaluation: Record<string, number> }> {
   const target = new CountingTarget(cost);
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+  const rivals: Record<string, Rival> = { ...ported, ...Object.fromEntries(Object.entries(own).map(([name, make]) => [name, make()])) };
   const copy: number[] = [];
   const perEvaluation: number[] = [];
   const byRival: Record<string, number[]> = {};
+  const rivalPerEvaluation: Record<string, number[]> = {};
   for (const c of cases) {
     const r = await replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, rivals, policy, now: () => target.clock });
     copy.push(r.speedup);
     perEvaluation.push(r.replay.tokensPerEvaluation);
-    for (const [name, x] of Object.entries(r.rivals)) (byRival[name] ??= []).push(x.speedup);
+    for (const [name, x] of Object.entries(r.rivals)) {
+      (byRival[name] ??= []).push(x.speedup);
+      (rivalPerEvaluation[name] ??= []).push(x.tokensPerEvaluation);
+    }
   }
   return {
     cases: cases.length,
     copy: median(copy),
     rivals: Object.fromEntries(Object.entries(byRival).map(([name, v]) => [name, median(v)])),
     tokensPerEvaluation: median(perEvaluation),
+    rivalTokensPerEvaluation: Object.fromEntries(Object.entries(rivalPerEvaluation).map(([name, v]) => [name, median(v)])),
   };
 }

@@ -14,13 +14,15 @@ import { loadBenchSession } from './decodePath';
 import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
+import { documentSuffixProposer } from '../src/inference/documentNgrams';
+import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { NgramProposer } from '../src/speculation/ngramProposer';
 import type { ModelSettings } from '../src/shared/settings';
 import type { SourceId, Token } from '../src/shared/decoding';
 import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { type EditCase, editCases } from './editCorpus';
-import { countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
+import { countReplay, h100VerifyCost, type OwnVariant, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { LlamaServer, LlamaServerStreamError } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
@@ -264,7 +266,7 @@ function ngramProposer(session: InferenceSession, documentKey: string | undefine
  * One next-edit request decoded on the session's target (its cache reused across requests), its final
  * edits streamed by outputToEdit's streaming reduction, its whole output reduced to edits.
  */
-async function decodeInProcess(session: InferenceSession, request: NextEditRequest, prompt: NextEditPrompt, maxTokens?: number, policy: SpeculationPolicy = session.policy) {
+async function decodeInProcess(session: InferenceSession, request: NextEditRequest, prompt: NextEditPrompt, maxTokens?: number, policy: SpeculationPolicy = session.policy, suffix = false) {
   const format = NEXT_EDIT_FORMATS[prompt.format];
   const model = session.target.model;
   const streamed = new StreamedEdits(format, prompt, request);
@@ -279,7 +281,12 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     promptTokens: promptTokensOf(session, prompt),
     mode: request.mode,
     policy,
-    proposers: [draft, request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined],
+    proposers: [
+      draft,
+      request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
+      // The chain and tree side by side: the suffix proposer, whose offers are trees (where the mode takes it).
+      suffix ? documentSuffixProposer(session.documents, request.documentKey, DEFAULT_SPECULATION, policy) : undefined,
+    ],
     // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
@@ -400,7 +407,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
         } else {
           const variant = TreeSideBySide.isVariant(mode) ? mode : null;
           const request = nextEditRequestOf(c, (variant ? TreeSideBySide.baseMode(variant) : mode) as NextEditRequest['mode'], format);
-          const r = await decodeInProcess(session, request, prompt, opts.maxTokens, variant && sideBySide ? sideBySide.overrides(variant).policy : undefined);
+          const r = await decodeInProcess(session, request, prompt, opts.maxTokens, variant && sideBySide ? sideBySide.overrides(variant).policy : undefined, variant !== null);
           const s = r.stats.speculation;
           const sources = Object.keys(s.bySource);
           run = {
@@ -484,6 +491,22 @@ export const REPLAY_RIVALS = {
 };
 
 /**
+ * Our other proposers on the same replay: the suffix proposer alone, and after the copy (as the hybrid
+ * mode orders them: the copy first), over the prompt and the output (no index: the replay has no open
+ * documents), each under an adaptive policy kept across the cases like the copy's.
+ */
+export const OWN_REPLAY_VARIANTS: Record<string, () => OwnVariant> = {
+  'suffix (ours)': () => {
+    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+    return { policy, proposers: () => [documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)] };
+  },
+  'copy + suffix (ours)': () => {
+    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+    return { policy, proposers: (promptLength, copySource) => [new WindowCopyProposer(copySource, promptLength), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)] };
+  },
+};
+
+/**
  * The sweep output a perfect model writes for a case: the region as the prompt shows it with the
  * expected edit made, then the newline and <|file_sep|> the format stops at. Null when the format
  * does not read it back as that region (checked, so the replay measures a real output).
@@ -533,6 +556,7 @@ export async function regimeEditsReplay(
   // One policy for every case, as a session keeps one: adaptive, its cost model learns this machine's
   // verify cost and the copy length follows from it.
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true, graphReplay: replaysGraphs(session.info) });
+  const rivals = { ...REPLAY_RIVALS, ...Object.fromEntries(Object.entries(OWN_REPLAY_VARIANTS).map(([name, make]) => [name, make()])) };
   try {
     for (const c of cases) {
       const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));
@@ -550,7 +574,7 @@ export async function regimeEditsReplay(
         const partial = NEXT_EDIT_FORMATS.sweep.partialRegion(session.target.model.detokenize(out as readonly LlamaToken[], false), prompt);
         return partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length > 0;
       };
-      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit, rivals: REPLAY_RIVALS, policy });
+      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit, rivals, policy });
       rows.push({
         case: c.id,
         corpus: c.corpus,
@@ -578,11 +602,16 @@ export async function regimeEditsReplay(
 export interface CountedReplay {
   table: string;
   cases: number;
-  /** Plain's cost over ours and over each rival's, median over the cases. */
+  /** Plain's cost over ours and over each rival's (the ported ones and our other proposers), median over the cases. */
   copy: number;
   rivals: Record<string, number>;
   tokensPerEvaluation: number;
+  rivalTokensPerEvaluation?: Record<string, number>;
 }
+
+/** The ported ones among a replay's rivals (the others are ours). */
+const isPorted = (name: string) => Object.hasOwn(REPLAY_RIVALS, name);
+const rivalLabel = (name: string) => (isPorted(name) ? `${name} (llama-server's, ported)` : name);
 
 /** The cost tables the replay is counted under where no such machine is at hand. */
 const COUNT_TABLES: [string, (batch: number) => number][] = [
@@ -600,21 +629,24 @@ async function countedReplays(session: InferenceSession, cases: CorpusCase[]): P
     if (output !== null) ready.push({ prompt: promptTokensOf(session, prompt), expected: tokenize(output), copySource: tokenize(prompt.copySource) });
   }
   const out: CountedReplay[] = [];
-  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(ready, cost, REPLAY_RIVALS)) });
+  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(ready, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)) });
   return out;
 }
 
-/** The counted replays as a table. */
+/** The counted replays as a table: ours (the copy, and our other proposers) and the ported rivals, and ours over the better of those. */
 export function countedSummary(counted: CountedReplay[]): string[] {
   if (!counted.length) return [];
   const names = Object.keys(counted[0]!.rivals);
+  const ported = names.filter(isPorted);
+  const cell = (c: CountedReplay, n: string) => `${fmt(c.rivals[n]!, 2)}x${c.rivalTokensPerEvaluation?.[n] !== undefined ? `, ${fmt(c.rivalTokensPerEvaluation[n], 1)}` : ''}`;
   return [
-    `| cost table | cases | copy (ours): speedup, tok/eval | ${names.map((n) => `${n} (ported)`).join(' | ')} | ours over the better |`,
-    `|---|---|---|${names.map(() => '---|').join('')}---|`,
-    ...counted.map(
-      (c) =>
-        `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => `${fmt(c.rivals[n]!, 2)}x`).join(' | ')} | ${fmt(c.copy / Math.max(...names.map((n) => c.rivals[n]!)), 2)}x |`,
-    ),
+    `| cost table | cases | copy (ours): speedup, tok/eval | ${names.map((n) => `${rivalLabel(n)}: speedup, tok/eval`).join(' | ')} | copy over the better ported | the best of ours over the better ported |`,
+    `|---|---|---|${names.map(() => '---|').join('')}---|---|`,
+    ...counted.map((c) => {
+      const betterPorted = Math.max(...ported.map((n) => c.rivals[n]!));
+      const bestOurs = Math.max(c.copy, ...names.filter((n) => !isPorted(n)).map((n) => c.rivals[n]!));
+      return `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => cell(c, n)).join(' | ')} | ${fmt(c.copy / betterPorted, 2)}x | ${fmt(bestOurs / betterPorted, 2)}x |`;
+    }),
   ];
 }
 
@@ -665,11 +697,11 @@ export function replayRivalSummary(rows: ReplayCaseRow[]): string[] {
   const groups: [string, ReplayCaseRow[]][] = [['all', rows], ...[...new Set(rows.map((r) => r.corpus))].map((k): [string, ReplayCaseRow[]] => [k, rows.filter((r) => r.corpus === k)])];
   const cell = (g: ReplayCaseRow[], speed: (r: ReplayCaseRow) => number, tpe: (r: ReplayCaseRow) => number) => `${fmt(median(g.map(speed)), 2)}x, ${fmt(median(g.map(tpe)), 1)}`;
   return [
-    `| cases | n | copy (ours): speedup, tok/eval | ${names.map((n) => `${n} (llama-server's, ported): speedup, tok/eval`).join(' | ')} | copy over the better of them (median per case) |`,
+    `| cases | n | copy (ours): speedup, tok/eval | ${names.map((n) => `${rivalLabel(n)}: speedup, tok/eval`).join(' | ')} | copy over the better ported (median per case) |`,
     `|---|---|---|${names.map(() => '---|').join('')}---|`,
     ...groups.map(([name, g]) => {
       const rival = (r: ReplayCaseRow, n: string) => r.rivals?.[n];
-      const over = g.map((r) => Math.min(...names.map((n) => rival(r, n)?.ms ?? Number.POSITIVE_INFINITY)) / r.replayMs);
+      const over = g.map((r) => Math.min(...names.filter(isPorted).map((n) => rival(r, n)?.ms ?? Number.POSITIVE_INFINITY)) / r.replayMs);
       return `| ${name} | ${g.length} | ${cell(
         g,
         (r) => r.speedup,

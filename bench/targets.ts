@@ -102,6 +102,16 @@ export interface BenchTarget {
   note: string;
 }
 
+/**
+ * What a target needs that this checkout lacks (a quantised one: llama-quantize, which
+ * scripts/build-llama-server.sh builds), or null: asked before a regime starts on it.
+ */
+export function benchTargetMissing(name: string): string | null {
+  const quantised = name.endsWith('-q8');
+  if (!quantised || fs.existsSync(LLAMA_QUANTIZE)) return null;
+  return `its target "${name}" is quantised by llama-quantize, which is not built (bash scripts/build-llama-server.sh builds it beside llama-server)`;
+}
+
 /** The target's file, writing a random one the first time it is asked for. */
 export async function benchTarget(name: string): Promise<BenchTarget> {
   if (name === 'tiny' || name === 'v3') {

@@ -1,71 +1,10 @@
-// The tree lab's own parts (bench/treeLab.ts): where a context's ending recurs, and EAGLE-2's dynamic
-// tree expanded from a draft's top-k distributions (arXiv 2406.16858). Token trees and the scored trie
-// are src/speculation/tokenTree.ts. No model here: distributions and token lists come in as arguments.
+// The tree lab's own parts (bench/treeLab.ts): EAGLE-2's dynamic tree expanded from a draft's top-k
+// distributions (arXiv 2406.16858). Token trees and the scored trie are src/speculation/tokenTree.ts,
+// the suffix source src/speculation/suffixProposer.ts. No model here: distributions come in as arguments.
 import type { Token } from '../src/shared/decoding';
-import { addContinuations, type Continuation, ScoredTrie, type TokenTree } from '../src/speculation/tokenTree';
+import type { TokenTree } from '../src/speculation/tokenTree';
 
 export { acceptedPath, acceptTree, addContinuations, chainTree, type Continuation, isTokenTree, nodeDepths, ScoredTrie, type TokenTree } from '../src/speculation/tokenTree';
-
-/** An occurrence of the context's last `length` tokens in a source: source[end − length, end). */
-export interface Occurrence {
-  source: number;
-  end: number;
-  length: number;
-}
-
-/**
- * Every place where the context's ending recurs in the sources, with how long the match is (at most
- * maxN, at least minN). `searchEnd[s]` bounds where an occurrence in source s may end (exclusive of
- * the token after it): the context itself passed as a source must not match its own tail.
- */
-export function suffixOccurrences(context: readonly Token[], sources: readonly (readonly Token[])[], options: { minN: number; maxN: number; searchEnd?: readonly number[] }): Occurrence[] {
-  const out: Occurrence[] = [];
-  const n = context.length;
-  if (n === 0) return out;
-  const last = context[n - 1];
-  for (let s = 0; s < sources.length; s++) {
-    const src = sources[s]!;
-    const lastEnd = Math.min(options.searchEnd?.[s] ?? src.length, src.length);
-    for (let end = 1; end <= lastEnd; end++) {
-      if (src[end - 1] !== last) continue;
-      const cap = Math.min(options.maxN, end, n);
-      let m = 1;
-      while (m < cap && src[end - 1 - m] === context[n - 1 - m]) m++;
-      if (m >= options.minN) out.push({ source: s, end, length: m });
-    }
-  }
-  return out;
-}
-
-/**
- * SuffixDecoding's candidates: the continuations (up to maxLen tokens) after the occurrences of the
- * longest matched ending of the context, one weight each, the latest of each source first (at most
- * `maxOccurrences`). Occurrences whose surroundings are the same tokens (the same text seen through
- * two sources: the prompt and the open document it was cut from) count once. Empty when nothing
- * matches minN tokens.
- */
-export function suffixContinuations(
-  context: readonly Token[],
-  sources: readonly (readonly Token[])[],
-  options: { minN: number; maxN: number; maxLen: number; searchEnd?: readonly number[]; maxOccurrences?: number },
-): { matchLength: number; continuations: Continuation[] } {
-  const occurrences = suffixOccurrences(context, sources, options);
-  const longest = occurrences.reduce((m, o) => Math.max(m, o.length), 0);
-  const chosen = occurrences.filter((o) => o.length === longest).sort((a, b) => a.source - b.source || b.end - a.end);
-  const seen = new Set<string>();
-  const continuations: Continuation[] = [];
-  for (const o of chosen) {
-    if (continuations.length >= (options.maxOccurrences ?? Number.POSITIVE_INFINITY)) break;
-    const src = sources[o.source]!;
-    const tokens = src.slice(o.end, o.end + options.maxLen) as Token[];
-    if (tokens.length === 0) continue;
-    const key = src.slice(Math.max(0, o.end - 2 * options.maxN), o.end + options.maxLen).join(',');
-    if (seen.has(key)) continue;
-    seen.add(key);
-    continuations.push({ tokens, weight: 1 });
-  }
-  return { matchLength: longest, continuations };
-}
 
 /** A draft model's most likely next tokens after a context, most likely first, with their probabilities. */
 export interface TopK {

@@ -10,9 +10,11 @@ import type { BenchTask } from './corpus';
 import type { CompletionRequest } from '../src/shared/completion';
 import type { ModelSettings } from '../src/shared/settings';
 import type { Token } from '../src/shared/decoding';
+import type { NgramIndex } from '../src/ngram';
 import { DEFAULT_SPECULATION, InferenceSession } from '../src/inference/inferenceSession';
 import { documentNgramProposer } from '../src/inference/documentNgrams';
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
+import { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
 import { CopyAcceptance } from '../src/speculation/copyAcceptance';
 import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { CompletionEngine, DEFAULT_ENGINE_SETTINGS } from '../src/engine/completionEngine';
@@ -32,7 +34,9 @@ import {
   DraftTrees,
   draftChain,
   eagleProposal,
+  suffixChain,
   hybridChain,
+  hybridSuffixChain,
   hybridTree,
   NGRAM_MIN_N,
   SUFFIX_MIN_N,
@@ -68,7 +72,9 @@ const kept = <T>(state: Map<string, unknown>, key: string, create: () => T): T =
 interface FimCase {
   prompt: Token[];
   truth: Token[];
-  document: Token[];
+  /** The session's index, holding the task's document under `key`. */
+  documents: NgramIndex;
+  key: string;
   ngram: ReturnType<typeof documentNgramProposer>;
   at: DraftAt;
   trees: DraftTrees;
@@ -76,61 +82,8 @@ interface FimCase {
 
 const minConfidence = DEFAULT_SPECULATION.draftMinConfidence;
 
-export const FIM_VARIANTS: Variant<FimCase>[] = [
-  { name: 'draft chain', shape: 'chain', make: (c) => ({ propose: (s) => draftChain(c.at, s, minConfidence) }) },
-  { name: 'draft chain to B−1', shape: 'chain', make: (c) => ({ propose: (s) => draftChain(c.at, s, 0) }) },
-  { name: `draft tree (EAGLE-2, k=${EAGLE_K})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K) }) },
-  { name: `draft tree (EAGLE-2, k=${EAGLE_K_SMALL})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K_SMALL) }) },
-  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
-  { name: 'suffix tree', shape: 'tree', make: (c, _b, state) => suffixFor(state, c) },
-  { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, state) => suffixFor(state, c, NGRAM_MIN_N) },
-  { name: 'suffix candidates, bound', shape: 'bound', make: (c, _b, state) => suffixBound(state, c) },
-  { name: 'hybrid chain', shape: 'chain', make: (c) => hybridChain(c.ngram, c.at, minConfidence) },
-  { name: 'hybrid tree, by score', shape: 'tree', make: (c, _b, state) => hybridTree(suffixFor(state, c), c.trees, EAGLE_K, 'by score') },
-  { name: 'hybrid tree, suffix first', shape: 'tree', make: (c, _b, state) => hybridTree(suffixFor(state, c), c.trees, EAGLE_K, 'suffix first') },
-];
-
-/** The suffix source of a variant and batch size: its per-token rate learned across generations, its document the current one's. */
-function suffixFor(state: Map<string, unknown>, c: { document: Token[] }, minN = SUFFIX_MIN_N): SuffixTreeSource {
-  const current = kept(state, 'document', () => ({ tokens: [] as Token[] }));
-  current.tokens = c.document;
-  return kept(state, 'suffix', () => new SuffixTreeSource(() => current.tokens, minN));
-}
-
-interface EditCase {
-  prompt: Token[];
-  truth: Token[];
-  window: Token[];
-  document: Token[];
-  ngram: ReturnType<typeof documentNgramProposer>;
-}
-
-/** The suffix source's whole candidate trie at each step, and the output's longest path through it. */
-function suffixBound(state: Map<string, unknown>, c: { document: Token[]; truth: Token[] }): ReplaySource {
-  const suffix = suffixFor(state, c);
-  return candidateBound({ trie: (step) => suffix.trie(step.history, step.budget) }, c.truth);
-}
-
-function copyFor(state: Map<string, unknown>, c: EditCase, options: { resync: boolean; suffix: boolean; suffixRoot?: boolean; fallback: boolean }): CopySource {
-  const acceptance = kept(state, 'copy', () => new CopyAcceptance());
-  return new CopySource(new WindowCopyProposer(c.window, c.prompt.length), c.prompt.length, c.window, acceptance, {
-    resync: options.resync,
-    suffix: options.suffix ? suffixFor(state, c) : undefined,
-    suffixRoot: options.suffixRoot,
-    fallbackChain: options.fallback ? c.ngram : undefined,
-  });
-}
-
-export const EDIT_VARIANTS: Variant<EditCase>[] = [
-  { name: 'copy chain', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: false }) },
-  { name: 'copy tree (+ other resyncs)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: false, fallback: false }) },
-  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
-  { name: 'suffix tree', shape: 'tree', make: (c, _b, s) => suffixFor(s, c) },
-  { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, s) => suffixFor(s, c, NGRAM_MIN_N) },
-  { name: 'hybrid chain (copy, else n-gram)', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: true }) },
-  { name: 'hybrid tree (copy + resyncs + suffix)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: true, fallback: false }) },
-  { name: 'hybrid tree, by score (+ suffix at the root)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: true, suffixRoot: true, fallback: false }) },
-  { name: 'copy + resyncs + suffix candidates, bound', shape: 'bound', make: (c, _b, s) => candidateBound(copyFor(s, c, { resync: true, suffix: true, suffixRoot: true, fallback: false }), c.truth) },
+/** llama-server's model-free proposers, ported (bench/llamaServerProposers.ts), as chains. */
+const RIVAL_CHAINS: Variant<{ prompt: Token[] }>[] = [
   {
     name: 'ngram-simple chain (llama-server, ported)',
     shape: 'chain',
@@ -152,19 +105,101 @@ export const EDIT_VARIANTS: Variant<EditCase>[] = [
   },
 ];
 
+export const FIM_VARIANTS: Variant<FimCase>[] = [
+  { name: 'draft chain', shape: 'chain', make: (c) => ({ propose: (s) => draftChain(c.at, s, minConfidence) }) },
+  { name: 'draft chain to B−1', shape: 'chain', make: (c) => ({ propose: (s) => draftChain(c.at, s, 0) }) },
+  { name: `draft tree (EAGLE-2, k=${EAGLE_K})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K) }) },
+  { name: `draft tree (EAGLE-2, k=${EAGLE_K_SMALL})`, shape: 'tree', make: (c) => ({ propose: (s) => eagleProposal(c.trees, s, EAGLE_K_SMALL) }) },
+  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
+  ...RIVAL_CHAINS,
+  { name: 'suffix chain', shape: 'chain', make: (c, _b, state) => suffixChain(suffixFor(state, c)) },
+  { name: 'suffix tree', shape: 'tree', make: (c, _b, state) => suffixFor(state, c) },
+  { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, state) => suffixFor(state, c, NGRAM_MIN_N) },
+  { name: 'suffix candidates, bound', shape: 'bound', make: (c, _b, state) => suffixBound(state, c) },
+  { name: 'hybrid chain', shape: 'chain', make: (c) => hybridChain(c.ngram, c.at, minConfidence) },
+  {
+    name: 'hybrid chain, suffix for n-gram',
+    shape: 'chain',
+    // The draft's rate as a policy learns it (DraftModelProposer's prior), kept across generations.
+    make: (c, _b, state) =>
+      hybridSuffixChain(
+        suffixFor(state, c),
+        c.at,
+        minConfidence,
+        kept(state, 'draft rate', () => new AcceptanceTracker({ draft: 0.5 })),
+      ),
+  },
+  { name: 'hybrid tree, by score', shape: 'tree', make: (c, _b, state) => hybridTree(suffixFor(state, c), c.trees, EAGLE_K, 'by score') },
+  { name: 'hybrid tree, suffix first', shape: 'tree', make: (c, _b, state) => hybridTree(suffixFor(state, c), c.trees, EAGLE_K, 'suffix first') },
+];
+
+/** The suffix source of a variant and batch size: its rates learned across generations, its index the session's (holding the current document). */
+function suffixFor(state: Map<string, unknown>, c: { documents: NgramIndex; key: string }, minN = SUFFIX_MIN_N): SuffixTreeSource {
+  const current = kept(state, 'index', () => ({ documents: c.documents, key: c.key }));
+  current.documents = c.documents;
+  current.key = c.key;
+  return kept(state, `suffix ${minN}`, () => new SuffixTreeSource(() => current, minN));
+}
+
+interface EditCase {
+  prompt: Token[];
+  truth: Token[];
+  window: Token[];
+  documents: NgramIndex;
+  key: string;
+  ngram: ReturnType<typeof documentNgramProposer>;
+}
+
+/** The suffix source's whole candidate trie at each step, and the output's longest path through it. */
+function suffixBound(state: Map<string, unknown>, c: { documents: NgramIndex; key: string; truth: Token[] }): ReplaySource {
+  const suffix = suffixFor(state, c);
+  return candidateBound({ trie: (step) => suffix.trie(step.history, step.budget) }, c.truth);
+}
+
+function copyFor(state: Map<string, unknown>, c: EditCase, options: { resync: boolean; suffix: boolean; suffixRoot?: boolean; fallback: boolean }): CopySource {
+  const acceptance = kept(state, 'copy', () => new CopyAcceptance());
+  return new CopySource(new WindowCopyProposer(c.window, c.prompt.length), c.prompt.length, c.window, acceptance, {
+    resync: options.resync,
+    suffix: options.suffix ? suffixFor(state, c) : undefined,
+    suffixRoot: options.suffixRoot,
+    fallbackChain: options.fallback ? c.ngram : undefined,
+  });
+}
+
+export const EDIT_VARIANTS: Variant<EditCase>[] = [
+  { name: 'copy chain', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: false }) },
+  { name: 'copy tree (+ other resyncs)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: false, fallback: false }) },
+  { name: 'n-gram chain', shape: 'chain', make: (c) => chainSource((h, n) => c.ngram.offer(h, n)) },
+  { name: 'suffix chain', shape: 'chain', make: (c, _b, s) => suffixChain(suffixFor(s, c)) },
+  { name: 'suffix tree', shape: 'tree', make: (c, _b, s) => suffixFor(s, c) },
+  { name: `suffix tree, ${NGRAM_MIN_N}+ token matches`, shape: 'tree', make: (c, _b, s) => suffixFor(s, c, NGRAM_MIN_N) },
+  { name: 'hybrid chain (copy, else n-gram)', shape: 'chain', make: (c, _b, s) => copyFor(s, c, { resync: false, suffix: false, fallback: true }) },
+  { name: 'hybrid tree (copy + resyncs + suffix)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: true, fallback: false }) },
+  { name: 'hybrid tree, by score (+ suffix at the root)', shape: 'tree', make: (c, _b, s) => copyFor(s, c, { resync: true, suffix: true, suffixRoot: true, fallback: false }) },
+  { name: 'copy + resyncs + suffix candidates, bound', shape: 'bound', make: (c, _b, s) => candidateBound(copyFor(s, c, { resync: true, suffix: true, suffixRoot: true, fallback: false }), c.truth) },
+  ...RIVAL_CHAINS,
+];
+
 /** The chain each tree is compared with (the gain rows), by regime. */
 export const FIM_COMPARISONS: [tree: string, chain: string][] = [
   [`draft tree (EAGLE-2, k=${EAGLE_K})`, 'draft chain'],
   [`draft tree (EAGLE-2, k=${EAGLE_K})`, 'draft chain to B−1'],
   [`draft tree (EAGLE-2, k=${EAGLE_K_SMALL})`, 'draft chain'],
+  ['suffix chain', 'n-gram chain'],
+  ['suffix tree', 'suffix chain'],
   ['suffix tree', 'n-gram chain'],
   [`suffix tree, ${NGRAM_MIN_N}+ token matches`, 'n-gram chain'],
   ['suffix candidates, bound', 'n-gram chain'],
+  ['suffix tree', 'ngram-mod chain (llama-server, ported)'],
+  ['suffix tree', 'ngram-simple chain (llama-server, ported)'],
   ['hybrid tree, by score', 'hybrid chain'],
   ['hybrid tree, suffix first', 'hybrid chain'],
+  ['hybrid chain, suffix for n-gram', 'hybrid chain'],
 ];
 export const EDIT_COMPARISONS: [tree: string, chain: string][] = [
   ['copy tree (+ other resyncs)', 'copy chain'],
+  ['suffix chain', 'n-gram chain'],
+  ['suffix tree', 'suffix chain'],
   ['suffix tree', 'n-gram chain'],
   [`suffix tree, ${NGRAM_MIN_N}+ token matches`, 'n-gram chain'],
   ['hybrid tree (copy + resyncs + suffix)', 'hybrid chain (copy, else n-gram)'],
@@ -325,7 +360,8 @@ export async function fimLab(tasks: BenchTask[], pair: { name: string; target: s
       const c: FimCase = {
         prompt,
         truth,
-        document: session.documents.documentTokens(key) ?? [],
+        documents: session.documents,
+        key,
         ngram: documentNgramProposer(session.documents, key, DEFAULT_SPECULATION),
         at,
         trees: new DraftTrees(at, LARGEST - 1),
@@ -390,7 +426,8 @@ export async function editsLab(cases: CorpusCase[], cpuCurve: CostCurves, opts: 
         prompt: promptTokensOf(session, prompt),
         truth: tokenize(output),
         window: tokenize(prompt.copySource),
-        document: session.documents.documentTokens(key) ?? [],
+        documents: session.documents,
+        key,
         ngram: documentNgramProposer(session.documents, key, DEFAULT_SPECULATION),
       };
       await runVariants(EDIT_VARIANTS, e, e.prompt, e.truth, tables, tallies, states);
@@ -526,7 +563,7 @@ export function gateOf(r: LabResult, chain: string): { best: string; gain: numbe
 
 const LEGEND = [
   "Counted, not timed. Each generation is replayed step by step against the target's own greedy output (fill-in-the-middle: a plain run of the task's request on the pair's target, the prompt and stop rules regime 1 uses; next edits: the true updated window a perfect model writes, as in the edits replay). A step verifies the pending token and what the source offers, at most B − 1 nodes: a chain, or a tree whose longest root path equal to the output is accepted; the step advances that far plus the target's own token. tok/eval: output tokens over target evaluations, the prompt's included (as regime 1 counts them); every step's batch is one target evaluation whatever its shape.",
-  "Sources. draft chain: the draft's greedy tokens, stopping where its own probability falls below draftMinConfidence, as DraftModelProposer drafts (to B−1: never stopping). draft tree: EAGLE-2's dynamic tree from the draft's real top-k distributions: the candidate with the highest cumulative draft probability is taken next, a taken node's k best children offered once it is expanded (expanded only when they might be taken next), until B − 1 nodes. n-gram chain: today's proposer (the prompt and output, then the open document; 3 to 8 tokens matched, the latest occurrence's continuation). suffix tree: SuffixDecoding's: the continuations after every occurrence (the latest 32) of the longest matched ending (1 to 8 tokens; or 3 to 8) in the prompt and output and the open document, merged into a trie by frequency, each node's share decayed per token by the source's own measured per-token acceptance. hybrid chain: Draftline's (fill-in-the-middle: the n-gram match, else the draft's chain; next edits: the window copy, else the n-gram match). hybrid tree, by score: the suffix's and EAGLE-2's nodes in one trie, each by its estimated chance (the draft's cumulative probability, the suffix's decayed frequency), the best B − 1; suffix first: the suffix's best nodes first where it matches, EAGLE-2's filling the rest. copy tree: the window copy scored by the chance it holds so far (CopyAcceptance's first-token rate and survival curve, learned over the steps as the policy learns them), and along its first 16 tokens the alternatives should it be wrong there (where else in the window it could resume: the window copy's own re-synchronisation rules; with suffix: the suffix source's continuations too), weighted by match length. hybrid tree, by score (+ suffix at the root): the same, and the suffix source's own candidates at the root by their own chance (merged by the higher score). llama-server's ngram-simple and ngram-mod: ported (bench/llamaServerProposers.ts), their drafts cut to B − 1. bound: the output's longest path (up to B − 1 deep) through a source's whole candidate trie, no node budget: it knows the output, so it is not a source but the most a tree of those candidates could accept.",
+  "Sources. draft chain: the draft's greedy tokens, stopping where its own probability falls below draftMinConfidence, as DraftModelProposer drafts (to B−1: never stopping). draft tree: EAGLE-2's dynamic tree from the draft's real top-k distributions: the candidate with the highest cumulative draft probability is taken next, a taken node's k best children offered once it is expanded (expanded only when they might be taken next), until B − 1 nodes. n-gram chain: today's proposer (the prompt and output, then the open document; 3 to 8 tokens matched, the latest occurrence's continuation). suffix tree / chain: Draftline's suffix proposer as it ships (src/speculation/suffixProposer.ts, after SuffixDecoding): the continuations after every occurrence (at most 32: the prompt and output's newest first, then the index's) of the longest matched ending (1 to 8 tokens; or 3 to 8: no offer after a shorter one) in the prompt and output and the open document (through the session's n-gram index), merged into a trie by frequency, each node scored its share times the rates the proposer learns per match length from its verified chains; the tree is the best B − 1 nodes, the chain its likeliest path. hybrid chain: Draftline's (fill-in-the-middle: the n-gram match, else the draft's chain; next edits: the window copy, else the n-gram match); suffix for n-gram: the suffix chain where its first guess is at least as likely as the draft's measured per-token acceptance (the hybrid mode's floor for it), else the draft's chain. hybrid tree, by score: the suffix's and EAGLE-2's nodes in one trie, each by its estimated chance (the draft's cumulative probability, the suffix's decayed frequency), the best B − 1; suffix first: the suffix's best nodes first where it matches, EAGLE-2's filling the rest. copy tree: the window copy scored by the chance it holds so far (CopyAcceptance's first-token rate and survival curve, learned over the steps as the policy learns them), and along its first 16 tokens the alternatives should it be wrong there (where else in the window it could resume: the window copy's own re-synchronisation rules; with suffix: the suffix source's continuations too), weighted by match length. hybrid tree, by score (+ suffix at the root): the same, and the suffix source's own candidates at the root by their own chance (merged by the higher score). llama-server's ngram-simple and ngram-mod: ported (bench/llamaServerProposers.ts), their drafts cut to B − 1. bound: the output's longest path (up to B − 1 deep) through a source's whole candidate trie, no node budget: it knows the output, so it is not a source but the most a tree of those candidates could accept.",
   "Draft cost. A chain drafts one token a batch (the first batch evaluates the accepted tokens the draft has not seen: 1 after a rejection, 2 after a full accept). A tree is counted as a level-by-level expansion would run it: one draft batch per depth holding the nodes expanded at that depth (each on its own path, as a tree attention mask allows), after the same catch-up batch; the lab itself evaluates the draft on every hypothetical path it needs, memoised (its own cost is not a step's). A draft batch of b tokens costs c x D(b)/D(1) target evaluations of one token, c = the draft's one-token step over the target's as measured here, D the H100 line (1 + 0.06 (b − 1)) under the H100 table, the draft's measured batch cost under the CPU table. \"H100, draft free\" leaves the draft out (the verify side alone).",
   "Cost tables. H100: V(b)/V(1) = 1 + 0.06 (b − 1) (the line bench/edits.ts counts with), every step a fixed shape of B as Draftline verifies on a graph backend (chains and trees alike; what the source leaves empty is verified for nothing, never counted as a guess). H100 variable: the same line, each step the batch it holds (pending + nodes), as bench/edits.ts's counted replay weighs it. CPU: this machine's V(b) as measured in the run (the faster of two interleaved measurements per size, never below a smaller size's), each step the batch it holds (a CPU's variable shape). Speedup: plain decoding's cost of the same tokens (one single-token evaluation per token after the first) over the source's, all generations pooled; next edits also the median over cases (as the edits replay's counted table reports it; there the policy chooses each length).",
 ];

@@ -2,7 +2,7 @@
 // target verifies token trees (src/inference/treeVerification.ts: its unified KV context), each
 // lossless mode runs twice on the same fixed verify shape B — its sources' tree offers verified as
 // trees, and as their likeliest chains (SpeculationSettings.verifyTrees false) — each with a policy of
-// its own kept across the tasks. On a CPU the shape is forced (a CPU has no fixed shape of its own:
+// its own kept across the tasks; the suffix proposer (which offers trees) beside the mode's sources. On a CPU the shape is forced (a CPU has no fixed shape of its own:
 // there a batch costs about what it holds, so both are slower than Draftline's default there, the tree
 // the more); the counted tokens per target evaluation are the hardware-independent figure.
 import type { DecodeOverrides, InferenceSession } from '../src/inference/inferenceSession';
@@ -54,10 +54,13 @@ export class TreeSideBySide {
     return mode.split(' ')[0] as DecodeMode;
   }
 
-  /** What a request of the variant decodes with: its settings and its own policy. */
+  /**
+   * What a request of the variant decodes with: its settings, its own policy, and the suffix proposer
+   * beside the mode's own sources (the one that offers trees).
+   */
   overrides(mode: TreeVariant): DecodeOverrides {
     const speculation = this.settings.get(mode)!;
-    return { speculation, policy: this.policies.get(mode)! };
+    return { speculation, policy: this.policies.get(mode)!, suffix: true };
   }
 }
 

@@ -4,9 +4,13 @@
 // every occurrence of the matched context, the next-edit window copy and a tree of the copy plus its
 // alternatives, and hybrids of them.
 import type { LlamaContextSequence } from '../src/llama/llamaTypes';
+import { HistoryIndex, type NgramIndex, type SuffixMatches, suffixMatches } from '../src/ngram';
+import { SUFFIX_MAX_OCCURRENCES } from '../src/inference/documentNgrams';
+import { SuffixRates } from '../src/speculation/suffixAcceptance';
+import { type SuffixOffer, SuffixProposer } from '../src/speculation/suffixProposer';
 import type { Token } from '../src/shared/decoding';
 import type { NgramProposer } from '../src/speculation/ngramProposer';
-import { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
+import type { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
 import type { CopyAcceptance } from '../src/speculation/copyAcceptance';
 import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
 import type { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
@@ -21,21 +25,18 @@ import {
   expansionLevels,
   nodeDepths,
   ScoredTrie,
-  suffixContinuations,
   type TokenTree,
   type TopK,
 } from './tokenTree';
 import type { ReplaySource, StepContext, StepProposal } from './treeReplay';
 
 /**
- * The suffix source's match lengths: up to 8 tokens as today's n-gram proposer, down to one (a tree
- * can hold the weak guesses a chain cannot afford); today's proposer needs 3 (DEFAULT_SPECULATION).
+ * The suffix source's match lengths: up to 8 tokens as today's n-gram proposer, down to one (the
+ * proposer's own: weak guesses scored as weak); today's n-gram proposer needs 3 (DEFAULT_SPECULATION).
  */
 export const SUFFIX_MIN_N = 1;
 export const NGRAM_MIN_N = 3;
 export const SUFFIX_MAX_N = 8;
-/** Occurrences merged at most (the latest of each source first): a one-token match recurs hundreds of times. */
-export const SUFFIX_MAX_OCCURRENCES = 32;
 
 /**
  * The draft model's top-k next tokens after the prompt and any output prefix, read from a sequence of
@@ -139,25 +140,6 @@ export async function eagleProposal(trees: DraftTrees, step: StepContext, k: num
   return { tree, draftLevels: expansionLevels(nodeDepths(tree), expanded), expanded };
 }
 
-/** The suffix source's candidates at a context: every occurrence of its longest matched ending in the history and the open document. */
-export function suffixCandidates(history: readonly Token[], document: readonly Token[], maxLen: number, minN = SUFFIX_MIN_N): { matchLength: number; continuations: Continuation[] } {
-  return suffixContinuations(history, [history, document], { minN, maxN: SUFFIX_MAX_N, maxLen, searchEnd: [history.length - 1, document.length], maxOccurrences: SUFFIX_MAX_OCCURRENCES });
-}
-
-/** The path of a trie's best child at each level from `parent`: a source's single most likely guess. */
-export function topPath(trie: ScoredTrie, budget: number): Token[] {
-  const { tree } = trie.best(budget);
-  const path: Token[] = [];
-  let parent = -1;
-  for (let i = 0; i < tree.tokens.length; i++) {
-    if (tree.parents[i] === parent) {
-      path.push(tree.tokens[i]!);
-      parent = i;
-    }
-  }
-  return path;
-}
-
 /** Tokens of `path` that the accepted nodes of `tree` agree with, from the root. */
 export function agreedPrefix(tree: TokenTree, accepted: readonly number[], path: readonly Token[]): number {
   return commonPrefixLength(
@@ -167,46 +149,79 @@ export function agreedPrefix(tree: TokenTree, accepted: readonly number[], path:
 }
 
 /**
- * The suffix source's tree (SuffixDecoding): continuations after every occurrence of the longest
- * matched ending, merged by frequency, each node's share decayed per token by the source's measured
- * per-token acceptance (its single best path's, learned over the steps as the policy learns a source's).
+ * The suffix source: Draftline's suffix proposer (src/speculation/suffixProposer.ts), as it ships: the
+ * history's and the index's occurrences of the longest matched ending (ngram/suffixMatches.ts), merged
+ * by frequency, scored with the rates it learns per match length (kept across generations, as a
+ * policy keeps them), its tree the best B − 1 nodes. `minN` leaves out matches shorter than that (the
+ * n-gram proposer's rule, to see what the short ones add). It learns from its chain: the tokens of
+ * its likeliest path the accepted path agreed with.
  */
 export class SuffixTreeSource implements ReplaySource {
-  readonly rate = new AcceptanceTracker();
-  private lastTop: Token[] = [];
+  readonly rates = new SuffixRates();
+  private readonly history = new HistoryIndex();
+  private last: SuffixOffer | null = null;
+  readonly proposer: SuffixProposer;
 
   constructor(
-    readonly document: () => readonly Token[],
-    /** Shortest match looked for. */
+    /** The index the source searches (the open document's, as the session's index holds it) and the document's key. */
+    readonly index: () => { documents: NgramIndex | null; key?: string },
+    /** Shortest match proposed after. */
     readonly minN = SUFFIX_MIN_N,
-  ) {}
-
-  /** The source's candidates after `history`, continuations of up to `maxLen` tokens. */
-  candidates(history: readonly Token[], maxLen: number): { matchLength: number; continuations: Continuation[] } {
-    return suffixCandidates(history, this.document(), maxLen, this.minN);
+  ) {
+    this.proposer = new SuffixProposer((history, maxLen) => this.candidates(history, maxLen), this.rates);
   }
 
-  /** The source's trie after `history`, continuations of up to `budget` tokens. */
+  /** The source's candidates after `history`, continuations of up to `maxLen` tokens (null: none of minN tokens or more). */
+  candidates(history: readonly Token[], maxLen: number): SuffixMatches | null {
+    const { documents, key } = this.index();
+    const m = suffixMatches(this.history, documents, history, { maxN: SUFFIX_MAX_N, maxLen, limit: SUFFIX_MAX_OCCURRENCES, preferKey: key });
+    return m && m.matchLength >= this.minN ? m : null;
+  }
+
+  /** The rates' chance per depth after a match of `matchLength` (what a node's share is scaled by). */
+  reach(matchLength: number, depth: number): number[] {
+    return this.rates.reach(matchLength, depth);
+  }
+
+  /** The source's whole trie after `history` (its candidates, scored), continuations of up to `budget` tokens. */
   trie(history: readonly Token[], budget: number): ScoredTrie {
-    const trie = new ScoredTrie();
-    addContinuations(trie, this.candidates(history, budget).continuations, { decay: this.rate.rate('ngram') });
-    return trie;
+    return this.proposer.candidates(history, budget)?.trie ?? new ScoredTrie();
   }
 
   propose(step: StepContext): StepProposal {
-    const trie = this.trie(step.history, step.budget);
-    this.lastTop = topPath(trie, step.budget);
-    return { tree: trie.best(step.budget).tree };
+    this.last = this.proposer.offer(step.history, step.budget);
+    return { tree: this.last?.tree ?? chainTree([]) };
   }
 
   record(_step: StepContext, proposal: StepProposal, accepted: number[]): void {
-    this.learn(agreedPrefix(proposal.tree, accepted, this.lastTop), this.lastTop.length);
+    if (this.last) this.learn(this.last, agreedPrefix(proposal.tree, accepted, this.last.chain));
   }
 
-  /** What the source's best path proposed and how much of it was kept. */
-  learn(agreed: number, proposed: number): void {
-    if (proposed > 0) this.rate.record('ngram', proposed, agreed);
+  /** What an offer's chain proposed and how much of it the accepted path kept. */
+  learn(offer: SuffixOffer, agreed: number): void {
+    this.rates.record(offer, offer.chain.length, agreed);
   }
+
+  /** The latest offer (what `learn` is told about by a source that builds on this one). */
+  get lastOffer(): SuffixOffer | null {
+    return this.last;
+  }
+
+  /** Its offer at a step, remembered for learning (for a source that builds on this one). */
+  offer(history: readonly Token[], budget: number): SuffixOffer | null {
+    this.last = this.proposer.offer(history, budget);
+    return this.last;
+  }
+}
+
+/** The suffix source's chain alone (its likeliest path, what Draftline verifies where trees are not), learning from it. */
+export function suffixChain(suffix: SuffixTreeSource): ReplaySource {
+  return {
+    propose: (step) => ({ tree: chainTree(suffix.offer(step.history, step.budget)?.chain ?? []) }),
+    record: (_step, _proposal, accepted) => {
+      if (suffix.lastOffer) suffix.learn(suffix.lastOffer, accepted.length);
+    },
+  };
 }
 
 /** A chain from a proposer of today's interface (the n-gram proposer, a ported llama-server one). */
@@ -229,6 +244,30 @@ export function hybridChain(ngram: NgramProposer, at: DraftAt, minConfidence: nu
 }
 
 /**
+ * Draftline's fill-in-the-middle hybrid chain with the suffix proposer in the n-gram one's place, as
+ * the hybrid mode runs it: the suffix's chain where its first guess is at least as likely as the
+ * draft's measured per-token acceptance (its floor beside the draft), else the draft's greedy chain.
+ */
+export function hybridSuffixChain(suffix: SuffixTreeSource, at: DraftAt, minConfidence: number, draftRate: AcceptanceTracker): ReplaySource {
+  let used: 'suffix' | 'draft' = 'draft';
+  return {
+    propose: async (step) => {
+      const offer = suffix.offer(step.history, step.budget);
+      if (offer && offer.scores[0]! >= draftRate.rate('draft')) {
+        used = 'suffix';
+        return { tree: chainTree(offer.chain) };
+      }
+      used = 'draft';
+      return draftChain(at, step, minConfidence);
+    },
+    record: (_step, proposal, accepted) => {
+      if (used === 'suffix' && suffix.lastOffer) suffix.learn(suffix.lastOffer, accepted.length);
+      else if (proposal.tree.tokens.length > 0) draftRate.record('draft', proposal.tree.tokens.length, accepted.length);
+    },
+  };
+}
+
+/**
  * The fill-in-the-middle hybrid tree: the suffix source's nodes and EAGLE-2's in one trie within the
  * budget. `by score`: every node by its estimated chance (the draft's cumulative probability, the
  * suffix's decayed frequency), the draft's tree built to the whole budget to be compared. `suffix
@@ -236,11 +275,11 @@ export function hybridChain(ngram: NgramProposer, at: DraftAt, minConfidence: nu
  * draft only runs, and only as far, as the rest needs).
  */
 export function hybridTree(suffix: SuffixTreeSource, trees: DraftTrees, k: number, rule: 'by score' | 'suffix first'): ReplaySource {
-  let lastTop: Token[] = [];
+  let lastOffer: SuffixOffer | null = null;
   return {
     propose: async (step) => {
       const own = suffix.trie(step.history, step.budget);
-      lastTop = topPath(own, step.budget);
+      lastOffer = suffix.offer(step.history, step.budget);
       const ranked = own.best(step.budget);
       const trie = new ScoredTrie();
       // Suffix first: above any draft probability.
@@ -280,7 +319,9 @@ export function hybridTree(suffix: SuffixTreeSource, trees: DraftTrees, k: numbe
         expanded: best.from.map((i) => trie.expanded[i]!),
       };
     },
-    record: (_step, proposal, accepted) => suffix.learn(agreedPrefix(proposal.tree, accepted, lastTop), lastTop.length),
+    record: (_step, proposal, accepted) => {
+      if (lastOffer) suffix.learn(lastOffer, agreedPrefix(proposal.tree, accepted, lastOffer.chain));
+    },
   };
 }
 
@@ -329,7 +370,7 @@ export const COPY_BRANCH_DEPTHS = 16;
  */
 export class CopySource implements ReplaySource {
   private last: { tokens: readonly Token[]; inRun: boolean; agreement?: number } | null = null;
-  private lastSuffixTop: Token[] = [];
+  private lastSuffix: SuffixOffer | null = null;
 
   constructor(
     private readonly copy: WindowCopyProposer,
@@ -371,11 +412,11 @@ export class CopySource implements ReplaySource {
     const nodes = trie.addPath(copied, reach.slice(1));
     const pointer = this.copy.position;
     if (suffix) {
-      const own = suffix.trie(step.history, step.budget);
-      // The suffix source's natural best guess here, to learn its per-token rate from.
-      this.lastSuffixTop = topPath(own, step.budget);
+      // The suffix source's natural best guess here, to learn its rates from.
+      this.lastSuffix = suffix.offer(step.history, step.budget);
       // By score: its own candidates at the root too, each by its own chance (the copy's among them where they agree).
       if (this.options.suffixRoot) {
+        const own = suffix.trie(step.history, step.budget);
         const placed = new Map<number, number>();
         for (let i = 0; i < own.size; i++) copyInto(trie, own, i, placed);
       }
@@ -387,20 +428,21 @@ export class CopySource implements ReplaySource {
       if (!(scale > 0) || maxLen <= 0) continue;
       const history = j === 0 ? step.history : [...step.history, ...copied.slice(0, j)];
       const differs = (c: Continuation) => j >= copied.length || c.tokens[0] !== copied[j];
-      const groups: { continuations: Continuation[]; decay: number }[] = [];
+      const groups: { continuations: Continuation[]; decay?: number; reach?: number[] }[] = [];
       if (resync) {
         const output = history.slice(this.promptLength);
         const at = pointer === null ? undefined : pointer + j;
         groups.push({ continuations: resyncContinuations(output, this.window, { near: at, exclude: at, maxLen }).filter(differs), decay: this.acceptance.continuationRate(1, false) });
       }
-      if (suffix) {
-        const { matchLength, continuations } = suffix.candidates(history, maxLen);
-        groups.push({ continuations: continuations.filter(differs).map((c) => ({ ...c, weight: matchLength })), decay: suffix.rate.rate('ngram') });
+      const found = suffix?.candidates(history, maxLen);
+      if (suffix && found) {
+        const continuations = found.continuations.map((tokens) => ({ tokens, weight: found.matchLength })).filter(differs);
+        groups.push({ continuations, reach: suffix.reach(found.matchLength, maxLen) });
       }
       const total = groups.reduce((n, g) => n + g.continuations.reduce((m, c) => m + c.weight, 0), 0);
       for (const g of groups) {
         const weight = g.continuations.reduce((m, c) => m + c.weight, 0);
-        if (weight > 0) addContinuations(trie, g.continuations, { parent: j === 0 ? -1 : nodes[j - 1], scale: (scale * weight) / total, decay: g.decay });
+        if (weight > 0) addContinuations(trie, g.continuations, { parent: j === 0 ? -1 : nodes[j - 1], scale: (scale * weight) / total, decay: g.decay, reach: g.reach });
       }
     }
     return trie;
@@ -414,7 +456,7 @@ export class CopySource implements ReplaySource {
       this.copy.record(proposed, Math.min(agreed, proposed));
       this.acceptance.record(this.last.inRun, proposed, Math.min(agreed, proposed), this.last.agreement);
     }
-    if (this.options.suffix) this.options.suffix.learn(agreedPrefix(proposal.tree, accepted, this.lastSuffixTop), this.lastSuffixTop.length);
+    if (this.options.suffix && this.lastSuffix) this.options.suffix.learn(this.lastSuffix, agreedPrefix(proposal.tree, accepted, this.lastSuffix.chain));
   }
 }
 

@@ -22,6 +22,11 @@ export interface DecodeOverrides {
   profile?: StepProfile;
   /** The lookahead pool on or off whatever the settings say (the benchmark's side-by-side modes). */
   lookahead?: boolean;
+  /** The n-gram proposer and the suffix proposer on or off whatever the settings say (the benchmark's side-by-side modes; inference/documentNgrams.ts textProposers). */
+  ngram?: boolean;
+  suffix?: boolean;
+  /** Proposers tried after the mode's own (the benchmark's rivals: llama-server's proposers, ported). */
+  extraProposers?: readonly LookupProposer[];
   /**
    * Speculation settings of this request in place of the session's (the shared worker passes each
    * window's own, with `policy` the window's own policy over the same object).

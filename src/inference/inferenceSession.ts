@@ -23,7 +23,7 @@ import { DEFAULT_OWNER } from './promptStates';
 import { WindowDraftContext } from './windowDraftContext';
 import { ContextGate } from './contextGate';
 import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
-import { documentNgramProposer } from './documentNgrams';
+import { textProposers } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { SessionNextEdits } from './sessionNextEdits';
 import { replaysGraphs } from './treeVerification';
@@ -78,7 +78,7 @@ export class InferenceSession {
   readonly template: PromptTemplate;
   /** The KV sequences of the prompt states (window and task), and the saved states of evicted ones. */
   private readonly kv: PromptSequences;
-  /** Next-edit requests (issue #39) and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
+  /** Next-edit requests and the next-edit model (inference/sessionNextEdits.ts, nextEditModelSlot.ts). */
   readonly nextEdits: SessionNextEdits;
 
   private constructor(pair: LoadedPair, speculation: SpeculationSettings, log: RuntimeLog) {
@@ -157,7 +157,7 @@ export class InferenceSession {
   }
 
   /**
-   * Up to `count` alternatives to the greedy completion of `request` (issue #32): at the position of
+   * Up to `count` alternatives to the greedy completion of `request`: at the position of
    * that completion where the target was least certain (smallest top-two logit margin), the target's
    * greedy continuation after each of the next most likely tokens there, decoded as a completion is
    * (the request's mode: n-grams, draft, lookahead), the KV cache reused up to the branch point.
@@ -317,6 +317,7 @@ export class InferenceSession {
     // Without a usable draft, hybrid is n-gram only (with the window copy, when there is one) and draft is plain.
     const mode = request.mode === 'draft' || request.mode === 'hybrid' ? (draft ? request.mode : request.mode === 'hybrid' ? (overrides.copy ? 'hybrid' : 'ngram') : 'plain') : request.mode;
     const stop = this.stopRulesFor(request, overrides.budgetClock);
+    const policy = overrides.policy ?? this.policy;
     const { blank } = splitTrailingBlank(request.prefix);
     // The model wrote the blank the user had typed (left out of the prompt): the ghost text starts after it.
     const shown = () => (blank && stop.finalText.startsWith(blank) ? stop.finalText.slice(blank.length) : stop.finalText);
@@ -342,17 +343,19 @@ export class InferenceSession {
         target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
-        // The caller's own sources (DecodeOverrides.proposers) first.
+        // The caller's own sources first (DecodeOverrides.proposers), the mode's, then the rivals (extraProposers).
         proposers: [
           ...(overrides.proposers ?? []),
           ...proposersFor(mode, [
             overrides.copy,
-            documentNgramProposer(this.documents, request.documentKey, speculation),
+            // Beside the draft, a suffix guess is offered only when it is as likely as the draft's typical one.
+            ...textProposers(this.documents, request.documentKey, speculation, policy, overrides, mode === 'hybrid' && draft ? { floor: () => policy.acceptance.rate('draft') } : {}),
             (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
             draft,
           ]),
+          ...(overrides.extraProposers ?? []),
         ],
-        policy: overrides.policy ?? this.policy,
+        policy,
         signal,
         profile: overrides.profile,
       });

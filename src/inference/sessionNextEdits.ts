@@ -1,4 +1,4 @@
-// A next-edit request (issue #39) in the worker, from the loaded models to the answer: which model
+// A next-edit request in the worker, from the loaded models to the answer: which model
 // serves it (the next-edit model's slot, inference/nextEditModelSlot.ts: the target when none is
 // configured or it is the target's file, else the next-edit model loaded on first use), the prompt
 // built by the request's format (nextEdit/generation.ts formatFor), tokenized with its control tokens,
@@ -17,7 +17,7 @@ import { DraftModelProposer } from '../speculation/draftModelProposer';
 import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { type ContextGate, ParkedAbort } from './contextGate';
-import { documentNgramProposer } from './documentNgrams';
+import { textProposers } from './documentNgrams';
 import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
 import type { LlamaToken } from '../llama/llamaTypes';
 import type { NextEditModelSlot } from './nextEditModelSlot';
@@ -157,7 +157,7 @@ export class SessionNextEdits {
           proposers: [
             state.draft ? new DraftModelProposer(gated(state.draft, gate, signal, hooks), speculation.draftMinConfidence) : undefined,
             // The open documents' tokens are the target's: another vocabulary's model gets the local n-grams only.
-            documentNgramProposer(serving.targetVocabulary ? documents : null, request.documentKey, speculation),
+            ...textProposers(serving.targetVocabulary ? documents : null, request.documentKey, speculation, options.policy, {}),
           ],
           signal,
           finalEdits: (text) => streamed.finalSoFar(text),

@@ -1,4 +1,4 @@
-// What a next-edit request runs, wherever it runs (issue #39, items 4 and 5): the request's format
+// What a next-edit request runs, wherever it runs: the request's format
 // (nextEdit/formats/: the forced one, else the one the model's metadata and name say), the decode —
 // the target rewrites the window, the window copy proposer feeds it what it will most likely copy,
 // and each edit is streamed out as soon as the verified output has re-synchronised with the window

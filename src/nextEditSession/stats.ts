@@ -1,4 +1,4 @@
-// What the status bar tooltip, Show Stats and the log say about next-edit suggestions (issue #38 item 4).
+// What the status bar tooltip, Show Stats and the log say about next-edit suggestions.
 import { type SourceId, sourceName, sourceOrder } from '../shared/decoding';
 import { median } from '../stats/medians';
 import type { StatsSection } from '../stats/statsReport';

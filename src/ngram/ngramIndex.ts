@@ -1,6 +1,6 @@
 import { ChunkedDocument, type TextEdit } from './chunkedDocument';
 import { hashNgram } from './hashNgram';
-import { TokenRun, type RunMatch } from './tokenRun';
+import { type RunMatch, TokenRun, tokensAfter } from './tokenRun';
 import { assertValidSizes, type NgramMatch } from './types';
 
 export type { TextEdit } from './chunkedDocument';
@@ -57,7 +57,7 @@ export type DocumentState = 'indexed' | 'pending' | 'evicted' | 'skipped' | 'unk
 type PendingDocument = { queuedEdits: TextEdit[][]; cancelled: boolean };
 
 /** Something to search: a chunked document or one accepted sequence (a single run). */
-type Source = {
+export type IndexSource = {
   key: string;
   runs(): readonly TokenRun[];
   /** Recency stamp: larger means touched more recently. */
@@ -88,6 +88,8 @@ export class NgramIndex {
   /** Insertion order is LRU order: re-adding a key moves it to the end. */
   private readonly sequences = new Map<string, { run: TokenRun; touched: number }>();
   private clock = 0;
+  /** The sources in a lookup's order, and what they were sorted for (sourcesByPreference). */
+  private order: { stamp: string; sources: readonly IndexSource[] } | undefined;
   private tokenizeCalls = 0;
   private tokenizedChars = 0;
 
@@ -220,7 +222,7 @@ export class NgramIndex {
     if (maxLen <= 0 || context.length < this.minN) return null;
     const tailHash = hashNgram(context, context.length, this.minN);
     const maxN = Math.min(this.maxN, context.length);
-    let best: { source: Source; match: SourceMatch } | null = null;
+    let best: { source: IndexSource; match: SourceMatch } | null = null;
     for (const source of this.sourcesByPreference(opts)) {
       const match = this.findInSource(source, context, tailHash, maxN);
       if (match === null || (best !== null && match.n <= best.match.n)) continue;
@@ -229,7 +231,7 @@ export class NgramIndex {
     }
     if (best === null) return null;
     return {
-      tokens: continuation(best.source.runs(), best.match.runIndex, best.match.end, maxLen),
+      tokens: tokensAfter(best.source.runs(), best.match.runIndex, best.match.end, maxLen),
       n: best.match.n,
       source: best.source.key,
     };
@@ -315,21 +317,36 @@ export class NgramIndex {
     return new TokenRun(this.tokenize(text), this.minN);
   }
 
-  private sourcesByPreference({ preferKey, excludeKeys = [] }: LookupOptions): Source[] {
+  /** The n-gram sizes the index looks for (minN: the hashed n-gram of its chains). */
+  get sizes(): { minN: number; maxN: number } {
+    return { minN: this.minN, maxN: this.maxN };
+  }
+
+  /**
+   * The sources a lookup searches, in the order it prefers them: `preferKey` first, then the most
+   * recently touched. Kept until a source is added, touched or dropped (every step of a decode asks).
+   */
+  sourcesByPreference({ preferKey, excludeKeys = [] }: LookupOptions): readonly IndexSource[] {
+    // Adding or touching a source advances the clock; dropping one shrinks a map.
+    const stamp = `${this.clock} ${this.documents.size} ${this.sequences.size} ${preferKey ?? ''}\u0000${excludeKeys.join('\u0000')}`;
+    if (this.order?.stamp === stamp) return this.order.sources;
     const excluded = new Set(excludeKeys);
-    const sources: Source[] = [];
+    const sources: IndexSource[] = [];
     for (const [key, { doc, touched }] of this.documents) {
       if (!excluded.has(key)) sources.push({ key, runs: () => doc.runs(), touched });
     }
     for (const [key, { run, touched }] of this.sequences) {
-      if (!excluded.has(key)) sources.push({ key, runs: () => [run], touched });
+      const runs = [run];
+      if (!excluded.has(key)) sources.push({ key, runs: () => runs, touched });
     }
-    const preferred = (source: Source) => (source.key === preferKey ? 1 : 0);
-    return sources.sort((a, b) => preferred(b) - preferred(a) || b.touched - a.touched);
+    const preferred = (source: IndexSource) => (source.key === preferKey ? 1 : 0);
+    sources.sort((a, b) => preferred(b) - preferred(a) || b.touched - a.touched);
+    this.order = { stamp, sources };
+    return sources;
   }
 
   /** Best match in one source: longest, then latest; runs are searched from the last one back. */
-  private findInSource(source: Source, context: readonly number[], tailHash: number, maxN: number): SourceMatch | null {
+  private findInSource(source: IndexSource, context: readonly number[], tailHash: number, maxN: number): SourceMatch | null {
     const runs = source.runs();
     let best: SourceMatch | null = null;
     let hasLaterTokens = false;
@@ -348,14 +365,4 @@ export class NgramIndex {
 
 function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** Up to maxLen tokens from `end` in runs[runIndex], continuing into the following runs. */
-function continuation(runs: readonly TokenRun[], runIndex: number, end: number, maxLen: number): number[] {
-  const tokens: number[] = [];
-  for (let i = runIndex, from = end; i < runs.length && tokens.length < maxLen; i++, from = 0) {
-    const run = runs[i]!.tokens;
-    for (let t = from; t < run.length && tokens.length < maxLen; t++) tokens.push(run[t]!);
-  }
-  return tokens;
 }

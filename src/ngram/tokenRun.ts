@@ -57,4 +57,48 @@ export class TokenRun {
     }
     return best;
   }
+
+  /**
+   * Every occurrence of the context's tail in this run that matches at least `atLeast` tokens (at
+   * most maxN), newest first, appended to `out` (its end and match length); at most `inspect`
+   * occurrences of the minN-gram are looked at. `allowEndAtTail` as in findLongestMatch. Returns how
+   * many were looked at.
+   */
+  collectMatches(context: readonly number[], tailHash: number, maxN: number, atLeast: number, allowEndAtTail: boolean, inspect: number, out: { ends: number[]; lengths: number[] }): number {
+    const tokens = this.tokens;
+    const contextEnd = context.length;
+    const shortest = Math.max(atLeast, this.minN);
+    let inspected = 0;
+    for (let end = this.newestEnd.get(tailHash) ?? -1; end >= 0 && inspected < inspect; inspected++, end = this.previousEnd[end]!) {
+      if (end === tokens.length && !allowEndAtTail) continue;
+      const cap = Math.min(maxN, end, contextEnd);
+      let n = 0;
+      while (n < cap && tokens[end - 1 - n] === context[contextEnd - 1 - n]) n++;
+      if (n >= shortest) {
+        out.ends.push(end);
+        out.lengths.push(n);
+      }
+    }
+    return inspected;
+  }
+}
+
+/** Up to maxLen tokens from `end` in runs[runIndex], continuing into the following runs. */
+export function tokensAfter(runs: readonly TokenRun[], runIndex: number, end: number, maxLen: number): number[] {
+  const out: number[] = [];
+  for (let i = runIndex, from = end; i < runs.length && out.length < maxLen; i++, from = 0) {
+    const run = runs[i]!.tokens;
+    for (let t = from; t < run.length && out.length < maxLen; t++) out.push(run[t]!);
+  }
+  return out;
+}
+
+/** Up to `count` tokens before `end` in runs[runIndex], reaching back into the runs before it; in order. */
+export function tokensBefore(runs: readonly TokenRun[], runIndex: number, end: number, count: number): number[] {
+  const out: number[] = [];
+  for (let i = runIndex, to = end; i >= 0 && out.length < count; i--, to = i >= 0 ? runs[i]!.length : 0) {
+    const run = runs[i]!.tokens;
+    for (let t = to - 1; t >= 0 && out.length < count; t--) out.push(run[t]!);
+  }
+  return out.reverse();
 }

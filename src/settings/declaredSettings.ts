@@ -32,6 +32,7 @@ export function speculationSettingsFrom(config: SettingsReader, report?: (messag
     draftMinConfidence: config.number('speculation.draftMinConfidence'),
     adaptive: config.value('speculation.adaptive'),
     lookahead: config.value('speculation.lookahead'),
+    suffix: config.value('speculation.suffix'),
     verifyShape: config.value('speculation.verifyShape'),
   };
 }

@@ -11,13 +11,13 @@ export type DecodeMode = 'plain' | 'ngram' | 'draft' | 'hybrid' | 'copy';
 
 /**
  * Where a proposal comes from: a proposer's id (speculation/proposer.ts). Draftline's own: 'ngram'
- * (n-grams of the text), 'draft' (the draft model), 'lookahead' (the target's own outputs after a
+ * (n-grams of the text), 'suffix' (every occurrence of the text's ending, merged by frequency), 'draft' (the draft model), 'lookahead' (the target's own outputs after a
  * rejected guess), 'copy' (the next-edit window being rewritten, copied from where the output is in it).
  */
 export type SourceId = string;
 
 /** How Show Stats, its charts and the next-edit figures name a source; a source not listed goes by its id. */
-const SOURCE_NAMES: Readonly<Record<SourceId, string>> = { ngram: 'n-gram', draft: 'draft model', lookahead: 'lookahead', copy: 'window copy' };
+const SOURCE_NAMES: Readonly<Record<SourceId, string>> = { ngram: 'n-gram', suffix: 'suffix tree', draft: 'draft model', lookahead: 'lookahead', copy: 'window copy' };
 
 export function sourceName(id: SourceId): string {
   return Object.hasOwn(SOURCE_NAMES, id) ? SOURCE_NAMES[id]! : id;

@@ -55,6 +55,8 @@ export interface SpeculationSettings {
   adaptive: boolean;
   /** Keep the target's outputs after a rejected guess as a third source (speculation/lookaheadPool.ts). */
   lookahead: boolean;
+  /** Propose with the suffix proposer too, beside the n-gram one (speculation/suffixProposer.ts). Unset: off. */
+  suffix?: boolean;
   /**
    * Longest proposal of the window copy proposer (next edits), which may exceed maxProposal: a copy
    * run is accepted whole far more often than a guess, and on a CPU the largest batches cost least a

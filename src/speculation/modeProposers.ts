@@ -4,13 +4,14 @@ import type { Proposer } from './proposer';
 /**
  * The sources each decode mode proposes from, in the order the policy prefers them when several pay:
  * the next-edit window copy first (free, and in a copy run the likeliest), a long n-gram match, the
- * target's lookahead (free), then the draft (it costs its evaluations).
+ * suffix proposer's frequency-weighted guesses (also after shorter matches), the target's lookahead
+ * (free), then the draft (it costs its evaluations).
  */
 const MODE_SOURCES: Readonly<Record<DecodeMode, readonly SourceId[]>> = {
   plain: [],
-  ngram: ['ngram', 'lookahead'],
+  ngram: ['ngram', 'suffix', 'lookahead'],
   draft: ['draft'],
-  hybrid: ['copy', 'ngram', 'lookahead', 'draft'],
+  hybrid: ['copy', 'ngram', 'suffix', 'lookahead', 'draft'],
   copy: ['copy'],
 };
 

@@ -83,22 +83,22 @@ export class ScoredTrie {
   readonly scores: number[] = [];
   readonly depths: number[] = [];
   readonly expanded: boolean[] = [];
-  /** Children by parent + 1 (index 0: the root's). */
+  /** Children by parent + 1 (index 0: the root's); looked through for a token (siblings are few). */
   private readonly kids: number[][] = [[]];
-  private readonly index = new Map<string, number>();
 
   get size(): number {
     return this.tokens.length;
   }
 
   child(parent: number, token: Token): number | undefined {
-    return this.index.get(`${parent}:${token}`);
+    const kids = this.kids[parent + 1];
+    if (kids) for (const kid of kids) if (this.tokens[kid] === token) return kid;
+    return undefined;
   }
 
   /** Adds (or rescores) one node under `parent` (−1: the root); its score becomes the higher of the two. */
   addNode(parent: number, token: Token, score: number, expanded = false): number {
-    const key = `${parent}:${token}`;
-    const existing = this.index.get(key);
+    const existing = this.child(parent, token);
     if (existing !== undefined) {
       if (score > this.scores[existing]!) this.scores[existing] = score;
       if (expanded) this.expanded[existing] = true;
@@ -112,8 +112,12 @@ export class ScoredTrie {
     this.expanded.push(expanded);
     this.kids.push([]);
     this.kids[parent + 1]!.push(i);
-    this.index.set(key, i);
     return i;
+  }
+
+  /** Node i's score becomes `score` if that is higher. */
+  raise(i: number, score: number): void {
+    if (score > this.scores[i]!) this.scores[i] = score;
   }
 
   /** Adds a path under `parent`, node j scored `scores[j]`; returns the nodes. */
@@ -182,31 +186,31 @@ export interface Continuation {
  * Adds continuations to `trie` under `parent`, merged by frequency: a node's share is the weight of
  * the continuations through it over the weight of all, scaled by `scale` and by `decay` per token
  * (the chance that the source's guesses hold that far), so that a node scores
- * scale × share × decay^depth below `parent`.
+ * scale × share × decay^depth below `parent`; or, with `reach`, scale × share × reach[depth] (a
+ * chance per depth that is not one rate to a power: the last entry beyond it).
  */
-export function addContinuations(trie: ScoredTrie, continuations: readonly Continuation[], options: { parent?: number; scale?: number; decay?: number } = {}): void {
+export function addContinuations(trie: ScoredTrie, continuations: readonly Continuation[], options: { parent?: number; scale?: number; decay?: number; reach?: readonly number[] } = {}): void {
   const parent = options.parent ?? -1;
   const scale = options.scale ?? 1;
   const decay = options.decay ?? 1;
+  const reach = options.reach;
   const total = continuations.reduce((n, c) => n + c.weight, 0);
   if (!(total > 0)) return;
-  // Weight through each node of the continuations' own trie (keyed by its path).
-  const through = new Map<string, number>();
-  for (const c of continuations) {
-    let key = '';
-    for (const token of c.tokens) {
-      key += `${token},`;
-      through.set(key, (through.get(key) ?? 0) + c.weight);
-    }
-  }
-  for (const c of continuations) {
-    let key = '';
-    let factor = scale;
-    const scores = c.tokens.map((token) => {
-      key += `${token},`;
-      factor *= decay;
-      return (factor * through.get(key)!) / total;
+  // The weight through each node: the continuations' paths put in unscored first, counted on the way.
+  const through = new Map<number, number>();
+  const paths = continuations.map((c) => {
+    let at = parent;
+    return c.tokens.map((token) => {
+      at = trie.addNode(at, token, 0);
+      through.set(at, (through.get(at) ?? 0) + c.weight);
+      return at;
     });
-    trie.addPath(c.tokens, scores, parent);
+  });
+  for (const path of paths) {
+    let factor = scale;
+    for (let j = 0; j < path.length; j++) {
+      factor = reach ? scale * (reach[j + 1] ?? reach.at(-1)!) : factor * decay;
+      trie.raise(path[j]!, (factor * through.get(path[j]!)!) / total);
+    }
   }
 }

@@ -25,7 +25,7 @@ export interface WindowCopyOptions {
 }
 
 /**
- * The schedule (what a non-adaptive policy verifies): issue #39's 4, doubled after a fully accepted
+ * The schedule (what a non-adaptive policy verifies): 4, doubled after a fully accepted
  * proposal up to 32, back to 4 after a rejection. An adaptive policy takes its length from the offer
  * (64 tokens ahead) by the measured verify cost instead (SpeculationPolicy.bestLength). A 1-token match
  * re-synchronises near the pointer (an edit rarely moves the output far from where it was copying);

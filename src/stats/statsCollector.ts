@@ -117,7 +117,7 @@ export const emptyPrefetchTally = (): PrefetchTally => ({ started: 0, ready: 0, 
 /** Started prefetches no real request was answered from (cancelled ones included): work never shown. */
 export const wastedPrefetches = (t: PrefetchTally): number => t.started - t.served;
 
-/** Alternatives asked for (the user cycling suggestions, issue #32), for Show Stats and the bench. */
+/** Alternatives asked for (the user cycling suggestions), for Show Stats and the bench. */
 export interface AlternativesTally {
   /** Times the user asked (cycling included). */
   asked: number;

@@ -1,5 +1,5 @@
 // The lossless suite, one model pair at a time: every speculative mode (ngram, draft, hybrid, the
-// lookahead pool, a window draft), stop rules and cancellation yield exactly the target's plain
+// lookahead pool, the suffix proposer, a window draft), stop rules and cancellation yield exactly the target's plain
 // greedy tokens, or differ only where the target's top two logits are a measured numerical tie.
 // test/model/lossless.test.ts runs it on the CPU, test/integration/vulkan.test.ts on a Vulkan device.
 import assert from 'node:assert/strict';
@@ -153,9 +153,25 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       process.stdout.write(`# ${pair.name}: lookahead proposed ${proposed} tokens\n`);
     });
 
+    completionIt('with the suffix proposer (beside the n-gram one, and in its place) ngram and hybrid still equal plain', async () => {
+      let proposed = 0;
+      for (const c of promptCases(Math.ceil(pair.prompts / 2), pair.prompts * 11 + pair.name.length)) {
+        const plain = await session.complete(request_(c, 'plain'));
+        for (const mode of ['ngram', 'hybrid'] as const) {
+          for (const sources of [{ suffix: true }, { ngram: false, suffix: true }]) {
+            const spec = await session.complete(request_(c, mode), undefined, sources);
+            await same(spec, plain, request_(c, mode), `${mode} with the suffix proposer ${sources.ngram === false ? "in the n-gram one's place" : 'beside the n-gram one'} on ${c.name}`);
+            proposed += sourceStats(spec.stats.speculation, 'suffix').proposedTokens;
+          }
+        }
+      }
+      process.stdout.write(`# ${pair.name}: the suffix proposer proposed ${proposed} tokens\n`);
+      assert.ok(proposed > 0, 'the suffix proposer proposed');
+    });
+
     treeIt('token trees on a fixed shape (the right continuation among wrong branches, and random ones) equal plain greedy decoding token for token', async () => {
       assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
-      const tally = { steps: 0, nodes: 0, accepted: 0, offersWithTruth: 0 };
+      const tally = { steps: 0, nodes: 0, accepted: 0, offersWithTruth: 0, suffixSteps: 0 };
       for (const c of promptCases(Math.max(2, Math.ceil(pair.prompts / 2)), pair.prompts * 19 + pair.name.length)) {
         const plain = await session.complete(request_(c, 'plain'));
         const prompt = session.promptFor(request_(c, 'plain'));
@@ -171,9 +187,16 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
           tally.nodes += by.treeNodes ?? 0;
           tally.accepted += by.treeAccepted ?? 0;
           tally.offersWithTruth += trees.offersWithTruth;
+          // The suffix proposer's own trees (every occurrence's continuation, merged by frequency) verified as trees.
+          const suffixPolicy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, ...pair.speculation, verifyShape: 'fixed', fixedShapeSize: 16 });
+          const suffix = await session.complete(request_(c, mode), undefined, { suffix: true, policy: suffixPolicy });
+          await same(suffix, plain, request_(c, mode), `${mode} with the suffix proposer's trees on ${c.name}`);
+          tally.suffixSteps += sourceStats(suffix.stats.speculation, 'suffix').treeSteps ?? 0;
         }
       }
-      process.stdout.write(`# ${pair.name}: ${tally.steps} tree steps, ${tally.accepted} of ${tally.nodes} nodes accepted (${tally.offersWithTruth} trees held the right continuation)\n`);
+      process.stdout.write(
+        `# ${pair.name}: ${tally.steps} tree steps, ${tally.accepted} of ${tally.nodes} nodes accepted (${tally.offersWithTruth} trees held the right continuation); the suffix proposer's trees: ${tally.suffixSteps} steps\n`,
+      );
       // The check proves something only if trees were verified and some of their nodes kept.
       assert.ok(tally.steps > 0 && tally.accepted > 0, JSON.stringify(tally));
     });

@@ -2,7 +2,7 @@
 // what it proposes. Incremental edits live in ngramEdits.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { findInSequence, NgramIndex } from '../../src/ngram';
+import { findInSequence, indexOccurrences, NgramIndex } from '../../src/ngram';
 import { splitIntoChunks } from '../../src/ngram/chunkBoundaries';
 
 /** Words, single punctuation marks and whitespace runs, each distinct string one token id. */
@@ -185,5 +185,45 @@ describe('NgramIndex lookup', () => {
 
   it('validates its sizes', () => {
     assert.throws(() => new NgramIndex({ minN: 0, maxN: 2, tokenize: chars }), RangeError);
+  });
+});
+
+describe('indexOccurrences (every occurrence of the longest ending, for the suffix proposer)', () => {
+  const words = wordTokenizer();
+  const sizes = { minN: 2, maxN: 6, tokenize: words.tokenize };
+
+  it('gives every occurrence of the longest match, the preferred document first, each one newest first', () => {
+    const index = new NgramIndex(sizes);
+    index.setDocument('a.ts', 'x = read(a);\nx = read(b);\n');
+    index.setDocument('b.ts', 'y = read(c);\nz.read(d);\n');
+    const context = words.tokenize('w = read(');
+    const found = indexOccurrences(index, context, { atLeast: 1, limit: 8, preferKey: 'a.ts' })!;
+    // " = read(" (5 tokens) in three places; "z.read(" matches "read(" only: left out.
+    assert.equal(found.n, 5);
+    assert.deepEqual(
+      found.found.map((o) => [o.source, words.detokenize(o.after(1))]),
+      [
+        ['a.ts', 'b'],
+        ['a.ts', 'a'],
+        ['b.ts', 'c'],
+      ],
+    );
+    assert.equal(words.detokenize(found.found[0]!.before(7)), '\nx = read(');
+    assert.equal(indexOccurrences(index, context, { atLeast: 1, limit: 2 })!.found.length, 2);
+    assert.equal(indexOccurrences(index, context, { atLeast: 6, limit: 8 }), null);
+  });
+
+  it('reads around an occurrence across chunk boundaries', () => {
+    const index = new NgramIndex({ minN: 3, maxN: 16, tokenize: chars });
+    const doc = Array.from({ length: 400 }, (_, i) => `value_${i} = compute(${i * 7});\n`).join('');
+    index.setDocument('big.py', doc);
+    const [first, second] = splitIntoChunks(doc);
+    // The second chunk's first line, once in the document.
+    const context = chars(second!.slice(0, 12));
+    const found = indexOccurrences(index, context, { atLeast: 1, limit: 4 })!;
+    assert.deepEqual([found.n, found.found.length], [12, 1]);
+    // Before it: the end of the first chunk, then the match.
+    assert.equal(text(found.found[0]!.before(16)), first!.slice(-4) + second!.slice(0, 12));
+    assert.equal(text(found.found[0]!.after(4)), second!.slice(12, 16));
   });
 });

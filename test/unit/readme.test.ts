@@ -42,7 +42,14 @@ describe('README', () => {
 
   it('its links, and those of docs/ (moved there from the README), point at files that exist', () => {
     const broken: string[] = [];
-    for (const file of ['README.md', 'CHANGELOG.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]) {
+    for (const file of [
+      'README.md',
+      'CHANGELOG.md',
+      ...fs
+        .readdirSync(path.join(ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ]) {
       const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
       for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         if (/^(https?:|#|mailto:)/.test(link!)) continue;
@@ -53,7 +60,15 @@ describe('README', () => {
   });
 
   it('the src/ paths the docs name exist (files move; the docs must follow)', () => {
-    const docs = ['README.md', 'CHANGELOG.md', 'bench/PROFILE.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+    const docs = [
+      'README.md',
+      'CHANGELOG.md',
+      'bench/PROFILE.md',
+      ...fs
+        .readdirSync(path.join(ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ];
     const missing: string[] = [];
     for (const file of docs) {
       const text = fs.readFileSync(path.join(ROOT, file), 'utf8');

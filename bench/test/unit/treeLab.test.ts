@@ -7,22 +7,7 @@ import { describe, it } from 'node:test';
 import { CopyAcceptance } from '../../../src/speculation/copyAcceptance';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 import { mulberry32 } from '../../../testbed/ggufWriter';
-import {
-  acceptedPath,
-  acceptTree,
-  addContinuations,
-  chainTree,
-  draftTreePrefix,
-  eagleTree,
-  expansionLevels,
-  isTokenTree,
-  nodeDepths,
-  ScoredTrie,
-  suffixContinuations,
-  suffixOccurrences,
-  type TokenTree,
-  type TopK,
-} from '../../tokenTree';
+import { acceptedPath, acceptTree, addContinuations, chainTree, draftTreePrefix, eagleTree, expansionLevels, isTokenTree, nodeDepths, ScoredTrie, type TokenTree, type TopK } from '../../tokenTree';
 import { h100VerifyCost } from '../../editReplay';
 import { type CostTable, interpolatedRatio, monotoneCurve, type ReplaySource, replayGeneration } from '../../treeReplay';
 import { candidateBound, CopySource, draftChain, resyncContinuations } from '../../treeSources';
@@ -113,54 +98,6 @@ describe('continuations merged by frequency', () => {
     const [, at] = trie.addPath([1, 2], [1, 1]);
     addContinuations(trie, [{ tokens: [9], weight: 1 }], { parent: at });
     assert.notEqual(trie.find([1, 2, 9]), undefined);
-  });
-});
-
-describe('suffix matches', () => {
-  it('finds every occurrence of the context ending with its match length, never the tail itself', () => {
-    const history = [5, 1, 2, 3, 7, 9, 2, 3, 8, 1, 2, 3];
-    const found = suffixOccurrences(history, [history], { minN: 2, maxN: 8, searchEnd: [history.length - 1] });
-    assert.deepEqual(found, [
-      { source: 0, end: 4, length: 3 },
-      { source: 0, end: 8, length: 2 },
-    ]);
-  });
-
-  it('the longest match only, latest first, the same surroundings seen twice counted once', () => {
-    const doc = [1, 2, 3, 40, 41, 0, 1, 2, 3, 50, 51];
-    const history = [9, 1, 2, 3, 40, 41, 8, 1, 2, 3];
-    const r = suffixContinuations(history, [history, doc], { minN: 1, maxN: 4, maxLen: 2, searchEnd: [history.length - 1, doc.length] });
-    assert.equal(r.matchLength, 3);
-    assert.deepEqual(
-      r.continuations.map((c) => c.tokens),
-      [
-        [40, 41],
-        [50, 51],
-        [40, 41],
-      ],
-    );
-    const capped = suffixContinuations(history, [history, doc], { minN: 1, maxN: 4, maxLen: 2, searchEnd: [history.length - 1, doc.length], maxOccurrences: 2 });
-    assert.deepEqual(
-      capped.continuations.map((c) => c.tokens),
-      [
-        [40, 41],
-        [50, 51],
-      ],
-    );
-    // The same 2 x maxN tokens before and maxLen after: one occurrence.
-    const twice = suffixContinuations(
-      [7, 7, 1, 2],
-      [
-        [7, 7, 1, 2, 5],
-        [7, 7, 1, 2, 5],
-      ],
-      { minN: 1, maxN: 2, maxLen: 1 },
-    );
-    assert.equal(twice.continuations.length, 1);
-  });
-
-  it('nothing under minN', () => {
-    assert.deepEqual(suffixContinuations([1, 2, 3], [[4, 2, 3, 9]], { minN: 3, maxN: 8, maxLen: 4 }).continuations, []);
   });
 });
 
