@@ -30,7 +30,8 @@ describe('next-edit prompts whose file context moved', () => {
   });
   after(() => session?.dispose());
 
-  const text = fs.readFileSync(path.join(ROOT, 'src/speculation/policy.ts'), 'utf8');
+  // A fixed copy of a source file: where its lines fall decides which requests shift, so it must not change with the code.
+  const text = fs.readFileSync(path.join(ROOT, 'test/fixtures/documents/speculationPolicy.ts.txt'), 'utf8');
   const lineStart = (line: number) => text.split('\n').slice(0, line).join('\n').length + 1;
   const promptAt = (line: number) => {
     const built = sweepFormat.buildPrompt({ path: 'src/policy.ts', text, cursorOffset: lineStart(line), events: [], mode: 'plain' });
