@@ -130,6 +130,7 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     runtime: `${backend} ${llama.llamaCppRelease.release}`,
     deviceGreedy: role === 'target' ? (settings.deviceGreedy ?? 'auto') : 'off',
     treeVerification: role === 'target' ? (settings.treeVerification ?? 'auto') : 'off',
+    proposesTrees: settings.proposesTrees ?? speculation.suffix === true,
     shiftCache: settings.shiftPromptCache !== false,
   });
   // The draft first: it is small, and only worth running if it is as fast as it can be (all on
@@ -239,6 +240,8 @@ export interface ModelPlacement {
   shiftCache?: boolean;
   /** Whether it verifies token trees on a context of Draftline's own (ModelSettings.treeVerification); unset: 'off'. */
   treeVerification?: 'auto' | 'on' | 'off';
+  /** Whether a proposer in use offers trees (ModelSettings.proposesTrees); 'auto' verifies trees only then. */
+  proposesTrees?: boolean;
 }
 
 /**
@@ -280,7 +283,7 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // unstable with it.
     const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
     const shift = placement.shiftCache === true && cacheCanShift(model);
-    let trees = wantsTreeVerification(placement.treeVerification ?? 'off', llama.gpu, model.gpuLayers);
+    let trees = wantsTreeVerification(placement.treeVerification ?? 'off', llama.gpu, model.gpuLayers, placement.proposesTrees ?? false);
     if (trees.used) {
       const unified = await createUnifiedTarget(model, { ...options, flashAttention: attention.flashAttention, sequences: placement.sequences, shift });
       if (!('error' in unified)) return { info, model, context: unified, threadpool: unified.threadpool, attention, sequences: unified.evaluators, evaluator: unified.evaluators[0]!, trees };

@@ -41,6 +41,12 @@ export interface ModelSettings {
    * keeps node-llama-cpp's context and verifies chains. Not a user setting.
    */
   treeVerification?: 'auto' | 'on' | 'off';
+  /**
+   * Whether a proposer in use offers token trees (the suffix proposer, draftline.speculation.suffix):
+   * 'auto' tree verification waits for one, since one KV stream for all sequences makes every step
+   * attend over the other prompt states' cells, a cost only trees pay back.
+   */
+  proposesTrees?: boolean;
 }
 
 export interface SpeculationSettings {

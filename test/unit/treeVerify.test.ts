@@ -232,6 +232,11 @@ describe('where the target verifies trees, and what Show Stats says of them', ()
     assert.equal(wantsTreeVerification('auto', 'cuda', 28).used, addon);
     assert.equal(wantsTreeVerification(undefined, 'cuda', 28).used, addon);
     assert.equal(wantsTreeVerification('on', false, 0).used, addon);
+    // One KV stream costs every step attention over the other sequences' cells: 'auto' waits for a proposer that offers trees.
+    const idle = wantsTreeVerification('auto', 'cuda', 28, false);
+    assert.equal(idle.used, false);
+    if (addon) assert.match((idle as { reason: string }).reason, /no proposer in use offers trees/);
+    assert.equal(wantsTreeVerification('on', 'cuda', 28, false).used, addon);
     for (const [gpu, layers] of [
       [false, 0],
       ['vulkan', 12],
