@@ -26,10 +26,38 @@ import { countReplay, h100VerifyCost, type OwnVariant, replayPerfectModel, table
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { LlamaServer, LlamaServerStreamError } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
+import { sideBySideTable, treeCounts, TreeSideBySide, type TreesOption, type TreeVariant } from './treeModes';
+import type { DecodeMode } from '../src/shared/decoding';
 
-export type EditsMode = 'plain' | 'copy' | 'hybrid' | 'llama-server ngram-simple' | 'llama-server ngram-mod';
+export type EditsMode = 'plain' | 'copy' | 'hybrid' | 'llama-server ngram-simple' | 'llama-server ngram-mod' | TreeVariant;
 export const EDITS_MODES: EditsMode[] = ['plain', 'copy', 'hybrid', 'llama-server ngram-simple', 'llama-server ngram-mod'];
-const IN_PROCESS = new Set<EditsMode>(['plain', 'copy', 'hybrid']);
+const IN_PROCESS = new Set<EditsMode>(['plain', 'copy', 'hybrid', 'copy chain', 'copy tree', 'hybrid chain', 'hybrid tree']);
+/** The modes run as chains and as trees side by side where trees are verified (bench/treeModes.ts). */
+const TREE_MODES_EDITS: DecodeMode[] = ['copy', 'hybrid'];
+
+/** The side-by-side table of an edits run where trees were verified (none elsewhere). */
+export function editsTreeTable(result: EditsResult, forcedShape: boolean): string[] {
+  if (result.treeShape === null) return [];
+  const trees = new Map<string, { steps: number; nodes: number; accepted: number }>();
+  const rate = new Map<string, number | null>();
+  for (const row of result.rows) {
+    const runs = result.runs.filter((r) => r.mode === row.mode && !r.failed);
+    const ms = runs.reduce((n, r) => n + r.windowMs, 0);
+    rate.set(row.mode, ms > 0 ? (runs.reduce((n, r) => n + r.generatedTokens, 0) * 1000) / ms : null);
+    if (TreeSideBySide.isVariant(row.mode)) {
+      trees.set(
+        row.mode,
+        runs.reduce((t, r) => ({ steps: t.steps + (r.trees?.steps ?? 0), nodes: t.nodes + (r.trees?.nodes ?? 0), accepted: t.accepted + (r.trees?.accepted ?? 0) }), {
+          steps: 0,
+          nodes: 0,
+          accepted: 0,
+        }),
+      );
+    }
+  }
+  const rows = result.rows.map((row) => ({ mode: row.mode, tasks: row.cases, tokensPerEvaluation: row.tokensPerEvaluation, tokensPerSecond: rate.get(row.mode) ?? null, identical: row.identical }));
+  return sideBySideTable(result.treeShape, TREE_MODES_EDITS, rows, trees, forcedShape);
+}
 const SPEC_TYPE: Partial<Record<EditsMode, string>> = { 'llama-server ngram-simple': 'ngram-simple', 'llama-server ngram-mod': 'ngram-mod' };
 
 export interface CorpusCase extends EditCase {
@@ -112,6 +140,8 @@ export interface EditsRun {
   quality: EditQuality;
   /** The run did not finish (llama-server's error mid-stream): left out of every figure, counted apart. */
   failed?: string;
+  /** Steps that verified a token tree, their nodes and the nodes kept (bench/treeModes.ts). */
+  trees?: { steps: number; nodes: number; accepted: number };
 }
 
 export interface EditsRow {
@@ -144,6 +174,10 @@ export interface EditsResult {
   runs: EditsRun[];
   rows: EditsRow[];
   byCorpus: Record<string, EditsRow[]>;
+  /** Where trees were verified: the fixed shape chain and tree ran side by side on. */
+  treeShape: number | null;
+  /** Whether the target's backend has fixed verify shapes of its own (replaysGraphs). */
+  graphReplay: boolean;
 }
 
 function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
@@ -205,6 +239,9 @@ export interface EditsOptions {
   contextSize: number;
   /** Bound on each window's tokens in place of the format's (a stand-in model that never stops). */
   maxTokens?: number;
+  /** The target's tree verification, and the fixed shape chain and tree run side by side on where trees are verified. */
+  trees?: TreesOption;
+  treeShape?: number;
   log(level: string, message: string): void;
 }
 
@@ -229,7 +266,7 @@ function ngramProposer(session: InferenceSession, documentKey: string | undefine
  * One next-edit request decoded on the session's target (its cache reused across requests), its final
  * edits streamed by outputToEdit's streaming reduction, its whole output reduced to edits.
  */
-async function decodeInProcess(session: InferenceSession, request: NextEditRequest, prompt: NextEditPrompt, maxTokens?: number) {
+async function decodeInProcess(session: InferenceSession, request: NextEditRequest, prompt: NextEditPrompt, maxTokens?: number, policy: SpeculationPolicy = session.policy, suffix = false) {
   const format = NEXT_EDIT_FORMATS[prompt.format];
   const model = session.target.model;
   const streamed = new StreamedEdits(format, prompt, request);
@@ -243,8 +280,13 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
     prompt: maxTokens === undefined ? prompt : { ...prompt, maxTokens },
     promptTokens: promptTokensOf(session, prompt),
     mode: request.mode,
-    policy: session.policy,
-    proposers: [draft, request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined],
+    policy,
+    proposers: [
+      draft,
+      request.mode === 'hybrid' ? ngramProposer(session, request.documentKey) : undefined,
+      // The chain and tree side by side: the suffix proposer, whose offers are trees (where the mode takes it).
+      suffix ? documentSuffixProposer(session.documents, request.documentKey, DEFAULT_SPECULATION, policy) : undefined,
+    ],
     // As the worker streams them (inference/sessionNextEdits.ts): the final edits so far, each once.
     finalEdits: (text) => streamed.finalSoFar(text),
   });
@@ -256,12 +298,28 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
 /** Every mode on every case, the order rotated per case. */
 export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Promise<EditsResult> {
   const session = await loadBenchSession(
-    { targetModel: opts.target, draftModel: opts.draft ?? '', gpu: opts.gpu, gpuLayers: 'auto', threads: opts.threads, contextSize: opts.contextSize, flashAttention: opts.flashAttention },
+    {
+      targetModel: opts.target,
+      draftModel: opts.draft ?? '',
+      gpu: opts.gpu,
+      gpuLayers: 'auto',
+      threads: opts.threads,
+      contextSize: opts.contextSize,
+      flashAttention: opts.flashAttention,
+      treeVerification: opts.trees ?? 'auto',
+    },
     DEFAULT_SPECULATION,
     opts.log,
   );
   const format: NextEditFormatId = opts.format ?? 'sweep';
   const modes = (opts.modes ?? EDITS_MODES).filter((m) => (IN_PROCESS.has(m) ? true : LlamaServer.available()));
+  // Where the target verifies trees: the copy and hybrid modes' chains and trees side by side.
+  const sideBySide = TreeSideBySide.for(
+    session,
+    TREE_MODES_EDITS.filter((m) => modes.includes(m as EditsMode)),
+    opts.treeShape ?? 16,
+  );
+  if (sideBySide) modes.push(...sideBySide.modes);
   if (!LlamaServer.available()) process.stderr.write('edits: llama-server not built (bash scripts/build-llama-server.sh; in the kit build-cuda.sh): its modes are left out\n');
   const servers: Partial<Record<EditsMode, LlamaServer>> = {};
   for (const mode of modes) {
@@ -347,8 +405,9 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
             quality: editQuality(c, out.edits),
           };
         } else {
-          const request = nextEditRequestOf(c, mode as NextEditRequest['mode'], format);
-          const r = await decodeInProcess(session, request, prompt, opts.maxTokens);
+          const variant = TreeSideBySide.isVariant(mode) ? mode : null;
+          const request = nextEditRequestOf(c, (variant ? TreeSideBySide.baseMode(variant) : mode) as NextEditRequest['mode'], format);
+          const r = await decodeInProcess(session, request, prompt, opts.maxTokens, variant && sideBySide ? sideBySide.overrides(variant).policy : undefined, variant !== null);
           const s = r.stats.speculation;
           const sources = Object.keys(s.bySource);
           run = {
@@ -366,6 +425,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
             regionText: r.regionText,
             noSuggestion: r.noSuggestion,
             quality: editQuality(c, r.edits),
+            ...(variant ? { trees: treeCounts(r.stats) } : {}),
           };
         }
         runs.push(run);
@@ -383,7 +443,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
       runs.filter((r) => r.corpus === corpus),
       modes,
     );
-  return { model: opts.target, format, runs, rows: summarize(runs, modes), byCorpus };
+  return { model: opts.target, format, runs, rows: summarize(runs, modes), byCorpus, treeShape: sideBySide?.size ?? null, graphReplay: replaysGraphs(session.info) };
 }
 
 export const EDITS_HEADER = [

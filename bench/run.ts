@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...,ngram+suffix,suffix,hybrid+suffix,hybrid-ngram+suffix,ngram-simple,ngram-mod] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget,trees] [--trees-tasks N] [--trees-edits-cases N] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--not-adaptive] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off]
+// npm run bench [-- --quick] [--pairs tiny,v3 | --target X.gguf [--draft Y.gguf]] [--tasks N] [--auto-closed-tasks N] [--modes plain,hybrid,...,ngram+suffix,suffix,hybrid+suffix,hybrid-ngram+suffix,ngram-simple,ngram-mod] [--without-native] [--regimes 1,2,3,4,5,6,7,8,9,10,edits,typing,time-budget,trees] [--trees-tasks N] [--trees-edits-cases N] [--typing-files N] [--typing-chars N] [--time-budget-target 1.5b-lines] [--time-budget-ms N] [--time-budget-tasks N] [--edits-target X.gguf [--edits-draft Y.gguf]] [--edits-cases N] [--edits-replay-cases N] [--edits-replay-target 1.5b-qwen-coder-q8] [--edits-format sweep|zeta] [--think-ms N] [--regime2-targets tiny,v3,qwen-vocab,big,1.5b,7b] [--threads N] [--acceptance-memory session|request] [--not-adaptive] [--gpu auto|cuda|vulkan|cpu] [--flash-attention auto|on|off] [--trees auto|on|off] [--tree-shape B]
 // Side-by-side completion latency and quality of every mode on real code, in ONE run, interleaved
 // per task; both embedded pairs on the same tasks unless a pair is given.
 import { execFileSync, execSync } from 'node:child_process';
@@ -40,7 +40,7 @@ import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget, benchTargetMissing } from './targets';
 import { resultsJson } from './savedRun';
-import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
+import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, editsTreeTable, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
 import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
@@ -48,6 +48,7 @@ import { spaced, treesSection } from './treeLab';
 import type { NextEditFormatId } from '../src/nextEdit/types';
 import type { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
 import { sourceStats } from '../src/shared/generationStats';
+import { sideBySideTable, treeCounts, TreeSideBySide, type TreesOption, type TreeVariant } from './treeModes';
 
 const ROOT = path.resolve(__dirname, '..');
 const argv = process.argv.slice(2);
@@ -91,11 +92,19 @@ const acceptanceMemory = opt('acceptance-memory', 'session') === 'request' ? 're
  * own yield in the real decoder, where the adaptive policy would write speculation off.
  */
 const regime1Speculation = { ...DEFAULT_SPECULATION, adaptive: !flag('not-adaptive') };
+/**
+ * `--trees on|off|auto`: the target's tree verification (ModelSettings.treeVerification; auto:
+ * Draftline's default, on CUDA only). Where trees are verified, regime 1 and the edits regime run each
+ * lossless mode twice on a fixed shape of `--tree-shape` (16): trees and their chains (bench/treeModes.ts).
+ */
+const treesOption = (opt('trees', 'auto') ?? 'auto') as TreesOption;
+if (!['auto', 'on', 'off'].includes(treesOption)) throw new Error(`--trees ${treesOption}: auto, on or off`);
+const treeShape = Number(opt('tree-shape', '16'));
 const log = (level: string, message: string) => {
   if (level === 'error') process.stderr.write(`\n${message}\n`);
 };
 
-type Mode = DecodeMode | StockMode | 'llama-server' | 'llama-server-md' | TextVariant;
+type Mode = DecodeMode | StockMode | 'llama-server' | 'llama-server-md' | TextVariant | TreeVariant;
 const MODES: Mode[] = ['plain', 'stock-draft', 'stock-lookup', 'ngram', 'draft', 'hybrid'];
 
 /**
@@ -116,7 +125,9 @@ const isTextVariant = (mode: Mode): mode is TextVariant => Object.hasOwn(TEXT_VA
 /** Sources counted as text proposals (the table's n-gram acceptance): ours and the ported ones. */
 const TEXT_SOURCES = ['ngram', 'suffix', 'ngram-simple', 'ngram-mod'];
 
-const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid', ...(Object.keys(TEXT_VARIANTS) as TextVariant[])];
+const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid', ...(Object.keys(TEXT_VARIANTS) as TextVariant[]), 'ngram chain', 'ngram tree', 'hybrid chain', 'hybrid tree'];
+/** The modes regime 1 runs as chains and as trees side by side where trees are verified (bench/treeModes.ts). */
+const TREE_MODES_REGIME_1: DecodeMode[] = ['ngram', 'hybrid'];
 
 /** A target + draft pair regime 1 runs on; `draft` is '' for none. */
 interface ModelPair {
@@ -160,6 +171,8 @@ interface Run {
   tieMargin?: number;
   /** ...and whether each tie rule accepts it. */
   tie?: DivergenceVerdict;
+  /** Steps that verified a token tree, their nodes and the nodes kept (bench/treeModes.ts). */
+  trees?: { steps: number; nodes: number; accepted: number };
   /** What the user would see: the completion after the engine's post-processing. */
   shown: string;
   /** How many characters of the rest of the cursor's line it replaces (auto-closed ones). */
@@ -185,12 +198,23 @@ function divergence(session: InferenceSession, request: CompletionRequest, plain
 }
 
 async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
-  const session = await loadBenchSession({ targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention }, regime1Speculation, log);
+  const session = await loadBenchSession(
+    { targetModel: pair.target, draftModel: pair.draft, gpu, gpuLayers: 'auto', threads, contextSize: 2048, flashAttention, treeVerification: treesOption },
+    regime1Speculation,
+    log,
+  );
   const stock = await StockRunner.create(session, threads, DEFAULT_SPECULATION.maxProposal, DEFAULT_SPECULATION.draftMinConfidence);
   const engine = new CompletionEngine({ complete: () => Promise.reject(new Error('unused')) }, { ...DEFAULT_ENGINE_SETTINGS, maxTokens, timeBudgetMs: 0 });
   const wanted = (m: Mode) => !onlyModes || onlyModes.includes(m);
   const modes: Mode[] = MODES.filter((m) => wanted(m) && (m === 'stock-draft' ? stock.has(m) : m === 'draft' || m === 'hybrid' ? session.draft !== null : true));
   for (const v of Object.keys(TEXT_VARIANTS) as TextVariant[]) if (onlyModes?.includes(v) && (TEXT_VARIANTS[v].mode !== 'hybrid' || session.draft !== null)) modes.push(v);
+  // Where the target verifies trees: each lossless mode's chain and tree side by side.
+  const sideBySide = TreeSideBySide.for(
+    session,
+    TREE_MODES_REGIME_1.filter((m) => modes.includes(m)),
+    treeShape,
+  );
+  if (sideBySide) modes.push(...sideBySide.modes);
   const servers: Partial<Record<Mode, LlamaServer>> = {};
   if (!wanted('llama-server') && !wanted('llama-server-md')) {
     // Not asked for (--modes).
@@ -280,9 +304,10 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
           ...score(r.text),
         });
       } else {
-        const variant = isTextVariant(mode) ? TEXT_VARIANTS[mode] : undefined;
-        const ours = variant?.mode ?? (mode as DecodeMode);
-        const overrides = (r: CompletionRequest): DecodeOverrides => variant?.overrides(session.promptFor(r).length) ?? {};
+        const text = isTextVariant(mode) ? TEXT_VARIANTS[mode] : undefined;
+        const tree = TreeSideBySide.isVariant(mode) && sideBySide ? mode : null;
+        const ours = text?.mode ?? (tree ? TreeSideBySide.baseMode(tree) : (mode as DecodeMode));
+        const overrides = (r: CompletionRequest): DecodeOverrides => (tree ? sideBySide!.overrides(tree) : (text?.overrides(session.promptFor(r).length) ?? {}));
         await session.complete({ ...earlier, mode: ours }, undefined, overrides(earlier));
         const t0 = performance.now();
         const r = await session.complete({ ...request, mode: ours }, undefined, overrides(request));
@@ -299,6 +324,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
           evaluations: s.speculation.targetEvaluations,
           proposed: { ngram: sum(TEXT_SOURCES, (id) => sourceStats(s.speculation, id).proposedTokens), draft: sourceStats(s.speculation, 'draft').proposedTokens },
           accepted: { ngram: sum(TEXT_SOURCES, (id) => sourceStats(s.speculation, id).acceptedTokens), draft: sourceStats(s.speculation, 'draft').acceptedTokens },
+          ...(tree ? { trees: treeCounts(s) } : {}),
           ...score(r.text),
         });
       }
@@ -322,7 +348,17 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   // The standard tasks' rows as before; the before-auto-closed ones apart (autoClosedRows).
   const autoClosed = new Set(tasks.filter((t) => t.kind === 'before-auto-closed').map((t) => t.id));
   const standard = runs.filter((r) => !autoClosed.has(r.task));
-  return { pair, info, modes, ties, rows: summarize(modes, standard), allRows: summarize(modes, runs), autoClosedRows: summarizeAutoClosed(modes, tasks, runs), raw: runs };
+  return {
+    pair,
+    info,
+    modes,
+    ties,
+    rows: summarize(modes, standard),
+    allRows: summarize(modes, runs),
+    autoClosedRows: summarizeAutoClosed(modes, tasks, runs),
+    raw: runs,
+    treeShape: sideBySide?.size ?? null,
+  };
 }
 
 /** Quality of each mode on the before-auto-closed tasks, all and by the innermost closer. */
@@ -739,8 +775,18 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const attentionLine = `Flash attention (chosen at load; the stock modes use the same per model, llama-server the target's, which its -fa applies to its draft too): target ${r.info.flashAttention?.target ?? '-'}; draft ${r.info.flashAttention?.draft ?? '-'}.`;
   const chart = `latency-${pair.name}.svg`;
   const autoClosed = autoClosedTable(r, bench.autoClosedTasks.length);
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${autoClosed.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
+  const trees =
+    r.treeShape === null
+      ? []
+      : sideBySideTable(
+          r.treeShape,
+          TREE_MODES_REGIME_1,
+          r.rows.map((x) => ({ ...x, identical: x.identicalTasks, ties: x.tieTasks })),
+          treeTotals(r.raw),
+          !replaysGraphs(r.info),
+        );
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...trees, ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${trees.join('\n')}\n${autoClosed.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
   fs.writeFileSync(
     path.join(bench.outDir, chart),
     barChart(
@@ -758,6 +804,17 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
       console.error(`LOSSLESS VIOLATION (${pair.name} pair): mode ${x.mode} differs from plain on ${x.tasks - x.identicalTasks - x.tieTasks} task(s) away from a numerical tie`);
     }
   }
+}
+
+/** The tree figures of each side-by-side mode, summed over its runs. */
+function treeTotals(runs: readonly Run[]): Map<string, { steps: number; nodes: number; accepted: number }> {
+  const out = new Map<string, { steps: number; nodes: number; accepted: number }>();
+  for (const r of runs) {
+    if (!r.trees) continue;
+    const t = out.get(r.mode) ?? { steps: 0, nodes: 0, accepted: 0 };
+    out.set(r.mode, { steps: t.steps + r.trees.steps, nodes: t.nodes + r.trees.nodes, accepted: t.accepted + r.trees.accepted });
+  }
+  return out;
 }
 
 /** Regime 1's quality on the before-auto-closed tasks: per mode, and per innermost closer. */
@@ -1160,8 +1217,11 @@ async function editsSection(bench: Bench): Promise<void> {
     format,
     contextSize: Number(opt('edits-context', '8192')),
     maxTokens: model.standIn ? STAND_IN_MAX_TOKENS : undefined,
+    trees: treesOption,
+    treeShape,
     log,
   });
+  const trees = editsTreeTable(r, !r.graphReplay);
   const corpora = Object.entries(r.byCorpus).map(([corpus, rows]) => `${corpus} ${rows[0]?.cases ?? 0}`);
   const heading = `Edits: next-edit suggestions, every mode on the same prompts (${model.note}; ${r.format} format; ${threads} thread${threads === 1 ? '' : 's'})`;
   const table = [...EDITS_HEADER, ...r.rows.map(editsTableRow)];
@@ -1169,11 +1229,11 @@ async function editsSection(bench: Bench): Promise<void> {
   const legend = `${cases.length} cases (${corpora.join(', ')}): npm = the hunks between consecutive versions of bench/editCorpus.ts's EDIT_PAIRS (a hunk the next edit, the file's earlier hunks the history, ${WINDOW_LINES} lines around it the region); the others ../shared/nes-cases/. Modes interleaved per case, each after an untimed request that put the prompt into the KV caches. first edit: ms from the request to its first final edit (the output re-synchronised with the region after it), over the cases that streamed one (their count in brackets); whole window: to the end of the output. tok/eval: generated tokens per target evaluation after the prompt's. acceptance: proposed tokens accepted, per source (server: llama-server's own count). identical to plain: the same region text as plain decoding (in-process modes must be: lossless). window exact: the document with the suggestion applied is the expected one; right lines: an edit on a line the expected edit changes; no suggestion: no edit shown. failed runs: llama-server ended its stream with an error (on a random stand-in: its chat parser, which runs on every streamed chunk, refusing output that is not valid UTF-8); left out of every figure, as their time is that of a shorter output.`;
   const results: Record<string, unknown> = { model: model.target, note: model.note, format: r.format, cases: cases.map((c) => c.id), rows: r.rows, byCorpus: r.byCorpus, runs: r.runs };
   bench.results.edits = results;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, ...perCorpus, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${perCorpus.join('\n')}\n`);
+  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...trees, ...perCorpus, '');
+  console.log(`\n${heading}\n${table.join('\n')}\n${trees.join('\n')}\n${perCorpus.join('\n')}\n`);
 
   for (const x of r.rows) {
-    if ((x.mode === 'copy' || x.mode === 'hybrid') && x.identical !== x.cases) {
+    if ((x.mode === 'copy' || x.mode === 'hybrid' || TreeSideBySide.isVariant(x.mode)) && x.identical !== x.cases) {
       bench.failed = true;
       console.error(`LOSSLESS VIOLATION (edits): mode ${x.mode} differs from plain on ${x.cases - x.identical} case(s)`);
     }

@@ -3,7 +3,25 @@ import type { InferenceSession } from '../src/inference/inferenceSession';
 // Test-only access to the node-llama-cpp sequence behind the evaluator.
 type Next = { logits?: Map<number, number>; probabilities?: Map<number, number> };
 type Sequence = { controlledEvaluate(input: unknown[]): Promise<Array<{ next: Next } | undefined>> };
-const sequenceOf = (session: InferenceSession) => (session.target.evaluator as unknown as { sequence: Sequence }).sequence;
+/** A target on Draftline's unified context (src/llama/unifiedSequenceEvaluator.ts) reads its top logits itself. */
+type TopLogits = { appendTopLogits(input: readonly number[], outputs: number, top: number): Promise<{ tokens: number[]; logits: number[] }[]> };
+
+/**
+ * Evaluates `tokens` after the target's cache and gives the top candidates (token → logit) of every
+ * position (`all`) or of the last: through node-llama-cpp's sequence behind the evaluator (bypassing
+ * its bookkeeping: the callers reset it after), or the unified evaluator's own read.
+ */
+function topsAfter(session: InferenceSession, tokens: readonly number[], all: boolean): Promise<Map<number, number>[]> {
+  const ev = session.target.evaluator as unknown as Partial<TopLogits> & { sequence?: Sequence };
+  if (ev.appendTopLogits) {
+    return ev.appendTopLogits(tokens, all ? tokens.length : 1, TOP_COUNT).then((rows) => rows.map((r) => new Map(r.tokens.map((t, i) => [t, r.logits[i]!]))));
+  }
+  const seq = ev.sequence!;
+  return seq.controlledEvaluate(tokens.map((t, i) => (all || i === tokens.length - 1 ? [t, topRequest()] : t))).then((results) => {
+    const out = all ? results : results.slice(-1);
+    return out.map((r) => topCandidates(r?.next));
+  });
+}
 
 /**
  * What the drift probe evaluates: ordinary code with no line repeated, as a real prompt is (the probe
@@ -100,7 +118,6 @@ function topCandidates(next: Next | undefined): Map<number, number> {
  */
 export async function batchDrift(session: InferenceSession): Promise<number> {
   const ev = session.target.evaluator;
-  const seq = sequenceOf(session);
   const tokens = session.vocabulary.tokenize(PROBE_TEXT);
   let drift = 0;
   for (const depth of probeDepths(ev.capacity)) {
@@ -110,10 +127,7 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
       await session.resetCaches();
       for (let i = 0; i < prompt.length; i += 32) await ev.append(prompt.slice(i, i + 32), i + 32 >= prompt.length ? 1 : 0);
       const out: Map<number, number>[] = [];
-      for (let i = 0; i < rest.length; i += batch) {
-        const results = await seq.controlledEvaluate(rest.slice(i, i + batch).map((t) => [t, topRequest()]));
-        out.push(...results.map((r) => topCandidates(r?.next)));
-      }
+      for (let i = 0; i < rest.length; i += batch) out.push(...(await topsAfter(session, rest.slice(i, i + batch), true)));
       return out;
     };
     const single = await evaluate(1);
@@ -226,10 +240,9 @@ export async function marginAtDivergence(session: InferenceSession, prompt: read
 /** The two highest logits after `history`, evaluated token by token as plain decoding does. */
 export async function topTwoAfter(session: InferenceSession, history: number[]): Promise<[number, number]> {
   const ev = session.target.evaluator;
-  const seq = sequenceOf(session);
   await (ev as unknown as { reset(): Promise<void> }).reset();
-  const out = await seq.controlledEvaluate(history.map((t, i) => (i === history.length - 1 ? [t, topRequest()] : t)));
-  const values = [...topCandidates(out.at(-1)?.next).values()].sort((a, b) => b - a);
+  const [last] = await topsAfter(session, history, false);
+  const values = [...last!.values()].sort((a, b) => b - a);
   await (ev as unknown as { reset(): Promise<void> }).reset();
   // A runner-up whose probability underflowed (3.21's probabilities) is infinitely far behind.
   return [values[0], values[1] ?? Number.NEGATIVE_INFINITY];

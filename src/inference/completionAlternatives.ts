@@ -7,7 +7,7 @@ import type { AlternativesResult, CompletionRequest, LocalCompletionResult } fro
 import type { Token } from '../shared/decoding';
 import { chooseBranchPoint } from '../speculation/branchPoint';
 import { commonPrefixLength, PROMPT_CHUNK, type RankedNext } from '../speculation/greedyEvaluator';
-import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
 import { splitTrailingBlank } from '../prompt/fimPrompt';
 import { clampMaxTokens } from '../stopping/stopRules';
 
@@ -33,7 +33,7 @@ export interface AlternativesHost {
   /** Greedy decoding of the request after the prompt and `forced` tokens (the request's mode and stops). */
   decodeAfter(prompt: readonly Token[], forced: readonly Token[]): Promise<LocalCompletionResult>;
   /** The KV sequence the request's owner decodes on. */
-  targetSequence(prompt: readonly Token[]): Promise<LlamaSequenceEvaluator>;
+  targetSequence(prompt: readonly Token[]): Promise<SequenceEvaluator>;
   detokenize(tokens: readonly Token[]): string;
   isEndToken(token: Token): boolean;
 }
@@ -146,7 +146,7 @@ function branchablePositions(greedy: readonly Token[], host: Pick<AlternativesHo
  * and greedy[0..n-1) are evaluated again with an output at every position, in batches (the abort
  * checked in between). Null when aborted. The cache then holds prompt + greedy[0..n-1).
  */
-async function rankAlong(evaluator: LlamaSequenceEvaluator, prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
+async function rankAlong(evaluator: SequenceEvaluator, prompt: readonly Token[], greedy: readonly Token[], top: number, signal: AbortSignal | undefined): Promise<RankedNext[] | null> {
   const keep = Math.min(commonPrefixLength(evaluator.tokens, prompt), prompt.length - 1);
   await evaluator.truncate(keep);
   for (let at = keep; at < prompt.length - 1; at += PROMPT_CHUNK) {

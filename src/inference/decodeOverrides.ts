@@ -3,7 +3,7 @@
 // prompt state's owner.
 import type { SpeculationSettings } from '../shared/settings';
 import type { SpeculationPolicy } from '../speculation/policy';
-import type { LookupProposer, ModelProposer } from '../speculation/proposer';
+import type { LookupProposer, ModelProposer, Proposer } from '../speculation/proposer';
 import type { StepProfile } from '../speculation/speculativeDecoder';
 import type { BudgetClock } from '../stopping/stopRules';
 
@@ -12,6 +12,11 @@ export interface DecodeOverrides {
   draft?: ModelProposer;
   /** A next-edit window's copy proposer: used by the 'copy' and 'hybrid' modes (speculation/windowCopyProposer.ts). */
   copy?: LookupProposer;
+  /**
+   * Sources of the caller's own, proposed from first in any mode but plain (tests and the benchmark:
+   * a proposer that offers token trees, say); one per id, none sharing an id with the mode's.
+   */
+  proposers?: readonly Proposer[];
   policy?: SpeculationPolicy;
   /** Where each decode step's time goes (bench/profile.ts). */
   profile?: StepProfile;

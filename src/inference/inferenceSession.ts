@@ -16,7 +16,7 @@ import { decode } from '../speculation/speculativeDecoder';
 import { type BudgetClock, clampMaxTokens, requestStops, StopRules } from '../stopping/stopRules';
 import { findAlternatives, RecentGreedy } from './completionAlternatives';
 import { CompletionPrompts, type PromptRequest } from './completionPrompt';
-import { disposeContext, type LoadedModel, type LoadedPair, loadPair, replaysGraphs, testAbortHook } from './loadedPair';
+import { disposeContext, type LoadedModel, type LoadedPair, loadPair, testAbortHook } from './loadedPair';
 import type { RuntimeLog } from './llamaRuntime';
 import { PromptSequences } from './promptSequences';
 import { DEFAULT_OWNER } from './promptStates';
@@ -26,8 +26,10 @@ import { budgetStartsNow, type DecodeOverrides } from './decodeOverrides';
 import { textProposers } from './documentNgrams';
 import { NextEditModelSlot, type NextEditServing } from './nextEditModelSlot';
 import { SessionNextEdits } from './sessionNextEdits';
+import { replaysGraphs } from './treeVerification';
 
-export { gpuLayersFor, replaysGraphs } from './loadedPair';
+export { gpuLayersFor } from './loadedPair';
+export { replaysGraphs } from './treeVerification';
 export type { DecodeOverrides } from './decodeOverrides';
 export { EXTRA_CONTEXT_KEY } from './completionPrompt';
 
@@ -341,13 +343,18 @@ export class InferenceSession {
         target: state.target,
         prompt: forced.length ? [...prompt, ...forced] : prompt,
         stop,
-        proposers: proposersFor(mode, [
-          overrides.copy,
-          // Beside the draft, a suffix guess is offered only when it is as likely as the draft's typical one.
-          ...textProposers(this.documents, request.documentKey, speculation, policy, overrides, mode === 'hybrid' && draft ? { floor: () => policy.acceptance.rate('draft') } : {}),
-          (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
-          draft,
-        ]).concat(overrides.extraProposers ?? []),
+        // The caller's own sources first (DecodeOverrides.proposers), the mode's, then the rivals (extraProposers).
+        proposers: [
+          ...(overrides.proposers ?? []),
+          ...proposersFor(mode, [
+            overrides.copy,
+            // Beside the draft, a suffix guess is offered only when it is as likely as the draft's typical one.
+            ...textProposers(this.documents, request.documentKey, speculation, policy, overrides, mode === 'hybrid' && draft ? { floor: () => policy.acceptance.rate('draft') } : {}),
+            (overrides.lookahead ?? speculation.lookahead) ? new LookaheadProposer(this.lookaheadPools.for(request.documentKey)) : undefined,
+            draft,
+          ]),
+          ...(overrides.extraProposers ?? []),
+        ],
         policy,
         signal,
         profile: overrides.profile,

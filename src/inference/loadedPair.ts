@@ -7,13 +7,15 @@ import type { Llama, LlamaContext, LlamaModel } from '../llama/llamaTypes';
 import * as os from 'node:os';
 import type { LoadedModelsInfo, ModelDescription } from '../shared/backendInfo';
 import type { ModelSettings, SpeculationSettings } from '../shared/settings';
-import type { Token } from '../shared/decoding';
 import { describeLoadTimings } from '../stats/loadTimings';
 import { backendExplanation, gpuName } from '../stats/statusText';
 import { checkVocabularyCompatible, inspectModelFile, type ModelFileInfo } from '../gguf/modelFileCheck';
 import { chooseTemplate, type PromptTemplate } from '../prompt/templates';
 import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
 import { allowDeviceGreedy, type AttachedThreadpool } from '../llama/nativeAddon';
+import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
+import type { UnifiedContext } from '../llama/unifiedContext';
+import { createUnifiedTarget, type TreeVerificationState, wantsTreeVerification } from './treeVerification';
 import { createContext, disposeContext } from './modelContext';
 import { timeCompletionWork } from './attentionTiming';
 import { AttentionMemo, attentionWorkload, chooseFlashAttention, describeChoice, type FlashAttentionChoice, type FlashAttentionSetting, type ModelRole } from './flashAttention';
@@ -23,14 +25,17 @@ import { chooseSequenceBudget, kvBytesPerToken, kvMemory, type SequenceBudget } 
 export interface LoadedModel {
   info: ModelFileInfo;
   model: LlamaModel;
-  context: LlamaContext;
+  /** node-llama-cpp's context, or where the target verifies trees Draftline's own (inference/treeVerification.ts). */
+  context: LlamaContext | UnifiedContext;
   /**
    * One evaluator per KV sequence of the context (as many as the pair's sequence budget), each a
    * prompt state's (inference/promptStates.ts); `evaluator` is the first, on which a session used
    * by one caller decodes.
    */
-  sequences: LlamaSequenceEvaluator[];
-  evaluator: LlamaSequenceEvaluator;
+  sequences: SequenceEvaluator[];
+  evaluator: SequenceEvaluator;
+  /** Whether its evaluators verify token trees, or why not. */
+  trees: TreeVerificationState;
   /** The context's persistent CPU threadpool (2+ threads), or why it has none. */
   threadpool: AttachedThreadpool | { error: string };
   /** Flash attention as the context was created with it, and why (inference/flashAttention.ts). */
@@ -124,6 +129,8 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     verifySize: speculation.maxProposal + 1,
     runtime: `${backend} ${llama.llamaCppRelease.release}`,
     deviceGreedy: role === 'target' ? (settings.deviceGreedy ?? 'auto') : 'off',
+    treeVerification: role === 'target' ? (settings.treeVerification ?? 'auto') : 'off',
+    proposesTrees: settings.proposesTrees ?? speculation.suffix === true,
     shiftCache: settings.shiftPromptCache !== false,
   });
   // The draft first: it is small, and only worth running if it is as fast as it can be (all on
@@ -182,13 +189,17 @@ async function loadOn(settings: ModelSettings, speculation: SpeculationSettings,
     runtime: await describeRuntimeChoice(settings, llama),
     ...(settings.gpuFallback ? { gpuFallback: settings.gpuFallback } : {}),
     tokenReader: describeTokenReader(target.evaluator),
-    nativeAddon: target.evaluator.path === 'native' ? { used: true } : { used: false, reason: target.evaluator.nativeUnavailable ?? `the ${target.evaluator.path} path was asked for` },
+    nativeAddon:
+      target.evaluator.path === 'native'
+        ? { used: true }
+        : { used: false, reason: (target.evaluator instanceof LlamaSequenceEvaluator && target.evaluator.nativeUnavailable) || `the ${target.evaluator.path} path was asked for` },
+    treeVerification: target.trees,
     threadpool: 'release' in target.threadpool ? `persistent, ${threads} threads` : threads < 2 ? 'one (no worker threads)' : `llama.cpp's per-graph threads (${target.threadpool.error})`,
     flashAttention: { target: describeChoice(target.attention), draft: draft ? describeChoice(draft.attention) : null },
   };
   log(
     'info',
-    `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}`,
+    `loaded ${info.target.name}${draft ? ` + draft ${info.draft!.name}` : ''} on ${backendExplanation(info)}, context ${info.contextSize}, ${threads} thread(s) in ${Math.round(done - started)} ms (${describeLoadTimings(info.loadTimings!)}); tokens read: ${info.tokenReader}; threads: ${info.threadpool}; flash attention: target ${info.flashAttention!.target}${draft ? `, draft ${info.flashAttention!.draft}` : ''}; token trees: ${treeVerificationText(target.trees)}`,
   );
   return { llama, target, draft, info, template, sequences, settings };
 }
@@ -227,6 +238,10 @@ export interface ModelPlacement {
   deviceGreedy?: 'auto' | 'on' | 'off';
   /** Whether its evaluators may shift cached tokens into place (ModelSettings.shiftPromptCache); unset: no. */
   shiftCache?: boolean;
+  /** Whether it verifies token trees on a context of Draftline's own (ModelSettings.treeVerification); unset: 'off'. */
+  treeVerification?: 'auto' | 'on' | 'off';
+  /** Whether a proposer in use offers trees (ModelSettings.proposesTrees); 'auto' verifies trees only then. */
+  proposesTrees?: boolean;
 }
 
 /**
@@ -267,10 +282,17 @@ export async function loadModel(llama: Llama, info: ModelFileInfo, placement: Mo
     // 'auto': CUDA only, the backend it is measured on; Vulkan's software device (llvmpipe) is
     // unstable with it.
     const device = deviceGreedy === 'on' || (deviceGreedy === 'auto' && model.gpuLayers > 0 && llama.gpu === 'cuda') ? allowDeviceGreedy(llama) : { error: 'not asked for' };
+    const shift = placement.shiftCache === true && cacheCanShift(model);
+    let trees = wantsTreeVerification(placement.treeVerification ?? 'off', llama.gpu, model.gpuLayers, placement.proposesTrees ?? false);
+    if (trees.used) {
+      const unified = await createUnifiedTarget(model, { ...options, flashAttention: attention.flashAttention, sequences: placement.sequences, shift });
+      if (!('error' in unified)) return { info, model, context: unified, threadpool: unified.threadpool, attention, sequences: unified.evaluators, evaluator: unified.evaluators[0]!, trees };
+      trees = { used: false, reason: `Draftline's context could not be made (${unified.error})` };
+    }
     const { context, threadpool } = await createSequencedContext(model, { ...options, flashAttention: attention.flashAttention }, placement.sequences);
-    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const), shift: placement.shiftCache === true && cacheCanShift(model) };
+    const evaluatorOptions = { deviceGreedy: 'ok' in device ? deviceGreedy : ('off' as const), shift };
     const sequences = Array.from({ length: context.totalSequences }, () => new LlamaSequenceEvaluator(context.getSequence(), model, undefined, evaluatorOptions));
-    return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]! };
+    return { info, model, context, threadpool, attention, sequences, evaluator: sequences[0]!, trees };
   } catch (error) {
     await model.dispose().catch(() => undefined);
     throw error;
@@ -310,19 +332,17 @@ function basename(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
 }
 
+/** Whether the target verifies token trees, or why not, in words (the load log). */
+export function treeVerificationText(trees: TreeVerificationState): string {
+  return trees.used ? "verified (Draftline's context with one KV stream)" : `not verified (${trees.reason})`;
+}
+
 /** How the target's greedy tokens are read, and why not a faster way where one was asked for (Show Stats). */
-function describeTokenReader(evaluator: LlamaSequenceEvaluator): string {
+function describeTokenReader(evaluator: SequenceEvaluator): string {
+  if (!(evaluator instanceof LlamaSequenceEvaluator)) return `${evaluator.path}, Draftline's context with one KV stream (token trees verified), direct decode`;
   // How batches reach llama.cpp: straight (the native addon's decode), or through the library's queue and why.
   const decode = evaluator.directDecodeUnavailable ? `, library batch queue (${evaluator.directDecodeUnavailable})` : ', direct decode';
   if (evaluator.path === 'device') return `device (greedy sampled on the device; no logits rows to the host)${decode}`;
   const why = [evaluator.nativeUnavailable && `native reader: ${evaluator.nativeUnavailable}`, evaluator.deviceUnavailable && `device greedy: ${evaluator.deviceUnavailable}`].filter(Boolean);
   return `${why.length ? `${evaluator.path} (${why.join('; ')})` : evaluator.path}${decode}`;
-}
-
-/**
- * Whether the target runs on a backend that replays captured compute graphs only while batches keep
- * one shape (llama.cpp's CUDA graphs): there verify batches get a fixed shape (speculation/verifyShape.ts).
- */
-export function replaysGraphs(info: Pick<LoadedModelsInfo, 'backend' | 'gpuLayers'>): boolean {
-  return info.backend === 'cuda' && info.gpuLayers.target > 0;
 }

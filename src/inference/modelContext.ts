@@ -17,7 +17,7 @@ export async function createContext(
 }
 
 /** Frees the context, then its threadpool (llama.cpp's CPU backend holds on to it until then). */
-export async function disposeContext(c: { context: LlamaContext; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
+export async function disposeContext(c: { context: { dispose(): Promise<void> }; threadpool: AttachedThreadpool | { error: string } } | null | undefined): Promise<void> {
   if (!c) return;
   await c.context.dispose();
   if ('release' in c.threadpool) c.threadpool.release();

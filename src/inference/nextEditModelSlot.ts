@@ -15,6 +15,7 @@ import type { Token } from '../shared/decoding';
 import { AttentionMemo } from './flashAttention';
 import type { RuntimeLog } from './llamaRuntime';
 import { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
 import { createContext, disposeContext, gpuLayersFor, type LoadedModel, type LoadedPair, loadModel, type ModelPlacement } from './loadedPair';
 import { PromptStates, type SequenceEvaluators } from './promptStates';
 import { chooseSequenceBudget, kvBytesPerToken, kvMemory } from './sequenceBudget';
@@ -23,8 +24,8 @@ import { chooseSequenceBudget, kvBytesPerToken, kvMemory } from './sequenceBudge
 export interface NextEditServing {
   /** Its GGUF identity chooses the format (nextEdit/modelFormat.ts). */
   model: LoadedModel;
-  sequenceFor(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<LlamaSequenceEvaluator>>;
-  holds(owner: string, target: LlamaSequenceEvaluator): boolean;
+  sequenceFor(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<SequenceEvaluator>>;
+  holds(owner: string, target: SequenceEvaluator): boolean;
   /** Whether its token ids are the target's: the n-gram index of open documents (target tokens) can propose for it. */
   targetVocabulary: boolean;
 }
@@ -32,9 +33,9 @@ export interface NextEditServing {
 /** Next-edit prompts only (completions have the pair's): one for each of two windows by default. */
 export const NEXT_EDIT_SEQUENCES = 2;
 
-type DraftSide = Awaited<ReturnType<typeof createContext>> & { sequences: LlamaSequenceEvaluator[] };
+type DraftSide = Awaited<ReturnType<typeof createContext>> & { sequences: SequenceEvaluator[] };
 type Entry =
-  | { kind: 'loaded'; model: LoadedModel; draft: DraftSide | null; states: PromptStates<LlamaSequenceEvaluator>; report: NextEditModelReport; released?: boolean }
+  | { kind: 'loaded'; model: LoadedModel; draft: DraftSide | null; states: PromptStates<SequenceEvaluator>; report: NextEditModelReport; released?: boolean }
   | { kind: 'failed'; report: NextEditModelReport };
 
 /** A file's size and time, so a file that changed (downloaded again, fixed) is tried again. */

@@ -1,7 +1,7 @@
 // The KV sequences the session's prompts decode on: one per prompt state (a window's completions, its
 // next edits…: inference/promptStates.ts), and on disk the cells of prompts whose sequence another
 // owner took, loaded back when that owner returns (inference/savedPromptStates.ts).
-import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
 import type { KvSequencesReport } from '../shared/backendInfo';
 import type { Token } from '../shared/decoding';
 import type { RuntimeLog } from './llamaRuntime';
@@ -16,7 +16,7 @@ const SAVED_STATES_MAX_BYTES = 512 * 2 ** 20;
 
 export class PromptSequences {
   /** The KV sequences, one per prompt state (window and task). */
-  readonly states: PromptStates<LlamaSequenceEvaluator>;
+  readonly states: PromptStates<SequenceEvaluator>;
   /** The KV states of prompts whose sequence another owner took, to load back when they return. */
   private readonly saved: SavedPromptStates;
 
@@ -35,7 +35,7 @@ export class PromptSequences {
    * cells are saved first; when the owner's own saved state holds more of the prompt than the
    * sequence it got, it is loaded back.
    */
-  async for(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<LlamaSequenceEvaluator>> {
+  async for(owner: string, prompt: readonly Token[]): Promise<SequenceEvaluators<SequenceEvaluator>> {
     const state = this.states.acquire(owner, prompt);
     if (state.evicted !== null) await this.saved.save(state.evicted, state.target);
     if (state.taken && (await this.saved.restore(owner, prompt, state.target))) {

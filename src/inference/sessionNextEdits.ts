@@ -18,7 +18,7 @@ import type { GreedyEvaluator } from '../speculation/greedyEvaluator';
 import type { SpeculationPolicy } from '../speculation/policy';
 import { type ContextGate, ParkedAbort } from './contextGate';
 import { textProposers } from './documentNgrams';
-import type { LlamaSequenceEvaluator } from '../llama/llamaSequenceEvaluator';
+import type { SequenceEvaluator } from '../llama/sequenceEvaluator';
 import type { LlamaToken } from '../llama/llamaTypes';
 import type { NextEditModelSlot } from './nextEditModelSlot';
 import { DEFAULT_OWNER, type SequenceEvaluators } from './promptStates';
@@ -139,7 +139,7 @@ export class SessionNextEdits {
           if (!serving.holds(owner, state.target)) throw new SequenceTaken(owner);
         },
       };
-      let state!: SequenceEvaluators<LlamaSequenceEvaluator>;
+      let state!: SequenceEvaluators<SequenceEvaluator>;
       try {
         // Taking (or loading back) the sequence is native work too: it waits for completions like a step.
         state = await gate.evaluate(() => serving.sequenceFor(owner, promptTokens), signal, { onPark, onResume: options.onResume });

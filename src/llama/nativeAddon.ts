@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import type { UnifiedAddon } from './unifiedAddon';
 
 /**
  * Draftline's native addon (src/llama/native/, built by scripts/build-native.mjs into
@@ -11,13 +12,16 @@ import * as path from 'node:path';
  * - a batch decoded in one asynchronous call, where the library's batch queue costs a fixed amount a step;
  * - a persistent CPU threadpool per context, where llama.cpp (as node-llama-cpp builds it, without
  *   OpenMP) creates and joins its worker threads for every graph it computes.
+ * - contexts of Draftline's own with one KV stream for all their sequences, where a batch may hold a
+ *   token tree (unifiedAddon.ts).
  * Optional: without it tokens are read through `sampleToken` and llama.cpp makes its own threads.
  */
-export interface NativeAddon {
+export interface NativeAddon extends UnifiedAddon {
   /** Checks the context's native layout (the KV cells, batch size and sequences node-llama-cpp gave llama.cpp) and returns its vocabulary size; throws with the reason when unusable. */
   probe(nativeContext: object, contextCells: number, batchSize: number, sequences: number): { vocabularySize: number; library: string };
   /**
-   * Reads positions in order, position j from batch output `batchIndexes[j]`, into `outTokens`
+   * Reads positions in order, position j from batch output `batchIndexes[j]` of node-llama-cpp's
+   * context object or a Draftline context's handle (NativeTarget), into `outTokens`
    * (and, when asked, Σ exp(logit − max) — what node-llama-cpp 3.22+ reports as `totalLogitWeight`,
    * 1 / which is the greedy token's probability — into `outWeights`); stops after the first j with j ≥ expectedCount
    * or `expected[j]` ≠ its token (expectedCount -1: read all `count`). Returns how many it read.
@@ -25,7 +29,7 @@ export interface NativeAddon {
    * context): those rows are not copied to the host any more.
    */
   readGreedy: (
-    nativeContext: object,
+    nativeContext: NativeTarget,
     batchIndexes: Int32Array,
     count: number,
     expected: Int32Array,
@@ -41,7 +45,7 @@ export interface NativeAddon {
    * lower token id, so rank 0 is readGreedy's token. Unfilled ranks (a vocabulary smaller than `top`)
    * hold token -1. Returns `count`. For alternative completions, read only when asked for.
    */
-  readTop: (nativeContext: object, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array, sequenceId?: number) => number;
+  readTop: (nativeContext: NativeTarget, batchIndexes: Int32Array, count: number, top: number, outTokens: Int32Array, outLogits: Float32Array, sequenceId?: number) => number;
   /**
    * Decodes one batch of one sequence (tokens at positions firstPosition.., outputs from token
    * firstOutput on; batch output j is token firstOutput + j) with llama_decode on a worker thread,
@@ -85,7 +89,7 @@ export interface NativeAddon {
    * Bytes of logits readGreedy / readTop read on the host (vocabulary × 4 a position read; readSampled
    * none), for the context or, without one, the process.
    */
-  hostLogitBytes(nativeContext?: object): number;
+  hostLogitBytes(nativeContext?: NativeTarget): number;
   /** Bytes llama.cpp copied to the host for the rows readSampled read (token, candidates, logits, probabilities), for the context or the process. */
   sampledBytes(nativeContext?: object): number;
   /** The index the reader picks in one row of logits (for tests of its tie and NaN rules). */
@@ -99,12 +103,15 @@ export interface NativeAddon {
   readonly takesSamplingLock: boolean;
 }
 
+/** What the readers read from: node-llama-cpp's native context object, or the handle of a Draftline context (unifiedAddon.ts). */
+export type NativeTarget = object | number;
+
 /** The device sampler chain (NativeAddon.attachDeviceGreedy). */
 export type DeviceSamplerMode = 'top2' | 'argmax';
 
 const ADDON_FILE = 'draftline-native.node';
 /** What this code expects of the addon's functions; a build exporting another is not used. */
-const ADDON_API_VERSION = 5;
+const ADDON_API_VERSION = 6;
 /** node-llama-cpp pads a context's KV cells up to a multiple of this (its `contextSizePad`). */
 const CONTEXT_CELLS_PAD = 256;
 

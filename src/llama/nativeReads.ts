@@ -1,7 +1,7 @@
 import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, RankedNext } from '../speculation/greedyEvaluator';
 import type { DeviceGreedyAttachment } from './deviceGreedyAttachment';
-import type { NativeAddon } from './nativeAddon';
+import type { NativeAddon, NativeTarget } from './nativeAddon';
 
 /**
  * The reads of a decoded batch that go through Draftline's native addon, with the arrays they reuse
@@ -33,7 +33,7 @@ export class NativeReads {
   }
 
   /** The native reader's greedy tokens, in order, up to the first that is not `expected`'s. */
-  greedy(reader: NativeAddon, nativeContext: object, sequenceId: number, batchIndexes: Int32Array, count: number, withConfidence: boolean, expected?: readonly Token[]): EvaluatedNext[] {
+  greedy(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, withConfidence: boolean, expected?: readonly Token[]): EvaluatedNext[] {
     const expectedCount = this.expect(expected, count);
     const read = reader.readGreedy(nativeContext, batchIndexes, count, this.expectedTokens, expectedCount, withConfidence, this.readTokens, this.readWeights, sequenceId);
     const out: EvaluatedNext[] = [];
@@ -55,7 +55,7 @@ export class NativeReads {
 }
 
 /** The `top` best tokens of each of `count` positions and the top-two logit margin (the native reader's readTop). */
-export function nativeRanked(reader: NativeAddon, nativeContext: object, sequenceId: number, batchIndexes: Int32Array, count: number, top: number): RankedNext[] {
+export function nativeRanked(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, top: number): RankedNext[] {
   const tokens = new Int32Array(count * top);
   const logits = new Float32Array(count * top);
   reader.readTop(nativeContext, batchIndexes, count, top, tokens, logits, sequenceId);

@@ -100,6 +100,7 @@ export function modelSettingsFrom(config: SettingsReader, embedded: { target: st
     kvSequences: config.numberOrKeyword('kvSequences', ['auto'] as const),
     flashAttention: config.choice<NonNullable<ModelSettings['flashAttention']>>('flashAttention'),
     shiftPromptCache: config.value<boolean>('shiftPromptCache') !== false,
+    proposesTrees: config.value<boolean>('speculation.suffix') === true,
   };
 }
 
@@ -140,6 +141,8 @@ export const RELOAD_KEYS = [
   'kvSequences',
   'flashAttention',
   'shiftPromptCache',
+  // The target's KV context depends on whether a proposer offers trees (ModelSettings.proposesTrees).
+  'speculation.suffix',
   'huggingFaceEndpoint',
 ].map((k) => `${SECTION}.${k}`);
 

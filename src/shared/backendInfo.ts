@@ -81,6 +81,11 @@ export interface LoadedModelsInfo {
    * target's steps, or why node-llama-cpp's own path does: the status bar and Show Stats say what that costs.
    */
   nativeAddon?: { used: true } | { used: false; reason: string };
+  /**
+   * Whether the target verifies token trees (on a KV context of Draftline's own with one stream for
+   * all sequences: src/inference/treeVerification.ts), or why it verifies chains.
+   */
+  treeVerification?: { used: true } | { used: false; reason: string };
   /** Flash attention of each model's context and why (measured, remembered, a setting, the GPU). */
   flashAttention?: { target: string; draft: string | null };
   /** Set when this load found the models already loaded in the shared worker: how many other windows use them (0: kept after the last window using them closed). */

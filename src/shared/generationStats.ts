@@ -5,8 +5,13 @@ import type { DecodeMode, SourceId, StopReason } from './decoding';
 export interface SourceStats {
   /** Target verification steps that carried a proposal of this source. */
   steps: number;
+  /** Its tokens verified (a tree's nodes included) and kept. */
   proposedTokens: number;
   acceptedTokens: number;
+  /** Of its steps, those that verified a token tree of its (absent: none), the trees' nodes and the accepted paths' tokens. */
+  treeSteps?: number;
+  treeNodes?: number;
+  treeAccepted?: number;
 }
 
 /** What every backend reports of a completion. */
@@ -56,6 +61,8 @@ export interface SpeculationStats {
   batchShapes?: number;
   /** The fixed verify shape this generation used (absent: variable shapes). */
   fixedShape?: number;
+  /** Steps that verified a token tree (fixed shapes on a unified KV cache only; absent: none). */
+  treeSteps?: number;
   /** Tokens of padding the fixed shape added to proposals, and how many of them the target accepted. */
   paddingTokens?: number;
   paddingAccepted?: number;
@@ -79,6 +86,11 @@ export interface PolicySnapshot {
   retryInterval: Record<SourceId, number>;
   /** How verify batches are shaped, and the size the latest generation chose (0: variable; 1: plain). */
   verifyShape?: { mode: 'fixed' | 'variable'; size: number };
+  /**
+   * Sources that offered trees on a fixed shape: the accepted tokens a step of their tree and of their
+   * likeliest chain is expected to keep, and which one the policy verifies.
+   */
+  trees?: Record<SourceId, { tree: number; chain: number; verifies: 'tree' | 'chain' }>;
 }
 
 export function emptySourceStats(): SourceStats {

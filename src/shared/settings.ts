@@ -33,6 +33,20 @@ export interface ModelSettings {
    * the CPU), 'off' never. Not a user setting.
    */
   deviceGreedy?: 'auto' | 'on' | 'off';
+  /**
+   * Token trees verified by the target in one batch (a KV context of Draftline's own with one stream
+   * for all sequences: src/llama/unifiedContext.ts): 'auto' (the default) where the target computes on
+   * CUDA with layers on the GPU (fixed verify shapes: a batch costs the same whatever it holds) and the
+   * native addon runs, 'on' wherever the addon runs (tests, the bench), 'off' never. Elsewhere the target
+   * keeps node-llama-cpp's context and verifies chains. Not a user setting.
+   */
+  treeVerification?: 'auto' | 'on' | 'off';
+  /**
+   * Whether a proposer in use offers token trees (the suffix proposer, draftline.speculation.suffix):
+   * 'auto' tree verification waits for one, since one KV stream for all sequences makes every step
+   * attend over the other prompt states' cells, a cost only trees pay back.
+   */
+  proposesTrees?: boolean;
 }
 
 export interface SpeculationSettings {
@@ -65,6 +79,11 @@ export interface SpeculationSettings {
   graphReplay?: boolean;
   /** The fixed shape's size when set (tests, the bench); else the policy chooses it from measured costs. */
   fixedShapeSize?: number;
+  /**
+   * Token tree offers verified as trees where the target can (the default); false: as their likeliest
+   * chains (the bench's side-by-side).
+   */
+  verifyTrees?: boolean;
 }
 
 /** Where completions come from: Draftline's own worker, or an inference server the user points it at. */

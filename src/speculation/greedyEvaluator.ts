@@ -1,4 +1,5 @@
 import type { Token } from '../shared/decoding';
+import type { TokenTree } from './tokenTree';
 
 /**
  * What the decoder needs from a model: a KV cache it can append to and cut back, and the greedy
@@ -33,6 +34,27 @@ export interface GreedyEvaluator {
    * (the tests' plain-function evaluators need not have it).
    */
   appendRanked?(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]>;
+  /**
+   * Verifies a token tree (speculation/tokenTree.ts) after the cached tokens in ONE batch [pending,
+   * ...tree nodes], each node attending only to the cache, the pending token and its own ancestors;
+   * greedy acceptance walks it from the target's own token after `pending`. Afterwards the cache holds
+   * the cached tokens, `pending` and the accepted path's tokens, nothing of the rest. With
+   * `predictionsOut`, it is filled with the target's greedy token after every batch position (index 0:
+   * after `pending`; i + 1: after node i). Present only where the cache can hold a tree (a unified
+   * KV cache: llama/unifiedSequenceEvaluator.ts); a malformed tree, or one larger than the batch,
+   * is an error.
+   */
+  verifyTree?(pending: Token, tree: TokenTree, predictionsOut?: Token[]): Promise<TreeVerdict>;
+  /** With verifyTree: the most nodes a tree may have. */
+  readonly maxTreeNodes?: number;
+}
+
+/** What a tree verification kept. */
+export interface TreeVerdict {
+  /** The accepted nodes, root first: their tokens now follow `pending` in the cache. */
+  path: number[];
+  /** The target's greedy token after the last accepted node (after `pending` when none was). */
+  next: Token;
 }
 
 /** The most likely next tokens at one position. */

@@ -6,6 +6,7 @@ import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
 import { AcceptanceTracker, expectedTokensPerStep, geometricExpectation, NEUTRAL_PRIOR } from './acceptanceTracker';
 import { type AcceptanceModel, type Offer, offeredChain, type Proposer } from './proposer';
 import { RetrySchedule } from './retrySchedule';
+import { TreeChoice } from './treeChoice';
 
 export { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
 
@@ -68,6 +69,8 @@ export class SpeculationPolicy {
   private readonly shapeExploration = new RetrySchedule(SHAPE_EXPLORE_FIRST_INTERVAL, SHAPE_EXPLORE_MAX_INTERVAL);
   /** The shape the latest generation chose (Show Stats): 0 variable, 1 plain, else the fixed size. */
   private lastShape = 0;
+  /** Tree or chain per source on a fixed shape, from what tree steps measured (speculation/treeChoice.ts). */
+  readonly trees = new TreeChoice();
 
   constructor(
     private readonly settings: SpeculationSettings,
@@ -248,6 +251,16 @@ export class SpeculationPolicy {
     return best;
   }
 
+  /**
+   * Whether a tree offered by `source` is verified as a tree on a fixed shape of `size` (where the
+   * target's evaluator verifies trees): never with variable shapes (on a CPU a batch costs about what
+   * it holds, so a tree's extra nodes cost what they would save), else as the tokens a tree step keeps
+   * over its cost compare with its likeliest chain's (TreeChoice).
+   */
+  verifiesTree(source: SourceId, size: number): boolean {
+    return this.settings.verifyTrees !== false && this.verifyShapeMode === 'fixed' && size > 1 && this.trees.prefersTree(source, size);
+  }
+
   /** Records what a fixed-shape step of `size` tokens yielded (the target's token included). */
   recordShapeStep(size: number, tokens: number): void {
     const c = (this.shapeCounts ??= { accepted: 0, rejected: 0 });
@@ -275,6 +288,7 @@ export class SpeculationPolicy {
       bestLength: per((s) => this.bestLength(s, this.longest(s))),
       retryInterval: per((s) => this.exploreInterval(s)),
       verifyShape: { mode: this.verifyShapeMode, size: this.lastShape },
+      ...(this.lastShape > 1 && Object.keys(this.trees.snapshot(this.lastShape)).length > 0 ? { trees: this.trees.snapshot(this.lastShape) } : {}),
     };
   }
 

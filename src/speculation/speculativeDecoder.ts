@@ -3,8 +3,9 @@ import type { DecodeMode, Token } from '../shared/decoding';
 import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SourceOffer, SpeculationPolicy } from './policy';
-import { type Offer, offeredChain, type Proposer } from './proposer';
-import { padToShape, ShapeHistory } from './verifyShape';
+import { offeredChain, type Proposer } from './proposer';
+import { ShapeHistory } from './verifyShape';
+import { chainStep, NO_PROPOSAL, type StepContext, type StepProposal, treeStep, treeToVerify } from './verifyStep';
 
 export interface DecodeInput {
   mode: DecodeMode;
@@ -52,7 +53,10 @@ export function emptyStepProfile(): StepProfile {
  * it, so the output equals plain greedy decoding token for token.
  *
  * With a fixed verify shape (speculation/verifyShape.ts) every step's batch has the size the policy
- * chose for the generation, the proposal padded to it; padding is verified like any guess.
+ * chose for the generation, the proposal padded to it; padding is verified like any guess. There, a
+ * source that offers a token tree has it verified as a tree where the target's evaluator verifies
+ * trees (GreedyEvaluator.verifyTree) and the policy finds it pays (speculation/verifyStep.ts): the
+ * batch holds the tree instead of filler, and the longest root path the target agrees with is kept.
  */
 export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const now = input.now ?? (() => performance.now());
@@ -138,49 +142,22 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     const draftMsBefore = spec.draftMs;
     const tPropose = now();
     const proposal = shape === 1 ? NO_PROPOSAL : await propose(policy, proposers, history, remaining, spec, now, shape);
-    const batch = shape > 1 ? padToShape(pending, proposal.tokens, shape) : [pending, ...proposal.tokens];
-    const guesses = batch.slice(1);
-    const base = target.tokens.length;
+    const step: StepContext = { target, policy, spec, observers, history, now };
     const t0 = now();
-    // With the guesses as `expected`, outputs after the first rejection need not be read (unless
-    // a proposer learns from them).
-    const predictions = await target.append(batch, batch.length, false, observers.length > 0 ? undefined : guesses);
-    const t1 = now();
-    spec.targetMs += t1 - t0;
-    spec.targetEvaluations++;
-    spec.targetTokensEvaluated += batch.length;
-
-    let accepted = 0;
-    while (accepted < guesses.length && guesses[accepted] === predictions[accepted].token) accepted++;
-    const acceptedProposed = Math.min(accepted, proposal.tokens.length);
-    if (proposal.chosen && proposal.tokens.length > 0) {
-      const { proposer, offer } = proposal.chosen;
-      const s = spec.bySource[proposer.id];
-      s.steps++;
-      s.proposedTokens += proposal.tokens.length;
-      s.acceptedTokens += acceptedProposed;
-      policy.record(proposer.id, offer, proposal.tokens.length, acceptedProposed);
-      proposer.record(proposal.tokens.length, acceptedProposed);
-    }
-    if (guesses.length > proposal.tokens.length) {
-      spec.paddingTokens = (spec.paddingTokens ?? 0) + guesses.length - proposal.tokens.length;
-      spec.paddingAccepted = (spec.paddingAccepted ?? 0) + accepted - acceptedProposed;
-    }
-    if (observers.length > 0) {
-      const step = { history, guesses, predictions: predictions.map((p) => p.token), accepted };
-      for (const observer of observers) observer.observe!(step);
-    }
-    // Keep the cache equal to the accepted history: drop the rejected guesses.
-    if (accepted < guesses.length) await target.truncate(base + 1 + accepted);
+    const tree = treeToVerify(step, proposal, shape);
+    const result = tree ? await treeStep(step, pending, tree.proposer, tree.offer, shape) : await chainStep(step, pending, proposal, shape);
+    const accepted = result.accepted.length;
     const t2 = now();
-    const warm = shapes.record(batch.length);
+    const warm = shapes.record(result.batchLength);
     // The policy weighs whole steps, as the user feels them: the evaluation plus the lookups, the
     // bookkeeping and the erase around it (the draft's own time is weighed apart). A step is
     // measured from the end of the previous one, so its stop rules and callbacks count too. With
     // fixed shapes (a graph backend) only warm steps count: a step that re-captures the graph costs
     // what no steady shape does.
-    if (shape === 0 || warm) policy.cost.recordTarget(batch.length, t2 - stepStarted - (spec.draftMs - draftMsBefore));
+    const stepMs = t2 - stepStarted - (spec.draftMs - draftMsBefore);
+    if (shape === 0 || warm) policy.cost.recordTarget(result.batchLength, stepMs);
     if (shape > 1) {
+      if (warm) policy.trees.recordStepMs(result.kind, shape, stepMs);
       policy.recordShapeStep(shape, accepted + 1);
       fixedRun.steps++;
       fixedRun.tokens += accepted + 1;
@@ -189,8 +166,8 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     if (profile) {
       profile.steps++;
       profile.proposeMs += t0 - tPropose;
-      profile.verifyMs += t1 - t0;
-      profile.eraseMs += t2 - t1;
+      profile.verifyMs += result.evaluatedAt - t0;
+      profile.eraseMs += t2 - result.evaluatedAt;
       profile.bookkeepingMs += tPropose - stepStarted;
       profile.totalMs += t2 - stepStarted;
     }
@@ -198,22 +175,14 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
 
     let stopped = false;
     for (let i = 0; i < accepted && !stopped; i++) {
-      history.push(guesses[i]);
-      stopped = stop.push(guesses[i]) !== undefined;
+      history.push(result.accepted[i]!);
+      stopped = stop.push(result.accepted[i]!) !== undefined;
     }
     if (stopped) break;
-    pending = predictions[accepted].token;
+    pending = result.next;
   }
   return finish();
 }
-
-/** A step's proposal: the tokens verified, and the source's offer they came from (none: a plain step). */
-interface StepProposal {
-  tokens: readonly Token[];
-  chosen?: { proposer: Proposer; offer: Offer };
-}
-
-const NO_PROPOSAL: StepProposal = { tokens: [] };
 
 /**
  * The step's proposal. The lookups are asked every step (also when another source wins: the window

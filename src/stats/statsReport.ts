@@ -4,7 +4,7 @@ import { type GhostTextTimeline, timelineFigures } from './ghostTextTimeline';
 import { describeLoadTimings } from './loadTimings';
 import { SERVED_KINDS, SERVED_NAMES } from './servedKind';
 import { stopReasonText } from './stopReasons';
-import { backendExplanation, decodePathExplanation, threadsExplanation } from './statusText';
+import { backendExplanation, decodePathExplanation, threadsExplanation, treeVerificationExplanation } from './statusText';
 import type { AlternativesResult } from '../shared/completion';
 import type { BackendInfo, KvSequencesReport, NextEditModelReport } from '../shared/backendInfo';
 import { type DecodeMode, type SourceId, sourceName, sourceOrder } from '../shared/decoding';
@@ -116,6 +116,7 @@ export function statsReportModel(
       ['Backend', `${backendExplanation(models)}; context ${models.contextSize}`],
       ['Threads', threadsExplanation(models.threads, models.runtime)],
       ...(models.nativeAddon ? [['Decoding', decodePathExplanation(models)] as const] : []),
+      ...(models.treeVerification ? [['Token trees', treeVerificationExplanation(models.treeVerification)] as const] : []),
       ...(models.loadTimings ? [['Model load', `${Math.round(models.loadTimings.totalMs)} ms (${describeLoadTimings(models.loadTimings)})`] as const] : []),
       ...(models.kvSequences ? [['KV sequences', models.kvSequences.reason] as const] : []),
       ...(worker ? [describeWorker(worker)] : []),
@@ -166,7 +167,8 @@ function lastCompletionSection(stats: StatsCollector): StatsSection {
   const spec = s.speculation;
   const acceptance = (source: SourceId): FigureRow => {
     const by = spec!.bySource[source];
-    return [`acceptance ${sourceName(source)}`, `${pct(acceptanceRate(s, source))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals)`];
+    const trees = by.treeSteps ? `; ${by.treeSteps} of them token trees, ${by.treeAccepted}/${by.treeNodes} nodes kept` : '';
+    return [`acceptance ${sourceName(source)}`, `${pct(acceptanceRate(s, source))} (${by.acceptedTokens}/${by.proposedTokens} in ${by.steps} proposals${trees})`];
   };
   const speedup = speedupOverPlain(s);
   section.rows.push(
@@ -307,6 +309,10 @@ export function policySection(p: PolicySnapshot): StatsSection {
     // The sources that run a model, once their time per token was measured.
     ...sourceOrder(Object.keys(p.proposeMsPerToken ?? {})).map((source): FigureRow => [sourceName(source), `${p.proposeMsPerToken[source]!.toFixed(1)} ms per token`]),
     ...sourceOrder(Object.keys(p.acceptance)).map((source): FigureRow => [`${sourceName(source)}: acceptance estimate, verdict`, `${pct(p.acceptance[source]!)}, ${verdict(source)}`]),
+    ...sourceOrder(Object.keys(p.trees ?? {})).map((source): FigureRow => {
+      const t = p.trees![source]!;
+      return [`${sourceName(source)}: tree vs chain`, `${t.tree.toFixed(2)} vs ${t.chain.toFixed(2)} tokens a step: its ${t.verifies} is verified`];
+    }),
   ]);
 }
 

@@ -82,6 +82,12 @@ export function decodePathExplanation(models: Pick<LoadedModelsInfo, 'nativeAddo
   return `node-llama-cpp's own path (${addon.reason}): ${read}${threads}`;
 }
 
+/** Whether the target verifies token trees (LoadedModelsInfo.treeVerification), in words. */
+export function treeVerificationExplanation(trees: NonNullable<LoadedModelsInfo['treeVerification']>): string {
+  if (trees.used) return "verified in one batch where verify batches have a fixed shape (Draftline's KV context with one stream for all sequences)";
+  return `chains only: ${trees.reason}`;
+}
+
 /** The thread count and where it comes from ("1 (the default: 2 cores − 1, …)"). */
 export function threadsExplanation(threads: number, runtime?: Pick<RuntimeChoice, 'cores' | 'requestedThreads'>): string {
   const n = String(threads);

@@ -30,10 +30,10 @@ const models: ModelSettings = {
 const PREFIX = 'export function sum(values: number[]): number {\n  let total = 0;\n  for (let i = 0; i < values.length; i';
 
 /** Loads the tiny pair in a worker, completes once, and returns what the load said of itself. */
-async function loadIn(workerPath: string, env: Record<string, string>): Promise<LoadedModelsInfo> {
+async function loadIn(workerPath: string, env: Record<string, string>, over: Partial<ModelSettings> = {}): Promise<LoadedModelsInfo> {
   const client = new WorkerClient({ workerPath, env, backoff: { initialMs: 50, maxMs: 200, stableAfterMs: 60_000 } });
   try {
-    const info = await client.request('load', { models, speculation: DEFAULT_SPECULATION });
+    const info = await client.request('load', { models: { ...models, ...over }, speculation: DEFAULT_SPECULATION });
     const r = await client.request('complete', { request: { prefix: PREFIX, suffix: '\n}\n', maxTokens: 12, mode: 'hybrid' } });
     assert.ok(r.tokens.length > 0, 'the library path completes');
     return info;
@@ -58,10 +58,13 @@ function assertExplained(info: LoadedModelsInfo, reason: RegExp): void {
 describe('the library path where the native addon is not in the package', { skip: fs.existsSync(WORKER) ? false : 'dist/worker.js missing: run `node esbuild.mjs`' }, () => {
   after(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
-  it('DRAFTLINE_NATIVE_ADDON=off: the worker decodes without it and says why and what it costs', async () => {
-    const info = await loadIn(WORKER, { DRAFTLINE_NATIVE_ADDON: 'off' });
+  it('DRAFTLINE_NATIVE_ADDON=off: the worker decodes without it and says why and what it costs; token trees asked for: chains, and why', async () => {
+    const info = await loadIn(WORKER, { DRAFTLINE_NATIVE_ADDON: 'off' }, { treeVerification: 'on' });
     assertExplained(info, /^disabled by DRAFTLINE_NATIVE_ADDON=off$/);
     assert.match(info.threadpool ?? '', /per-graph threads/);
+    assert.deepEqual(info.treeVerification, { used: false, reason: 'the native addon is unavailable (disabled by DRAFTLINE_NATIVE_ADDON=off)' });
+    const report = statsReport(new StatsCollector(), 'hybrid', { kind: 'local', model: info.target.name, local: info });
+    assert.ok(report.includes('Token trees: chains only: the native addon is unavailable'), report);
   });
 
   it('a package without draftline-native.node: the worker finds none and says so', async () => {
@@ -81,6 +84,12 @@ describe('the library path where the native addon is not in the package', { skip
   }, async () => {
     const info = await loadIn(WORKER, { DRAFTLINE_NATIVE_ADDON: '' });
     assert.deepEqual(info.nativeAddon, { used: true });
+    // On the CPU 'auto' verifies chains (a batch costs about what it holds), and says so.
+    assert.match(info.treeVerification && !info.treeVerification.used ? info.treeVerification.reason : '', /^the target computes on the CPU/);
+    // Asked for, the target decodes on its unified KV context in the worker, and completes.
+    const trees = await loadIn(WORKER, { DRAFTLINE_NATIVE_ADDON: '' }, { treeVerification: 'on' });
+    assert.deepEqual(trees.treeVerification, { used: true });
+    assert.match(trees.tokenReader ?? '', /one KV stream/);
     assert.match(decodePathExplanation(info), /^native \(Draftline's addon: .*a persistent thread pool\)$/);
     const tooltip = statusTooltip({ status: { kind: 'ready' }, mode: 'hybrid', models: info, summary: null });
     assert.doesNotMatch(tooltip, /Decoding:/, 'the tooltip stays short when the native path runs');

@@ -224,5 +224,8 @@ describe('reloading the models on a settings change (#27 item 3)', () => {
     assert.equal(needsReload(loaded, inputs({ ...user, targetModel: { globalValue: '/models/other.gguf' } })), true);
     assert.equal(needsReload(loaded, inputs({ ...user, backend: { globalValue: 'llama-server' } })), true);
     assert.equal(needsReload(null, loaded), true);
+    // The target's KV context follows whether a proposer offers token trees.
+    assert.equal(needsReload(loaded, inputs({ ...user, 'speculation.suffix': { globalValue: true } }), ['speculation.suffix']), true);
+    assert.equal(needsReload(loaded, inputs({ ...user, 'speculation.suffix': { globalValue: false } }), ['speculation.suffix']), false);
   });
 });

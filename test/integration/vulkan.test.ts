@@ -16,7 +16,7 @@ import { statsReport } from '../../src/stats/statsReport';
 import { backendExplanation } from '../../src/stats/statusText';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../src/inference/inferenceSession';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { losslessSuite } from '../support/losslessSuite';
+import { losslessSuite, type SuiteOptions } from '../support/losslessSuite';
 import { useSoftwareVulkan } from '../support/softwareVulkan';
 
 const missing = useSoftwareVulkan();
@@ -59,26 +59,40 @@ describe('Vulkan: the tiny pair placed on the device', { skip }, () => {
 // The lossless suite as on the CPU, every case with fewer and shorter completions (llvmpipe takes ~0.1 s a
 // token): unexplained near-ties count per place, so a smaller sample does not loosen the rule.
 const drifts: string[] = [];
+const onTheDevice: SuiteOptions = {
+  load: async (target, draft, speculation, models) => {
+    const session = await InferenceSession.load(vulkanModels({ targetModel: target, draftModel: draft, ...models }), { ...DEFAULT_SPECULATION, ...speculation }, log);
+    // The suite must run on the device, not on a silent CPU fallback.
+    assert.equal(session.info.backend, 'vulkan');
+    assert.ok(session.info.gpuLayers.target > 0 && session.info.gpuLayers.draft > 0, JSON.stringify(session.info.gpuLayers));
+    return session;
+  },
+  maxTokens: 24,
+  stopCases: 2,
+  cancelCases: 3,
+  interleavedCases: 2,
+  report: (r) =>
+    drifts.push(
+      `${r.pair}: batch drift ${r.drift.toExponential(2)}, ${r.runs - r.divergences} of ${r.runs} runs identical to plain, ${r.divergences} at near-ties (${r.confirmed} re-evaluated: the batch's numerics; ${r.unexplainedSites} places not)`,
+    ),
+};
 if (!skip) {
   losslessSuite(
     { name: 'Vulkan (llvmpipe), tiny pair, all layers on the device', target: async () => TARGET, draft: async () => DRAFT, prompts: 4, speculation: { adaptive: false, draftMinConfidence: 0 } },
+    onTheDevice,
+  );
+  // The tree case alone, on the target's unified KV context (Draftline's own decode on the device).
+  losslessSuite(
     {
-      load: async (target, draft, speculation) => {
-        const session = await InferenceSession.load(vulkanModels({ targetModel: target, draftModel: draft }), { ...DEFAULT_SPECULATION, ...speculation }, log);
-        // The suite must run on the device, not on a silent CPU fallback.
-        assert.equal(session.info.backend, 'vulkan');
-        assert.ok(session.info.gpuLayers.target > 0 && session.info.gpuLayers.draft > 0, JSON.stringify(session.info.gpuLayers));
-        return session;
-      },
-      maxTokens: 24,
-      stopCases: 2,
-      cancelCases: 3,
-      interleavedCases: 2,
-      report: (r) =>
-        drifts.push(
-          `${r.pair}: batch drift ${r.drift.toExponential(2)}, ${r.runs - r.divergences} of ${r.runs} runs identical to plain, ${r.divergences} at near-ties (${r.confirmed} re-evaluated: the batch's numerics; ${r.unexplainedSites} places not)`,
-        ),
+      name: 'Vulkan (llvmpipe), tiny pair, all layers on the device, token trees on a unified context',
+      target: async () => TARGET,
+      draft: async () => DRAFT,
+      prompts: 4,
+      speculation: { adaptive: false, draftMinConfidence: 0, verifyShape: 'fixed', fixedShapeSize: 16 },
+      models: { treeVerification: 'on' },
+      treesOnly: true,
     },
+    onTheDevice,
   );
 }
 

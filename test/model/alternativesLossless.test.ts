@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CompletionRequest, LocalCompletionResult } from '../../src/shared/completion';
 import type { DecodeMode } from '../../src/shared/decoding';
-import type { SpeculationSettings } from '../../src/shared/settings';
+import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
 import type { InferenceSession } from '../../src/inference/inferenceSession';
 import { EMBEDDED, fixedProposals, loadOnCpu, random } from '../support/losslessPairs';
 import { promptCases } from '../support/prompts';
@@ -34,10 +34,13 @@ interface Pair {
   draft: () => Promise<string>;
   prompts: number;
   speculation?: Partial<SpeculationSettings>;
+  models?: Partial<ModelSettings>;
 }
 
 const pairs: Pair[] = [
   { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 14 },
+  // The target on its unified KV context (where it verifies token trees): ranks read there.
+  { name: 'embedded pair, the target on its unified KV context', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 6, models: { treeVerification: 'on' } },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 10, speculation: fixedProposals },
   {
     name: 'random wide target, unrelated random draft',
@@ -63,7 +66,8 @@ for (const pair of pairs)
     let runs = 0;
     let divergences = 0;
     before(async () => {
-      session = await loadOnCpu(await pair.target(), await pair.draft(), pair.speculation);
+      session = await loadOnCpu(await pair.target(), await pair.draft(), pair.speculation, pair.models);
+      if (pair.models?.treeVerification === 'on') assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
       drift = await batchDrift(session);
     });
     after(async () => {

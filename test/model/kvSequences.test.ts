@@ -24,60 +24,63 @@ function windowPrompts(): { owner: string; request: CompletionRequest }[] {
   ].map(([owner, prefix]) => ({ owner: owner!, request: { prefix: prefix!, suffix: '\n}\n', maxTokens: 24, mode: 'hybrid' } }));
 }
 
-describe('three windows on two KV sequences (the v3 pair)', () => {
-  let session: InferenceSession;
-  let drift = 0;
-  const logs: string[] = [];
-  before(async () => {
-    const pair = embeddedPairPaths(ROOT);
-    session = await InferenceSession.load(
-      { targetModel: pair.target, draftModel: pair.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024, kvSequences: 2 },
-      DEFAULT_SPECULATION,
-      (_level, message) => logs.push(message),
-    );
-    drift = await batchDrift(session);
-  });
-  after(() => session?.dispose());
+// On node-llama-cpp's context, and on the target's unified context (where it verifies token trees).
+for (const trees of ['off', 'on'] as const)
+  describe(`three windows on two KV sequences (the v3 pair)${trees === 'on' ? ', the target on its unified KV context' : ''}`, () => {
+    let session: InferenceSession;
+    let drift = 0;
+    const logs: string[] = [];
+    before(async () => {
+      const pair = embeddedPairPaths(ROOT);
+      session = await InferenceSession.load(
+        { targetModel: pair.target, draftModel: pair.draft, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 1024, kvSequences: 2, treeVerification: trees },
+        DEFAULT_SPECULATION,
+        (_level, message) => logs.push(message),
+      );
+      assert.equal(session.info.treeVerification?.used, trees === 'on', JSON.stringify(session.info.treeVerification));
+      drift = await batchDrift(session);
+    });
+    after(() => session?.dispose());
 
-  it('the least recently used window loses its sequence, gets its saved state back, and every answer equals its prompt decoded alone', async () => {
-    assert.equal(session.info.kvSequences!.count, 2);
-    const windows = windowPrompts();
-    const alone: LocalCompletionResult[] = [];
-    for (const w of windows) {
+    it('the least recently used window loses its sequence, gets its saved state back, and every answer equals its prompt decoded alone', async () => {
+      assert.equal(session.info.kvSequences!.count, 2);
+      const windows = windowPrompts();
+      const alone: LocalCompletionResult[] = [];
+      for (const w of windows) {
+        await session.resetCaches();
+        alone.push(await session.complete({ ...w.request, mode: 'plain' }));
+      }
+      session.releaseOwners(() => true);
       await session.resetCaches();
-      alone.push(await session.complete({ ...w.request, mode: 'plain' }));
-    }
-    session.releaseOwners(() => true);
-    await session.resetCaches();
-    // Round 1: window 3 takes window 1's sequence (the least recently used), saving it first.
-    // Round 2: window 1 takes window 2's and loads its own saved state back; and so on.
-    for (const round of [1, 2]) {
-      for (const [i, w] of windows.entries()) {
-        const r = await session.complete(w.request, undefined, { owner: w.owner });
-        // Exact where llama.cpp computes a position the same in any batch; else up to the first near-tie.
-        if (drift === 0) assert.deepEqual(r.tokens, alone[i]!.tokens, `${w.owner}, round ${round}`);
-        else assert.deepEqual(r.tokens.slice(0, 4), alone[i]!.tokens.slice(0, 4), `${w.owner}, round ${round}`);
-        if (round === 2) {
-          const prompt = session.promptFor(w.request);
-          assert.equal(r.stats.reusedPromptTokens, prompt.length - 1, `${w.owner}'s prompt came back whole from its saved state`);
+      // Round 1: window 3 takes window 1's sequence (the least recently used), saving it first.
+      // Round 2: window 1 takes window 2's and loads its own saved state back; and so on.
+      for (const round of [1, 2]) {
+        for (const [i, w] of windows.entries()) {
+          const r = await session.complete(w.request, undefined, { owner: w.owner });
+          // Exact where llama.cpp computes a position the same in any batch; else up to the first near-tie.
+          if (drift === 0) assert.deepEqual(r.tokens, alone[i]!.tokens, `${w.owner}, round ${round}`);
+          else assert.deepEqual(r.tokens.slice(0, 4), alone[i]!.tokens.slice(0, 4), `${w.owner}, round ${round}`);
+          if (round === 2) {
+            const prompt = session.promptFor(w.request);
+            assert.equal(r.stats.reusedPromptTokens, prompt.length - 1, `${w.owner}'s prompt came back whole from its saved state`);
+          }
         }
       }
-    }
-    const { evictions, saved } = session.sequences();
-    assert.equal(evictions, 4);
-    assert.equal(saved.restored, 3);
-    assert.ok(
-      logs.some((m) => /KV sequence \d \(\d+ tokens of window 1 · completion\) given to window 3 · completion: all 2 sequences were in use/.test(m)),
-      logs.join('\n'),
-    );
-    assert.ok(
-      logs.some((m) => /KV state of window 1 · completion loaded back/.test(m)),
-      logs.join('\n'),
-    );
-    session.releaseOwners(() => true);
-    assert.equal(session.sequences().saved.count, 0, "a window's saved state goes with the window");
+      const { evictions, saved } = session.sequences();
+      assert.equal(evictions, 4);
+      assert.equal(saved.restored, 3);
+      assert.ok(
+        logs.some((m) => /KV sequence \d \(\d+ tokens of window 1 · completion\) given to window 3 · completion: all 2 sequences were in use/.test(m)),
+        logs.join('\n'),
+      );
+      assert.ok(
+        logs.some((m) => /KV state of window 1 · completion loaded back/.test(m)),
+        logs.join('\n'),
+      );
+      session.releaseOwners(() => true);
+      assert.equal(session.sequences().saved.count, 0, "a window's saved state goes with the window");
+    });
   });
-});
 
 describe('saved prompt states (fake sequences)', () => {
   const sequence = (tokens: number[], bytes = 100): StatefulSequence & { loaded: string[]; tokens: number[] } => {

@@ -2,7 +2,8 @@
 // greedy tokens, over many prompts (real code and adversarial text), on the embedded pair and on
 // random-weight models of several shapes (GQA, f32, tied output) with drafts of every quality.
 // The suite itself is test/support/losslessSuite.ts, its pairs test/support/losslessPairs.ts, split over
-// this file (the embedded pairs and the F32 model), losslessShapes.test.ts and losslessRandom.test.ts
+// this file (the embedded pairs and the F32 model), losslessShapes.test.ts, losslessRandom.test.ts and
+// losslessTrees.test.ts (token trees on the target's unified KV context)
 // (test/integration/vulkan.test.ts runs it on Vulkan, test/integration/losslessThreads.test.ts at 2 threads).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,5 +1,6 @@
 import type { Token } from '../../src/shared/decoding';
-import type { EvaluatedNext, GreedyEvaluator } from '../../src/speculation/greedyEvaluator';
+import type { EvaluatedNext, GreedyEvaluator, TreeVerdict } from '../../src/speculation/greedyEvaluator';
+import { isTokenTree, type TokenTree } from '../../src/speculation/tokenTree';
 
 /** A deterministic stand-in "model": the next token is a hash of the last `order` tokens. */
 export function hashModel(seed: number, vocab: number, order = 3): (history: readonly Token[]) => Token {
@@ -37,7 +38,7 @@ export class FakeEvaluator implements GreedyEvaluator {
   batchSizes: number[] = [];
 
   constructor(
-    private readonly next: (history: readonly Token[]) => Token,
+    protected readonly nextAfter: (history: readonly Token[]) => Token,
     readonly capacity = 4096,
     private readonly confidence: (history: readonly Token[]) => number = () => 0.9,
   ) {}
@@ -55,12 +56,49 @@ export class FakeEvaluator implements GreedyEvaluator {
     const first = input.length - outputs;
     for (let i = 0; i < input.length; i++) {
       this.cached.push(input[i]);
-      if (i >= first) out.push({ token: this.next(this.cached), confidence: withConfidence ? this.confidence(this.cached) : undefined });
+      if (i >= first) out.push({ token: this.nextAfter(this.cached), confidence: withConfidence ? this.confidence(this.cached) : undefined });
     }
     return out;
   }
 
   async truncate(length: number): Promise<void> {
     this.cached.length = Math.min(this.cached.length, length);
+  }
+}
+
+/**
+ * FakeEvaluator that verifies token trees as a unified KV cache does (GreedyEvaluator.verifyTree):
+ * one evaluation of [pending, ...nodes], each node's output the model's token after its own root
+ * path, the accepted path kept in the cache.
+ */
+export class FakeTreeEvaluator extends FakeEvaluator {
+  treeSteps = 0;
+
+  async verifyTree(pending: Token, tree: TokenTree, predictionsOut?: Token[]): Promise<TreeVerdict> {
+    if (!isTokenTree(tree)) throw new Error('cannot verify the tree: malformed');
+    if (this.cached.length + 1 + tree.tokens.length > this.capacity) throw new Error('context full');
+    this.evaluations++;
+    this.evaluatedTokens += tree.tokens.length + 1;
+    this.batchSizes.push(tree.tokens.length + 1);
+    this.treeSteps++;
+    const base = [...this.cached, pending];
+    const pathOf = (node: number): Token[] => (node < 0 ? [] : [...pathOf(tree.parents[node]!), tree.tokens[node]!]);
+    const predictionAt = (index: number) => this.nextAfter([...base, ...pathOf(index - 1)]);
+    if (predictionsOut) {
+      predictionsOut.length = 0;
+      for (let i = 0; i <= tree.tokens.length; i++) predictionsOut.push(predictionAt(i));
+    }
+    const path: number[] = [];
+    let at = -1;
+    for (;;) {
+      const next = predictionAt(at + 1);
+      const child = tree.tokens.findIndex((t, i) => tree.parents[i] === at && t === next);
+      if (child < 0) {
+        this.cached.push(pending, ...path.map((node) => tree.tokens[node]!));
+        return { path, next };
+      }
+      path.push(child);
+      at = child;
+    }
   }
 }

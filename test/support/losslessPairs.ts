@@ -1,4 +1,4 @@
-// The model pairs the lossless suite runs on the CPU (test/support/losslessSuite.ts), split over three
+// The model pairs the lossless suite runs on the CPU (test/support/losslessSuite.ts), split over four
 // test files of the model tier (lossless*.test.ts) so that two can run at once, and the loader they share.
 import * as path from 'node:path';
 import type { ModelSettings, SpeculationSettings } from '../../src/shared/settings';
@@ -65,6 +65,23 @@ export const LOSSLESS_PAIRS: Pair[] = [
     prompts: 12,
     speculation: { ...fixedProposals, verifyShape: 'fixed', fixedShapeSize: 16 },
   },
+  // Token trees verified on the target's unified KV context (src/llama/unifiedContext.ts), the whole suite on it.
+  {
+    name: 'embedded pair, token trees on a unified context, fixed verify shape 16',
+    target: async () => EMBEDDED.target,
+    draft: async () => EMBEDDED.draft,
+    prompts: 16,
+    speculation: { ...fixedProposals, verifyShape: 'fixed', fixedShapeSize: 16 },
+    models: { treeVerification: 'on' },
+  },
+  {
+    name: 'random GQA target, its own file as a perfect draft, token trees on a unified context, fixed verify shape 8',
+    target: random(111, { nKvHeads: 2 }),
+    draft: random(111, { nKvHeads: 2 }),
+    prompts: 12,
+    speculation: { ...fixedProposals, verifyShape: 'fixed', fixedShapeSize: 8 },
+    models: { treeVerification: 'on' },
+  },
   {
     name: 'random tied-output MQA target, embedded draft',
     target: random(303, { tiedOutput: true, nHeads: 8, nKvHeads: 1, ffn: 128 }),
@@ -75,8 +92,9 @@ export const LOSSLESS_PAIRS: Pair[] = [
   },
 ];
 
-/** Which of the three files runs a pair (about a third of the suite's time each). */
-export function losslessGroup(pair: Pair): 'embedded' | 'shapes' | 'random' {
+/** Which of the four files runs a pair (about a quarter of the suite's time each). */
+export function losslessGroup(pair: Pair): 'embedded' | 'shapes' | 'random' | 'trees' {
+  if (/token trees/.test(pair.name)) return 'trees';
   if (/fixed verify shape|non-adaptive long|GQA/.test(pair.name)) return 'shapes';
   if (/^random/.test(pair.name)) return 'random';
   return 'embedded';

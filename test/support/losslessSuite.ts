@@ -16,6 +16,7 @@ import { mulberry32 } from '../../testbed/ggufWriter';
 import { type PromptCase, promptCases } from './prompts';
 import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
 import { sourceStats } from '../../src/shared/generationStats';
+import { TestTreeProposer } from './treeProposer';
 
 export interface Pair {
   name: string;
@@ -29,6 +30,8 @@ export interface Pair {
   unrelated?: boolean;
   /** Only the next-edit window copy cases (a slower pair the completion cases already cover elsewhere). */
   copyOnly?: boolean;
+  /** Only the token tree case (a slow backend that runs the other cases in a suite of their own). */
+  treesOnly?: boolean;
 }
 
 export interface SuiteOptions {
@@ -57,8 +60,9 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
   const maxTokens = options.maxTokens ?? 40;
   const request_ = (c: { prefix: string; suffix: string }, mode: DecodeMode, extra: Partial<CompletionRequest> = {}) => request(c, mode, extra, maxTokens);
   describe(`lossless: ${pair.name}`, () => {
-    // The completion cases, skipped for a copy-only pair.
-    const completionIt = pair.copyOnly ? it.skip : it;
+    // The completion cases, skipped for a copy-only pair; the tree case where the target verifies trees.
+    const completionIt = pair.copyOnly || pair.treesOnly ? it.skip : it;
+    const treeIt = pair.models?.treeVerification === 'on' ? it : it.skip;
     let session: InferenceSession;
     let drift = 0;
     before(async () => {
@@ -165,7 +169,40 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
       assert.ok(proposed > 0, 'the suffix proposer proposed');
     });
 
-    it("next-edit windows: the window copy proposer ('copy', and 'hybrid' with it) equals plain, with long copy runs accepted", async () => {
+    treeIt('token trees on a fixed shape (the right continuation among wrong branches, and random ones) equal plain greedy decoding token for token', async () => {
+      assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
+      const tally = { steps: 0, nodes: 0, accepted: 0, offersWithTruth: 0, suffixSteps: 0 };
+      for (const c of promptCases(Math.max(2, Math.ceil(pair.prompts / 2)), pair.prompts * 19 + pair.name.length)) {
+        const plain = await session.complete(request_(c, 'plain'));
+        const prompt = session.promptFor(request_(c, 'plain'));
+        const truth = [...prompt, ...plain.tokens];
+        for (const mode of ['ngram', 'hybrid'] as const) {
+          const trees = new TestTreeProposer(truth, [...new Set(truth)], mulberry32(truth.length + mode.length), 15);
+          // Every step a tree of the test source's (first among the mode's), on a shape of 16.
+          const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, ...pair.speculation, adaptive: false, verifyShape: 'fixed', fixedShapeSize: 16 });
+          const spec = await session.complete(request_(c, mode), undefined, { proposers: [trees], policy });
+          await same(spec, plain, request_(c, mode), `${mode} with token trees on ${c.name}`);
+          const by = sourceStats(spec.stats.speculation, trees.id);
+          tally.steps += by.treeSteps ?? 0;
+          tally.nodes += by.treeNodes ?? 0;
+          tally.accepted += by.treeAccepted ?? 0;
+          tally.offersWithTruth += trees.offersWithTruth;
+          // The suffix proposer's own trees (every occurrence's continuation, merged by frequency) verified as trees.
+          const suffixPolicy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, ...pair.speculation, verifyShape: 'fixed', fixedShapeSize: 16 });
+          const suffix = await session.complete(request_(c, mode), undefined, { suffix: true, policy: suffixPolicy });
+          await same(suffix, plain, request_(c, mode), `${mode} with the suffix proposer's trees on ${c.name}`);
+          tally.suffixSteps += sourceStats(suffix.stats.speculation, 'suffix').treeSteps ?? 0;
+        }
+      }
+      process.stdout.write(
+        `# ${pair.name}: ${tally.steps} tree steps, ${tally.accepted} of ${tally.nodes} nodes accepted (${tally.offersWithTruth} trees held the right continuation); the suffix proposer's trees: ${tally.suffixSteps} steps\n`,
+      );
+      // The check proves something only if trees were verified and some of their nodes kept.
+      assert.ok(tally.steps > 0 && tally.accepted > 0, JSON.stringify(tally));
+    });
+
+    const copyIt = pair.treesOnly ? it.skip : it;
+    copyIt("next-edit windows: the window copy proposer ('copy', and 'hybrid' with it) equals plain, with long copy runs accepted", async () => {
       const tokenize = (text: string) => session.vocabulary.tokenize(text);
       const rand = mulberry32(pair.prompts * 13 + pair.name.length);
       const tally = { window: [0, 0], edited: [0, 0], output: [0, 0] } as Record<CopyVariant, [number, number]>;

@@ -4,7 +4,10 @@
 //   only up to the first position that disagrees with the proposal (readGreedy);
 // - a persistent CPU threadpool per context (attachThreadpool / releaseThreadpool);
 // - the few highest logits of several positions, for alternative completions (readTop);
-// - a batch decoded in one asynchronous call, without the library's batch queue (decode).
+// - a batch decoded in one asynchronous call, without the library's batch queue (decode);
+// - contexts of Draftline's own on a model node-llama-cpp loaded, with one KV stream for all their
+//   sequences, so that a batch may hold a token tree (createUnified and the unified* functions:
+//   unified.h says why).
 //
 // Why: node-llama-cpp gives a position's token only through `sampleToken`, one asynchronous
 // native call per position (a hop through libuv's thread pool) that also copies the whole
@@ -32,7 +35,8 @@
 //
 // The parts, one file each: binding.cpp (libllama's functions, node-llama-cpp's context),
 // reads.cpp (probe, readGreedy, readTop), decode.cpp, threadpool.cpp, deviceGreedy.cpp (the
-// device sampler and its reads), transfers.cpp (the bytes each read cost); this file exports them.
+// device sampler and its reads), transfers.cpp (the bytes each read cost), unified.cpp and
+// unifiedOps.cpp (Draftline's own contexts); this file exports them.
 
 #include "binding.h"
 #include "decode.h"
@@ -40,6 +44,8 @@
 #include "reads.h"
 #include "threadpool.h"
 #include "transfers.h"
+#include "unified.h"
+#include "unifiedOps.h"
 
 namespace draftline {
 
@@ -47,8 +53,15 @@ namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
     // The calling contract of these files: nativeAddon.ts refuses a build with another (a stale dist/ file).
-    exports.Set("apiVersion", Napi::Number::New(env, 5));
+    exports.Set("apiVersion", Napi::Number::New(env, 6));
     exports.Set("decode", Napi::Function::New(env, Decode));
+    exports.Set("timeSequenceCopy", Napi::Function::New(env, TimeSequenceCopy));
+    exports.Set("createUnified", Napi::Function::New(env, CreateUnified));
+    exports.Set("freeUnified", Napi::Function::New(env, FreeUnified));
+    exports.Set("unifiedDecode", Napi::Function::New(env, UnifiedDecode));
+    exports.Set("unifiedMemory", Napi::Function::New(env, UnifiedMemory));
+    exports.Set("unifiedSaveState", Napi::Function::New(env, UnifiedSaveState));
+    exports.Set("unifiedLoadState", Napi::Function::New(env, UnifiedLoadState));
     exports.Set("allowSampledOutputs", Napi::Function::New(env, AllowSampledOutputs));
     exports.Set("argmax", Napi::Function::New(env, Argmax));
     exports.Set("attachDeviceGreedy", Napi::Function::New(env, AttachDeviceGreedy));

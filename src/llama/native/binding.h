@@ -14,6 +14,7 @@
 #include "ggml-cpu.h"
 
 #include "AddonContext.h"
+#include "AddonModel.h"
 #include "napi.h"
 
 namespace draftline {
@@ -53,6 +54,26 @@ struct LlamaApi {
     decltype(&llama_get_sampled_candidates_count_ith) get_sampled_candidates_count_ith = nullptr;
     decltype(&llama_get_sampled_logits_count_ith) get_sampled_logits_count_ith = nullptr;
     decltype(&llama_get_sampled_probs_count_ith) get_sampled_probs_count_ith = nullptr;
+    // Draftline's own contexts (unified.cpp): made on a model node-llama-cpp loaded, with one KV stream
+    // for all their sequences, and their memory and state operations.
+    decltype(&llama_context_default_params) context_default_params = nullptr;
+    decltype(&llama_init_from_model) init_from_model = nullptr;
+    decltype(&llama_free) free = nullptr;
+    decltype(&llama_n_batch) n_batch = nullptr;
+    decltype(&llama_n_seq_max) n_seq_max = nullptr;
+    decltype(&llama_model_is_recurrent) model_is_recurrent = nullptr;
+    decltype(&llama_model_is_hybrid) model_is_hybrid = nullptr;
+    decltype(&llama_model_n_swa) model_n_swa = nullptr;
+    decltype(&llama_get_memory) get_memory = nullptr;
+    decltype(&llama_memory_seq_rm) memory_seq_rm = nullptr;
+    decltype(&llama_memory_seq_cp) memory_seq_cp = nullptr;
+    decltype(&llama_memory_seq_add) memory_seq_add = nullptr;
+    decltype(&llama_memory_seq_pos_min) memory_seq_pos_min = nullptr;
+    decltype(&llama_memory_seq_pos_max) memory_seq_pos_max = nullptr;
+    decltype(&llama_memory_can_shift) memory_can_shift = nullptr;
+    decltype(&llama_state_seq_get_size) state_seq_get_size = nullptr;
+    decltype(&llama_state_seq_save_file) state_seq_save_file = nullptr;
+    decltype(&llama_state_seq_load_file) state_seq_load_file = nullptr;
     std::string library;
     std::string error;
     bool loaded = false;
@@ -87,5 +108,13 @@ AddonContext* unwrapContext(Napi::Env env, Napi::Value value);
 // The llama context of a context that is loaded and not disposed; throws otherwise. Call under the
 // context's disposeMutex.
 llama_context* liveContext(Napi::Env env, AddonContext* addon);
+
+// The C++ model behind node-llama-cpp's JS model object (`LlamaModel._model`); throws a TypeError for
+// anything else.
+AddonModel* unwrapModel(Napi::Env env, Napi::Value value);
+
+// Whether libllama has everything Draftline's own contexts need (unified.cpp); the missing function's
+// name in `missing` otherwise.
+bool hasUnifiedApi(LlamaApi& llama, std::string& missing);
 
 }  // namespace draftline

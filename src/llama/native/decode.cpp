@@ -1,5 +1,6 @@
 #include "decode.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +103,71 @@ Napi::Value Decode(const Napi::CallbackInfo& info) {
     Napi::Promise promise = worker->promise();
     worker->Queue();
     return promise;
+}
+
+// timeSequenceCopy(context, source, destination, token, rounds) → { copyUs: number[], baselineUs: number[], refusedWith }
+// A micro-benchmark of llama_memory_seq_cp on node-llama-cpp's context, which keeps one KV stream per
+// sequence: between two streams seq_cp marks the destination's cells at once and copies the source's
+// whole stream buffer at the next decode (llama-kv-cache.cpp, at its update). Each round empties the
+// destination, copies the source to it, and asks llama_decode for one token that belongs to both
+// sequences: llama.cpp performs the pending copy, then refuses the batch (a token of two sequences,
+// "coupled", cannot be split with a stream per sequence), so the round times the copy and nothing of a
+// forward pass. The baseline round is the same without the seq_cp. `refusedWith` is llama_decode's
+// answer (non-zero: refused, as expected). Only for measurements (bench/kvBranches.ts): the library's
+// sequence objects do not know of the copied cells.
+Napi::Value TimeSequenceCopy(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 5 || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber() || !info[4].IsNumber()) {
+        throw Napi::TypeError::New(env, "timeSequenceCopy(context, source, destination, token, rounds)");
+    }
+    AddonContext* addon = unwrapContext(env, info[0]);
+    const int32_t source = info[1].As<Napi::Number>().Int32Value();
+    const int32_t destination = info[2].As<Napi::Number>().Int32Value();
+    const int32_t token = info[3].As<Napi::Number>().Int32Value();
+    const int32_t rounds = info[4].As<Napi::Number>().Int32Value();
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    if (!llama.get_memory || !llama.memory_seq_rm || !llama.memory_seq_cp || !llama.memory_seq_pos_max || !llama.batch_init || !llama.decode) throw Napi::Error::New(env, "libllama has no llama_memory_seq_cp or llama_decode");
+    const uint32_t sequences = addon->context_params.n_seq_max;
+    if (source < 0 || destination < 0 || static_cast<uint32_t>(source) >= sequences || static_cast<uint32_t>(destination) >= sequences || source == destination) {
+        throw Napi::RangeError::New(env, "timeSequenceCopy: two different sequences of the context");
+    }
+    if (rounds < 1 || rounds > 1000) throw Napi::RangeError::New(env, "timeSequenceCopy: 1 to 1000 rounds");
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+    llama_context* ctx = liveContext(env, addon);
+    if (token < 0 || token >= llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)))) throw Napi::RangeError::New(env, "timeSequenceCopy: the token is not in the vocabulary");
+    llama_memory_t memory = llama.get_memory(ctx);
+    const llama_pos next = llama.memory_seq_pos_max(memory, source) + 1;
+    if (next < 1) throw Napi::Error::New(env, "timeSequenceCopy: the source sequence is empty");
+    llama_batch batch = llama.batch_init(1, 0, 2);
+    batch.n_tokens = 1;
+    batch.token[0] = token;
+    batch.pos[0] = next;
+    batch.n_seq_id[0] = 2;
+    batch.seq_id[0][0] = destination;
+    batch.seq_id[0][1] = source;
+    batch.logits[0] = 1;
+    Napi::Array copyUs = Napi::Array::New(env, rounds);
+    Napi::Array baselineUs = Napi::Array::New(env, rounds);
+    int32_t refusedWith = 0;
+    for (int32_t r = 0; r < rounds; r++) {
+        for (int copy = 0; copy < 2; copy++) {
+            const auto start = std::chrono::steady_clock::now();
+            llama.memory_seq_rm(memory, destination, -1, -1);
+            if (copy) llama.memory_seq_cp(memory, source, destination, -1, -1);
+            else llama.memory_seq_cp(memory, source, source, -1, -1);
+            refusedWith = llama.decode(ctx, batch);
+            const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+            (copy ? copyUs : baselineUs).Set(static_cast<uint32_t>(r), us);
+        }
+    }
+    llama.memory_seq_rm(memory, destination, -1, -1);
+    llama.batch_free(batch);
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("copyUs", copyUs);
+    result.Set("baselineUs", baselineUs);
+    result.Set("refusedWith", refusedWith);
+    return result;
 }
 
 }  // namespace draftline

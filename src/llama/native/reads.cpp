@@ -5,6 +5,7 @@
 
 #include "deviceGreedy.h"
 #include "transfers.h"
+#include "unified.h"
 
 namespace draftline {
 
@@ -42,6 +43,29 @@ const float* libraryLogits(Napi::Env env, LlamaApi& llama, llama_context* ctx, i
     const float* logits = llama.get_logits_ith(ctx, batchIndex);
     if (logits == nullptr || vocabularySize <= 0) throw Napi::Error::New(env, "no logits at batch output " + std::to_string(batchIndex));
     return logits;
+}
+
+// Runs `read(ctx, key)` on the llama context `target` names, held for the read: node-llama-cpp's
+// context object (its disposeMutex, which its dispose takes before freeing the llama context; the
+// device greedy chains' mutex; and the library's sampling lock, where its version has one: see
+// SamplingLock), or the handle of a Draftline context (UnifiedHold). `key` is what the bytes read
+// are counted under (transfers.h).
+template <typename Read>
+auto withReadContext(Napi::Env env, Napi::Value target, int32_t sequence, Read&& read) {
+    LlamaApi& llama = api();
+    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    if (isUnifiedHandle(target)) {
+        std::shared_ptr<UnifiedContext> unified = lookupUnified(env, target);
+        UnifiedHold hold(env, *unified);
+        return read(hold.ctx(), static_cast<const void*>(unified.get()));
+    }
+    AddonContext* addon = unwrapContext(env, target);
+    std::lock_guard<std::mutex> attaching(deviceGreedyMutex);
+    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
+    llama_context* ctx = liveContext(env, addon);
+    refuseIfDeviceGreedy(env, addon, llama, sequence);
+    SamplingLock<AddonContext> sampling(addon);
+    return read(ctx, static_cast<const void*>(addon));
 }
 
 }  // namespace
@@ -83,7 +107,7 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
 Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 8) throw Napi::TypeError::New(env, "readGreedy(context, batchIndexes, count, expected, expectedCount, withWeights, outTokens, outWeights)");
-    AddonContext* addon = unwrapContext(env, info[0]);
+    if (!info[1].IsTypedArray() || !info[3].IsTypedArray() || !info[6].IsTypedArray() || !info[7].IsTypedArray()) throw Napi::TypeError::New(env, "readGreedy: typed arrays expected");
     auto batchIndexes = info[1].As<Napi::Int32Array>();
     const int32_t count = info[2].As<Napi::Number>().Int32Value();
     auto expected = info[3].As<Napi::Int32Array>();
@@ -96,34 +120,27 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
         static_cast<size_t>(count) > outWeights.ElementLength() || (expectedCount > 0 && static_cast<size_t>(expectedCount) > expected.ElementLength())) {
         throw Napi::RangeError::New(env, "readGreedy: arrays shorter than the counts");
     }
-    LlamaApi& llama = api();
-    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
-    // node-llama-cpp's dispose clears `ctx` under this lock before it frees the llama context: held,
-    // the context cannot be freed under the read.
-    std::lock_guard<std::mutex> attaching(deviceGreedyMutex);
-    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
-    llama_context* ctx = liveContext(env, addon);
-    // The library's sampling lock, where its version has one (see SamplingLock).
-    refuseIfDeviceGreedy(env, addon, llama, sequence);
-    SamplingLock<AddonContext> sampling(addon);
-    const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
-    int32_t read = 0;
-    for (int32_t j = 0; j < count; j++) {
-        const int32_t batchIndex = batchIndexes[j];
-        const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
-        const int32_t selected = firstArgmax(logits, vocabularySize);
-        const float best = logits[selected];
-        outTokens[j] = selected;
-        if (withWeights) {
-            float sum = 0.0f;
-            for (int32_t t = 0; t < vocabularySize; t++) sum += expf(logits[t] - best);
-            outWeights[j] = sum;
+    return withReadContext(env, info[0], sequence, [&](llama_context* ctx, const void* key) {
+        LlamaApi& llama = api();
+        const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
+        int32_t read = 0;
+        for (int32_t j = 0; j < count; j++) {
+            const int32_t batchIndex = batchIndexes[j];
+            const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
+            const int32_t selected = firstArgmax(logits, vocabularySize);
+            const float best = logits[selected];
+            outTokens[j] = selected;
+            if (withWeights) {
+                float sum = 0.0f;
+                for (int32_t t = 0; t < vocabularySize; t++) sum += expf(logits[t] - best);
+                outWeights[j] = sum;
+            }
+            read = j + 1;
+            if (expectedCount >= 0 && (j >= expectedCount || expected[j] != selected)) break;
         }
-        read = j + 1;
-        if (expectedCount >= 0 && (j >= expectedCount || expected[j] != selected)) break;
-    }
-    countHostBytes(addon, read, vocabularySize);
-    return Napi::Number::New(env, read);
+        countHostBytes(key, read, vocabularySize);
+        return Napi::Number::New(env, read);
+    });
 }
 
 // readTop(context, batchIndexes: Int32Array, count, top, outTokens: Int32Array, outLogits: Float32Array,
@@ -136,7 +153,7 @@ Napi::Value ReadGreedy(const Napi::CallbackInfo& info) {
 Napi::Value ReadTop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 6) throw Napi::TypeError::New(env, "readTop(context, batchIndexes, count, top, outTokens, outLogits)");
-    AddonContext* addon = unwrapContext(env, info[0]);
+    if (!info[1].IsTypedArray() || !info[4].IsTypedArray() || !info[5].IsTypedArray()) throw Napi::TypeError::New(env, "readTop: typed arrays expected");
     auto batchIndexes = info[1].As<Napi::Int32Array>();
     const int32_t count = info[2].As<Napi::Number>().Int32Value();
     const int32_t top = info[3].As<Napi::Number>().Int32Value();
@@ -147,42 +164,38 @@ Napi::Value ReadTop(const Napi::CallbackInfo& info) {
         static_cast<size_t>(count) * top > outTokens.ElementLength() || static_cast<size_t>(count) * top > outLogits.ElementLength()) {
         throw Napi::RangeError::New(env, "readTop: arrays shorter than the counts, or top out of 1..64");
     }
-    LlamaApi& llama = api();
-    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
-    std::lock_guard<std::mutex> attaching(deviceGreedyMutex);
-    std::lock_guard<std::mutex> disposing(addon->disposeMutex);
-    llama_context* ctx = liveContext(env, addon);
-    refuseIfDeviceGreedy(env, addon, llama, sequence);
-    SamplingLock<AddonContext> sampling(addon);
-    const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
-    countHostBytes(addon, count, vocabularySize);
-    for (int32_t j = 0; j < count; j++) {
-        const int32_t batchIndex = batchIndexes[j];
-        const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
-        int32_t* tokens = outTokens.Data() + static_cast<size_t>(j) * top;
-        float* values = outLogits.Data() + static_cast<size_t>(j) * top;
-        int32_t filled = 0;
-        for (int32_t t = 0; t < vocabularySize; t++) {
-            const float logit = logits[t];
-            if (std::isnan(logit)) continue;
-            // Strictly greater than the last kept: an equal logit later in the vocabulary ranks after.
-            if (filled == top && !(logit > values[top - 1])) continue;
-            int32_t at = filled < top ? filled++ : top - 1;
-            while (at > 0 && logit > values[at - 1]) {
-                values[at] = values[at - 1];
-                tokens[at] = tokens[at - 1];
-                at--;
+    return withReadContext(env, info[0], sequence, [&](llama_context* ctx, const void* key) {
+        LlamaApi& llama = api();
+        const int32_t vocabularySize = llama.vocab_n_tokens(llama.model_get_vocab(llama.get_model(ctx)));
+        countHostBytes(key, count, vocabularySize);
+        for (int32_t j = 0; j < count; j++) {
+            const int32_t batchIndex = batchIndexes[j];
+            const float* logits = libraryLogits(env, llama, ctx, batchIndex, vocabularySize);
+            int32_t* tokens = outTokens.Data() + static_cast<size_t>(j) * top;
+            float* values = outLogits.Data() + static_cast<size_t>(j) * top;
+            int32_t filled = 0;
+            for (int32_t t = 0; t < vocabularySize; t++) {
+                const float logit = logits[t];
+                if (std::isnan(logit)) continue;
+                // Strictly greater than the last kept: an equal logit later in the vocabulary ranks after.
+                if (filled == top && !(logit > values[top - 1])) continue;
+                int32_t at = filled < top ? filled++ : top - 1;
+                while (at > 0 && logit > values[at - 1]) {
+                    values[at] = values[at - 1];
+                    tokens[at] = tokens[at - 1];
+                    at--;
+                }
+                values[at] = logit;
+                tokens[at] = t;
             }
-            values[at] = logit;
-            tokens[at] = t;
+            // A vocabulary smaller than `top` (or all NaN): the rest marked empty.
+            for (int32_t r = filled; r < top; r++) {
+                tokens[r] = -1;
+                values[r] = -INFINITY;
+            }
         }
-        // A vocabulary smaller than `top` (or all NaN): the rest marked empty.
-        for (int32_t r = filled; r < top; r++) {
-            tokens[r] = -1;
-            values[r] = -INFINITY;
-        }
-    }
-    return Napi::Number::New(env, count);
+        return Napi::Number::New(env, count);
+    });
 }
 
 // argmax(logits: Float32Array) → firstArgmax of it: for tests of the tie and NaN rules without a model.

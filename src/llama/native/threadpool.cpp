@@ -18,24 +18,55 @@ struct ThreadpoolApi {
     decltype(&ggml_threadpool_free) free = nullptr;
 };
 
-ThreadpoolApi threadpoolApi(Napi::Env env) {
+// The CPU backend's threadpool functions, or why they cannot be had (in `error`).
+bool threadpoolApi(ThreadpoolApi& t, std::string& error) {
     LlamaApi& llama = api();
-    if (!llama.loaded) throw Napi::Error::New(env, llama.error);
+    if (!llama.loaded) {
+        error = llama.error;
+        return false;
+    }
     if (!llama.attach_threadpool || !llama.threadpool_params_default || !llama.backend_dev_by_type || !llama.backend_dev_backend_reg ||
         !llama.backend_reg_get_proc_address) {
-        throw Napi::Error::New(env, "this llama.cpp has no threadpool API");
+        error = "this llama.cpp has no threadpool API";
+        return false;
     }
     ggml_backend_dev_t cpu = llama.backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    if (cpu == nullptr) throw Napi::Error::New(env, "no CPU backend is loaded");
+    if (cpu == nullptr) {
+        error = "no CPU backend is loaded";
+        return false;
+    }
     ggml_backend_reg_t reg = llama.backend_dev_backend_reg(cpu);
-    ThreadpoolApi t;
     t.create = reinterpret_cast<decltype(&ggml_threadpool_new)>(llama.backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
     t.free = reinterpret_cast<decltype(&ggml_threadpool_free)>(llama.backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
-    if (!t.create || !t.free) throw Napi::Error::New(env, "the CPU backend has no threadpool functions");
-    return t;
+    if (!t.create || !t.free) {
+        error = "the CPU backend has no threadpool functions";
+        return false;
+    }
+    return true;
 }
 
 }  // namespace
+
+ggml_threadpool* attachNewThreadpool(llama_context* ctx, int32_t threads, uint32_t poll, std::string& error) {
+    ThreadpoolApi t;
+    if (!threadpoolApi(t, error)) return nullptr;
+    ggml_threadpool_params params = api().threadpool_params_default(threads);
+    params.poll = poll;
+    ggml_threadpool* pool = t.create(&params);
+    if (pool == nullptr) {
+        error = "llama.cpp could not create a threadpool";
+        return nullptr;
+    }
+    api().attach_threadpool(ctx, pool, pool);
+    return pool;
+}
+
+void freeThreadpool(ggml_threadpool* pool) {
+    ThreadpoolApi t;
+    std::string error;
+    // A pool was made, so the functions were found: they are found again.
+    if (pool != nullptr && threadpoolApi(t, error)) t.free(pool);
+}
 
 // attachThreadpool(context, threads, poll) → true. Call before the context's first decode and never
 // while one runs; releaseThreadpool once the context is disposed.
@@ -45,16 +76,13 @@ Napi::Value AttachThreadpool(const Napi::CallbackInfo& info) {
     const int32_t threads = info[1].As<Napi::Number>().Int32Value();
     const uint32_t poll = info[2].As<Napi::Number>().Uint32Value();
     if (threads < 1 || threads > GGML_MAX_N_THREADS) throw Napi::RangeError::New(env, "threads out of range");
-    ThreadpoolApi t = threadpoolApi(env);
     std::lock_guard<std::mutex> lock(poolsMutex);
     std::lock_guard<std::mutex> disposing(addon->disposeMutex);
     llama_context* ctx = liveContext(env, addon);
     if (pools.count(addon)) throw Napi::Error::New(env, "the context already has a threadpool");
-    ggml_threadpool_params params = api().threadpool_params_default(threads);
-    params.poll = poll;
-    ggml_threadpool* pool = t.create(&params);
-    if (pool == nullptr) throw Napi::Error::New(env, "llama.cpp could not create a threadpool");
-    api().attach_threadpool(ctx, pool, pool);
+    std::string error;
+    ggml_threadpool* pool = attachNewThreadpool(ctx, threads, poll, error);
+    if (pool == nullptr) throw Napi::Error::New(env, error);
     pools[addon] = pool;
     return Napi::Boolean::New(env, true);
 }
@@ -72,7 +100,7 @@ Napi::Value ReleaseThreadpool(const Napi::CallbackInfo& info) {
         std::lock_guard<std::mutex> disposing(addon->disposeMutex);
         if (!addon->memoryDisposed && addon->ctx != nullptr) throw Napi::Error::New(env, "dispose the context before releasing its threadpool");
     }
-    threadpoolApi(env).free(it->second);
+    freeThreadpool(it->second);
     pools.erase(it);
     return Napi::Boolean::New(env, true);
 }

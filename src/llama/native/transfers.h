@@ -9,8 +9,9 @@
 
 namespace draftline {
 
-// `positions` rows of `vocabularySize` floats read on the host.
-void countHostBytes(AddonContext* addon, int32_t positions, int32_t vocabularySize);
+// `positions` rows of `vocabularySize` floats read on the host, for the context `key` names (node-llama-cpp's
+// AddonContext, or a Draftline context).
+void countHostBytes(const void* key, int32_t positions, int32_t vocabularySize);
 // What llama.cpp shipped for the sampled rows a readSampled read.
 void countSampledBytes(AddonContext* addon, double bytes);
 
