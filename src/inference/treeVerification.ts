@@ -25,8 +25,8 @@ export const TREE_NODES = Math.max(...FIXED_SHAPE_SIZES) - 1;
 /**
  * Whether the target should get a unified context (ModelSettings.treeVerification): 'auto' where its
  * layers compute on CUDA — the backend where verify batches have a fixed shape (replaysGraphs), so a
- * batch costs the same whatever it holds and a tree fills what a chain pads; 'on' wherever the native
- * addon runs and a proposer in use offers trees (`proposesTrees`); never without the addon or with 'off'.
+ * batch costs the same whatever it holds and a tree fills what a chain pads — once a proposer in use
+ * offers trees (`proposesTrees`); 'on' wherever the native addon runs; never without it or with 'off'.
  */
 export function wantsTreeVerification(setting: ModelSettings['treeVerification'], gpu: Llama['gpu'], gpuLayers: number, proposesTrees = true): TreeVerificationState {
   const asked = setting ?? 'auto';
@@ -34,10 +34,12 @@ export function wantsTreeVerification(setting: ModelSettings['treeVerification']
   const addon = loadNativeAddon();
   if ('error' in addon) return { used: false, reason: `the native addon is unavailable (${addon.error})` };
   if (asked === 'on') return { used: true };
+  if (!replaysGraphs({ backend: gpu === false ? 'cpu' : gpu, gpuLayers: { target: gpuLayers, draft: 0 } })) {
+    const where = gpu === false ? 'the CPU' : gpuLayers > 0 ? gpu : `${gpu} with no layer on the GPU`;
+    return { used: false, reason: `the target computes on ${where}: verify batches cost about what they hold there, so chains are verified` };
+  }
   if (!proposesTrees) return { used: false, reason: 'no proposer in use offers trees (the suffix proposer, draftline.speculation.suffix, is off)' };
-  if (replaysGraphs({ backend: gpu === false ? 'cpu' : gpu, gpuLayers: { target: gpuLayers, draft: 0 } })) return { used: true };
-  const where = gpu === false ? 'the CPU' : gpuLayers > 0 ? gpu : `${gpu} with no layer on the GPU`;
-  return { used: false, reason: `the target computes on ${where}: verify batches cost about what they hold there, so chains are verified` };
+  return { used: true };
 }
 
 /**

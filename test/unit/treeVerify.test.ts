@@ -237,6 +237,8 @@ describe('where the target verifies trees, and what Show Stats says of them', ()
     assert.equal(idle.used, false);
     if (addon) assert.match((idle as { reason: string }).reason, /no proposer in use offers trees/);
     assert.equal(wantsTreeVerification('on', 'cuda', 28, false).used, addon);
+    // Where the backend rules trees out, that is the reason given, whatever the proposers.
+    if (addon) assert.match((wantsTreeVerification('auto', false, 0, false) as { reason: string }).reason, /^the target computes on the CPU/);
     for (const [gpu, layers] of [
       [false, 0],
       ['vulkan', 12],
