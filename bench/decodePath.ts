@@ -4,6 +4,7 @@
 // path its steps ran on (native / direct / library, a persistent threadpool or llama.cpp's own threads).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { InferenceSession } from '../src/inference/inferenceSession';
 import type { LoadedModelsInfo } from '../src/shared/backendInfo';
 
@@ -12,7 +13,7 @@ const ROOT = path.resolve(__dirname, '..');
 export const WITHOUT_NATIVE_FLAG = '--without-native';
 
 /** What building the addon came to: built now (it was missing or stale) and in how long, or already up to date. */
-export type NativeBuild = { built: true; seconds: number } | { built: false };
+export type NativeBuild = { built: true; seconds: number } | { built: false; shipped?: boolean };
 
 /** How the run got (or went without) the native addon: one line for the report's header. */
 export interface NativeAddonState {
@@ -65,13 +66,31 @@ async function nativeAddonState(inputs: NativeAddonInputs): Promise<NativeAddonS
   }
   if (!built)
     return { state: 'unavailable', line: `Native addon: none on ${inputs.platform} (it is built for Linux x64 only): every model decodes on node-llama-cpp's own path, as Draftline does here.` };
-  const how = built.built ? `built for this run (it was missing or stale; ${built.seconds.toFixed(0)} s)` : 'up to date (built before from the same source)';
+  const how = built.built
+    ? `built for this run (it was missing or stale; ${built.seconds.toFixed(0)} s)`
+    : built.shipped
+      ? 'built where the bench kit was made, shipped with it'
+      : 'up to date (built before from the same source)';
   return { state: 'built', line: `Native addon: ${addon}, ${how}.` };
 }
 
-/** The addon for this machine, built by scripts/build-native.mjs. */
+/**
+ * The addon for this machine, built by scripts/build-native.mjs. The bench kit carries the addon built
+ * where the kit was made and no build script (nor the headers it compiles against): there the shipped
+ * addon is used, and none is an error.
+ */
 export async function buildNativeAddon(): Promise<NativeBuild | false> {
-  const { buildNative, nativeAddonPath } = await import('../scripts/build-native.mjs');
+  const script = path.join(ROOT, 'scripts', 'build-native.mjs');
+  if (!fs.existsSync(script)) {
+    const shipped = path.join(ROOT, 'dist', 'draftline-native.node');
+    if (!fs.existsSync(shipped)) throw new Error(`neither ${path.relative(ROOT, shipped)} nor its build script (${path.relative(ROOT, script)}) is here`);
+    return { built: false, shipped: true };
+  }
+  // Imported by its path at run time: a bundled bench (the kit's) must not carry the build script inside it.
+  const { buildNative, nativeAddonPath } = (await import(pathToFileURL(script).href)) as {
+    buildNative: (options: { quiet: boolean }) => boolean;
+    nativeAddonPath: string;
+  };
   const before = fs.statSync(nativeAddonPath, { throwIfNoEntry: false })?.mtimeMs;
   const started = performance.now();
   if (!buildNative({ quiet: true })) return false;

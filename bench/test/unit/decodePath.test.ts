@@ -22,6 +22,10 @@ describe('the bench and the native addon', () => {
     assert.equal(state.line, 'Native addon: dist/draftline-native.node, built for this run (it was missing or stale; 41 s).');
     const current = await prepareNativeAddon(inputs());
     assert.equal(current.line, 'Native addon: dist/draftline-native.node, up to date (built before from the same source).');
+    // The bench kit: no build script, the addon made with the kit.
+    const shipped = await prepareNativeAddon(inputs({ build: () => ({ built: false, shipped: true }) }));
+    assert.equal(shipped.state, 'built');
+    assert.equal(shipped.line, 'Native addon: dist/draftline-native.node, built where the bench kit was made, shipped with it.');
   });
 
   it('refuses a run it cannot build the addon for, with the reason and what to do', async () => {
