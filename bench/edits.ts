@@ -21,6 +21,7 @@ import { NgramProposer } from '../src/speculation/ngramProposer';
 import type { ModelSettings } from '../src/shared/settings';
 import type { SourceId, Token } from '../src/shared/decoding';
 import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
+import { batchDrift, judgeDivergence } from '../testbed/batchDrift';
 import { type EditCase, editCases } from './editCorpus';
 import { countReplay, h100VerifyCost, type OwnVariant, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
@@ -55,7 +56,14 @@ export function editsTreeTable(result: EditsResult, forcedShape: boolean): strin
       );
     }
   }
-  const rows = result.rows.map((row) => ({ mode: row.mode, tasks: row.cases, tokensPerEvaluation: row.tokensPerEvaluation, tokensPerSecond: rate.get(row.mode) ?? null, identical: row.identical }));
+  const rows = result.rows.map((row) => ({
+    mode: row.mode,
+    tasks: row.cases,
+    tokensPerEvaluation: row.tokensPerEvaluation,
+    tokensPerSecond: rate.get(row.mode) ?? null,
+    identical: row.identical,
+    ties: row.ties,
+  }));
   return sideBySideTable(result.treeShape, TREE_MODES_EDITS, rows, trees, forcedShape);
 }
 const SPEC_TYPE: Partial<Record<EditsMode, string>> = { 'llama-server ngram-simple': 'ngram-simple', 'llama-server ngram-mod': 'ngram-mod' };
@@ -142,6 +150,11 @@ export interface EditsRun {
   failed?: string;
   /** Steps that verified a token tree, their nodes and the nodes kept (bench/treeModes.ts). */
   trees?: { steps: number; nodes: number; accepted: number };
+  /**
+   * Where an in-process run's region differs from plain's: whether it parts from plain decoding at a
+   * numerical tie of the target (testbed/batchDrift.ts judgeDivergence), and the margin there.
+   */
+  tie?: { tie: boolean; margin: number };
 }
 
 export interface EditsRow {
@@ -159,6 +172,8 @@ export interface EditsRow {
   acceptance: Partial<Record<SourceId | 'server', { proposed: number; accepted: number }>>;
   /** Same region text as plain's (in-process: token-identical decoding gives the same text). */
   identical: number;
+  /** Not identical, but parting from plain decoding at a numerical tie of the target (a batch's rounding). */
+  ties: number;
   windowExact: number;
   rightLines: number;
   noSuggestion: number;
@@ -214,6 +229,7 @@ function summarize(runs: EditsRun[], modes: EditsMode[]): EditsRow[] {
       tokensPerEvaluation: evaluations ? tokens / evaluations : null,
       acceptance,
       identical: mine.filter((r) => plainOf.get(r.case)?.regionText === r.regionText).length,
+      ties: mine.filter((r) => r.tie?.tie).length,
       windowExact: mine.filter((r) => r.quality.windowExact).length,
       rightLines: mine.filter((r) => r.quality.rightLines).length,
       noSuggestion: mine.filter((r) => r.quality.noSuggestion).length,
@@ -292,7 +308,7 @@ async function decodeInProcess(session: InferenceSession, request: NextEditReque
   });
   const windowMs = performance.now() - t0;
   const out = outputToEdits(request, prompt, format, gen.text);
-  return { firstEditMs: gen.timeToFirstEditMs ?? null, windowMs, stats: gen.stats, regionText: out.regionText, edits: out.edits, noSuggestion: out.noSuggestion?.reason ?? null };
+  return { firstEditMs: gen.timeToFirstEditMs ?? null, windowMs, stats: gen.stats, tokens: gen.tokens, regionText: out.regionText, edits: out.edits, noSuggestion: out.noSuggestion?.reason ?? null };
 }
 
 /** Every mode on every case, the order rotated per case. */
@@ -337,6 +353,8 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
   }
   const runs: EditsRun[] = [];
   const progress = new Progress(cases.length * modes.length, 'edits');
+  /** How far a position's logits move between a batch and alone here: what a numerical tie is (measured once, when needed). */
+  let drift: number | undefined;
   try {
     for (const [index, c] of cases.entries()) {
       const plainRequest = nextEditRequestOf(c, 'plain', format);
@@ -348,6 +366,8 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
       for (const server of Object.values(servers))
         await server.completion(prompt.prompt, 1, prompt.stop).catch((error: unknown) => (error instanceof LlamaServerStreamError ? undefined : Promise.reject(error)));
       const order = modes.map((_, i) => modes[(i + index) % modes.length]!);
+      /** Each in-process mode's output tokens for this case, to judge a difference from plain's. */
+      const outputs = new Map<EditsMode, Token[]>();
       for (const mode of order) {
         const server = servers[mode];
         let run: EditsRun;
@@ -408,6 +428,7 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
           const variant = TreeSideBySide.isVariant(mode) ? mode : null;
           const request = nextEditRequestOf(c, (variant ? TreeSideBySide.baseMode(variant) : mode) as NextEditRequest['mode'], format);
           const r = await decodeInProcess(session, request, prompt, opts.maxTokens, variant && sideBySide ? sideBySide.overrides(variant).policy : undefined, variant !== null);
+          outputs.set(mode, r.tokens);
           const s = r.stats.speculation;
           const sources = Object.keys(s.bySource);
           run = {
@@ -430,6 +451,17 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
         }
         runs.push(run);
         progress.tick();
+      }
+      // A lossless mode may part from plain decoding only where the target's top two logits tie within
+      // what batching moves them: judged on the tokens, as regime 1 judges its tasks.
+      const plainRun = runs.find((r) => r.case === c.id && r.mode === 'plain');
+      const plainTokens = outputs.get('plain');
+      for (const run of runs) {
+        const tokens = outputs.get(run.mode);
+        if (run.case !== c.id || !plainRun || !plainTokens || !tokens || run.regionText === plainRun.regionText) continue;
+        drift ??= await batchDrift(session);
+        const verdict = await judgeDivergence(session, promptTokensOf(session, prompt), plainTokens, tokens, drift);
+        run.tie = { tie: verdict.tie, margin: verdict.margin };
       }
       session.documents.removeDocument(plainRequest.documentKey!);
     }
@@ -456,7 +488,7 @@ export function editsTableRow(x: EditsRow): string {
     Object.entries(x.acceptance)
       .map(([source, a]) => `${source} ${a!.proposed ? Math.round((100 * a!.accepted) / a!.proposed) : 0}% of ${a!.proposed}`)
       .join(', ') || '-';
-  return `| ${x.mode} | ${x.cases} | ${fmt(x.firstEditMedianMs)} (${x.firstEditCases}) | ${fmt(x.firstEditP90Ms)} | ${fmt(x.windowMedianMs)} | ${fmt(x.windowP90Ms)} | ${fmt(x.speedupMedian, 2)}x | ${fmt(x.tokensPerEvaluation, 2)} | ${acceptance} | ${x.identical}/${x.cases} | ${x.windowExact} | ${x.rightLines} | ${x.noSuggestion}${
+  return `| ${x.mode} | ${x.cases} | ${fmt(x.firstEditMedianMs)} (${x.firstEditCases}) | ${fmt(x.firstEditP90Ms)} | ${fmt(x.windowMedianMs)} | ${fmt(x.windowP90Ms)} | ${fmt(x.speedupMedian, 2)}x | ${fmt(x.tokensPerEvaluation, 2)} | ${acceptance} | ${x.identical}/${x.cases}${x.ties ? ` (+${x.ties} at ties)` : ''} | ${x.windowExact} | ${x.rightLines} | ${x.noSuggestion}${
     Object.keys(x.noSuggestionReasons).length
       ? ` (${Object.entries(x.noSuggestionReasons)
           .map(([k, v]) => `${k} ${v}`)
