@@ -52,18 +52,9 @@ class DecodeWorker : public Napi::AsyncWorker {
             batch.logits[i] = i >= firstOutput ? 1 : 0;
         }
         batch.n_tokens = n;
-        try {
-            const int32_t r = llama.decode(addon->ctx, batch);
-            // The library's wording for the same failures.
-            if (r == 1) SetError("could not find a KV slot for the batch (try reducing the size of the batch or increase the context)");
-            else if (r != 0) SetError("Eval has failed (llama_decode returned " + std::to_string(r) + ")");
-            else llama.synchronize(addon->ctx);
-        } catch (const std::exception& e) {
-            SetError(e.what());
-        } catch (...) {
-            SetError("Unknown error when calling \"llama_decode\"");
-        }
-        llama.batch_free(batch);
+        // The library's wording for the same failures.
+        const std::string problem = decodeAndFree(llama, addon->ctx, batch, [](int32_t r) { return "Eval has failed (llama_decode returned " + std::to_string(r) + ")"; });
+        if (!problem.empty()) SetError(problem);
     }
     void OnOK() override { deferred.Resolve(Env().Undefined()); }
     void OnError(const Napi::Error& error) override { deferred.Reject(error.Value()); }
@@ -78,6 +69,22 @@ class DecodeWorker : public Napi::AsyncWorker {
 };
 
 }  // namespace
+
+std::string decodeAndFree(LlamaApi& llama, llama_context* ctx, llama_batch& batch, const std::function<std::string(int32_t)>& refused) {
+    std::string problem;
+    try {
+        const int32_t r = llama.decode(ctx, batch);
+        if (r == 1) problem = "could not find a KV slot for the batch (try reducing the size of the batch or increase the context)";
+        else if (r != 0) problem = refused(r);
+        else llama.synchronize(ctx);
+    } catch (const std::exception& e) {
+        problem = e.what();
+    } catch (...) {
+        problem = "Unknown error when calling \"llama_decode\"";
+    }
+    llama.batch_free(batch);
+    return problem;
+}
 
 Napi::Value Decode(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();

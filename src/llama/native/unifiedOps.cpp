@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "decode.h"
 #include "unified.h"
 
 namespace draftline {
@@ -51,17 +52,8 @@ class UnifiedDecodeWorker : public Napi::AsyncWorker {
             batch.logits[i] = input.outputs[i];
         }
         batch.n_tokens = n;
-        try {
-            const int32_t r = llama.decode(context->ctx, batch);
-            if (r == 1) SetError("could not find a KV slot for the batch (try reducing the size of the batch or increase the context)");
-            else if (r != 0) SetError("llama_decode refused the batch (returned " + std::to_string(r) + "; llama.cpp's log says why)");
-            else llama.synchronize(context->ctx);
-        } catch (const std::exception& e) {
-            SetError(e.what());
-        } catch (...) {
-            SetError("Unknown error when calling \"llama_decode\"");
-        }
-        llama.batch_free(batch);
+        const std::string failed = decodeAndFree(llama, context->ctx, batch, [](int32_t r) { return "llama_decode refused the batch (returned " + std::to_string(r) + "; llama.cpp's log says why)"; });
+        if (!failed.empty()) SetError(failed);
     }
     void OnOK() override { deferred.Resolve(Env().Undefined()); }
     void OnError(const Napi::Error& error) override { deferred.Reject(error.Value()); }
