@@ -118,16 +118,8 @@ export async function replayGeneration(prompt: readonly Token[], truth: readonly
 }
 
 /** Sums of replays (one source, one batch size, many generations), and the per-generation speedups. */
-export interface ReplayTally {
+export interface ReplayTally extends ReplayCount {
   cases: number;
-  tokens: number;
-  evaluations: number;
-  steps: number;
-  nodes: number;
-  draftTokens: number;
-  draftBatches: number;
-  cost: Record<string, number>;
-  plainCost: Record<string, number>;
   /** Plain's cost over the source's, per generation with at least one step, by table. */
   speedups: Record<string, number[]>;
   /** Tokens per evaluation per generation. */
