@@ -28,7 +28,7 @@ export const TREE_NODES = Math.max(...FIXED_SHAPE_SIZES) - 1;
  * batch costs the same whatever it holds and a tree fills what a chain pads — once a proposer in use
  * offers trees (`proposesTrees`); 'on' wherever the native addon runs; never without it or with 'off'.
  */
-export function wantsTreeVerification(setting: ModelSettings['treeVerification'], gpu: Llama['gpu'], gpuLayers: number, proposesTrees = true): TreeVerificationState {
+export function wantsTreeVerification(setting: ModelSettings['treeVerification'], gpu: Llama['gpu'], gpuLayers: number, proposesTrees: boolean): TreeVerificationState {
   const asked = setting ?? 'auto';
   if (asked === 'off') return { used: false, reason: 'off' };
   const addon = loadNativeAddon();

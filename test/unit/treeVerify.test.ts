@@ -228,10 +228,10 @@ describe('the decoder with tree offers', () => {
 describe('where the target verifies trees, and what Show Stats says of them', () => {
   it("'auto' only where the target computes on CUDA with layers on the GPU and the addon runs; 'on' wherever the addon runs; 'off' never", () => {
     const addon = 'addon' in loadNativeAddon();
-    assert.deepEqual(wantsTreeVerification('off', 'cuda', 28), { used: false, reason: 'off' });
-    assert.equal(wantsTreeVerification('auto', 'cuda', 28).used, addon);
-    assert.equal(wantsTreeVerification(undefined, 'cuda', 28).used, addon);
-    assert.equal(wantsTreeVerification('on', false, 0).used, addon);
+    assert.deepEqual(wantsTreeVerification('off', 'cuda', 28, true), { used: false, reason: 'off' });
+    assert.equal(wantsTreeVerification('auto', 'cuda', 28, true).used, addon);
+    assert.equal(wantsTreeVerification(undefined, 'cuda', 28, true).used, addon);
+    assert.equal(wantsTreeVerification('on', false, 0, true).used, addon);
     // One KV stream costs every step attention over the other sequences' cells: 'auto' waits for a proposer that offers trees.
     const idle = wantsTreeVerification('auto', 'cuda', 28, false);
     assert.equal(idle.used, false);
@@ -245,7 +245,7 @@ describe('where the target verifies trees, and what Show Stats says of them', ()
       ['cuda', 0],
       ['metal', 30],
     ] as const) {
-      const state = wantsTreeVerification('auto', gpu, layers);
+      const state = wantsTreeVerification('auto', gpu, layers, true);
       assert.equal(state.used, false);
       if (addon) assert.match((state as { reason: string }).reason, /^the target computes on .*chains are verified$/);
     }
