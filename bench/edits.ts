@@ -454,13 +454,14 @@ export async function regimeEdits(cases: CorpusCase[], opts: EditsOptions): Prom
       }
       // A lossless mode may part from plain decoding only where the target's top two logits tie within
       // what batching moves them: judged on the tokens, as regime 1 judges its tasks.
-      const plainRun = runs.find((r) => r.case === c.id && r.mode === 'plain');
+      const caseRuns = runs.slice(-order.length);
+      const plainRun = caseRuns.find((r) => r.mode === 'plain');
       const plainTokens = outputs.get('plain');
-      for (const run of runs) {
-        const tokens = outputs.get(run.mode);
-        if (run.case !== c.id || !plainRun || !plainTokens || !tokens || run.regionText === plainRun.regionText) continue;
+      const differing = caseRuns.filter((r) => plainRun && plainTokens && outputs.has(r.mode) && r.regionText !== plainRun.regionText);
+      const promptTokens = differing.length ? promptTokensOf(session, prompt) : [];
+      for (const run of differing) {
         drift ??= await batchDrift(session);
-        const verdict = await judgeDivergence(session, promptTokensOf(session, prompt), plainTokens, tokens, drift);
+        const verdict = await judgeDivergence(session, promptTokens, plainTokens!, outputs.get(run.mode)!, drift);
         run.tie = { tie: verdict.tie, margin: verdict.margin };
       }
       session.documents.removeDocument(plainRequest.documentKey!);
