@@ -393,7 +393,11 @@ describe('window isolation in the shared worker', { skip }, () => {
   it('two windows typing at 20 keys/s each on one pair: both get completions, one generation at a time, prompt cancels', async () => {
     const address = isolatedAddress(sharedWorkerAddress(WORKER, freshDir()), 'storm');
     const windows = [client(address), client(address)];
-    for (const w of windows) await w.request('load', { models: MODELS, speculation: SPECULATION });
+    // The default pair, not the tiny one: with a keystroke costing one prompt token the tiny pair
+    // writes 128 tokens within the 50 ms between keys, and a storm would cancel nothing.
+    const pair = embeddedPairPaths(ROOT);
+    const models = { ...MODELS, targetModel: pair.target, draftModel: pair.draft, contextSize: 2048 };
+    for (const w of windows) await w.request('load', { models, speculation: SPECULATION });
     pids.push(windows[0]!.pid!);
     const source = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
     const STORM_MS = 12_000;
@@ -416,8 +420,8 @@ describe('window isolation in the shared worker', { skip }, () => {
       assert.ok(f.completed > 0, `window ${i + 1} got completions`);
       assert.ok(f.maxConcurrentGenerations <= 1, 'at most one generation in flight on the pair');
       const p95 = percentile(f.cancelToStopMs, 95);
-      // Catches a cancel that waits for a generation (its own or the other window's: 128 tokens take
-      // several hundred ms). Looser than a window alone (soak.test.ts, 100 ms): both windows' clients
+      // Catches a cancel that waits for a generation (its own or the other window's: 128 tokens of the
+      // default pair take several hundred ms). Looser than a window alone (soak.test.ts, 100 ms): both windows' clients
       // share this test's one event loop. `npm run soak` measures it with a process per window.
       assert.ok(f.cancelToStopMs.length > 0 && p95 <= CANCEL_TO_STOP_P95_MS, `window ${i + 1}: cancel -> stop p95 ${p95.toFixed(1)} ms`);
     }
