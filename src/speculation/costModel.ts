@@ -1,6 +1,13 @@
 import type { SourceId } from '../shared/decoding';
 
 /**
+ * A step's cost is taken into its size's estimate at most at this multiple of the estimate: one step
+ * in a few dozen costs several times its size's usual (the process descheduled, a page fault), and
+ * one such outlier must not write a size off.
+ */
+const OUTLIER_CLAMP = 2;
+
+/**
  * Learns what a target evaluation of b tokens costs on this machine, relative to one token. On CPU a
  * batch of 8 costs ~3.5x one; on a GPU far less. Until a size is measured, a CPU-like prior is used.
  */
@@ -18,8 +25,8 @@ export class CostModel {
   private readonly rawMs = new Map<number, number>();
   /** ms per proposed token of each source that runs a model (the draft), smoothed. */
   private readonly proposePerToken = new Map<SourceId, number>();
-  /** The current estimates by measured size and those sizes sorted, rebuilt after each record (the policy asks several times a step). */
-  private estimates: { perBatch: Map<number, number>; sizes: number[] } | undefined;
+  /** The measured sizes, sorted (the policy asks for estimates several times a step: kept, not rebuilt). */
+  private sizes: number[] = [];
 
   constructor(
     private readonly priorSlope = 0.35,
@@ -28,24 +35,18 @@ export class CostModel {
 
   recordTarget(batch: number, ms: number): void {
     if (!(ms >= 0) || batch < 1) return;
-    const ema = (old: number | undefined, value: number) => (old === undefined ? value : old + this.smoothing * (value - old));
-    this.estimates = undefined;
+    const ema = (old: number | undefined, value: number) => (old === undefined ? value : old + this.smoothing * (Math.min(value, OUTLIER_CLAMP * old) - old));
+    if (!this.measured(batch)) this.sizes = [...this.sizes, batch].sort((a, b) => a - b);
     if (batch === 1) this.one = ema(this.one, ms);
     else if (this.one !== undefined && this.one > 0) this.ratioToOne.set(batch, ema(this.ratioToOne.get(batch), ms / this.one));
     else this.rawMs.set(batch, ema(this.rawMs.get(batch), ms));
   }
 
-  /** Measured sizes and their current cost estimates, ms. */
-  private current(): { perBatch: Map<number, number>; sizes: number[] } {
-    if (!this.estimates) {
-      const perBatch = new Map<number, number>(this.rawMs);
-      if (this.one !== undefined) {
-        perBatch.set(1, this.one);
-        for (const [b, r] of this.ratioToOne) perBatch.set(b, r * this.one);
-      }
-      this.estimates = { perBatch, sizes: [...perBatch.keys()].sort((a, b) => a - b) };
-    }
-    return this.estimates;
+  /** The current estimate of a measured size, ms (undefined: never timed). */
+  private estimate(batch: number): number | undefined {
+    if (batch === 1) return this.one;
+    const ratio = this.one === undefined ? undefined : this.ratioToOne.get(batch);
+    return ratio === undefined ? this.rawMs.get(batch) : ratio * this.one!;
   }
 
   /** A source that runs a model proposed `tokens` tokens in `ms`. */
@@ -61,29 +62,29 @@ export class CostModel {
    * where nothing larger was measured (a fixed-shape batch on a graph backend, see policy.ts).
    */
   verifyCost(batch: number, priorSlope = this.priorSlope): number {
-    const { perBatch, sizes } = this.current();
-    const known = perBatch.get(batch);
+    const known = this.estimate(batch);
     if (known !== undefined) return known;
-    const one = perBatch.get(1) ?? this.interpolateOne(perBatch, sizes) ?? 1;
+    const sizes = this.sizes;
+    const one = this.one ?? this.interpolateOne() ?? 1;
     const below = sizes.filter((s) => s < batch).at(-1);
     const above = sizes.find((s) => s > batch);
     if (below !== undefined && above !== undefined) {
-      const a = perBatch.get(below)!;
-      const b = perBatch.get(above)!;
+      const a = this.estimate(below)!;
+      const b = this.estimate(above)!;
       return a + ((b - a) * (batch - below)) / (above - below);
     }
     // Beyond the measured sizes: grow from the nearest measurement at the slope measured between the
     // two largest sizes (a small model on a CPU is compute-bound: nearly linear), else at the prior's.
     const anchor = below ?? above;
-    const anchorCost = anchor === undefined ? one : perBatch.get(anchor)!;
+    const anchorCost = anchor === undefined ? one : this.estimate(anchor)!;
     const base = anchor ?? 1;
-    const slope = below !== undefined && sizes.length >= 2 ? measuredSlope(perBatch, sizes) : one * priorSlope;
+    const slope = below !== undefined && sizes.length >= 2 ? this.measuredSlope() : one * priorSlope;
     return Math.max(anchorCost + slope * (batch - base), one * 0.5);
   }
 
   /** Whether a batch of this size was ever timed (else verifyCost estimates it from the sizes that were). */
   measured(batch: number): boolean {
-    return this.current().perBatch.has(batch);
+    return this.estimate(batch) !== undefined;
   }
 
   /** Estimated ms of one token a source proposes (0 when never measured: its time is then learned on first use). */
@@ -92,18 +93,54 @@ export class CostModel {
   }
 
   snapshot(): { verifyMs: Record<number, number>; proposeMsPerToken: Record<SourceId, number> } {
-    return { verifyMs: Object.fromEntries(this.current().perBatch), proposeMsPerToken: Object.fromEntries(this.proposePerToken) };
+    return { verifyMs: Object.fromEntries(this.sizes.map((b) => [b, this.estimate(b)!])), proposeMsPerToken: Object.fromEntries(this.proposePerToken) };
   }
 
-  private interpolateOne(perBatch: Map<number, number>, sizes: number[]): number | undefined {
-    if (sizes.length === 0) return undefined;
-    const s = sizes[0];
-    return perBatch.get(s)! / (1 + this.priorSlope * (s - 1));
+  private interpolateOne(): number | undefined {
+    const s = this.sizes[0];
+    return s === undefined ? undefined : this.estimate(s)! / (1 + this.priorSlope * (s - 1));
+  }
+
+  /** ms per extra token between the two largest measured batch sizes (never negative). */
+  private measuredSlope(): number {
+    const [a, b] = this.sizes.slice(-2);
+    return Math.max(0, (this.estimate(b!)! - this.estimate(a!)!) / (b! - a!));
   }
 }
 
-/** ms per extra token between the two largest measured batch sizes (never negative). */
-function measuredSlope(perBatch: Map<number, number>, sizes: number[]): number {
-  const [a, b] = sizes.slice(-2);
-  return Math.max(0, (perBatch.get(b)! - perBatch.get(a)!) / (b - a));
+/**
+ * Feeds a generation's variable-length steps to the cost model, charging a change of batch size to
+ * the speculation that caused it. llama.cpp reuses its compute graph only while the batch keeps its
+ * size, so the step after a change also pays a graph rebuild: on a small model on a CPU as much as
+ * the step itself. A one-token step is recorded only after another (the plain step's own cost); one
+ * after a speculative step adds what it cost beyond that to the speculative step, whose choice it
+ * paid for (else the plain steps after proposals look dear, and proposals that are never accepted
+ * look cheap). The first step after the prompt, whose rebuild every generation pays, is not recorded.
+ */
+export class VariableStepCosts {
+  /** The batch of the step before (0: the prompt's evaluation). */
+  private previous = 0;
+  /** A speculative step, recorded once the next step says whether a return to one token followed it. */
+  private held: { batch: number; ms: number } | undefined;
+
+  constructor(private readonly cost: CostModel) {}
+
+  record(batch: number, ms: number): void {
+    const held = this.held;
+    this.held = undefined;
+    const previous = this.previous;
+    this.previous = batch;
+    if (previous === 0) return;
+    if (batch > 1) {
+      if (held) this.cost.recordTarget(held.batch, held.ms);
+      this.held = { batch, ms };
+    } else if (held) this.cost.recordTarget(held.batch, held.ms + Math.max(0, ms - this.cost.verifyCost(1)));
+    else if (previous === 1) this.cost.recordTarget(1, ms);
+  }
+
+  /** The generation ended: a held speculative step is recorded as it was. */
+  finish(): void {
+    if (this.held) this.cost.recordTarget(this.held.batch, this.held.ms);
+    this.held = undefined;
+  }
 }

@@ -3,7 +3,7 @@ import type { SourceId } from '../shared/decoding';
 import type { SpeculationSettings } from '../shared/settings';
 import { CostModel } from './costModel';
 import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
-import { AcceptanceTracker, expectedTokensPerStep, geometricExpectation, NEUTRAL_PRIOR } from './acceptanceTracker';
+import { AcceptanceTracker, expectedTokensPerStep, NEUTRAL_PRIOR } from './acceptanceTracker';
 import { type AcceptanceModel, type Offer, offeredChain, type Proposer } from './proposer';
 import { RetrySchedule } from './retrySchedule';
 import { TreeChoice } from './treeChoice';
@@ -121,16 +121,18 @@ export class SpeculationPolicy {
     if (limit <= 0) return 0;
     const state = this.sources.get(source);
     const model = state?.model;
-    const expected = model?.expectedTokensUpTo?.(limit, offer) ?? geometricExpectation(this.acceptance.rate(source), limit);
+    const modelled = model?.expectedTokensUpTo?.(limit, offer);
+    const rate = modelled ? 0 : this.acceptance.rate(source);
+    const expected = modelled ? (k: number) => modelled[k]! : (k: number) => expectedTokensPerStep(rate, k);
     const perToken = state?.asks === 'model' ? this.cost.proposalCost(source) : 0;
-    const best = this.fastest(limit, (k) => expected[k]!, perToken);
+    const best = this.fastest(limit, expected, perToken);
     // A size never timed is estimated from those that were, at the slope between the largest two: on
     // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
     // policy that never tries one never learns otherwise. Where the model asks for it (a copy run),
     // the whole offer is tried once when its estimate comes near the best; timed, it competes on its
     // own measurement after that.
     if (model?.triesWhole?.(offer) && best.k > 0 && limit > best.k && !this.cost.measured(limit + 1)) {
-      const whole = expected[limit]! / (this.cost.verifyCost(limit + 1) + limit * perToken);
+      const whole = expected(limit) / (this.cost.verifyCost(limit + 1) + limit * perToken);
       if (whole >= TRY_WHOLE_NEAR * best.rate) return limit;
     }
     return best.k;
@@ -148,6 +150,25 @@ export class SpeculationPolicy {
       if (rate > best.rate) best = { k, rate };
     }
     return best;
+  }
+
+  /**
+   * How far apart tries of a written-off source are spaced, as a multiple of its retry schedule: a
+   * try of `tryLength` tokens costs c extra steps, and the most it can win is g of a step per step (an
+   * offer of up to `limit` tokens accepted whole, at the current cost estimates); spacing them by c / g
+   * (at least 1) keeps what tries cost in proportion to what they can win. On a CPU where a batch of 3
+   * costs 3.5 steps and a whole offer wins 20%, tries come ~15x rarer; where batches cost little more
+   * than a token, as scheduled. Null when even a whole offer would not beat plain decoding: a try
+   * could not change the choice.
+   */
+  private trySpacing(proposer: Proposer, limit: number, tryLength: number): number | null {
+    const perToken = proposer.asks === 'model' ? this.cost.proposalCost(proposer.id) : 0;
+    const plainMs = this.cost.verifyCost(1);
+    const perfect = this.fastest(limit, (k) => k + 1, perToken);
+    if (perfect.k === 0) return null;
+    const gain = perfect.rate * plainMs - 1;
+    const tryCost = (this.cost.verifyCost(tryLength + 1) + tryLength * perToken) / plainMs - 1;
+    return Math.max(1, tryCost / gain);
   }
 
   /** The step's source and length among `offers` (the preferred first), with `remaining` tokens left to write; null: a plain step. */
@@ -180,7 +201,8 @@ export class SpeculationPolicy {
         return { source: proposer.id, maxLen: k };
       }
       // Now and then a source the estimates have written off is tried, so they can recover.
-      if (exploration.due()) return { source: proposer.id, maxLen: Math.min(2, available) };
+      const tryLength = Math.min(2, available);
+      if (exploration.due(() => this.trySpacing(proposer, available, tryLength))) return { source: proposer.id, maxLen: tryLength };
     }
     return null;
   }

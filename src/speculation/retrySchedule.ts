@@ -14,9 +14,18 @@ export class RetrySchedule {
     this.interval = first;
   }
 
-  /** Counts one more occasion; true when it is time to try (the next interval then doubles). */
-  due(): boolean {
+  /**
+   * Counts one more occasion; true when it is time to try (the next interval then doubles). `spacing`
+   * (at least 1; null: never) stretches the interval, asked only once the interval itself has passed.
+   */
+  due(spacing?: () => number | null): boolean {
     if (++this.since < this.interval) return false;
+    if (spacing) {
+      const stretch = spacing();
+      // A try that could not pay is not owed: the count starts over.
+      if (stretch === null) this.since = 0;
+      if (stretch === null || this.since < this.interval * stretch) return false;
+    }
     this.since = 0;
     this.interval = Math.min(this.interval * 2, this.max);
     return true;

@@ -4,6 +4,7 @@ import type { StopRules } from '../stopping/stopRules';
 import { syncPromptAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
 import type { SourceOffer, SpeculationPolicy } from './policy';
 import { offeredChain, type Proposer } from './proposer';
+import { VariableStepCosts } from './costModel';
 import { ShapeHistory } from './verifyShape';
 import { chainStep, NO_PROPOSAL, type StepContext, type StepProposal, treeStep, treeToVerify } from './verifyStep';
 
@@ -80,7 +81,9 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   const started = now();
   // The decode steps' batch sizes (the prompt's evaluation is not one).
   const shapes = new ShapeHistory();
+  const variableCosts = new VariableStepCosts(policy.cost);
   const finish = (): DecoderStats => {
+    variableCosts.finish();
     if (shapes.distinct > 0) spec.batchShapes = shapes.distinct;
     stats.generatedTokens = stop.tokens.length;
     stats.totalMs = now() - started;
@@ -153,9 +156,11 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     // bookkeeping and the erase around it (the draft's own time is weighed apart). A step is
     // measured from the end of the previous one, so its stop rules and callbacks count too. With
     // fixed shapes (a graph backend) only warm steps count: a step that re-captures the graph costs
-    // what no steady shape does.
+    // what no steady shape does; with variable ones a change of size is charged to the speculation
+    // that caused it (VariableStepCosts).
     const stepMs = t2 - stepStarted - (spec.draftMs - draftMsBefore);
-    if (shape === 0 || warm) policy.cost.recordTarget(result.batchLength, stepMs);
+    if (shape === 0) variableCosts.record(result.batchLength, stepMs);
+    else if (warm) policy.cost.recordTarget(result.batchLength, stepMs);
     if (shape > 1) {
       if (warm) policy.trees.recordStepMs(result.kind, shape, stepMs);
       policy.recordShapeStep(shape, accepted + 1);

@@ -11,6 +11,7 @@ import type { ModelSettings, SpeculationSettings } from '../../src/shared/settin
 import type { InferenceSession } from '../../src/inference/inferenceSession';
 import { EMBEDDED, fixedProposals, loadOnCpu, random } from '../support/losslessPairs';
 import { promptCases } from '../support/prompts';
+import { assumeGpuLikeCosts } from '../support/gpuLikeCosts';
 import { batchDrift, judgeDivergence, tieTolerance, topTwoAfter } from '../../testbed/batchDrift';
 import { splitTrailingBlank } from '../../src/prompt/fimPrompt';
 import type { RankedNext } from '../../src/speculation/greedyEvaluator';
@@ -35,12 +36,22 @@ interface Pair {
   prompts: number;
   speculation?: Partial<SpeculationSettings>;
   models?: Partial<ModelSettings>;
+  /** Its adaptive policy weighs GPU-like costs, so that it proposes on a CPU too. */
+  gpuLikeCosts?: boolean;
 }
 
 const pairs: Pair[] = [
-  { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 14 },
-  // The target on its unified KV context (where it verifies token trees): ranks read there.
-  { name: 'embedded pair, the target on its unified KV context', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 6, models: { treeVerification: 'on' } },
+  { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 14, gpuLikeCosts: true },
+  // The target on its unified KV context (where it verifies token trees): ranks read there, every
+  // offer verified (the adaptive policy may rightly find on a CPU that these few prompts' guesses do not pay).
+  {
+    name: 'embedded pair, the target on its unified KV context',
+    target: async () => EMBEDDED.target,
+    draft: async () => EMBEDDED.draft,
+    prompts: 6,
+    models: { treeVerification: 'on' },
+    speculation: fixedProposals,
+  },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 10, speculation: fixedProposals },
   {
     name: 'random wide target, unrelated random draft',
@@ -67,6 +78,7 @@ for (const pair of pairs)
     let divergences = 0;
     before(async () => {
       session = await loadOnCpu(await pair.target(), await pair.draft(), pair.speculation, pair.models);
+      if (pair.gpuLikeCosts) assumeGpuLikeCosts(session);
       if (pair.models?.treeVerification === 'on') assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
       drift = await batchDrift(session);
     });

@@ -27,7 +27,7 @@ export const random =
 
 export const fixedProposals = { adaptive: false, draftMinConfidence: 0 };
 export const LOSSLESS_PAIRS: Pair[] = [
-  { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 60 },
+  { name: 'embedded pair', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 60, gpuLikeCosts: true },
   { name: 'embedded v3 pair, next-edit windows', target: async () => EMBEDDED_V3.target, draft: async () => EMBEDDED_V3.draft, prompts: 30, copyOnly: true },
   { name: 'embedded pair, non-adaptive long proposals', target: async () => EMBEDDED.target, draft: async () => EMBEDDED.draft, prompts: 30, speculation: { ...fixedProposals, maxProposal: 12 } },
   { name: 'random GQA target, its own file as a perfect draft', target: random(111, { nKvHeads: 2 }), draft: random(111, { nKvHeads: 2 }), prompts: 30, speculation: fixedProposals },

@@ -17,6 +17,7 @@ import { type PromptCase, promptCases } from './prompts';
 import { batchDrift, judgeDivergence, marginAtDivergence, tieTolerance } from '../../testbed/batchDrift';
 import { sourceStats } from '../../src/shared/generationStats';
 import { TestTreeProposer } from './treeProposer';
+import { assumeGpuLikeCosts } from './gpuLikeCosts';
 
 export interface Pair {
   name: string;
@@ -32,6 +33,8 @@ export interface Pair {
   copyOnly?: boolean;
   /** Only the token tree case (a slow backend that runs the other cases in a suite of their own). */
   treesOnly?: boolean;
+  /** Its adaptive policy weighs GPU-like costs (test/support/gpuLikeCosts.ts), so that it proposes on a CPU too. */
+  gpuLikeCosts?: boolean;
 }
 
 export interface SuiteOptions {
@@ -67,6 +70,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
     let drift = 0;
     before(async () => {
       session = await options.load(await pair.target(), await pair.draft(), pair.speculation ?? {}, pair.models);
+      if (pair.gpuLikeCosts) assumeGpuLikeCosts(session);
       // A pair asking for the device greedy path runs on it, not on a silent fallback.
       if (pair.models?.deviceGreedy === 'on') assert.match(session.info.tokenReader ?? '', /^device/, session.info.tokenReader);
       // Token identity needs llama.cpp to compute a position the same in a batch as alone. Where it

@@ -182,8 +182,10 @@ describe('plan per step', () => {
   });
 
   it('written-off sources are tried again with backoff: 16, 32, 64 ... steps, reset once they pay', () => {
-    const cost = measured((b) => 10 * b);
-    const accept = acceptance(0.9);
+    // A batch of b costs 10 + 4(b - 1): at a = 0.3 no length pays; 8 tokens accepted whole would win
+    // more than a try costs, so tries are not spaced further.
+    const cost = measured((b) => 10 + 4 * (b - 1));
+    const accept = acceptance(0.3);
     const policy = new SpeculationPolicy(SETTINGS, cost, accept);
     const draftOnly = { ...options, ngramAvailable: 0 };
     const tries: number[] = [];
@@ -196,6 +198,40 @@ describe('plan per step', () => {
     for (let b = 1; b <= 17; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 10);
     assert.equal(plan(policy, draftOnly)?.source, 'draft');
     assert.equal(policy.exploreInterval('draft'), EXPLORE_FIRST_INTERVAL);
+  });
+});
+
+describe('no tries that could not pay', () => {
+  it('a source is not tried while even an offer accepted whole would cost more than plain steps', () => {
+    // A CPU where a batch of 2 costs 3 steps (the small v3 target, one thread): at most 6 tokens a
+    // step for 6.5 steps' time, so a perfect proposer would lose too; trying one costs ~3 steps a try.
+    const cpu = [1.8, 6.9, 8.1, 9.3, 11.5, 11.9];
+    const cost = new CostModel();
+    for (let i = 0; i < 3; i++) for (const [at, ms] of cpu.entries()) cost.recordTarget(at + 1, ms);
+    const policy = new SpeculationPolicy({ ...SETTINGS, maxProposal: 5 }, cost, acceptance(0));
+    const draftOnly = { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 };
+    let tries = 0;
+    for (let step = 0; step < 2000; step++) if (plan(policy, draftOnly)) tries++;
+    assert.equal(tries, 0);
+    // The same source on a machine where a batch costs little more than one token is tried at 16 steps.
+    for (let b = 1; b <= 6; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 2 + 0.1 * b);
+    const stepsToTry = Array.from({ length: EXPLORE_FIRST_INTERVAL }, () => plan(policy, draftOnly));
+    assert.equal(stepsToTry.filter(Boolean).length, 1);
+    assert.equal(stepsToTry.at(-1)?.source, 'draft');
+  });
+
+  it('tries are spaced by what one costs over what a whole offer could win', () => {
+    // Batches of 2-6 cost 3.8-4.9 steps: 6 tokens accepted whole win ~22% of a step a step, a try of
+    // 2 tokens costs ~2.9 steps, so tries come ~13x further apart than the schedule's 16, 32, 64 ...
+    const cpu = [2.2, 6.9, 8.2, 9.2, 10.2, 11.0];
+    const cost = new CostModel();
+    for (let i = 0; i < 3; i++) for (const [at, ms] of cpu.entries()) cost.recordTarget(at + 1, ms);
+    const policy = new SpeculationPolicy({ ...SETTINGS, maxProposal: 5 }, cost, acceptance(0));
+    const draftOnly = { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 };
+    const tries: number[] = [];
+    for (let step = 1; step <= 1000; step++) if (plan(policy, draftOnly)) tries.push(step);
+    const spacing = (8.2 / 2.2 - 1) / ((6 / 11.0) * 2.2 - 1);
+    assert.deepEqual(tries, [Math.ceil(16 * spacing), Math.ceil(16 * spacing) + Math.ceil(32 * spacing)]);
   });
 });
 

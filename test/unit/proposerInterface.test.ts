@@ -160,7 +160,8 @@ describe('a new proposal source: one file and one registration', () => {
     // Its acceptance model, made once for the policy and kept across generations, learned the hunches apart.
     assert.equal(hunch.models.length, 1);
     const counts = hunch.models[0]!.counts;
-    assert.ok(counts.sure.right / counts.sure.seen > 0.9 && counts.unsure.right / counts.unsure.seen < 0.3, JSON.stringify(counts));
+    // Unsure offers are verified only on retries, a handful of them.
+    assert.ok(counts.sure.right / counts.sure.seen > 0.9 && counts.unsure.seen > 0 && counts.unsure.right / counts.unsure.seen < 0.5, JSON.stringify(counts));
     // So the policy verifies sure offers and leaves unsure ones (but for its retries).
     const snapshot = policy.snapshot();
     assert.deepEqual(Object.keys(snapshot.acceptance), ['hunch']);

@@ -163,10 +163,17 @@ describe('suffix proposer', () => {
     const prompt: Token[] = Array.from({ length: 40 }, (_, i) => (i * 7) % 50);
     const run = async (mode: 'plain' | 'ngram') => {
       const target = new FakeEvaluator(model);
+      // A clock that moves only with the target's batches (a CPU-like cost), so the policy weighs the same costs every run.
+      const clock = { t: 0 };
+      const append = target.append.bind(target);
+      target.append = (input, outputs, confidence) => {
+        clock.t += 1 + 0.1 * (input.length - 1);
+        return append(input, outputs, confidence);
+      };
       const stop = new StopRules({ detokenize: fakeDetokenize, isEndToken: () => false, maxTokens: 120 });
       const policy = new SpeculationPolicy({ ...speculation, adaptive: true });
       const proposers = proposersFor(mode, [documentSuffixProposer(null, undefined, speculation, policy)]);
-      const stats = await decode({ mode, target, prompt, stop, policy, proposers });
+      const stats = await decode({ mode, target, prompt, stop, policy, proposers, now: () => clock.t });
       return { tokens: [...stop.tokens], stats };
     };
     const plain = await run('plain');

@@ -1,0 +1,24 @@
+// A session's adaptive policy on the costs of a machine where a verify batch costs little more than one
+// token (a GPU's), fixed: it then verifies the guesses it expects to be accepted whatever this CPU
+// measures. On a CPU the adaptive policy may rightly find that a small pair's guesses do not pay and
+// propose nothing; a lossless check of its adaptive path needs proposals to check.
+import type { InferenceSession } from '../../src/inference/inferenceSession';
+import type { SpeculationSettings } from '../../src/shared/settings';
+import { CostModel } from '../../src/speculation/costModel';
+import { SpeculationPolicy } from '../../src/speculation/policy';
+
+class GpuLikeCosts extends CostModel {
+  override recordTarget(): void {}
+  override verifyCost(batch: number): number {
+    return 1 + 0.02 * (batch - 1);
+  }
+  override measured(): boolean {
+    return true;
+  }
+}
+
+/** Gives `session` a fresh adaptive policy on GPU-like costs, holding the session's own settings object (so `configure` still reaches it). */
+export function assumeGpuLikeCosts(session: InferenceSession): void {
+  const inside = session as unknown as { policy: SpeculationPolicy; speculation: SpeculationSettings };
+  inside.policy = new SpeculationPolicy(inside.speculation, new GpuLikeCosts());
+}
