@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths } from '../../src/models/embedded';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
+import { describeStorm, percentile, typingFixture, typingStorm } from '../support/typingStorm';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKER = path.join(ROOT, 'dist/worker.js');
@@ -44,17 +44,17 @@ describe('soak: typing storm on the embedded pair', { skip: fs.existsSync(WORKER
   });
 
   it('one generation at a time, prompt cancels, flat memory, no unhandled rejection', async () => {
-    const source = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
+    const source = (file: string) => fs.readFileSync(typingFixture(file), 'utf8');
     const figures = await typingStorm({
       client,
-      text: source('src/engine/completionEngine.ts'),
+      text: source('completionEngine.ts'),
       durationMs: STORM_MS,
       keyIntervalMs: 50,
       warmupMs: 5000,
       // Completions long enough to outlast a keystroke.
       maxTokens: 128,
       stopAtBlockEnd: false,
-      openDocuments: { 'file:///storm/a.ts': source('src/worker/workerClient.ts'), 'file:///storm/b.ts': source('src/ngram/ngramIndex.ts') },
+      openDocuments: { 'file:///storm/a.ts': source('workerClient.ts'), 'file:///storm/b.ts': source('ngramIndex.ts') },
       // Every fifth keystroke an accept: its request goes as a prefetch, which the next keystroke stops.
       prefetchEvery: 5,
     });

@@ -20,7 +20,7 @@ import { isolatedAddress, sharedWorkerAddress, workerEnvironment } from '../../s
 import { WorkerClient } from '../../src/worker/workerClient';
 import { isAlive } from '../support/processes';
 import { removeSocketDirs, socketDir } from '../support/socketDir';
-import { describeStorm, percentile, typingStorm } from '../support/typingStorm';
+import { describeStorm, percentile, typingFixture, typingStorm } from '../support/typingStorm';
 import { ROOT, tinyModels, WORKER, workerMissing } from '../support/tinyWorker';
 import { sourceStats } from '../../src/shared/generationStats';
 
@@ -399,13 +399,13 @@ describe('window isolation in the shared worker', { skip }, () => {
     const models = { ...MODELS, targetModel: pair.target, draftModel: pair.draft, contextSize: 2048 };
     for (const w of windows) await w.request('load', { models, speculation: SPECULATION });
     pids.push(windows[0]!.pid!);
-    const source = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
+    const source = (file: string) => fs.readFileSync(typingFixture(file), 'utf8');
     const STORM_MS = 12_000;
     const figures = await Promise.all(
       windows.map((w, i) =>
         typingStorm({
           client: w,
-          text: source(i === 0 ? 'src/engine/completionEngine.ts' : 'src/worker/workerMain.ts'),
+          text: source(i === 0 ? 'completionEngine.ts' : 'workerMain.ts'),
           durationMs: STORM_MS,
           keyIntervalMs: 50,
           warmupMs: 4000,

@@ -14,7 +14,7 @@ import { DEFAULT_SPECULATION } from '../../src/inference/inferenceSession';
 import { embeddedPairPaths, type EmbeddedPairName } from '../../src/models/embedded';
 import { isolatedAddress, sharedWorkerAddress } from '../../src/worker/sharedWorker';
 import { WorkerClient } from '../../src/worker/workerClient';
-import { describeStorm, percentile, type StormFigures, typingStorm } from '../support/typingStorm';
+import { describeStorm, percentile, type StormFigures, typingFixture, typingStorm } from '../support/typingStorm';
 import type { StormWindowTask } from './stormWindow';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -35,9 +35,12 @@ const CANCEL_TO_STOP_P95_MS = 50;
 /** Each window's completions per minute with the other typing, at least this share of its own alone (issue 40). */
 const SHARED_RATE_SHARE = 0.4;
 
-/** The two windows' tasks: each types a file of its own with two others open. */
+/**
+ * The two windows' tasks: each types a file of its own with two others open. The files are fixed
+ * copies (test/fixtures/documents/typing/), so that runs at different commits type the same text.
+ */
 function windowTasks(models: StormWindowTask['models'], address: StormWindowTask['address'], durationMs: number): StormWindowTask[] {
-  const files = (...names: string[]) => names.map((n) => path.join(ROOT, n));
+  const files = (...names: string[]) => names.map((n) => typingFixture(n));
   const task = (typed: string, open: string[]): StormWindowTask => ({
     workerPath: WORKER,
     address,
@@ -48,8 +51,8 @@ function windowTasks(models: StormWindowTask['models'], address: StormWindowTask
     warmupMs: Math.min(20_000, durationMs / 3),
   });
   return [
-    task('src/engine/completionEngine.ts', ['src/ngram/ngramIndex.ts', 'src/worker/workerClient.ts']),
-    task('src/worker/workerMain.ts', ['src/inference/inferenceSession.ts', 'src/speculation/policy.ts']),
+    task('completionEngine.ts', ['ngramIndex.ts', 'workerClient.ts']),
+    task('workerMain.ts', ['inferenceSession.ts', 'policy.ts']),
   ];
 }
 
@@ -157,9 +160,9 @@ async function main(): Promise<void> {
   if (!fs.existsSync(WORKER)) throw new Error('dist/worker.js is missing: run `node esbuild.mjs` first');
   const pair = embeddedPairPaths(ROOT, args.pair as EmbeddedPairName);
   const models = { targetModel: pair.target, draftModel: pair.draft, gpu: 'cpu' as const, gpuLayers: 0, threads: Number(args.threads), contextSize: 2048 };
-  const source = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
-  const text = source('src/engine/completionEngine.ts') + source('src/worker/workerClient.ts');
-  const openDocuments = { 'file:///soak/a.ts': source('src/ngram/ngramIndex.ts'), 'file:///soak/b.ts': source('src/inference/inferenceSession.ts') };
+  const source = (file: string) => fs.readFileSync(typingFixture(file), 'utf8');
+  const text = source('completionEngine.ts') + source('workerClient.ts');
+  const openDocuments = { 'file:///soak/a.ts': source('ngramIndex.ts'), 'file:///soak/b.ts': source('inferenceSession.ts') };
   const unhandled: unknown[] = [];
   process.on('unhandledRejection', (reason) => unhandled.push(reason));
 

@@ -29,7 +29,7 @@ process.once('message', async (task: StormWindowTask) => {
     // Both windows wait for each other here, so that the storms overlap from their first keystroke.
     process.send!({ kind: 'loaded', sharedWith: info.sharedWith ?? null, pid: client.pid });
     await new Promise<void>((resolve) => process.once('message', () => resolve()));
-    const openDocuments = Object.fromEntries(task.openFiles.map((f) => [`file:///soak/${path.basename(f)}`, fs.readFileSync(f, 'utf8')]));
+    const openDocuments = Object.fromEntries(task.openFiles.map((f) => [`file:///soak/${path.basename(f, '.txt')}`, fs.readFileSync(f, 'utf8')]));
     const figures = await typingStorm({ client, text: fs.readFileSync(task.typedFile, 'utf8'), durationMs: task.durationMs, keyIntervalMs: 50, warmupMs: task.warmupMs, openDocuments });
     process.send!({ kind: 'figures', figures, unhandled: unhandled.length });
   } catch (error) {

@@ -1,6 +1,7 @@
 // A typing storm against the real inference worker (WorkerClient + dist/worker.js), as the editor
 // drives it with a debounce of 0: every keystroke mirrors an edit, aborts the running completion and
 // asks for a new one. Used by the CI-size soak test (test/integration/soak.test.ts) and `npm run soak`.
+import * as path from 'node:path';
 import { documentWindow } from '../../src/prompt/documentWindow';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/settings/declaredSettings';
 import type { CompletionRequest, CompletionResult } from '../../src/shared/completion';
@@ -63,6 +64,14 @@ const DOCUMENT_KEY = 'file:///storm/typed.ts';
 /** The worker's own figures, or null while it is down (killed, restarting). */
 function diagnostics(client: WorkerClient): Promise<WorkerDiagnostics | null> {
   return client.request('diagnostics', {}).catch(() => null);
+}
+
+/**
+ * A file the storms type or hold open, by name ("workerMain.ts"): a fixed copy of one of Draftline's
+ * own sources, so that storms at different commits type the same text.
+ */
+export function typingFixture(name: string): string {
+  return path.resolve(__dirname, '../fixtures/documents/typing', `${name}.txt`);
 }
 
 export function percentile(values: readonly number[], p: number): number {
