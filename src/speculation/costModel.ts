@@ -36,7 +36,13 @@ export class CostModel {
   recordTarget(batch: number, ms: number): void {
     if (!(ms >= 0) || batch < 1) return;
     const ema = (old: number | undefined, value: number) => (old === undefined ? value : old + this.smoothing * (Math.min(value, OUTLIER_CLAMP * old) - old));
-    if (!this.measured(batch)) this.sizes = [...this.sizes, batch].sort((a, b) => a - b);
+    if (!this.measured(batch)) {
+      // A size's first evaluation also sizes llama.cpp's buffers for it (several times a warm step): taken
+      // at most at twice what the sizes already timed estimate, else it stands until that size is chosen
+      // again, which its own estimate then forbids.
+      if (this.sizes.length > 0) ms = Math.min(ms, OUTLIER_CLAMP * this.verifyCost(batch));
+      this.sizes = [...this.sizes, batch].sort((a, b) => a - b);
+    }
     if (batch === 1) this.one = ema(this.one, ms);
     else if (this.one !== undefined && this.one > 0) this.ratioToOne.set(batch, ema(this.ratioToOne.get(batch), ms / this.one));
     else this.rawMs.set(batch, ema(this.rawMs.get(batch), ms));

@@ -159,9 +159,12 @@ export class SpeculationPolicy {
    * (at least 1) keeps what tries cost in proportion to what they can win. On a CPU where a batch of 3
    * costs 3.5 steps and a whole offer wins 20%, tries come ~15x rarer; where batches cost little more
    * than a token, as scheduled. Null when even a whole offer would not beat plain decoding: a try
-   * could not change the choice.
+   * could not change the choice. A try whose batch size was never timed is made as scheduled: it times
+   * that size, where the estimates would extrapolate (from a batch of 2, whose cost on a CPU is mostly
+   * a kernel change, they overstate every larger one).
    */
   private trySpacing(proposer: Proposer, limit: number, tryLength: number): number | null {
+    if (!this.cost.measured(tryLength + 1)) return 1;
     const perToken = proposer.asks === 'model' ? this.cost.proposalCost(proposer.id) : 0;
     const plainMs = this.cost.verifyCost(1);
     const perfect = this.fastest(limit, (k) => k + 1, perToken);

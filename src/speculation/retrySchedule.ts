@@ -16,16 +16,18 @@ export class RetrySchedule {
 
   /**
    * Counts one more occasion; true when it is time to try (the next interval then doubles). `spacing`
-   * (at least 1; null: never) stretches the interval, asked only once the interval itself has passed.
+   * (at least 1; null: this occasion could not pay) stretches the interval, asked only once the
+   * interval itself has passed.
    */
   due(spacing?: () => number | null): boolean {
-    if (++this.since < this.interval) return false;
-    if (spacing) {
-      const stretch = spacing();
-      // A try that could not pay is not owed: the count starts over.
-      if (stretch === null) this.since = 0;
-      if (stretch === null || this.since < this.interval * stretch) return false;
+    if (this.since + 1 < this.interval) {
+      this.since++;
+      return false;
     }
+    const stretch = spacing ? spacing() : 1;
+    // An occasion where a try could not pay (a short offer, say) is not counted, nor does it undo the count.
+    if (stretch === null) return false;
+    if (++this.since < this.interval * stretch) return false;
     this.since = 0;
     this.interval = Math.min(this.interval * 2, this.max);
     return true;

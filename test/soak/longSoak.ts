@@ -50,10 +50,7 @@ function windowTasks(models: StormWindowTask['models'], address: StormWindowTask
     durationMs,
     warmupMs: Math.min(20_000, durationMs / 3),
   });
-  return [
-    task('completionEngine.ts', ['ngramIndex.ts', 'workerClient.ts']),
-    task('workerMain.ts', ['inferenceSession.ts', 'policy.ts']),
-  ];
+  return [task('completionEngine.ts', ['ngramIndex.ts', 'workerClient.ts']), task('workerMain.ts', ['inferenceSession.ts', 'policy.ts'])];
 }
 
 interface WindowRun {

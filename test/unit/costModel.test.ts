@@ -15,6 +15,19 @@ describe('cost model', () => {
     assert.ok(Math.abs(cost.verifyCost(1) - 5) < 0.01);
   });
 
+  it("a size's first step is taken at most at twice what the sizes already timed estimate", () => {
+    const cost = new CostModel(0.35, 0.2);
+    cost.recordTarget(1, 1);
+    cost.recordTarget(3, 1.4);
+    // A batch of 2 estimated at 1.2 from those; its first evaluation (buffers sized) took 9.
+    cost.recordTarget(2, 9);
+    assert.ok(Math.abs(cost.verifyCost(2) - 2.4) < 1e-9, `${cost.verifyCost(2)}`);
+    // Nothing timed yet: the first step is all there is to go by.
+    const fresh = new CostModel();
+    fresh.recordTarget(4, 9);
+    assert.equal(fresh.verifyCost(4), 9);
+  });
+
   it('estimates sizes between and beyond the measured ones, and says which were timed', () => {
     const cost = new CostModel(0.35, 1);
     cost.recordTarget(1, 2);

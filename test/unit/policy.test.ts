@@ -213,11 +213,33 @@ describe('no tries that could not pay', () => {
     let tries = 0;
     for (let step = 0; step < 2000; step++) if (plan(policy, draftOnly)) tries++;
     assert.equal(tries, 0);
-    // The same source on a machine where a batch costs little more than one token is tried at 16 steps.
+    // The same source on a machine where a batch costs little more than one token: tried at once (the
+    // schedule counted the occasions meanwhile), then after the next interval.
     for (let b = 1; b <= 6; b++) for (let i = 0; i < 30; i++) cost.recordTarget(b, 2 + 0.1 * b);
-    const stepsToTry = Array.from({ length: EXPLORE_FIRST_INTERVAL }, () => plan(policy, draftOnly));
-    assert.equal(stepsToTry.filter(Boolean).length, 1);
-    assert.equal(stepsToTry.at(-1)?.source, 'draft');
+    const tried: number[] = [];
+    for (let step = 1; step <= 2 * EXPLORE_FIRST_INTERVAL + 1; step++) if (plan(policy, draftOnly)?.source === 'draft') tried.push(step);
+    assert.deepEqual(tried, [1, 1 + 2 * EXPLORE_FIRST_INTERVAL]);
+  });
+
+  it('short offers that could not pay do not hold back the tries of long ones', () => {
+    // A batch of 2 costs 2.5 steps: one guessed token could never pay; nine tokens for 3.2 steps could.
+    const cost = new CostModel();
+    for (let i = 0; i < 3; i++)
+      for (const [b, ms] of [
+        [1, 1],
+        [2, 2.5],
+        [3, 2.6],
+        [9, 3.2],
+      ] as const)
+        cost.recordTarget(b, ms);
+    const policy = new SpeculationPolicy(SETTINGS, cost, acceptance(0.3));
+    const tries: number[] = [];
+    for (let step = 1; step <= 64; step++) {
+      const ngramAvailable = step % 2 ? 8 : 1;
+      if (plan(policy, { ngramAvailable, ngramMatchLength: 4, draftAvailable: false, remaining: 40 })) tries.push(step);
+    }
+    // Due at the 16th occasion, a short offer's: tried at the next long one, and again 32 occasions later.
+    assert.deepEqual(tries, [EXPLORE_FIRST_INTERVAL + 1, 3 * EXPLORE_FIRST_INTERVAL + 1]);
   });
 
   it('tries are spaced by what one costs over what a whole offer could win', () => {
