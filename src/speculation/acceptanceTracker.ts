@@ -6,13 +6,6 @@ export function expectedTokensPerStep(a: number, k: number): number {
   return (1 - a ** (k + 1)) / (1 - a);
 }
 
-/** expectedTokensPerStep for every k from 0 to `limit` (index k). */
-export function geometricExpectation(a: number, limit: number): Float64Array {
-  const out = new Float64Array(limit + 1);
-  for (let k = 0; k <= limit; k++) out[k] = expectedTokensPerStep(a, k);
-  return out;
-}
-
 /** The prior of a source that names none (AcceptanceModel.prior). */
 export const NEUTRAL_PRIOR = 0.5;
 

@@ -124,7 +124,7 @@ export class SpeculationPolicy {
     const modelled = model?.expectedTokensUpTo?.(limit, offer);
     const rate = modelled ? 0 : this.acceptance.rate(source);
     const expected = modelled ? (k: number) => modelled[k]! : (k: number) => expectedTokensPerStep(rate, k);
-    const perToken = state?.asks === 'model' ? this.cost.proposalCost(source) : 0;
+    const perToken = this.proposalCost(source);
     const best = this.fastest(limit, expected, perToken);
     // A size never timed is estimated from those that were, at the slope between the largest two: on
     // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
@@ -152,6 +152,11 @@ export class SpeculationPolicy {
     return best;
   }
 
+  /** ms a source spends per token it proposes: a model's measured time, nothing for a lookup. */
+  private proposalCost(source: SourceId): number {
+    return this.sources.get(source)?.asks === 'model' ? this.cost.proposalCost(source) : 0;
+  }
+
   /**
    * How far apart tries of a written-off source are spaced, as a multiple of its retry schedule: a
    * try of `tryLength` tokens costs c extra steps, and the most it can win is g of a step per step (an
@@ -165,7 +170,7 @@ export class SpeculationPolicy {
    */
   private trySpacing(proposer: Proposer, limit: number, tryLength: number): number | null {
     if (!this.cost.measured(tryLength + 1)) return 1;
-    const perToken = proposer.asks === 'model' ? this.cost.proposalCost(proposer.id) : 0;
+    const perToken = this.proposalCost(proposer.id);
     const plainMs = this.cost.verifyCost(1);
     const perfect = this.fastest(limit, (k) => k + 1, perToken);
     if (perfect.k === 0) return null;

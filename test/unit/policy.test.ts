@@ -21,6 +21,13 @@ function measured(ms: (batch: number) => number): CostModel {
   return cost;
 }
 
+/** A cost model that has timed each of `ms`'s batch sizes (size: ms) three times. */
+function timedSizes(ms: Readonly<Record<number, number>>): CostModel {
+  const cost = new CostModel();
+  for (let i = 0; i < 3; i++) for (const [b, t] of Object.entries(ms)) cost.recordTarget(Number(b), t);
+  return cost;
+}
+
 /** An acceptance tracker whose rate for both sources is about `a` (many observations, no prior left). */
 function acceptance(a: number): AcceptanceTracker {
   const t = new AcceptanceTracker({ ngram: a, draft: a }, 1000, 1);
@@ -202,14 +209,13 @@ describe('plan per step', () => {
 });
 
 describe('no tries that could not pay', () => {
+  const draftOnly = { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 };
+
   it('a source is not tried while even an offer accepted whole would cost more than plain steps', () => {
     // A CPU where a batch of 2 costs 3 steps (the small v3 target, one thread): at most 6 tokens a
     // step for 6.5 steps' time, so a perfect proposer would lose too; trying one costs ~3 steps a try.
-    const cpu = [1.8, 6.9, 8.1, 9.3, 11.5, 11.9];
-    const cost = new CostModel();
-    for (let i = 0; i < 3; i++) for (const [at, ms] of cpu.entries()) cost.recordTarget(at + 1, ms);
+    const cost = timedSizes({ 1: 1.8, 2: 6.9, 3: 8.1, 4: 9.3, 5: 11.5, 6: 11.9 });
     const policy = new SpeculationPolicy({ ...SETTINGS, maxProposal: 5 }, cost, acceptance(0));
-    const draftOnly = { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 };
     let tries = 0;
     for (let step = 0; step < 2000; step++) if (plan(policy, draftOnly)) tries++;
     assert.equal(tries, 0);
@@ -223,16 +229,7 @@ describe('no tries that could not pay', () => {
 
   it('short offers that could not pay do not hold back the tries of long ones', () => {
     // A batch of 2 costs 2.5 steps: one guessed token could never pay; nine tokens for 3.2 steps could.
-    const cost = new CostModel();
-    for (let i = 0; i < 3; i++)
-      for (const [b, ms] of [
-        [1, 1],
-        [2, 2.5],
-        [3, 2.6],
-        [9, 3.2],
-      ] as const)
-        cost.recordTarget(b, ms);
-    const policy = new SpeculationPolicy(SETTINGS, cost, acceptance(0.3));
+    const policy = new SpeculationPolicy(SETTINGS, timedSizes({ 1: 1, 2: 2.5, 3: 2.6, 9: 3.2 }), acceptance(0.3));
     const tries: number[] = [];
     for (let step = 1; step <= 64; step++) {
       const ngramAvailable = step % 2 ? 8 : 1;
@@ -245,11 +242,8 @@ describe('no tries that could not pay', () => {
   it('tries are spaced by what one costs over what a whole offer could win', () => {
     // Batches of 2-6 cost 3.8-4.9 steps: 6 tokens accepted whole win ~22% of a step a step, a try of
     // 2 tokens costs ~2.9 steps, so tries come ~13x further apart than the schedule's 16, 32, 64 ...
-    const cpu = [2.2, 6.9, 8.2, 9.2, 10.2, 11.0];
-    const cost = new CostModel();
-    for (let i = 0; i < 3; i++) for (const [at, ms] of cpu.entries()) cost.recordTarget(at + 1, ms);
+    const cost = timedSizes({ 1: 2.2, 2: 6.9, 3: 8.2, 4: 9.2, 5: 10.2, 6: 11.0 });
     const policy = new SpeculationPolicy({ ...SETTINGS, maxProposal: 5 }, cost, acceptance(0));
-    const draftOnly = { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: true, remaining: 40 };
     const tries: number[] = [];
     for (let step = 1; step <= 1000; step++) if (plan(policy, draftOnly)) tries.push(step);
     const spacing = (8.2 / 2.2 - 1) / ((6 / 11.0) * 2.2 - 1);
