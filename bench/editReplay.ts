@@ -51,7 +51,7 @@ export type Rival = ((promptLength: number) => LookupProposer) | OwnVariant;
 
 export interface OwnVariant {
   policy: SpeculationPolicy;
-  proposers(promptLength: number, copySource: readonly Token[]): Proposer[];
+  proposers(promptLength: number, copySource: readonly Token[], copyCursor?: number): Proposer[];
 }
 
 export interface ReplayInput {
@@ -62,6 +62,8 @@ export interface ReplayInput {
   expected: readonly Token[];
   /** The current window as the prompt shows it: what the copy proposer copies. */
   copySource: readonly Token[];
+  /** The cursor's token in copySource (generation.ts copyCursorToken), when the prompt gives it. */
+  copyCursor?: number;
   copyOptions?: Partial<WindowCopyOptions>;
   /**
    * Speculation settings of the replay's policy. Default: not adaptive, so the proposer's own schedule
@@ -198,11 +200,11 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     const rival = mode.startsWith('rival:') ? input.rivals![mode.slice('rival:'.length)]! : undefined;
     const own = rival && typeof rival !== 'function' ? rival : undefined;
     const proposers: Proposer[] = own
-      ? own.proposers(prompt.length, input.copySource)
+      ? own.proposers(prompt.length, input.copySource, input.copyCursor)
       : rival
         ? [(rival as (promptLength: number) => LookupProposer)(prompt.length)]
         : mode === 'copy'
-          ? [new WindowCopyProposer(input.copySource, prompt.length, input.copyOptions)]
+          ? [new WindowCopyProposer(input.copySource, prompt.length, { cursor: input.copyCursor, ...input.copyOptions })]
           : [];
     const stats = await decode({
       mode: mode === 'plain' ? 'plain' : 'copy',
@@ -318,6 +320,7 @@ export interface CountedCase {
   prompt: readonly Token[];
   expected: readonly Token[];
   copySource: readonly Token[];
+  copyCursor?: number;
 }
 
 /**
@@ -340,7 +343,7 @@ export async function countReplay(
   const byRival: Record<string, number[]> = {};
   const rivalPerEvaluation: Record<string, number[]> = {};
   for (const c of cases) {
-    const r = await replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, rivals, policy, now: () => target.clock });
+    const r = await replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, copyCursor: c.copyCursor, rivals, policy, now: () => target.clock });
     copy.push(r.speedup);
     perEvaluation.push(r.replay.tokensPerEvaluation);
     for (const [name, x] of Object.entries(r.rivals)) {

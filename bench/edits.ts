@@ -7,7 +7,7 @@
 // bench/editCorpus.ts and the public cases of ../shared/nes-cases/ (read there, never copied).
 import { applyReplacements, finalEditsSoFar, outputToEdits, reduceToEdits } from '../src/nextEdit/outputToEdit';
 import { NEXT_EDIT_FORMATS } from '../src/nextEdit/formats';
-import { generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
+import { copyCursorToken, generateNextEdit, StreamedEdits } from '../src/nextEdit/generation';
 import type { EditEvent, NextEditFormatId, NextEditPrompt, NextEditRequest, TextReplacement } from '../src/nextEdit/types';
 import { DEFAULT_SPECULATION, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
 import { loadBenchSession } from './decodePath';
@@ -15,7 +15,6 @@ import type { LlamaToken } from '../src/llama/llamaTypes';
 import { findInSequence } from '../src/ngram';
 import { DraftModelProposer } from '../src/speculation/draftModelProposer';
 import { documentSuffixProposer } from '../src/inference/documentNgrams';
-import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { NgramProposer } from '../src/speculation/ngramProposer';
 import type { ModelSettings } from '../src/shared/settings';
@@ -23,8 +22,8 @@ import type { SourceId, Token } from '../src/shared/decoding';
 import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { batchDrift, judgeDivergence } from '../testbed/batchDrift';
 import { type EditCase, editCases } from './editCorpus';
-import { countReplay, h100VerifyCost, type OwnVariant, replayPerfectModel, tableVerifyCost, type CountedCase } from './editReplay';
-import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
+import { replayPerfectModel, type CountedCase } from './editReplay';
+import { type CountedReplay, countedUnderTables, isPorted, OWN_REPLAY_VARIANTS, REPLAY_RIVALS, rivalLabel } from './countedReplay';
 import { LlamaServer, LlamaServerStreamError } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
 import { sideBySideTable, treeCounts, TreeSideBySide, type TreesOption, type TreeVariant } from './treeModes';
@@ -517,28 +516,6 @@ export interface ReplayCaseRow {
   batchMs?: Record<number, number>;
 }
 
-/** The replay's rivals: llama-server's two model-free spec types, ported, with the server's defaults. */
-export const REPLAY_RIVALS = {
-  'ngram-simple': () => new NgramSimpleProposer(),
-  'ngram-mod': (promptLength: number) => new NgramModProposer(promptLength),
-};
-
-/**
- * Our other proposers on the same replay: the suffix proposer alone, and after the copy (as the hybrid
- * mode orders them: the copy first), over the prompt and the output (no index: the replay has no open
- * documents), each under an adaptive policy kept across the cases like the copy's.
- */
-export const OWN_REPLAY_VARIANTS: Record<string, () => OwnVariant> = {
-  'suffix (ours)': () => {
-    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
-    return { policy, proposers: () => [documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)] };
-  },
-  'copy + suffix (ours)': () => {
-    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
-    return { policy, proposers: (promptLength, copySource) => [new WindowCopyProposer(copySource, promptLength), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)] };
-  },
-};
-
 /**
  * The sweep output a perfect model writes for a case: the region as the prompt shows it with the
  * expected edit made, then the newline and <|file_sep|> the format stops at. Null when the format
@@ -607,7 +584,16 @@ export async function regimeEditsReplay(
         const partial = NEXT_EDIT_FORMATS.sweep.partialRegion(session.target.model.detokenize(out as readonly LlamaToken[], false), prompt);
         return partial !== null && finalEditsSoFar(current, partial, prompt.region.start).edits.length > 0;
       };
-      const r = await replayPerfectModel({ target: session.target.evaluator, prompt: tokens, expected, copySource: tokenize(prompt.copySource), hasFinalEdit, rivals, policy });
+      const r = await replayPerfectModel({
+        target: session.target.evaluator,
+        prompt: tokens,
+        expected,
+        copySource: tokenize(prompt.copySource),
+        copyCursor: copyCursorToken(prompt, tokenize),
+        hasFinalEdit,
+        rivals,
+        policy,
+      });
       rows.push({
         case: c.id,
         corpus: c.corpus,
@@ -632,26 +618,6 @@ export async function regimeEditsReplay(
   return { rows, skipped, model: session.target.info.name, counted };
 }
 
-export interface CountedReplay {
-  table: string;
-  cases: number;
-  /** Plain's cost over ours and over each rival's (the ported ones and our other proposers), median over the cases. */
-  copy: number;
-  rivals: Record<string, number>;
-  tokensPerEvaluation: number;
-  rivalTokensPerEvaluation?: Record<string, number>;
-}
-
-/** The ported ones among a replay's rivals (the others are ours). */
-const isPorted = (name: string) => Object.hasOwn(REPLAY_RIVALS, name);
-const rivalLabel = (name: string) => (isPorted(name) ? `${name} (llama-server's, ported)` : name);
-
-/** The cost tables the replay is counted under where no such machine is at hand. */
-const COUNT_TABLES: [string, (batch: number) => number][] = [
-  ['H100 (issue #39: 1 + 0.06 (b - 1))', h100VerifyCost],
-  ["issue #39's CPU (llama-bench, 1.5B Q8_0, 2 threads)", tableVerifyCost()],
-];
-
 /** Every case the sweep format reads back, tokenized by the session, counted under each table. */
 async function countedReplays(session: InferenceSession, cases: CorpusCase[]): Promise<CountedReplay[]> {
   const tokenize = (text: string) => session.target.model.tokenize(text, true) as Token[];
@@ -659,28 +625,9 @@ async function countedReplays(session: InferenceSession, cases: CorpusCase[]): P
   for (const c of cases) {
     const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));
     const output = perfectSweepOutput(c, prompt);
-    if (output !== null) ready.push({ prompt: promptTokensOf(session, prompt), expected: tokenize(output), copySource: tokenize(prompt.copySource) });
+    if (output !== null) ready.push({ prompt: promptTokensOf(session, prompt), expected: tokenize(output), copySource: tokenize(prompt.copySource), copyCursor: copyCursorToken(prompt, tokenize) });
   }
-  const out: CountedReplay[] = [];
-  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(ready, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)) });
-  return out;
-}
-
-/** The counted replays as a table: ours (the copy, and our other proposers) and the ported rivals, and ours over the better of those. */
-export function countedSummary(counted: CountedReplay[]): string[] {
-  if (!counted.length) return [];
-  const names = Object.keys(counted[0]!.rivals);
-  const ported = names.filter(isPorted);
-  const cell = (c: CountedReplay, n: string) => `${fmt(c.rivals[n]!, 2)}x${c.rivalTokensPerEvaluation?.[n] !== undefined ? `, ${fmt(c.rivalTokensPerEvaluation[n], 1)}` : ''}`;
-  return [
-    `| cost table | cases | copy (ours): speedup, tok/eval | ${names.map((n) => `${rivalLabel(n)}: speedup, tok/eval`).join(' | ')} | copy over the better ported | the best of ours over the better ported |`,
-    `|---|---|---|${names.map(() => '---|').join('')}---|---|`,
-    ...counted.map((c) => {
-      const betterPorted = Math.max(...ported.map((n) => c.rivals[n]!));
-      const bestOurs = Math.max(c.copy, ...names.filter((n) => !isPorted(n)).map((n) => c.rivals[n]!));
-      return `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => cell(c, n)).join(' | ')} | ${fmt(c.copy / betterPorted, 2)}x | ${fmt(bestOurs / betterPorted, 2)}x |`;
-    }),
-  ];
+  return countedUnderTables(ready);
 }
 
 /** One line per corpus and one for all: medians over the cases. */

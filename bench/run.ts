@@ -40,7 +40,8 @@ import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget, benchTargetMissing } from './targets';
 import { resultsJson } from './savedRun';
-import { EDITS_HEADER, countedSummary, editsCases, editsTableRow, editsTreeTable, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
+import { countedSummary } from './countedReplay';
+import { EDITS_HEADER, editsCases, editsTableRow, editsTreeTable, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
 import { regimeTimeBudget, timeBudgetReport } from './timeBudget';
@@ -1275,7 +1276,7 @@ async function editsSection(bench: Bench): Promise<void> {
   const rivalLegend = `Against llama-server's model-free speculation on the same batches: its ngram-simple (the last 12 tokens looked up, the 48 after them drafted) and ngram-mod (24-gram chains, 48-64 tokens) ported line for line from the llama.cpp the bench builds (bench/llamaServerProposers.ts), with the defaults --spec-type gives them, fed the same perfect output on the same target: the proposers compared without either runtime's overheads (llama-server itself on a real next-edit model: not measurable here). And our suffix proposer (src/speculation/suffixProposer.ts: every occurrence of the output's ending in the prompt and the output, merged by frequency), alone and after the copy (the hybrid mode's order), each under an adaptive policy kept across the cases as the copy's is. ${replayVerifyCost(replay.rows)}`;
   results.replay = { target: replayTarget, rows: replay.rows, skipped: replay.skipped, speedupMedian: median(replay.rows.map((x) => x.speedup)) };
   const countedTable = countedSummary(replay.counted);
-  const countedLegend = `Counted, not timed: the same replay (ours, the suffix proposer alone and after the copy, and the ported rivals, the true window as the output) over ${replay.counted[0]?.cases ?? 0} cases, each batch weighed by the table's V(b)/V(1) (a target that computes nothing, its clock advanced by the table; the policy learns from that clock): what a machine of that cost allows, where none is at hand. Medians of plain's cost over each mode's.`;
+  const countedLegend = `Counted, not timed: the same replay (ours, the suffix proposer alone and after the copy, and the ported rivals, the true window as the output) over ${replay.counted[0]?.cases ?? 0} cases, each batch weighed by the table's V(b)/V(1) (a target that computes nothing, its clock advanced by the table; the policy learns from that clock): what a machine of that cost allows, where none is at hand. Medians of plain's cost over each mode's. Lengths known: the copy (and the copy with the suffix proposer) with every step verifying exactly the part of the offers the output agrees with (bench/editReplay.ts countKnownLengths): the headroom in choosing lengths; the rest of the way to the whole window in one step is the proposers' content.`;
   (results.replay as Record<string, unknown>).counted = replay.counted;
   bench.md.push(`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '', ...rivalTable, '', rivalLegend, '', ...countedTable, '', countedLegend, '');
   console.log(`\n${replayHeading}\n${replayTable.join('\n')}\n${replayLegend}\n\n${rivalTable.join('\n')}\n${rivalLegend}\n\n${countedTable.join('\n')}\n${countedLegend}\n`);

@@ -81,7 +81,10 @@ export async function generateNextEdit(input: NextEditGenerationInput): Promise<
   const started = now();
   const { prompt, signal } = input;
   const promptTokens = input.promptTokens ?? input.tokenize(prompt.prompt, true);
-  const copy = input.mode === 'copy' || input.mode === 'hybrid' ? new WindowCopyProposer(input.tokenize(prompt.copySource, true), promptTokens.length, input.copyOptions) : undefined;
+  const copy =
+    input.mode === 'copy' || input.mode === 'hybrid'
+      ? new WindowCopyProposer(input.tokenize(prompt.copySource, true), promptTokens.length, { cursor: copyCursorToken(prompt, input.tokenize), ...input.copyOptions })
+      : undefined;
   const stop = new StopRules({
     detokenize: input.detokenize,
     isEndToken: input.isEndToken ?? (() => false),
@@ -127,6 +130,12 @@ export async function generateNextEdit(input: NextEditGenerationInput): Promise<
   // The last step's tokens (and an output that ended: its last edits are final too when they re-synchronised).
   stream();
   return { text: stop.finalText, tokens: [...stop.tokens], stats, edits, timeToFirstEditMs, windowMs: now() - started };
+}
+
+/** The token of the tokenized copySource at which the cursor lies (the tokens of the text before it), when the prompt says. */
+export function copyCursorToken(prompt: Pick<NextEditPrompt, 'copySource' | 'copyCursor'>, tokenize: (text: string, specials: boolean) => readonly Token[]): number | undefined {
+  if (prompt.copyCursor === undefined) return undefined;
+  return prompt.copyCursor <= 0 ? 0 : tokenize(prompt.copySource.slice(0, prompt.copyCursor), true).length;
 }
 
 /**

@@ -61,6 +61,11 @@ export interface NextEditPrompt {
   region: TextSpan;
   /** The region's current text exactly as the prompt shows it (markers included): what the copy proposer copies. */
   copySource: string;
+  /**
+   * Where the cursor lies in copySource (characters), when it lies in it: a next edit is rarely made
+   * before the cursor, so the copy up to it is verified in long steps (speculation/cursorAcceptance.ts).
+   */
+  copyCursor?: number;
   /** Strings that end the model's output (cut before them). */
   stop: string[];
   /** Bound on generated tokens for this prompt. */

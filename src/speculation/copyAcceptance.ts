@@ -1,4 +1,5 @@
 import type { SpeculationSettings } from '../shared/settings';
+import { CursorAcceptance } from './cursorAcceptance';
 import type { AcceptanceModel, ChainOffer } from './proposer';
 
 /**
@@ -6,7 +7,7 @@ import type { AcceptanceModel, ChainOffer } from './proposer';
  * CPU a token costs least in the largest batches (docs/BENCHMARK.md, 'Next edits'), and in a copy run
  * most of a window is accepted.
  */
-export const COPY_MAX_PROPOSAL = 64;
+export const COPY_MAX_PROPOSAL = 128;
 
 /**
  * How window-copy proposals fare, learned per phase: whether the first copied token is right (after a
@@ -110,24 +111,34 @@ export interface CopyOffer extends ChainOffer {
   readonly inRun: boolean;
   /** Output tokens in a row that agree with where the copy resumes (the re-synchronising suffix and the copy since). */
   readonly agreement: number;
+  /**
+   * Where the offer starts from the editor's cursor, in tokens (negative: before it), while the output
+   * has not departed from the window yet: then CursorAcceptance weighs it, not the phase.
+   */
+  readonly cursorDistance?: number;
 }
 
 /**
- * The window copy's acceptance model for the policy: CopyAcceptance by phase (a typical offer is a
- * copy run's), and a longest proposal of its own (SpeculationSettings.copyMaxProposal, which may
+ * The window copy's acceptance model for the policy: before the output's first edit CursorAcceptance
+ * by the offer's distance from the cursor (where the prompt gives it), else CopyAcceptance by phase
+ * (a typical offer is a copy run's), and a longest proposal of its own (SpeculationSettings.copyMaxProposal, which may
  * exceed maxProposal). The prior: most of a next-edit window is the current window unchanged (a perfect
  * model fed by it needs one evaluation per 4 tokens at k = 4).
  */
 export class CopyAcceptanceModel implements AcceptanceModel<CopyOffer> {
   readonly prior = 0.75;
 
-  constructor(readonly phases = new CopyAcceptance()) {}
+  constructor(
+    readonly phases = new CopyAcceptance(),
+    readonly cursor = new CursorAcceptance(),
+  ) {}
 
   longest(settings: SpeculationSettings): number {
     return settings.copyMaxProposal ?? COPY_MAX_PROPOSAL;
   }
 
   expectedTokensUpTo(limit: number, offer?: CopyOffer): Float64Array {
+    if (offer?.cursorDistance !== undefined) return this.cursor.expectedTokensUpTo(limit, offer.cursorDistance);
     return this.phases.expectedTokensUpTo(limit, offer?.inRun ?? true, offer?.agreement);
   }
 
@@ -137,6 +148,7 @@ export class CopyAcceptanceModel implements AcceptanceModel<CopyOffer> {
   }
 
   record(offer: CopyOffer, proposed: number, accepted: number): void {
-    this.phases.record(offer.inRun, proposed, accepted, offer.agreement);
+    if (offer.cursorDistance !== undefined) this.cursor.record(offer.cursorDistance, proposed, accepted);
+    else this.phases.record(offer.inRun, proposed, accepted, offer.agreement);
   }
 }

@@ -22,19 +22,25 @@ export interface WindowCopyOptions {
   /** Shortest output suffix that re-synchronises near the pointer, and anywhere else in the window. */
   nearMinMatch: number;
   farMinMatch: number;
+  /**
+   * The token of `source` at which the editor's cursor lies (NextEditPrompt.copyCursor), when known:
+   * until the output first departs from the window, each offer says how far from it it starts
+   * (CopyOffer.cursorDistance), and the policy weighs it by where edits come (CursorAcceptance).
+   */
+  cursor?: number;
 }
 
 /**
  * The schedule (what a non-adaptive policy verifies): 4, doubled after a fully accepted
  * proposal up to 32, back to 4 after a rejection. An adaptive policy takes its length from the offer
- * (64 tokens ahead) by the measured verify cost instead (SpeculationPolicy.bestLength). A 1-token match
+ * (128 tokens ahead) by the measured verify cost instead (SpeculationPolicy.bestLength). A 1-token match
  * re-synchronises near the pointer (an edit rarely moves the output far from where it was copying);
  * elsewhere 3 tokens, and only when longer by 2 than the best match near it.
  */
 export const DEFAULT_COPY_OPTIONS: WindowCopyOptions = {
   initialLength: 4,
   maxLength: 32,
-  offerLength: 64,
+  offerLength: 128,
   maxSuffix: 8,
   nearBehind: 8,
   nearAhead: 64,
@@ -62,7 +68,9 @@ export const DEFAULT_COPY_OPTIONS: WindowCopyOptions = {
  *    and at maxLen; its first `scheduled` tokens are the schedule's proposal. `length` starts at
  *    `initialLength`, doubles after each fully accepted proposal up to `maxLength`, and returns to
  *    `initialLength` after a rejection or a divergence. `inRun` says the proposal continues a fully
- *    accepted one, so the policy weighs it at the copy run's acceptance.
+ *    accepted one, so the policy weighs it at the copy run's acceptance. Until the output first
+ *    departs from the window, `cursorDistance` says where the offer starts from the cursor (when the
+ *    options give it), and the policy weighs it by that instead.
  *
  * Pure guessing: the decoder verifies every token, so none of this can change the output.
  */
@@ -83,6 +91,8 @@ export class WindowCopyProposer implements LookupProposer<CopyOffer> {
    * token copied since. The evidence that the copy resumed where it did (CopyOffer.agreement).
    */
   private agreement = 0;
+  /** The output has departed from the window at least once (cursorDistance no longer applies). */
+  private edited = false;
 
   constructor(
     private readonly source: readonly Token[],
@@ -113,6 +123,7 @@ export class WindowCopyProposer implements LookupProposer<CopyOffer> {
       this.anchor = 0;
       this.seen = 0;
       this.agreement = 0;
+      this.edited = false;
       this.reset();
     }
     let diverged = false;
@@ -125,6 +136,7 @@ export class WindowCopyProposer implements LookupProposer<CopyOffer> {
         if (this.pointer !== null) this.anchor = this.pointer;
         this.pointer = null;
         diverged = true;
+        this.edited = true;
       }
     }
     this.seen = outputLength;
@@ -137,7 +149,9 @@ export class WindowCopyProposer implements LookupProposer<CopyOffer> {
     if (this.pointer === null) return null;
     const n = Math.min(Math.max(this.options.offerLength, this.length), maxLen, this.source.length - this.pointer);
     if (n <= 0) return null;
-    return chainOffer(this.source.slice(this.pointer, this.pointer + n), { scheduled: Math.min(this.length, n), inRun: this.inRun, agreement: this.agreement });
+    const cursor = this.options.cursor;
+    const cursorDistance = cursor !== undefined && !this.edited ? this.pointer - cursor : undefined;
+    return chainOffer(this.source.slice(this.pointer, this.pointer + n), { scheduled: Math.min(this.length, n), inRun: this.inRun, agreement: this.agreement, cursorDistance });
   }
 
   /** The policy weighs copies by their phase (CopyAcceptance), with a longest proposal of its own. */

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chooseFormat } from '../../src/nextEdit/formats';
 import { sweepFormat } from '../../src/nextEdit/formats/sweep';
-import { zetaFormat } from '../../src/nextEdit/formats/zeta';
+import { ZETA_CURSOR, zetaFormat } from '../../src/nextEdit/formats/zeta';
+import { copyCursorToken } from '../../src/nextEdit/generation';
 import { GREET_REQUEST, V2, V3 } from '../support/nextEditRequests';
 
 describe('Sweep Next-Edit prompt', () => {
@@ -149,6 +150,29 @@ describe('Zeta prompt', () => {
     assert.ok('reason' in garbled && garbled.reason === 'unparseable');
     const twice = zetaFormat.parseOutput('<|editable_region_start|>\na\n<|editable_region_start|>\nb', prompt);
     assert.ok('reason' in twice && twice.reason === 'unparseable');
+  });
+});
+
+describe('where the cursor lies in the text the copy proposer copies', () => {
+  it('both formats say it, so that the copy before it is verified in long steps; the tokens before it give its token', () => {
+    const text = Array.from({ length: 60 }, (_, i) => `value_${i} = ${i}\n`).join('');
+    const cursorOffset = text.indexOf('value_30') + 3;
+    for (const format of [sweepFormat, zetaFormat]) {
+      const prompt = format.buildPrompt({ path: 'm.py', text, cursorOffset, events: [], mode: 'copy' });
+      assert.ok(prompt.copyCursor !== undefined, format.id);
+      assert.ok(prompt.copySource.slice(0, prompt.copyCursor).endsWith('\nval'), `${format.id}: ${prompt.copySource.slice(0, prompt.copyCursor).slice(-12)}`);
+      const chars = (s: string) => [...s].map((c) => c.charCodeAt(0));
+      assert.equal(copyCursorToken(prompt, chars), prompt.copyCursor);
+    }
+    const zeta = zetaFormat.buildPrompt({ path: 'm.py', text, cursorOffset, events: [], mode: 'copy' });
+    assert.ok(zeta.copySource.slice(zeta.copyCursor).startsWith(ZETA_CURSOR));
+    // A cursor outside the window (a region given by the request): none.
+    const far = sweepFormat.buildPrompt({ path: 'm.py', text, cursorOffset: 2, region: { start: text.indexOf('value_40'), end: text.indexOf('value_45') }, events: [], mode: 'copy' });
+    assert.equal(far.copyCursor, undefined);
+    assert.equal(
+      copyCursorToken(far, () => assert.fail('nothing to tokenize')),
+      undefined,
+    );
   });
 });
 

@@ -179,7 +179,15 @@ function randomEdit(rand: () => number, source: Token[]): Token[] {
   return out;
 }
 
-async function run(mode: DecodeMode, model: (h: readonly Token[]) => Token, prompt: Token[], source: Token[], spec: Partial<SpeculationSettings> = {}, maxTokens = 120) {
+async function run(
+  mode: DecodeMode,
+  model: (h: readonly Token[]) => Token,
+  prompt: Token[],
+  source: Token[],
+  spec: Partial<SpeculationSettings> = {},
+  maxTokens = 120,
+  copy: Partial<WindowCopyOptions> = {},
+) {
   const target = new FakeEvaluator(model);
   const stop = new StopRules({ detokenize, isEndToken: (t) => t === 0, maxTokens });
   const settings: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: false, lookahead: false, ...spec };
@@ -189,7 +197,7 @@ async function run(mode: DecodeMode, model: (h: readonly Token[]) => Token, prom
     prompt,
     stop,
     policy: new SpeculationPolicy(settings),
-    proposers: mode === 'plain' ? [] : [new WindowCopyProposer(source, prompt.length)],
+    proposers: mode === 'plain' ? [] : [new WindowCopyProposer(source, prompt.length, copy)],
   });
   return { tokens: [...stop.tokens], stats };
 }
@@ -209,7 +217,9 @@ describe('decoding with the window copy proposer equals plain greedy decoding (s
       const model = kind === 2 ? hashModel(c, VOCAB, 3) : rewriter(prompt.length, expected, c, kind === 0 ? 0 : 0.05);
       const plain = await run('plain', model, prompt, source);
       for (const mode of ['copy', 'hybrid'] as const) {
-        const spec = await run(mode, model, prompt, source, { adaptive: c % 2 === 0 });
+        // Every fourth case knows where the cursor is: its offers are weighed by their distance from it.
+        const cursor = c % 4 === 0 ? Math.floor(rand() * source.length) : undefined;
+        const spec = await run(mode, model, prompt, source, { adaptive: c % 2 === 0 }, 120, { cursor });
         assert.deepEqual(spec.tokens, plain.tokens, `${mode} on case ${c}`);
         assert.equal(spec.stats.stopReason, plain.stats.stopReason);
         accepted += sourceStats(spec.stats.speculation, 'copy').acceptedTokens;

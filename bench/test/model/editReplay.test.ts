@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CountingTarget, ISSUE_CPU_VERIFY_COST, countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../editReplay';
-import { REPLAY_RIVALS } from '../../edits';
+import { REPLAY_RIVALS } from '../../countedReplay';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../../src/inference/inferenceSession';
 import { mulberry32 } from '../../../testbed/ggufWriter';
 import { ensureTestModel } from '../../../testbed/models';

@@ -52,6 +52,7 @@ export const sweepFormat: NextEditFormat = {
       prompt: parts.join('\n'),
       region,
       copySource: current,
+      ...(request.cursorOffset >= region.start && request.cursorOffset <= region.end ? { copyCursor: request.cursorOffset - region.start } : {}),
       stop: [SWEEP_FILE_SEP, '</s>', '<|endoftext|>'],
       maxTokens: request.maxTokens ?? defaultMaxTokens(current),
     };

@@ -48,6 +48,7 @@ export const zetaFormat: NextEditFormat = {
       prompt,
       region,
       copySource: editable,
+      copyCursor: ZETA_REGION_START.length + 1 + (cursor - region.start),
       stop: [ZETA_REGION_END, '<|endoftext|>'],
       maxTokens: request.maxTokens ?? defaultMaxTokens(regionText),
     };

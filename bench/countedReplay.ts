@@ -1,0 +1,139 @@
+// The next-edit replay counted under cost tables (bench/editReplay.ts countReplay): ours against
+// llama-server's ported proposers on the same perfect output, the headroom of lengths chosen knowing
+// the output, and the table the bench prints.
+import { documentSuffixProposer } from '../src/inference/documentNgrams';
+import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
+import { COPY_MAX_PROPOSAL } from '../src/speculation/copyAcceptance';
+import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
+import { SpeculationPolicy } from '../src/speculation/policy';
+import { type LookupProposer, offeredChain } from '../src/speculation/proposer';
+import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
+import { type CountedCase, countReplay, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
+import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
+import { fmt, median } from './stats';
+
+/** The replay's rivals: llama-server's two model-free spec types, ported, with the server's defaults. */
+export const REPLAY_RIVALS = {
+  'ngram-simple': () => new NgramSimpleProposer(),
+  'ngram-mod': (promptLength: number) => new NgramModProposer(promptLength),
+};
+
+/**
+ * Our other proposers on the same replay: the suffix proposer alone, and after the copy (as the hybrid
+ * mode orders them: the copy first), over the prompt and the output (no index: the replay has no open
+ * documents), each under an adaptive policy kept across the cases like the copy's.
+ */
+export const OWN_REPLAY_VARIANTS: Record<string, () => OwnVariant> = {
+  'suffix (ours)': () => {
+    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+    return { policy, proposers: () => [documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)] };
+  },
+  'copy + suffix (ours)': () => {
+    const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+    return {
+      policy,
+      proposers: (promptLength, copySource, cursor) => [new WindowCopyProposer(copySource, promptLength, { cursor }), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)],
+    };
+  },
+};
+
+export interface CountedReplay {
+  table: string;
+  cases: number;
+  /** Plain's cost over ours and over each rival's (the ported ones and our other proposers), median over the cases. */
+  copy: number;
+  rivals: Record<string, number>;
+  tokensPerEvaluation: number;
+  rivalTokensPerEvaluation?: Record<string, number>;
+  /** The headroom: the copy, and the copy with the suffix proposer, each length chosen knowing the output (countKnownLengths). */
+  knownLengths?: Record<string, { speedup: number; tokensPerEvaluation: number }>;
+}
+
+/** The ported ones among a replay's rivals (the others are ours). */
+export const isPorted = (name: string) => Object.hasOwn(REPLAY_RIVALS, name);
+export const rivalLabel = (name: string) => (isPorted(name) ? `${name} (llama-server's, ported)` : name);
+
+/** The cost tables the replay is counted under where no such machine is at hand. */
+const COUNT_TABLES: [string, (batch: number) => number][] = [
+  ['H100 (issue #39: 1 + 0.06 (b - 1))', h100VerifyCost],
+  ["issue #39's CPU (llama-bench, 1.5B Q8_0, 2 threads)", tableVerifyCost()],
+];
+
+/** The counted replay of `cases` under each cost table, with the headroom of known lengths. */
+export async function countedUnderTables(cases: CountedCase[]): Promise<CountedReplay[]> {
+  const out: CountedReplay[] = [];
+  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(cases, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) });
+  return out;
+}
+
+/** The copy, and the copy with the suffix proposer, each step's length chosen knowing the output, up to the copy's longest proposal. */
+function knownLengths(cases: CountedCase[], cost: (batch: number) => number): CountedReplay['knownLengths'] {
+  const copy = (c: CountedCase) => new WindowCopyProposer(c.copySource, c.prompt.length, { cursor: c.copyCursor, offerLength: COPY_MAX_PROPOSAL });
+  const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
+  return {
+    copy: countKnownLengths(cases, cost, (c) => [copy(c)], COPY_MAX_PROPOSAL),
+    'copy + suffix': countKnownLengths(cases, cost, (c) => [copy(c), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)], COPY_MAX_PROPOSAL),
+  };
+}
+
+/** The counted replays as a table: ours (the copy, and our other proposers) and the ported rivals, and ours over the better of those. */
+export function countedSummary(counted: CountedReplay[]): string[] {
+  if (!counted.length) return [];
+  const names = Object.keys(counted[0]!.rivals);
+  const ported = names.filter(isPorted);
+  const known = Object.keys(counted[0]!.knownLengths ?? {});
+  const cell = (c: CountedReplay, n: string) => `${fmt(c.rivals[n]!, 2)}x${c.rivalTokensPerEvaluation?.[n] !== undefined ? `, ${fmt(c.rivalTokensPerEvaluation[n], 1)}` : ''}`;
+  return [
+    `| cost table | cases | copy (ours): speedup, tok/eval | ${names.map((n) => `${rivalLabel(n)}: speedup, tok/eval`).join(' | ')} | copy over the better ported | the best of ours over the better ported | ${known.map((n) => `${n}, lengths known: speedup, tok/eval`).join(' | ')} |`,
+    `|---|---|---|${names.map(() => '---|').join('')}---|---|${known.map(() => '---|').join('')}`,
+    ...counted.map((c) => {
+      const betterPorted = Math.max(...ported.map((n) => c.rivals[n]!));
+      const bestOurs = Math.max(c.copy, ...names.filter((n) => !isPorted(n)).map((n) => c.rivals[n]!));
+      const knownCells = known.map((n) => (c.knownLengths?.[n] ? `${fmt(c.knownLengths[n].speedup, 2)}x, ${fmt(c.knownLengths[n].tokensPerEvaluation, 1)}` : '-'));
+      return `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => cell(c, n)).join(' | ')} | ${fmt(c.copy / betterPorted, 2)}x | ${fmt(bestOurs / betterPorted, 2)}x | ${knownCells.join(' | ')} |`;
+    }),
+  ];
+}
+
+/**
+ * The counted replay's headroom in length choice: each step verifies exactly the part of the sources'
+ * offers that the output agrees with (the longest among them; a plain step when none agrees), as a
+ * policy that knew the output would. What these proposers allow with every length chosen perfectly;
+ * the gap from a policy's figure to this one is its choice of lengths, the gap from this one to the
+ * whole output in one step the proposers' content. Median over the cases of plain's cost over this.
+ */
+export function countKnownLengths(
+  cases: readonly CountedCase[],
+  cost: (batch: number) => number,
+  proposers: (c: CountedCase) => LookupProposer[],
+  longest: number,
+): { speedup: number; tokensPerEvaluation: number } {
+  const speedups: number[] = [];
+  const perEvaluation: number[] = [];
+  for (const c of cases) {
+    const sources = proposers(c);
+    const { expected } = c;
+    const history = [...c.prompt, expected[0]!];
+    // As replayPerfectModel counts both runs: the prompt's last token evaluated again for the first token.
+    let spent = cost(1);
+    let evaluations = 1;
+    while (history.length - c.prompt.length < expected.length) {
+      const at = history.length - c.prompt.length;
+      let agreed = 0;
+      let by: LookupProposer | undefined;
+      for (const source of sources) {
+        const offer = source.offer(history, longest);
+        const chain = offer ? offeredChain(offer) : [];
+        const n = commonPrefixLength(chain, expected.slice(at, at + chain.length));
+        if (n > agreed) [agreed, by] = [n, source];
+      }
+      by?.record(agreed, agreed);
+      spent += cost(agreed + 1);
+      evaluations++;
+      history.push(...expected.slice(at, Math.min(expected.length, at + agreed + 1)));
+    }
+    speedups.push(expected.length / spent);
+    perEvaluation.push(expected.length / evaluations);
+  }
+  return { speedup: median(speedups)!, tokensPerEvaluation: median(perEvaluation)! };
+}

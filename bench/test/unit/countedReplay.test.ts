@@ -1,0 +1,30 @@
+// The counted next-edit replay's headroom (bench/countedReplay.ts countKnownLengths): lengths chosen
+// knowing the output bound what a policy choosing them reaches with the same proposers.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { countKnownLengths } from '../../countedReplay';
+import { type CountedCase, countReplay, h100VerifyCost } from '../../editReplay';
+import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
+
+/** A window of 200 distinct tokens, and its rewrite with a few tokens inserted after `at`, then an end token. */
+function editedCase(at: number, inserted: number[]): CountedCase {
+  const copySource = Array.from({ length: 200 }, (_, i) => 100 + i);
+  const expected = [...copySource.slice(0, at), ...inserted, ...copySource.slice(at), 7];
+  return { prompt: [1, 2, 3], expected, copySource, copyCursor: at };
+}
+
+describe('counted replay: lengths known', () => {
+  it('verifies each copy run in one step and the inserted tokens one a step, and bounds the policy', async () => {
+    const c = editedCase(90, [50, 51, 52]);
+    const copy = (x: CountedCase) => [new WindowCopyProposer(x.copySource, x.prompt.length, { cursor: x.copyCursor, offerLength: 1000 })];
+    // Six evaluations: the prompt's (the first token); 89 copied and the first inserted token; the
+    // other two inserted and the token after them, one a step (no copy follows a token the window
+    // lacks); the rest of the copy and the end token.
+    const flat = countKnownLengths([c], () => 1, copy, 1000);
+    assert.equal(flat.tokensPerEvaluation, c.expected.length / 6);
+    const known = countKnownLengths([c], h100VerifyCost, copy, 1000);
+    const policy = await countReplay([c], h100VerifyCost, {});
+    assert.ok(known.speedup >= policy.copy, `known ${known.speedup} against the policy's ${policy.copy}`);
+    assert.ok(known.speedup > 1);
+  });
+});
