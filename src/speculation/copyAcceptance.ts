@@ -1,5 +1,6 @@
 import type { SpeculationSettings } from '../shared/settings';
 import { CursorAcceptance } from './cursorAcceptance';
+import { SurvivalCounts } from './survivalCounts';
 import type { AcceptanceModel, ChainOffer } from './proposer';
 
 /**
@@ -45,14 +46,14 @@ export class CopyAcceptance {
    * wrong there; apart for runs and for proposals after a divergence (a copy resumed by a guess near
    * an edit tends to go wrong again soon).
    */
-  private readonly survival: Record<'run' | 'fresh', { reached: number[]; wrong: number[] }>;
+  private readonly survival: Record<'run' | 'fresh', SurvivalCounts>;
 
   constructor(
     private readonly longest = COPY_MAX_PROPOSAL,
     private readonly decay = 0.98,
   ) {
     // Prior: each further token right at 0.97, worth a few proposals.
-    const prior = () => ({ reached: Array.from({ length: longest }, () => 4), wrong: Array.from({ length: longest }, () => 4 * 0.03) });
+    const prior = () => new SurvivalCounts(longest, 4, () => 0.03);
     this.survival = { run: prior(), fresh: prior() };
   }
 
@@ -62,13 +63,10 @@ export class CopyAcceptance {
     f.seen = f.seen * this.decay + 1;
     f.right = f.right * this.decay + (accepted >= 1 ? 1 : 0);
     if (accepted < 1) return;
-    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
-    for (let j = 1; j < this.longest; j++) {
-      reached[j] *= this.decay;
-      wrong[j] *= this.decay;
-      if (j < Math.min(proposed, accepted + 1)) reached[j] += 1;
-      if (j === accepted && accepted < proposed) wrong[j] += 1;
-    }
+    const survival = this.survival[inRun ? 'run' : 'fresh'];
+    survival.fade(this.decay);
+    const reached = Math.min(proposed, accepted + 1, this.longest);
+    for (let j = 1; j < reached; j++) survival.count(j, j === accepted);
   }
 
   /** Probability that the first copied token is right, in a run or after a divergence (with `agreement` tokens agreeing). */
@@ -79,9 +77,7 @@ export class CopyAcceptance {
 
   /** Probability that the token at position j + 1 (j ≥ 1) is right, those before it right, in a run or after a divergence. */
   continuationRate(j = 1, inRun = true): number {
-    const at = Math.min(Math.max(1, j), this.longest - 1);
-    const { reached, wrong } = this.survival[inRun ? 'run' : 'fresh'];
-    return 1 - wrong[at] / reached[at];
+    return this.survival[inRun ? 'run' : 'fresh'].rate(Math.max(1, j));
   }
 
   /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */

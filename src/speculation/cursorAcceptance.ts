@@ -6,26 +6,24 @@
  * window not yet edited. A proposal's position in it decides its length: the copy up to the cursor in
  * one step where nothing was ever edited before the cursor, short steps where edits are likely.
  */
+import { SurvivalCounts } from './survivalCounts';
+
 export const CURSOR_HORIZON = 256;
 
 export class CursorAcceptance {
-  /** Tokens before the cursor: reached, and wrong there. */
-  private before = { reached: 8, wrong: 8 * 0.002 };
-  /** Index d: tokens d past the cursor reached (those before them right), and those wrong there. */
-  private readonly reached: Float64Array;
-  private readonly wrong: Float64Array;
+  /** Tokens before the cursor, pooled at one index. */
+  private readonly before = new SurvivalCounts(1, 8, () => 0.002);
+  /** Index d: tokens d past the cursor (the last index: that far or farther). */
+  private readonly after: SurvivalCounts;
 
   constructor(private readonly decay = 0.98) {
     // Prior: an edit within the first few tokens past the cursor at ~10% each, then ~2% a token, worth a few windows.
-    this.reached = new Float64Array(CURSOR_HORIZON).fill(4);
-    this.wrong = new Float64Array(CURSOR_HORIZON).map((_, d) => 4 * (d < 4 ? 0.1 : 0.02));
+    this.after = new SurvivalCounts(CURSOR_HORIZON, 4, (d) => (d < 4 ? 0.1 : 0.02));
   }
 
   /** Probability that the token at `distance` from the cursor is right, the copy right up to it. */
   rate(distance: number): number {
-    if (distance < 0) return 1 - this.before.wrong / this.before.reached;
-    const d = Math.min(distance, CURSOR_HORIZON - 1);
-    return 1 - this.wrong[d]! / this.reached[d]!;
+    return distance < 0 ? this.before.rate(0) : this.after.rate(distance);
   }
 
   /** Expected tokens of a step proposing k tokens starting `distance` from the cursor, for k = 0..limit at index k. */
@@ -45,24 +43,13 @@ export class CursorAcceptance {
   /** A verified proposal that started `distance` from the cursor: `proposed` tokens verified, `accepted` kept. */
   record(distance: number, proposed: number, accepted: number): void {
     if (proposed <= 0) return;
-    this.before.reached *= this.decay;
-    this.before.wrong *= this.decay;
-    for (let d = 0; d < CURSOR_HORIZON; d++) {
-      this.reached[d]! *= this.decay;
-      this.wrong[d]! *= this.decay;
-    }
-    const seen = Math.min(proposed, accepted + 1);
-    for (let i = 0; i < seen; i++) {
+    this.before.fade(this.decay);
+    this.after.fade(this.decay);
+    const reached = Math.min(proposed, accepted + 1);
+    for (let i = 0; i < reached; i++) {
       const at = distance + i;
-      const wrong = i === accepted ? 1 : 0;
-      if (at < 0) {
-        this.before.reached += 1;
-        this.before.wrong += wrong;
-      } else {
-        const d = Math.min(at, CURSOR_HORIZON - 1);
-        this.reached[d]! += 1;
-        this.wrong[d]! += wrong;
-      }
+      if (at < 0) this.before.count(0, i === accepted);
+      else this.after.count(at, i === accepted);
     }
   }
 }

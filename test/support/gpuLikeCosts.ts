@@ -7,10 +7,15 @@ import type { SpeculationSettings } from '../../src/shared/settings';
 import { CostModel } from '../../src/speculation/costModel';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 
-class GpuLikeCosts extends CostModel {
+/** Verify costs on a line, 1 + slope (b − 1) a batch of b, whatever is measured: a GPU's, where a batch costs little more than one token. */
+export class LinearCosts extends CostModel {
+  constructor(private readonly slope: number) {
+    super();
+  }
+
   override recordTarget(): void {}
   override verifyCost(batch: number): number {
-    return 1 + 0.02 * (batch - 1);
+    return 1 + this.slope * (batch - 1);
   }
   override measured(): boolean {
     return true;
@@ -20,5 +25,5 @@ class GpuLikeCosts extends CostModel {
 /** Gives `session` a fresh adaptive policy on GPU-like costs, holding the session's own settings object (so `configure` still reaches it). */
 export function assumeGpuLikeCosts(session: InferenceSession): void {
   const inside = session as unknown as { policy: SpeculationPolicy; speculation: SpeculationSettings };
-  inside.policy = new SpeculationPolicy(inside.speculation, new GpuLikeCosts());
+  inside.policy = new SpeculationPolicy(inside.speculation, new LinearCosts(0.02));
 }

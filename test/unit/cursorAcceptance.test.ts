@@ -6,24 +6,13 @@ import { describe, it } from 'node:test';
 import type { Token } from '../../src/shared/decoding';
 import type { SpeculationSettings } from '../../src/shared/settings';
 import type { CopyAcceptanceModel, CopyOffer } from '../../src/speculation/copyAcceptance';
-import { CostModel } from '../../src/speculation/costModel';
 import { CursorAcceptance } from '../../src/speculation/cursorAcceptance';
 import { SpeculationPolicy } from '../../src/speculation/policy';
 import { WindowCopyProposer } from '../../src/speculation/windowCopyProposer';
+import { LinearCosts } from '../support/gpuLikeCosts';
 
 const PROMPT: Token[] = [900, 901, 902];
 const SOURCE: Token[] = Array.from({ length: 200 }, (_, i) => 10 + i);
-
-/** Verify costs of a machine where a batch costs little more than one token (an H100's line). */
-class FlatCosts extends CostModel {
-  override recordTarget(): void {}
-  override verifyCost(batch: number): number {
-    return 1 + 0.06 * (batch - 1);
-  }
-  override measured(): boolean {
-    return true;
-  }
-}
 
 const ADAPTIVE: SpeculationSettings = { maxProposal: 8, ngramMinMatch: 2, ngramMaxMatch: 6, draftMinConfidence: 0, adaptive: true, lookahead: false };
 
@@ -70,7 +59,7 @@ describe('window copy offers and the cursor', () => {
   });
 
   it('an adaptive policy verifies the copy up to the cursor in one step where a batch costs little, and not far past it once edits came there', () => {
-    const policy = new SpeculationPolicy(ADAPTIVE, new FlatCosts());
+    const policy = new SpeculationPolicy(ADAPTIVE, new LinearCosts(0.06));
     const copy = new WindowCopyProposer(SOURCE, PROMPT.length, { cursor: 120, offerLength: 128 });
     policy.register(copy);
     const model = policy.model('copy') as CopyAcceptanceModel;

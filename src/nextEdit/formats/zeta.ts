@@ -38,7 +38,8 @@ export const zetaFormat: NextEditFormat = {
     const region = request.region ? wholeLines(text, request.region) : zetaEditableRegion(text, request.cursorOffset);
     const context = zetaContext(text, region);
     const cursor = Math.max(region.start, Math.min(region.end, request.cursorOffset));
-    const editable = `${ZETA_REGION_START}\n${text.slice(region.start, cursor)}${ZETA_CURSOR}${text.slice(cursor, region.end)}\n${ZETA_REGION_END}`;
+    const beforeCursor = `${ZETA_REGION_START}\n${text.slice(region.start, cursor)}`;
+    const editable = `${beforeCursor}${ZETA_CURSOR}${text.slice(cursor, region.end)}\n${ZETA_REGION_END}`;
     const excerpt = ['```', path, '\n', context.start === 0 ? `${ZETA_START_OF_FILE}\n` : '', text.slice(context.start, region.start), editable, text.slice(region.end, context.end), '\n```'].join('');
     const events = request.events.map((e) => `User edited ${JSON.stringify(e.path)}:\n\`\`\`diff\n${hunksOnly(e.diff)}\n\`\`\``);
     const prompt = `### Instruction:\n${ZETA_INSTRUCTION}\n\n### User Edits:\n\n${newestThatFit(events, ZETA_EVENT_TOKENS).join('\n\n')}\n\n### User Excerpt:\n\n${excerpt}\n\n### Response:\n`;
@@ -48,7 +49,7 @@ export const zetaFormat: NextEditFormat = {
       prompt,
       region,
       copySource: editable,
-      copyCursor: ZETA_REGION_START.length + 1 + (cursor - region.start),
+      copyCursor: beforeCursor.length,
       stop: [ZETA_REGION_END, '<|endoftext|>'],
       maxTokens: request.maxTokens ?? defaultMaxTokens(regionText),
     };
