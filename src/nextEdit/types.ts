@@ -59,7 +59,11 @@ export interface NextEditPrompt {
   prompt: string;
   /** The editable region in the request's text. */
   region: TextSpan;
-  /** The region's current text exactly as the prompt shows it (markers included): what the copy proposer copies. */
+  /**
+   * What the model writes to leave the region as it is: its current text exactly as the prompt shows it
+   * (markers included), then the end the model writes after it (the stop marker): what the copy
+   * proposer copies.
+   */
   copySource: string;
   /**
    * Where the cursor lies in copySource (characters), when it lies in it: a next edit is rarely made

@@ -20,7 +20,7 @@ const TEXT = `${AREA}\nexport const UNIT = 'square metres';\n`;
 const REQUEST: NextEditRequest = areaRequest({}, TEXT);
 const PROMPT = sweepFormat.buildPrompt(REQUEST);
 /** The model's window: `width` replaced by `w` on the line after the user's edit. */
-const UPDATED = PROMPT.copySource.replace('return width * height', 'return w * height');
+const UPDATED = TEXT.slice(PROMPT.region.start, PROMPT.region.end).replace('return width * height', 'return w * height');
 /** The smallest edit (outputToEdit.ts trims what both sides share): `idth` of `width` deleted. */
 const EDIT: TextReplacement = { start: TEXT.indexOf('width * height') + 1, end: TEXT.indexOf('width * height') + 'width'.length, text: '' };
 /** The output in pieces as a server streams it: line by line, the newline the prompt puts before each <|file_sep|>, then Sweep's end. */

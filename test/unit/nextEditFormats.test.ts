@@ -47,7 +47,7 @@ describe('Sweep Next-Edit prompt', () => {
     ].join('\n');
     assert.equal(prompt.prompt, expected);
     assert.deepEqual(prompt.region, { start: 0, end: V3.length });
-    assert.equal(prompt.copySource, V3);
+    assert.equal(prompt.copySource, `${V3}\n<|file_sep|>`);
     assert.deepEqual(prompt.stop, ['<|file_sep|>', '</s>', '<|endoftext|>']);
   });
 
@@ -150,6 +150,22 @@ describe('Zeta prompt', () => {
     assert.ok('reason' in garbled && garbled.reason === 'unparseable');
     const twice = zetaFormat.parseOutput('<|editable_region_start|>\na\n<|editable_region_start|>\nb', prompt);
     assert.ok('reason' in twice && twice.reason === 'unparseable');
+  });
+});
+
+describe('the text the copy proposer copies', () => {
+  it('is what the model writes to leave the region as it is, its end marker included', () => {
+    const text = Array.from({ length: 60 }, (_, i) => `value_${i} = ${i}\n`).join('');
+    for (const format of [sweepFormat, zetaFormat]) {
+      const prompt = format.buildPrompt({ path: 'm.py', text, cursorOffset: text.indexOf('value_30'), events: [], mode: 'copy' });
+      const parsed = format.parseOutput(prompt.copySource, prompt);
+      assert.ok('regionText' in parsed, format.id);
+      assert.equal(parsed.regionText, text.slice(prompt.region.start, prompt.region.end), format.id);
+      assert.ok(
+        prompt.stop.some((stop) => prompt.copySource.endsWith(stop)),
+        `${format.id} ends with a stop marker`,
+      );
+    }
   });
 });
 

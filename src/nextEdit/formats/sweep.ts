@@ -51,7 +51,9 @@ export const sweepFormat: NextEditFormat = {
       format: 'sweep',
       prompt: parts.join('\n'),
       region,
-      copySource: current,
+      // What the model writes for a window it leaves as it is: the window, then the newline and the
+      // separator it ends with (copied whole, the window's last token and that newline tokenize together).
+      copySource: `${current}\n${SWEEP_FILE_SEP}`,
       ...(request.cursorOffset >= region.start && request.cursorOffset <= region.end ? { copyCursor: request.cursorOffset - region.start } : {}),
       stop: [SWEEP_FILE_SEP, '</s>', '<|endoftext|>'],
       maxTokens: request.maxTokens ?? defaultMaxTokens(current),
