@@ -10,14 +10,20 @@ import type { AcceptanceModel, ChainOffer } from './proposer';
  */
 export const COPY_MAX_PROPOSAL = 128;
 
+/** Ages of a copied token told apart by CopyAcceptance's survival curves (older ones pooled at the last). */
+export const COPY_AGE_HORIZON = 256;
+
 /**
  * How window-copy proposals fare, learned per phase: whether the first copied token is right (after a
  * divergence the proposer re-synchronised by a guess; in a copy run it continues a fully accepted
- * proposal), and then, once it is, how far the copy stays right: for each position j of a proposal,
- * of the proposals that were right up to j − 1 and went as far as j, the share right at j (a survival
- * curve, as Kaplan-Meier counts it, proposals cut short counting up to where they went). Copy runs are
- * long (to the next edit or the window's end) or short (a re-synchronisation near an edit that went
- * wrong a few tokens later): one geometric rate mixes both, and undervalues long proposals.
+ * proposal), and then, once it is, how far the copy stays right: for each age a of a copied token
+ * (the tokens in a row right before it: the match that re-synchronised the copy and every token copied
+ * since), of the copies that were right up to it, the share right at it (a survival curve, as
+ * Kaplan-Meier counts it, proposals cut short counting up to where they went). Copy runs are long (to
+ * the next edit or the window's end) or short (a re-synchronisation near an edit that went wrong a few
+ * tokens later): one geometric rate mixes both, and undervalues long proposals. By age, not by place
+ * in the proposal: a copy that has been right for a hundred tokens is in an unchanged stretch and
+ * likely to stay right, one that resumed three tokens ago is not, whatever step each is in.
  */
 export type CopyPhase = 'run' | 'agree1' | 'agree2' | 'agree3' | 'agree5' | 'agree9';
 
@@ -42,21 +48,22 @@ export class CopyAcceptance {
     agree9: { right: 0.9 * 4, seen: 4 },
   };
   /**
-   * Index j ≥ 1 (position j + 1 of a proposal): proposals right up to it that went that far, and those
-   * wrong there; apart for runs and for proposals after a divergence (a copy resumed by a guess near
-   * an edit tends to go wrong again soon).
+   * Index a ≥ 1: copied tokens of age a (CopyAcceptance) that proposals reached, those before them
+   * right, and those wrong there; apart for runs and for proposals after a divergence (a copy resumed
+   * by a guess near an edit tends to go wrong again soon).
    */
   private readonly survival: Record<'run' | 'fresh', SurvivalCounts>;
 
-  constructor(
-    private readonly longest = COPY_MAX_PROPOSAL,
-    private readonly decay = 0.98,
-  ) {
+  constructor(private readonly decay = 0.98) {
     // Prior: each further token right at 0.97, worth a few proposals.
-    const prior = () => new SurvivalCounts(longest, 4, () => 0.03);
+    const prior = () => new SurvivalCounts(COPY_AGE_HORIZON, 4, () => 0.03);
     this.survival = { run: prior(), fresh: prior() };
   }
 
+  /**
+   * A verified proposal: its first `proposed` tokens verified, `accepted` kept; `agreement` is its
+   * offer's (the age of its first token; 0 when unknown).
+   */
   record(inRun: boolean, proposed: number, accepted: number, agreement?: number): void {
     if (proposed <= 0) return;
     const f = this.first[copyPhase(inRun, agreement)];
@@ -65,8 +72,9 @@ export class CopyAcceptance {
     if (accepted < 1) return;
     const survival = this.survival[inRun ? 'run' : 'fresh'];
     survival.fade(this.decay);
-    const reached = Math.min(proposed, accepted + 1, this.longest);
-    for (let j = 1; j < reached; j++) survival.count(j, j === accepted);
+    const age = agreement ?? 0;
+    const reached = Math.min(proposed, accepted + 1);
+    for (let j = 1; j < reached; j++) survival.count(age + j, j === accepted);
   }
 
   /** Probability that the first copied token is right, in a run or after a divergence (with `agreement` tokens agreeing). */
@@ -75,9 +83,9 @@ export class CopyAcceptance {
     return f.right / f.seen;
   }
 
-  /** Probability that the token at position j + 1 (j ≥ 1) is right, those before it right, in a run or after a divergence. */
-  continuationRate(j = 1, inRun = true): number {
-    return this.survival[inRun ? 'run' : 'fresh'].rate(Math.max(1, j));
+  /** Probability that a copied token of age `age` (≥ 1) is right, those before it right, in a run or after a divergence. */
+  continuationRate(age = 1, inRun = true): number {
+    return this.survival[inRun ? 'run' : 'fresh'].rate(Math.max(1, age));
   }
 
   /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */
@@ -90,10 +98,11 @@ export class CopyAcceptance {
     const out = new Float64Array(limit + 1);
     out[0] = 1;
     const first = this.firstRate(inRun, agreement);
+    const age = agreement ?? 0;
     let survive = 1;
     let run = 0;
     for (let k = 1; k <= limit; k++) {
-      if (k > 1) survive *= this.continuationRate(k - 1, inRun);
+      if (k > 1) survive *= this.continuationRate(age + k - 1, inRun);
       run += survive;
       out[k] = 1 + first * run;
     }

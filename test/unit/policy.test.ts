@@ -323,12 +323,13 @@ describe('the window copy: its length from the measured verify cost and how copi
 
   it('learns how far copies stay right, in runs and after a divergence apart', () => {
     const policy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
-    const before = phases(policy).expectedTokens(64, true);
-    // Runs that stay right for 40 tokens, then the edit.
-    for (let i = 0; i < 60; i++) recordCopy(policy, true, 64, 40);
-    const e = phases(policy).expectedTokens(64, true);
+    const before = phases(policy).expectedTokens(64, true, 1);
+    // Runs that stay right for 40 tokens, then the edit (each resumed on a one-token match: the age of
+    // the proposal's token j is j + 1).
+    for (let i = 0; i < 60; i++) recordCopy(policy, true, 64, 40, 1);
+    const e = phases(policy).expectedTokens(64, true, 1);
     assert.ok(e > 38 && e < 43, `expected ${e.toFixed(1)} tokens of a 64-token run proposal (40 right, then the target's own)`);
-    assert.ok(phases(policy).continuationRate(20, true) > 0.95 && phases(policy).continuationRate(40, true) < 0.2);
+    assert.ok(phases(policy).continuationRate(21, true) > 0.95 && phases(policy).continuationRate(41, true) < 0.2);
     assert.ok(before !== e);
     // After a divergence: single-token re-synchronisations are wrong, long agreements right.
     for (let i = 0; i < 60; i++) {
@@ -337,6 +338,21 @@ describe('the window copy: its length from the measured verify cost and how copi
     }
     assert.ok(phases(policy).firstRate(false, 1) < 0.2);
     assert.ok(phases(policy).firstRate(false, 12) > 0.8);
+  });
+
+  it('weighs a copied token by its age in the copy: right for long, it stays right; just resumed, it may not', () => {
+    const policy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
+    // Copies in unchanged stretches (a hundred tokens right already) stay right; copies that resumed a
+    // token ago go wrong at their fifth token, in the same kind of step (a run).
+    for (let i = 0; i < 60; i++) {
+      recordCopy(policy, true, 64, 64, 100);
+      recordCopy(policy, true, 16, 4, 1);
+    }
+    const old = phases(policy).expectedTokens(32, true, 100);
+    const young = phases(policy).expectedTokens(32, true, 1);
+    assert.ok(old > 30, `an old copy: ${old.toFixed(1)} of 33 tokens expected`);
+    assert.ok(young < 6, `a young copy: ${young.toFixed(1)} expected (4 right, then the target's own)`);
+    assert.ok(phases(policy).continuationRate(104, true) > 0.95 && phases(policy).continuationRate(5, true) < 0.2);
   });
 
   it('on a CPU: a long copy in a run, nothing on a weak guess; on a GPU the whole offer', () => {
