@@ -1,6 +1,6 @@
 import type { SpeculationSettings } from '../shared/settings';
 import { CursorAcceptance } from './cursorAcceptance';
-import { SurvivalCounts } from './survivalCounts';
+import { expectedTokensFromSurvival, SurvivalCounts } from './survivalCounts';
 import type { AcceptanceModel, ChainOffer } from './proposer';
 
 /**
@@ -95,18 +95,8 @@ export class CopyAcceptance {
 
   /** expectedTokens for every k from 0 to `limit` (index k), in one pass over the survival curve. */
   expectedTokensUpTo(limit: number, inRun: boolean, agreement?: number): Float64Array {
-    const out = new Float64Array(limit + 1);
-    out[0] = 1;
-    const first = this.firstRate(inRun, agreement);
     const age = agreement ?? 0;
-    let survive = 1;
-    let run = 0;
-    for (let k = 1; k <= limit; k++) {
-      if (k > 1) survive *= this.continuationRate(age + k - 1, inRun);
-      run += survive;
-      out[k] = 1 + first * run;
-    }
-    return out;
+    return expectedTokensFromSurvival(limit, (k) => (k > 1 ? this.continuationRate(age + k - 1, inRun) : 1), this.firstRate(inRun, agreement));
   }
 }
 

@@ -6,7 +6,7 @@
  * window not yet edited. A proposal's position in it decides its length: the copy up to the cursor in
  * one step where nothing was ever edited before the cursor, short steps where edits are likely.
  */
-import { SurvivalCounts } from './survivalCounts';
+import { expectedTokensFromSurvival, SurvivalCounts } from './survivalCounts';
 
 export const CURSOR_HORIZON = 256;
 
@@ -28,16 +28,7 @@ export class CursorAcceptance {
 
   /** Expected tokens of a step proposing k tokens starting `distance` from the cursor, for k = 0..limit at index k. */
   expectedTokensUpTo(limit: number, distance: number): Float64Array {
-    const out = new Float64Array(limit + 1);
-    out[0] = 1;
-    let survive = 1;
-    let run = 0;
-    for (let k = 1; k <= limit; k++) {
-      survive *= this.rate(distance + k - 1);
-      run += survive;
-      out[k] = 1 + run;
-    }
-    return out;
+    return expectedTokensFromSurvival(limit, (k) => this.rate(distance + k - 1));
   }
 
   /** A verified proposal that started `distance` from the cursor: `proposed` tokens verified, `accepted` kept. */

@@ -2,8 +2,8 @@
  * How far guesses stay right, counted as Kaplan-Meier counts them: at each index, the guesses that
  * reached it (every one before it right) and those wrong there; a guess cut short counts only as far
  * as it went. Every count fades by a factor as each new guess is counted, so that the estimate follows
- * a session. The copy's acceptance models learn from these: by position in a proposal
- * (copyAcceptance.ts) and by distance from the cursor (cursorAcceptance.ts).
+ * a session. The copy's acceptance models learn from these: by a copied token's age in its copy
+ * (copyAcceptance.ts) and by its distance from the cursor (cursorAcceptance.ts).
  */
 export class SurvivalCounts {
   private readonly reached: Float64Array;
@@ -35,4 +35,23 @@ export class SurvivalCounts {
     const i = Math.min(index, this.reached.length - 1);
     return 1 - this.wrong[i]! / this.reached[i]!;
   }
+}
+
+/**
+ * Expected tokens of a step verifying k guesses, for k = 0..limit at index k: the target's own token,
+ * and each guess weighed by the chance that it and every one before it are right, `rate(i)` the
+ * chance of the i-th (i ≥ 1) given those before it, all times `first` (where the first guess is
+ * weighed apart: its rate(1) is then 1).
+ */
+export function expectedTokensFromSurvival(limit: number, rate: (i: number) => number, first = 1): Float64Array {
+  const out = new Float64Array(limit + 1);
+  out[0] = 1;
+  let survive = 1;
+  let run = 0;
+  for (let k = 1; k <= limit; k++) {
+    survive *= rate(k);
+    run += survive;
+    out[k] = 1 + first * run;
+  }
+  return out;
 }
