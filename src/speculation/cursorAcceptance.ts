@@ -5,10 +5,17 @@
  * own token, those before it pooled at their own rate), learned from every verified proposal of a
  * window not yet edited. A proposal's position in it decides its length: the copy up to the cursor in
  * one step where nothing was ever edited before the cursor, short steps where edits are likely.
+ *
+ * Past the first few tokens the distances are pooled in bins that widen with the distance: first
+ * edits are spread thin out there, and a curve with a count per distance would read one edit 89
+ * tokens past the cursor as a spike, and cut every later window's copy short at 89.
  */
-import { expectedTokensFromSurvival, SurvivalCounts } from './survivalCounts';
+import { expectedTokensFromSurvival, SurvivalCounts, type SurvivalPooling } from './survivalCounts';
 
 export const CURSOR_HORIZON = 256;
+
+/** Distances 0-3 apart (where a quarter of first edits come), then bins each ~1.5x as far out: 4-5, 6-8, 9-12, 13-18, ... */
+export const CURSOR_POOLING: SurvivalPooling = { from: 4, growth: 1.5 };
 
 export class CursorAcceptance {
   /** Tokens before the cursor, pooled at one index. */
@@ -18,7 +25,7 @@ export class CursorAcceptance {
 
   constructor(private readonly decay = 0.98) {
     // Prior: an edit within the first few tokens past the cursor at ~10% each, then ~2% a token, worth a few windows.
-    this.after = new SurvivalCounts(CURSOR_HORIZON, 4, (d) => (d < 4 ? 0.1 : 0.02));
+    this.after = new SurvivalCounts(CURSOR_HORIZON, 4, (d) => (d < 4 ? 0.1 : 0.02), CURSOR_POOLING);
   }
 
   /** Probability that the token at `distance` from the cursor is right, the copy right up to it. */
