@@ -406,8 +406,7 @@ export class CopySource implements ReplaySource {
     // Chance that the copy is right through each depth.
     const reach = [1];
     for (let d = 1; d <= copied.length; d++) {
-      const rate = d === 1 ? this.acceptance.firstRate(this.last!.inRun, this.last!.agreement) : this.acceptance.continuationRate((this.last!.agreement ?? 0) + d - 1, this.last!.inRun);
-      reach.push(reach[d - 1]! * rate);
+      reach.push(reach[d - 1]! * this.acceptance.depthRate(d, this.last!.inRun, this.last!.agreement));
     }
     const nodes = trie.addPath(copied, reach.slice(1));
     const pointer = this.copy.position;

@@ -88,6 +88,15 @@ export class CopyAcceptance {
     return this.survival[inRun ? 'run' : 'fresh'].rate(Math.max(1, age));
   }
 
+  /**
+   * Probability that the copied token at `depth` (≥ 1) of an offer is right, those before it right: the
+   * first rate at depth 1, beyond it the survival curve at the token's age (the offer's agreement plus
+   * the tokens before it in the offer).
+   */
+  depthRate(depth: number, inRun: boolean, agreement?: number): number {
+    return depth <= 1 ? this.firstRate(inRun, agreement) : this.continuationRate((agreement ?? 0) + depth - 1, inRun);
+  }
+
   /** Expected tokens of a step proposing k copied tokens: the copy up to its first wrong token, and the target's own. */
   expectedTokens(k: number, inRun: boolean, agreement?: number): number {
     return this.expectedTokensUpTo(Math.max(0, k), inRun, agreement)[Math.max(0, k)]!;
@@ -95,8 +104,7 @@ export class CopyAcceptance {
 
   /** expectedTokens for every k from 0 to `limit` (index k), in one pass over the survival curve. */
   expectedTokensUpTo(limit: number, inRun: boolean, agreement?: number): Float64Array {
-    const age = agreement ?? 0;
-    return expectedTokensFromSurvival(limit, (k) => (k > 1 ? this.continuationRate(age + k - 1, inRun) : 1), this.firstRate(inRun, agreement));
+    return expectedTokensFromSurvival(limit, (k) => (k > 1 ? this.depthRate(k, inRun, agreement) : 1), this.firstRate(inRun, agreement));
   }
 }
 
