@@ -6,6 +6,7 @@ import { FIXED_SHAPE_SIZES, FIXED_SHAPE_TRIAL_STEPS } from './verifyShape';
 import { AcceptanceTracker, expectedTokensPerStep, NEUTRAL_PRIOR } from './acceptanceTracker';
 import { type AcceptanceModel, type Offer, offeredChain, type Proposer } from './proposer';
 import { RetrySchedule } from './retrySchedule';
+import { firstStepLength } from './stepSplit';
 import { TreeChoice } from './treeChoice';
 
 export { AcceptanceTracker, expectedTokensPerStep } from './acceptanceTracker';
@@ -116,6 +117,9 @@ export class SpeculationPolicy {
    * estimated ms of its step (the verify batch, and the source's own ms per token when it runs a
    * model), or 0 when no length beats plain decoding. On a CPU where small batches cost nearly a step
    * a token, a copy is long or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always whole.
+   * A lookup weighed by its own model (the copy, the suffix proposer) then verifies the first step of
+   * the cheapest split of that length or of the whole offer (stepSplit.ts): a short step first where
+   * its guesses are likely wrong at once but, when right, run far.
    */
   bestLength(source: SourceId, limit: number, offer?: Offer): number {
     if (limit <= 0) return 0;
@@ -135,7 +139,10 @@ export class SpeculationPolicy {
       const whole = expected(limit) / (this.cost.verifyCost(limit + 1) + limit * perToken);
       if (whole >= TRY_WHOLE_NEAR * best.rate) return limit;
     }
-    return best.k;
+    // A lookup's offer weighed by its own model may be verified faster in several steps (stepSplit.ts).
+    if (!modelled || perToken > 0) return best.k;
+    const stepCost = Float64Array.from({ length: limit + 2 }, (_, b) => (b === 0 ? 0 : this.cost.verifyCost(b)));
+    return firstStepLength(best.k, limit, modelled, stepCost);
   }
 
   /**

@@ -355,7 +355,7 @@ describe('the window copy: its length from the measured verify cost and how copi
     assert.ok(phases(policy).continuationRate(104, true) > 0.95 && phases(policy).continuationRate(5, true) < 0.2);
   });
 
-  it('on a CPU: a long copy in a run, nothing on a weak guess; on a GPU the whole offer', () => {
+  it('on a CPU: a long copy in a run, nothing on a weak guess; on a GPU a guess pays, in a short step first', () => {
     const cpuPolicy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(cpu));
     for (let i = 0; i < 60; i++) {
       recordCopy(cpuPolicy, true, 64, 64);
@@ -365,8 +365,32 @@ describe('the window copy: its length from the measured verify cost and how copi
     assert.equal(cpuPolicy.bestLength('copy', 64, copyOffer(false, 1)), 0, 'a guess that is mostly wrong: plain decoding');
     assert.equal(plan(cpuPolicy, { ngramAvailable: 0, ngramMatchLength: 0, draftAvailable: false, remaining: 100, copyAvailable: 64, copyInRun: true })?.maxLen, 64);
     const gpuPolicy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
+    // At the priors a guess's first token is a coin toss, and a right one runs far: a short step
+    // first, the rest once it came back right (speculation/stepSplit.ts).
     const guess = gpuPolicy.bestLength('copy', 64, copyOffer(false, 1));
-    assert.ok(guess >= 16, `on a GPU even a guess pays, and long (${guess} at the priors)`);
+    assert.ok(guess >= 2 && guess <= 16, `on a GPU a guess pays, in a short step first (${guess} at the priors)`);
+    for (let i = 0; i < 60; i++) recordCopy(gpuPolicy, true, 64, 64);
+    assert.equal(gpuPolicy.bestLength('copy', 64, copyOffer(true)), 64, 'runs copied whole: the whole offer in one step');
+  });
+
+  it('on a GPU: a copy re-synchronised by a guess that is right at once or far runs in a short step first', () => {
+    const gpuPolicy = copyPolicy({ ...SETTINGS, adaptive: true }, timed(gpu));
+    // After a divergence, a single-token re-synchronisation is wrong at once half the time, right for
+    // two tokens a third of the time, else right to the end of a 64-token offer.
+    for (let i = 0; i < 60; i++) {
+      recordCopy(gpuPolicy, false, 64, 0, 1);
+      recordCopy(gpuPolicy, false, 64, 2, 1);
+      recordCopy(gpuPolicy, false, 64, 64, 1);
+      recordCopy(gpuPolicy, false, 64, 0, 1);
+      recordCopy(gpuPolicy, false, 64, 2, 1);
+      recordCopy(gpuPolicy, false, 64, 0, 1);
+    }
+    const offer = copyOffer(false, 1);
+    const expected = phases(gpuPolicy).expectedTokensUpTo(64, false, 1);
+    // One step would verify the whole offer: at ~3 tokens of cost, a long run pays even at one in six.
+    assert.ok(expected[64]! / gpu(65) > expected[4]! / gpu(5), 'one step: the whole offer is the fastest');
+    const k = gpuPolicy.bestLength('copy', 64, offer);
+    assert.ok(k >= 3 && k <= 8, `a short step first: ${k}`);
   });
 
   it('not adaptive: the proposer schedule decides, within the offer', () => {
