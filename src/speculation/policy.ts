@@ -129,31 +129,36 @@ export class SpeculationPolicy {
     const rate = modelled ? 0 : this.acceptance.rate(source);
     const expected = modelled ? (k: number) => modelled[k]! : (k: number) => expectedTokensPerStep(rate, k);
     const perToken = this.proposalCost(source);
-    const best = this.fastest(limit, expected, perToken);
+    const stepCost = this.stepCosts(limit);
+    const best = this.fastest(limit, expected, stepCost, perToken);
     // A size never timed is estimated from those that were, at the slope between the largest two: on
     // a CPU, where a token costs less the larger the batch, that overstates larger batches, and a
     // policy that never tries one never learns otherwise. Where the model asks for it (a copy run),
     // the whole offer is tried once when its estimate comes near the best; timed, it competes on its
     // own measurement after that.
     if (model?.triesWhole?.(offer) && best.k > 0 && limit > best.k && !this.cost.measured(limit + 1)) {
-      const whole = expected(limit) / (this.cost.verifyCost(limit + 1) + limit * perToken);
+      const whole = expected(limit) / (stepCost[limit + 1]! + limit * perToken);
       if (whole >= TRY_WHOLE_NEAR * best.rate) return limit;
     }
     // A lookup's offer weighed by its own model may be verified faster in several steps (stepSplit.ts).
     if (!modelled || perToken > 0) return best.k;
-    const stepCost = Float64Array.from({ length: limit + 2 }, (_, b) => (b === 0 ? 0 : this.cost.verifyCost(b)));
     return firstStepLength(best.k, limit, modelled, stepCost);
+  }
+
+  /** The estimated ms of a verify batch of b tokens at index b, for b = 1..limit + 1 (index 0 unused). */
+  private stepCosts(limit: number): Float64Array {
+    return Float64Array.from({ length: limit + 2 }, (_, b) => (b === 0 ? 0 : this.cost.verifyCost(b)));
   }
 
   /**
    * The proposal length up to `limit` with the most expected tokens (`expected(k)`) per estimated ms of
-   * its step (the verify batch of k + 1, and `perToken` ms to propose each), and that rate; k = 0 (plain
-   * decoding) unless some length beats it.
+   * its step (the verify batch of k + 1 at `stepCost[k + 1]`, and `perToken` ms to propose each), and
+   * that rate; k = 0 (plain decoding) unless some length beats it.
    */
-  private fastest(limit: number, expected: (k: number) => number, perToken = 0): { k: number; rate: number } {
-    let best = { k: 0, rate: 1 / this.cost.verifyCost(1) };
+  private fastest(limit: number, expected: (k: number) => number, stepCost: ArrayLike<number>, perToken = 0): { k: number; rate: number } {
+    let best = { k: 0, rate: 1 / stepCost[1]! };
     for (let k = 1; k <= limit; k++) {
-      const rate = expected(k) / (this.cost.verifyCost(k + 1) + k * perToken);
+      const rate = expected(k) / (stepCost[k + 1]! + k * perToken);
       if (rate > best.rate) best = { k, rate };
     }
     return best;
@@ -179,7 +184,7 @@ export class SpeculationPolicy {
     if (!this.cost.measured(tryLength + 1)) return 1;
     const perToken = this.proposalCost(proposer.id);
     const plainMs = this.cost.verifyCost(1);
-    const perfect = this.fastest(limit, (k) => k + 1, perToken);
+    const perfect = this.fastest(limit, (k) => k + 1, this.stepCosts(limit), perToken);
     if (perfect.k === 0) return null;
     const gain = perfect.rate * plainMs - 1;
     const tryCost = (this.cost.verifyCost(tryLength + 1) + tryLength * perToken) / plainMs - 1;
