@@ -47,6 +47,39 @@ export interface CountedReplay {
   rivalTokensPerEvaluation?: Record<string, number>;
   /** The headroom: the copy, and the copy with the suffix proposer, each length chosen knowing the output (countKnownLengths). */
   knownLengths?: Record<string, { speedup: number; tokensPerEvaluation: number }>;
+  /** Geometric means over the cases of the same ratios: ours (`copy`) and each rival's. */
+  geometricMean?: { copy: number; rivals: Record<string, number> };
+  /** The medians of ORDER_MODES in each of SHUFFLED_ORDERS seeded orders of the cases, by mode. */
+  shuffled?: Record<string, number[]>;
+}
+
+/**
+ * Seeded orders of the cases counted besides the corpus's own. One adaptive policy learns across the
+ * cases, as a session's does, so what it knows when it meets a case depends on the cases before it:
+ * in the corpus's order a package's cases come together, and a median over the cases moves with the
+ * order. The spread over these orders says how far a difference between two medians can be trusted.
+ */
+export const SHUFFLED_ORDERS = 4;
+
+/** The modes counted again in each shuffled order: ours (the copy alone, the copy with the suffix proposer) and the better ported rival. */
+const ORDER_MODES = { own: 'copy + suffix (ours)', ported: 'ngram-simple' } as const;
+
+/** `items` in a seeded random order (Fisher-Yates over mulberry32): the same order for a seed at every commit. */
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 /** The ported ones among a replay's rivals (the others are ours). */
@@ -62,8 +95,47 @@ const COUNT_TABLES: [string, (batch: number) => number][] = [
 /** The counted replay of `cases` under each cost table, with the headroom of known lengths. */
 export async function countedUnderTables(cases: CountedCase[]): Promise<CountedReplay[]> {
   const out: CountedReplay[] = [];
-  for (const [table, cost] of COUNT_TABLES) out.push({ table, ...(await countReplay(cases, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) });
+  for (const [table, cost] of COUNT_TABLES) {
+    const counted: CountedReplay = { table, ...(await countReplay(cases, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) };
+    counted.shuffled = await countedInShuffledOrders(cases, cost);
+    out.push(counted);
+  }
   return out;
+}
+
+/** The medians of the copy and ORDER_MODES over SHUFFLED_ORDERS seeded orders of `cases`. */
+async function countedInShuffledOrders(cases: CountedCase[], cost: (batch: number) => number): Promise<Record<string, number[]>> {
+  const medians: Record<string, number[]> = { copy: [], [ORDER_MODES.own]: [], [ORDER_MODES.ported]: [] };
+  for (let seed = 1; seed <= SHUFFLED_ORDERS; seed++) {
+    const r = await countReplay(shuffled(cases, seed), cost, { [ORDER_MODES.ported]: REPLAY_RIVALS[ORDER_MODES.ported] }, { [ORDER_MODES.own]: OWN_REPLAY_VARIANTS[ORDER_MODES.own]! });
+    medians.copy!.push(r.copy);
+    medians[ORDER_MODES.own]!.push(r.rivals[ORDER_MODES.own]!);
+    medians[ORDER_MODES.ported]!.push(r.rivals[ORDER_MODES.ported]!);
+  }
+  return medians;
+}
+
+/** How sure the counted medians are: each in the corpus's order and in the shuffled orders, and the geometric mean, for the copy and ORDER_MODES. */
+export function countedOrderSummary(counted: CountedReplay[]): string[] {
+  const rows = counted.filter((c) => c.shuffled && c.geometricMean);
+  if (!rows.length) return [];
+  // Each mode: its label, its key in CountedReplay.shuffled, and its median and geometric mean in the corpus's order.
+  const modes = [
+    { label: 'copy (ours)', key: 'copy', median: (c: CountedReplay) => c.copy, mean: (c: CountedReplay) => c.geometricMean!.copy },
+    ...[ORDER_MODES.own, ORDER_MODES.ported].map((n) => ({ label: rivalLabel(n), key: n, median: (c: CountedReplay) => c.rivals[n]!, mean: (c: CountedReplay) => c.geometricMean!.rivals[n]! })),
+  ];
+  return [
+    `| cost table | mode | median, the corpus's order | medians, ${SHUFFLED_ORDERS} shuffled orders: min / max | geometric mean, the corpus's order |`,
+    '|---|---|---|---|---|',
+    ...rows.flatMap((c) =>
+      modes.map((m) => {
+        const spread = c.shuffled![m.key]!;
+        return `| ${c.table} | ${m.label} | ${fmt(m.median(c), 2)}x | ${fmt(Math.min(...spread), 2)}x / ${fmt(Math.max(...spread), 2)}x | ${fmt(m.mean(c), 2)}x |`;
+      }),
+    ),
+    '',
+    `How sure: one adaptive policy learns across the cases (as a session's does), so a median moves with their order; the same replay counted again in ${SHUFFLED_ORDERS} seeded random orders (bench/countedReplay.ts shuffled), and the geometric mean over the cases in the corpus's order. A difference between two medians smaller than the spread of the shuffled ones is within what the order alone moves.`,
+  ];
 }
 
 /** The copy, and the copy with the suffix proposer, each step's length chosen knowing the output, up to the copy's longest proposal. */

@@ -334,7 +334,15 @@ export async function countReplay(
   ported: Record<string, (promptLength: number) => LookupProposer>,
   /** Ours beside the copy, each made once for all cases (its policy kept across them). */
   own: Record<string, () => OwnVariant> = {},
-): Promise<{ cases: number; copy: number; rivals: Record<string, number>; tokensPerEvaluation: number; rivalTokensPerEvaluation: Record<string, number> }> {
+): Promise<{
+  cases: number;
+  copy: number;
+  rivals: Record<string, number>;
+  tokensPerEvaluation: number;
+  rivalTokensPerEvaluation: Record<string, number>;
+  /** Geometric means over the cases of the same ratios: ours (`copy`) and each rival's. */
+  geometricMean: { copy: number; rivals: Record<string, number> };
+}> {
   const target = new CountingTarget(cost);
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
   const rivals: Record<string, Rival> = { ...ported, ...Object.fromEntries(Object.entries(own).map(([name, make]) => [name, make()])) };
@@ -357,5 +365,8 @@ export async function countReplay(
     rivals: Object.fromEntries(Object.entries(byRival).map(([name, v]) => [name, median(v)])),
     tokensPerEvaluation: median(perEvaluation),
     rivalTokensPerEvaluation: Object.fromEntries(Object.entries(rivalPerEvaluation).map(([name, v]) => [name, median(v)])),
+    geometricMean: { copy: geometricMean(copy), rivals: Object.fromEntries(Object.entries(byRival).map(([name, v]) => [name, geometricMean(v)])) },
   };
 }
+
+const geometricMean = (values: number[]) => Math.exp(values.reduce((sum, x) => sum + Math.log(x), 0) / values.length);

@@ -40,7 +40,7 @@ import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget, benchTargetMissing } from './targets';
 import { resultsJson } from './savedRun';
-import { countedSummary } from './countedReplay';
+import { countedOrderSummary, countedSummary } from './countedReplay';
 import { EDITS_HEADER, editsCases, editsTableRow, editsTreeTable, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
@@ -675,6 +675,12 @@ interface Bench {
   failed: boolean;
 }
 
+/** A section's lines: into report.md, and printed as the run goes. */
+function emit(bench: Bench, lines: string[]): void {
+  bench.md.push(...lines);
+  console.log(`\n${lines.join('\n')}`);
+}
+
 /** One part of the run: timed, reported in order. A new regime is one more entry in `sections()`. */
 interface Section {
   name: string;
@@ -801,8 +807,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
           treeTotals(r.raw),
           !replaysGraphs(r.info),
         );
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...trees, ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${trees.join('\n')}\n${autoClosed.join('\n')}\n${attentionLine}\n${tieLine}\n${timeLine}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '', ...trees, ...autoClosed, attentionLine, '', tieLine, '', timeLine, '', `![latency by mode](${chart})`, '']);
   fs.writeFileSync(
     path.join(bench.outDir, chart),
     barChart(
@@ -965,8 +970,7 @@ async function keystrokeSection(bench: Bench): Promise<void> {
   const heading = `Regime 4: keystroke latency by prompt layout (${r.info.target.name}, plain decoding, ${tasks.length} tasks)`;
   const legend =
     "standard: `<pre>prefix<suf>suffix<mid>`; lineAnchored (the default): the cursor's group of 8 lines after `<mid>`, so typing appends to the prompt (src/prompt/fimPrompt.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.";
-  bench.md.push(`## ${heading}`, '', ...table, '', gains, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${gains}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', gains, '', legend, '']);
 }
 
 /** The typing regime's files (each typed shallow and deep) and characters typed at each position. */
@@ -982,8 +986,7 @@ async function typingSection(bench: Bench): Promise<void> {
   const legend =
     "shallow: typing from ~1,200 characters into the file; deep: from past the editor's 3,000-character prefix window, across one of its 512-character steps. shifted: a prompt whose head moved keeps its cache, shifted into place (draftline.shiftPromptCache, the default); evaluated afresh: the setting off. The first request of each stretch (its cold start) is left out.";
   const table = typingTable(r);
-  bench.md.push(`## ${heading}`, '', table, '', legend, '');
-  console.log(`\n${heading}\n${table}\n`);
+  emit(bench, [`## ${heading}`, '', table, '', legend, '']);
 }
 
 /** Regime 6 on the first tasks only; seconds a task on the reference VM (two variants, cold and keystroke each). */
@@ -1005,8 +1008,7 @@ async function extraContextSection(bench: Bench, pair: ModelPair): Promise<void>
   ];
   const heading = `Regime 6: extra context (${r.info.target.name}, ${r.info.promptTemplate ?? r.info.promptFormat}, plain decoding, ${tasks.length} tasks)`;
   const legend = `extra: up to ${EXTRA_CONTEXT_TOKENS} prompt tokens of the files a user would have open (the task file's relative imports, then its folder; ${r.filesPerTask.toFixed(1)} files a task on average, each the first 64 lines as the extension's ring keeps them), before the file's own text (src/prompt/contextBlock.ts). keystroke: the same spot one character earlier was completed just before; cold: empty caches.`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '']);
 }
 
 /** Regime 7 on the first tasks only; seconds a task on the reference VM (5 modes, two generation lengths). */
@@ -1031,8 +1033,7 @@ async function lookaheadSection(bench: Bench, pair: ModelPair): Promise<void> {
   ];
   const heading = `Regime 7: the lookahead pool (${r.info.target.name}${r.info.draft ? ` + ${r.info.draft.name}` : ''}, ${tasks.length} tasks)`;
   const legend = `editor: the completion as the editor asks for it (max ${maxTokens} tokens, its stop rules); long: 128 tokens, no stop but the end of text. +lookahead: the target's own outputs after each rejected guess are kept per document and proposed as a third source (src/speculation/lookaheadPool.ts); every output of a verify batch is then read. Decode speed from the second token on; tok/eval: tokens per target evaluation after the prompt's.`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '']);
 }
 
 /** Regime 8 on the first tasks only. */
@@ -1056,8 +1057,7 @@ async function windowDraftSection(bench: Bench): Promise<void> {
   ];
   const heading = `Regime 8: the target as its own draft on a KV window (${r.info.target.name}, ${tasks.length} tasks, prompts of ${fmt(r.promptTokensMedian, 0)} tokens median)`;
   const legend = `window W: the target in a second context holding the prompt's first 4 tokens and its last ~W (src/speculation/windowDraft.ts; windows ${WINDOWS.join(', ')}). fixed 5: always 5 drafted tokens (what the agreement is); adaptive: the policy as users get it. The cost of such a draft at 1k-16k contexts: npm run bench:long-context.`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '']);
 }
 
 async function startupSection(bench: Bench): Promise<void> {
@@ -1075,8 +1075,7 @@ async function startupSection(bench: Bench): Promise<void> {
   const heading = `Regime 5: cold start of the inference worker (${path.basename(pair.target)} + ${pair.draft ? path.basename(pair.draft) : 'no draft'}), ms, medians`;
   const legend =
     "As the extension starts it, without the editor: fork dist/worker.js, load, 1.5 s later one completion (first request: its own latency), then another prompt (later request); fork to first completion leaves out the 1.5 s. no warm-up: without the worker's warm-up completion after the load (preload on). \"at\" columns are the worker process's age. binding: node-llama-cpp's import and getLlama (which first tests the prebuilt binary in a child process). preload: the worker starts the binding as soon as it runs (what the extension does); second window: another worker while the first is alive. In a real editor the same steps share 2 cores with the workbench starting up: bench/editorStartup.ts measures that.";
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '']);
 }
 
 const acceptChainTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 40);
@@ -1120,8 +1119,7 @@ async function acceptChainSection(bench: Bench, pair: ModelPair): Promise<void> 
   ];
   const heading = `Regime 9: accept chain, ${pair.name} pair (${r.info.target.name} + ${r.info.draft?.name ?? 'no draft'}, ${backendExplanation(r.info)})`;
   const legend = `${tasks.length} tasks; on each, the ghost text is accepted ${ACCEPTS_PER_CHAIN} times in a row (fewer when it is empty: ${rows.map((x) => `${x.mode} ${x.emptyGhostTexts}`).join(', ')} chains ended early), ${thinkMs} ms after it appeared (--think-ms). Timed: from the accept to the next ghost text being available to the provider, which asks right after the accept (debounce ${DEFAULT_DEBOUNCE_MS} ms on a cache miss, as draftline.debounceMs). off: no prefetch; accept: prefetch when a completion is accepted; accept+chain: also, when a prefetched completion is shown, the one after it (the extension's behaviour with an inference server); shown: also while any ghost text is shown, the first of a chain included (the extension's behaviour with in-process models, draftline.prefetch.whileShown auto). Here every ghost text is accepted: in use, each shown ghost text the user does not take costs 'shown' one prefetch that is never shown (stopped by the next keystroke that does not type it). After the last accept the user types on: a prefetch still running is stopped. unused: prefetches no request was answered from (cancelled ones included); no ghost text shown: unused, or answered with an empty completion (the model had nothing to add; that answer still saved a model call).`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', enterLine, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n${enterLine}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '', enterLine, '']);
 }
 
 const alternativesTaskCount = (tasks: number) => Math.min(tasks, quick ? 20 : 80);
@@ -1181,8 +1179,7 @@ async function alternativesSection(bench: Bench, pair: ModelPair): Promise<void>
     )
     .join('; ');
   const legend = `${tasks.length} tasks; on each the greedy ghost text is computed first (median ${fmt(summaries[0].greedyMedianMs)} ms, for scale: a cold prompt), then ${ALTERNATIVES_ASKED} alternatives are asked for (Alt+]) through CompletionEngine.alternatives over the in-process session (the extension's default settings: hybrid speculation, the draft and n-grams; max ${maxTokens} tokens). Timed: from the ask to the suggestions (greedy from the cache, the others computed, post-processed and deduplicated). Branch scope: completion = at the smallest top-two margin anywhere in the greedy completion; firstLine = only before its first line with content is complete (side by side per task, order rotated). First line exact: the file's real continuation's first line with content equals that of the greedy suggestion alone, or of one of the up-to-3 suggestions (top-3). Another first line: the suggestions show more than one first line (an alternative that branches after the first line shows the greedy one's). Fewer than 3 suggestions, as the backend said: ${fewer} (the rest: removed by the engine as reading like another once post-processed).`;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${legend}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '']);
 }
 
 /** The edits regime's cases: all of both corpora, or (quick, --edits-cases N) N of the npm ones and N/2 public ones, evenly spaced. */
@@ -1245,8 +1242,7 @@ async function editsSection(bench: Bench): Promise<void> {
   const legend = `${cases.length} cases (${corpora.join(', ')}): npm = the hunks between consecutive versions of bench/editCorpus.ts's EDIT_PAIRS (a hunk the next edit, the file's earlier hunks the history, ${WINDOW_LINES} lines around it the region); the others ../shared/nes-cases/. Modes interleaved per case, each after an untimed request that put the prompt into the KV caches. first edit: ms from the request to its first final edit (the output re-synchronised with the region after it), over the cases that streamed one (their count in brackets); whole window: to the end of the output. tok/eval: generated tokens per target evaluation after the prompt's. acceptance: proposed tokens accepted, per source (server: llama-server's own count). identical to plain: the same region text as plain decoding (in-process modes must be: lossless; "+N at ties": parting from it where the target's top two logits are within what a batch moves them, re-evaluated). window exact: the document with the suggestion applied is the expected one; right lines: an edit on a line the expected edit changes; no suggestion: no edit shown. failed runs: llama-server ended its stream with an error (on a random stand-in: its chat parser, which runs on every streamed chunk, refusing output that is not valid UTF-8); left out of every figure, as their time is that of a shorter output.`;
   const results: Record<string, unknown> = { model: model.target, note: model.note, format: r.format, cases: cases.map((c) => c.id), rows: r.rows, byCorpus: r.byCorpus, runs: r.runs };
   bench.results.edits = results;
-  bench.md.push(`## ${heading}`, '', ...table, '', legend, '', ...trees, ...perCorpus, '');
-  console.log(`\n${heading}\n${table.join('\n')}\n${trees.join('\n')}\n${perCorpus.join('\n')}\n`);
+  emit(bench, [`## ${heading}`, '', ...table, '', legend, '', ...trees, ...perCorpus, '']);
 
   for (const x of r.rows) {
     if ((x.mode === 'copy' || x.mode === 'hybrid' || TreeSideBySide.isVariant(x.mode)) && x.identical + x.ties !== x.cases) {
@@ -1276,10 +1272,10 @@ async function editsSection(bench: Bench): Promise<void> {
   const rivalLegend = `Against llama-server's model-free speculation on the same batches: its ngram-simple (the last 12 tokens looked up, the 48 after them drafted) and ngram-mod (24-gram chains, 48-64 tokens) ported line for line from the llama.cpp the bench builds (bench/llamaServerProposers.ts), with the defaults --spec-type gives them, fed the same perfect output on the same target: the proposers compared without either runtime's overheads (llama-server itself on a real next-edit model: not measurable here). And our suffix proposer (src/speculation/suffixProposer.ts: every occurrence of the output's ending in the prompt and the output, merged by frequency), alone and after the copy (the hybrid mode's order), each under an adaptive policy kept across the cases as the copy's is. ${replayVerifyCost(replay.rows)}`;
   results.replay = { target: replayTarget, rows: replay.rows, skipped: replay.skipped, speedupMedian: median(replay.rows.map((x) => x.speedup)) };
   const countedTable = countedSummary(replay.counted);
+  const orderTable = countedOrderSummary(replay.counted);
   const countedLegend = `Counted, not timed: the same replay (ours, the suffix proposer alone and after the copy, and the ported rivals, the true window as the output) over ${replay.counted[0]?.cases ?? 0} cases, each batch weighed by the table's V(b)/V(1) (a target that computes nothing, its clock advanced by the table; the policy learns from that clock): what a machine of that cost allows, where none is at hand. Medians of plain's cost over each mode's. Lengths known: the copy (and the copy with the suffix proposer) with every step verifying exactly the part of the offers the output agrees with (bench/countedReplay.ts countKnownLengths): the headroom in choosing lengths; the rest of the way to the whole window in one step is the proposers' content.`;
   (results.replay as Record<string, unknown>).counted = replay.counted;
-  bench.md.push(`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '', ...rivalTable, '', rivalLegend, '', ...countedTable, '', countedLegend, '');
-  console.log(`\n${replayHeading}\n${replayTable.join('\n')}\n${replayLegend}\n\n${rivalTable.join('\n')}\n${rivalLegend}\n\n${countedTable.join('\n')}\n${countedLegend}\n`);
+  emit(bench, [`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '', ...rivalTable, '', rivalLegend, '', ...countedTable, '', countedLegend, '', ...orderTable, '']);
 }
 
 /**
@@ -1294,8 +1290,7 @@ async function timeBudgetSection(bench: Bench): Promise<void> {
   const settings = { budgetMs, maxTokens: DEFAULT_ENGINE_SETTINGS.maxTokens, threads };
   const r = await regimeTimeBudget(bench.tasks.slice(0, taskCount), { ...settings, target: target.file, gpu, flashAttention, log });
   const report = timeBudgetReport(r, { ...settings, targetNote: target.note });
-  bench.md.push(...report.md);
-  console.log(`\n${report.md.join('\n')}`);
+  emit(bench, report.md);
   bench.results.timeBudget = report.json;
   if (report.violations > 0) {
     bench.failed = true;

@@ -2,7 +2,7 @@
 // knowing the output bound what a policy choosing them reaches with the same proposers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countKnownLengths } from '../../countedReplay';
+import { countKnownLengths, shuffled } from '../../countedReplay';
 import { type CountedCase, countReplay, h100VerifyCost } from '../../editReplay';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 
@@ -26,5 +26,26 @@ describe('counted replay: lengths known', () => {
     const policy = await countReplay([c], h100VerifyCost, {});
     assert.ok(known.speedup >= policy.copy, `known ${known.speedup} against the policy's ${policy.copy}`);
     assert.ok(known.speedup > 1);
+  });
+});
+
+describe('counted replay: how sure', () => {
+  it('shuffles the cases the same way for a seed, and differently for another, losing none', () => {
+    const items = Array.from({ length: 50 }, (_, i) => i);
+    const a = shuffled(items, 1);
+    assert.deepEqual(shuffled(items, 1), a);
+    assert.notDeepEqual(a, items);
+    assert.notDeepEqual(shuffled(items, 2), a);
+    assert.deepEqual(
+      [...a].sort((x, y) => x - y),
+      items,
+    );
+  });
+
+  it('gives the geometric mean over the cases beside the median: over one case, its ratio', async () => {
+    const one = await countReplay([editedCase(90, [50, 51, 52])], h100VerifyCost, {});
+    assert.ok(Math.abs(one.geometricMean.copy - one.copy) < 1e-9, `${one.geometricMean.copy} against ${one.copy}`);
+    const three = await countReplay([editedCase(20, [50]), editedCase(90, [50, 51, 52]), editedCase(150, [60, 61])], h100VerifyCost, {});
+    assert.ok(three.geometricMean.copy > 1);
   });
 });
