@@ -126,9 +126,9 @@ const isTextVariant = (mode: Mode): mode is TextVariant => Object.hasOwn(TEXT_VA
 /** Sources counted as text proposals (the table's n-gram acceptance): ours and the ported ones. */
 const TEXT_SOURCES = ['ngram', 'suffix', 'ngram-simple', 'ngram-mod'];
 
-const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid', ...(Object.keys(TEXT_VARIANTS) as TextVariant[]), 'ngram chain', 'ngram tree', 'hybrid chain', 'hybrid tree'];
+const LOSSLESS: Mode[] = ['ngram', 'draft', 'hybrid', ...(Object.keys(TEXT_VARIANTS) as TextVariant[]), 'ngram chain', 'ngram tree', 'draft chain', 'draft tree', 'hybrid chain', 'hybrid tree'];
 /** The modes regime 1 runs as chains and as trees side by side where trees are verified (bench/treeModes.ts). */
-const TREE_MODES_REGIME_1: DecodeMode[] = ['ngram', 'hybrid'];
+const TREE_MODES_REGIME_1: DecodeMode[] = ['ngram', 'draft', 'hybrid'];
 
 /** A target + draft pair regime 1 runs on; `draft` is '' for none. */
 interface ModelPair {
@@ -214,6 +214,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
     session,
     TREE_MODES_REGIME_1.filter((m) => modes.includes(m)),
     treeShape,
+    regime1Speculation,
   );
   if (sideBySide) modes.push(...sideBySide.modes);
   const servers: Partial<Record<Mode, LlamaServer>> = {};
@@ -788,7 +789,7 @@ async function modesSection(bench: Bench, pair: ModelPair): Promise<void> {
   const tieLine =
     r.ties.drift === 0
       ? 'Batch drift 0: llama.cpp computes a position bitwise the same in a batch as alone here, so identity is exact.'
-      : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone, so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
+      : `Batch drift ${r.ties.drift.toExponential(2)}: llama.cpp's kernels here give a position's logits that far apart in a batch and alone (or, where trees are verified, after tree steps left the KV cells out of order), so a lossless mode may differ from plain decoding where the target's top two logits are within ${r.ties.tolerance.toFixed(3)} (a numerical tie; "at ties"). Any other difference fails the run.`;
   const allTasks = bench.tasks.length + bench.autoClosedTasks.length;
   const timeLine = `${allTasks} tasks in ${seconds.toFixed(0)} s (${(seconds / allTasks).toFixed(1)} s a task: ${r.modes.length} modes, untimed warm-ups, model load and tie check included).`;
   const legend =

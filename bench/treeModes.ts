@@ -27,21 +27,23 @@ export class TreeSideBySide {
     readonly size: number,
     readonly modes: TreeVariant[],
     graphReplay: boolean,
+    base: SpeculationSettings,
   ) {
     for (const mode of modes) {
-      const settings: SpeculationSettings = { ...DEFAULT_SPECULATION, graphReplay, verifyShape: 'fixed', fixedShapeSize: size, verifyTrees: mode.endsWith(' tree') };
+      const settings: SpeculationSettings = { ...base, graphReplay, verifyShape: 'fixed', fixedShapeSize: size, verifyTrees: mode.endsWith(' tree') };
       this.settings.set(mode, settings);
       this.policies.set(mode, new SpeculationPolicy(settings));
     }
   }
 
-  /** The variants of `baseModes` where `session`'s target verifies trees; null elsewhere (nothing to compare). */
-  static for(session: InferenceSession, baseModes: readonly DecodeMode[], size: number): TreeSideBySide | null {
+  /** The variants of `baseModes` where `session`'s target verifies trees, on `base`'s settings (the run's: adaptive or not); null elsewhere (nothing to compare). */
+  static for(session: InferenceSession, baseModes: readonly DecodeMode[], size: number, base: SpeculationSettings = DEFAULT_SPECULATION): TreeSideBySide | null {
     if (!session.info.treeVerification?.used || baseModes.length === 0) return null;
     return new TreeSideBySide(
       size,
       baseModes.flatMap((m): TreeVariant[] => [`${m} chain`, `${m} tree`]),
       replaysGraphs(session.info),
+      base,
     );
   }
 

@@ -114,6 +114,40 @@ export async function draftChain(at: DraftAt, step: StepContext, minConfidence: 
   return { tree: chainTree(path), draftLevels: expanded.filter(Boolean).map(() => 1), expanded };
 }
 
+/**
+ * The draft's greedy chain (as draftChain drafts it) with, at each of its depths, the draft's next
+ * most likely tokens as leaves: the distributions the chain's own draft batches computed, so the tree
+ * costs no draft batch more than the chain. The chain's nodes first, then the leaves by their path's
+ * draft probability, up to `budget`.
+ */
+export async function draftChainWithSiblings(at: DraftAt, step: StepContext, minConfidence: number, k: number): Promise<StepProposal> {
+  const path: Token[] = [];
+  const tops: TopK[] = [];
+  while (path.length < step.budget) {
+    const top = await at(step.position, path);
+    tops.push(top);
+    if (top.tokens.length === 0 || top.probs[0]! < minConfidence) break;
+    path.push(top.tokens[0]!);
+  }
+  const tree = chainTree(path);
+  // Leaves at depth d hang under chain node d − 1 (the root at d = 0), scored by the chain's probability up to them;
+  // where the chain stopped unsure, its top token there is a leaf too.
+  const leaves: { parent: number; token: Token; score: number }[] = [];
+  let reach = 1;
+  tops.forEach((top, d) => {
+    for (let i = d < path.length ? 1 : 0; i < Math.min(k, top.tokens.length); i++) leaves.push({ parent: d - 1, token: top.tokens[i]!, score: reach * top.probs[i]! });
+    reach *= top.probs[0] ?? 0;
+  });
+  leaves.sort((a, b) => b.score - a.score);
+  for (const leaf of leaves.slice(0, Math.max(0, step.budget - path.length))) {
+    tree.tokens.push(leaf.token);
+    tree.parents.push(leaf.parent);
+  }
+  // Call 0 evaluated the pending token, call j + 1 chain node j; no leaf was evaluated.
+  const expanded = tree.tokens.map((_, j) => j < path.length && j + 1 < tops.length);
+  return { tree, draftLevels: path.filter((_, j) => j + 1 < tops.length).map(() => 1), expanded };
+}
+
 /** EAGLE-2's trees at each position, built once to the largest batch (a smaller batch's is a prefix). */
 export class DraftTrees {
   private readonly built = new Map<string, Promise<DraftTree>>();

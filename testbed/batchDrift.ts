@@ -111,10 +111,63 @@ function topCandidates(next: Next | undefined): Map<number, number> {
 }
 
 /**
+ * Where the target verifies token trees: the largest |logit| difference after its own greedy
+ * continuation of `prompt` written by tree steps (each a decoy branch first, then the target's next
+ * two tokens beside it) against the same tokens evaluated afresh. A tree step keeps the accepted
+ * nodes' KV cells where the batch put them, after the rejected ones', and later tokens fill the
+ * freed cells: attention then sums over the cells in another order than a fresh evaluation does.
+ * Where that sum is order-sensitive (llama.cpp's CPU flash attention accumulates V in F16), a
+ * position's logits move with it, also where every chain batch computes them bitwise the same.
+ */
+async function treeStepDrift(session: InferenceSession, prompt: readonly number[]): Promise<number> {
+  const ev = session.target.evaluator;
+  const reset = () => (ev as unknown as { reset(): Promise<void> }).reset();
+  const fill = async (tokens: readonly number[]) => {
+    await reset();
+    for (let i = 0; i < tokens.length; i += 32) await ev.append(tokens.slice(i, i + 32), 0);
+  };
+  // The target's own continuation, one token at a time.
+  await fill(prompt.slice(0, -1));
+  const greedy: number[] = [];
+  let [next] = await ev.append(prompt.slice(-1), 1);
+  for (let i = 0; i < 13; i++) {
+    greedy.push(next!.token);
+    [next] = await ev.append([next!.token], 1);
+  }
+  // The same tokens by tree steps: [decoy, truth] under the pending token, [decoy, truth] under that truth.
+  await fill(prompt);
+  const decoy = (t: number, from: number) => prompt.find((x, i) => i >= from % prompt.length && x !== t) ?? prompt.find((x) => x !== t) ?? t + 1;
+  let at = 0;
+  while (at + 2 < greedy.length) {
+    const [a, b] = [greedy[at + 1]!, greedy[at + 2]!];
+    const verdict = await ev.verifyTree!(greedy[at]!, { tokens: [decoy(a, at * 7), a, decoy(b, at * 7 + 3), b], parents: [-1, -1, 1, 1] });
+    at += verdict.path.length + 1;
+  }
+  const written = ev.tokens.slice(prompt.length);
+  const last = greedy[written.length];
+  // A greedy token that a tree step's numerics turned (a near-tie): nothing to compare.
+  if (last === undefined || written.some((t, i) => t !== greedy[i])) {
+    await reset();
+    return 0;
+  }
+  const [afterTrees] = await topsAfter(session, [last], false);
+  await fill([...prompt, ...written]);
+  const [fresh] = await topsAfter(session, [last], false);
+  await reset();
+  let drift = 0;
+  for (const [tok, v] of fresh!) {
+    const t = afterTrees!.get(tok);
+    if (t !== undefined) drift = Math.max(drift, Math.abs(t - v));
+  }
+  return drift;
+}
+
+/**
  * Largest |logit| difference between evaluating 33 tokens one by one and in batches of 2, 3, 4, 6, 8,
  * 24 and 33 (verify steps are 2-9 tokens, the window copy's up to 33, prompt chunks 32): llama.cpp
  * may pick another kernel or split for some batch sizes only (more threads, larger batches), so one
  * size says too little. Measured after prompts of several depths (PROBE_DEPTHS): one says too little too.
+ * Where the target verifies token trees, also what tree steps move (treeStepDrift).
  */
 export async function batchDrift(session: InferenceSession): Promise<number> {
   const ev = session.target.evaluator;
@@ -140,6 +193,7 @@ export async function batchDrift(session: InferenceSession): Promise<number> {
         }
       });
     }
+    if (ev.verifyTree) drift = Math.max(drift, await treeStepDrift(session, prompt));
   }
   // The raw evaluations above bypassed the evaluator's own bookkeeping: start clean.
   await (ev as unknown as { reset(): Promise<void> }).reset();

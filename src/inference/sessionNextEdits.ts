@@ -65,7 +65,12 @@ function gated(evaluator: GreedyEvaluator, gate: ContextGate, signal: AbortSigna
     append: (input, outputs, withConfidence, expected) => gate.evaluate(() => evaluator.append(input, outputs, withConfidence, expected), signal, hooks),
     truncate: (length) => gate.evaluate(() => evaluator.truncate(length), signal, hooks),
     ...(evaluator.removeRange ? { removeRange: (start: number, end: number) => gate.evaluate(() => evaluator.removeRange!(start, end), signal, hooks) } : {}),
-    ...(evaluator.appendRanked ? { appendRanked: (input: readonly Token[], outputs: number, top: number) => gate.evaluate(() => evaluator.appendRanked!(input, outputs, top), signal, hooks) } : {}),
+    ...(evaluator.appendRanked
+      ? {
+          appendRanked: (input: readonly Token[], outputs: number, top: number, withProbabilities?: boolean) =>
+            gate.evaluate(() => evaluator.appendRanked!(input, outputs, top, withProbabilities), signal, hooks),
+        }
+      : {}),
   };
 }
 

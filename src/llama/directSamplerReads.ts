@@ -40,7 +40,7 @@ export class DirectSamplerReads {
   }
 
   /** The `top` best tokens of each output position, from the library's probabilities (which sort the whole vocabulary). */
-  async readRanked(batchIndexes: Int32Array, count: number, firstOutput: number, top: number): Promise<RankedNext[]> {
+  async readRanked(batchIndexes: Int32Array, count: number, firstOutput: number, top: number, withProbabilities = false): Promise<RankedNext[]> {
     const native = this.internals.seq._context._ctx;
     const sampler = this.greedySampler();
     const out: RankedNext[] = [];
@@ -50,7 +50,7 @@ export class DirectSamplerReads {
       if (!flat) throw new Error(`no probabilities at input position ${firstOutput + j}`);
       const pairs: [Token, number][] = [];
       for (let i = 1; i < flat.length && pairs.length < top + 1; i += 2) pairs.push([flat[i - 1], flat[i]]);
-      out.push(rankedFromProbabilities(sampledToken(result), pairs, top));
+      out.push(rankedFromProbabilities(sampledToken(result), pairs, top, withProbabilities));
     }
     return out;
   }

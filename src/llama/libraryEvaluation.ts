@@ -55,7 +55,7 @@ export async function libraryGreedy(sequence: LlamaContextSequence, input: reado
 }
 
 /** Evaluates `input` and ranks the `top` best tokens after each position from `firstOutput` on, from the library's probabilities. */
-export async function libraryRanked(sequence: LlamaContextSequence, input: readonly Token[], firstOutput: number, top: number): Promise<RankedNext[]> {
+export async function libraryRanked(sequence: LlamaContextSequence, input: readonly Token[], firstOutput: number, top: number, withProbabilities = false): Promise<RankedNext[]> {
   const items = input.map((token, i) => (i >= firstOutput ? ([token, { generateNext: { token: true, probabilities: true, options: { temperature: 0 } } }] as const) : token));
   const results = await sequence.controlledEvaluate(items as never);
   const out: RankedNext[] = [];
@@ -67,7 +67,7 @@ export async function libraryRanked(sequence: LlamaContextSequence, input: reado
       if (pairs.length > top) break;
       pairs.push(pair);
     }
-    out.push(rankedFromProbabilities(next.token, pairs, top));
+    out.push(rankedFromProbabilities(next.token, pairs, top, withProbabilities));
   }
   return out;
 }
@@ -75,13 +75,15 @@ export async function libraryRanked(sequence: LlamaContextSequence, input: reado
 /**
  * RankedNext from the library's probabilities, most probable first (`pairs`: at least top + 1 of them
  * when the vocabulary has that many): the greedy token `selected` first whatever the (unstable) sort
- * put first among equals, and the margin ln(p1 / p2) = logit1 − logit2.
+ * put first among equals, and the margin ln(p1 / p2) = logit1 − logit2; with `withProbabilities`, the probabilities themselves.
  */
-export function rankedFromProbabilities(selected: Token, pairs: readonly (readonly [Token, number])[], top: number): RankedNext {
+export function rankedFromProbabilities(selected: Token, pairs: readonly (readonly [Token, number])[], top: number, withProbabilities = false): RankedNext {
   const best = pairs.find(([token]) => token === selected);
   const ordered = best ? [best, ...pairs.filter(([token]) => token !== selected)] : [...pairs];
   const kept = ordered.slice(0, top);
   const [first, second] = ordered;
   const margin = first && second && second[1] > 0 ? Math.log(first[1]) - Math.log(second[1]) : Number.POSITIVE_INFINITY;
-  return { tokens: kept.map(([token]) => token), margin: Math.max(0, margin) };
+  const ranked: RankedNext = { tokens: kept.map(([token]) => token), margin: Math.max(0, margin) };
+  if (withProbabilities) ranked.probabilities = kept.map(([, p]) => p);
+  return ranked;
 }

@@ -312,27 +312,29 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
    * margin is ln(p1 / p2): the softmax's normaliser cancels, leaving logit1 − logit2 up to float
    * rounding. The library's sort is not stable, so there the greedy token is put first among equals.
    */
-  async appendRanked(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]> {
+  async appendRanked(input: readonly Token[], outputs: number, top: number, withProbabilities = false): Promise<RankedNext[]> {
     if (input.length === 0) return [];
     if (!(top >= 1)) throw new Error(`top must be at least 1, not ${top}`);
     this.checkAppend(input);
     const firstOutput = input.length - Math.min(outputs, input.length);
-    const out = await this.withHostLogits(() => this.rankedOutputs(input, firstOutput, top));
+    const out = await this.withHostLogits(() => this.rankedOutputs(input, firstOutput, top, withProbabilities));
     this.appended(input);
     return out;
   }
 
   /** appendRanked's batch and reads, with whole rows of logits on the host. */
-  private async rankedOutputs(input: readonly Token[], firstOutput: number, top: number): Promise<RankedNext[]> {
-    if (!this.internals || this.currentPath === 'library') return libraryRanked(this.sequence, input, firstOutput, top);
+  private async rankedOutputs(input: readonly Token[], firstOutput: number, top: number, withProbabilities: boolean): Promise<RankedNext[]> {
+    if (!this.internals || this.currentPath === 'library') return libraryRanked(this.sequence, input, firstOutput, top, withProbabilities);
     const count = input.length - firstOutput;
     const internals = this.internals;
     const reader = this.nativeReader;
     if (!((this.currentPath === 'native' || this.currentPath === 'device') && reader && count > 0)) {
       const batchIndexes = await this.decodeThen(internals, input, firstOutput, (indexes) => indexes);
-      return this.direct!.readRanked(batchIndexes, count, firstOutput, top);
+      return this.direct!.readRanked(batchIndexes, count, firstOutput, top, withProbabilities);
     }
-    const out = await this.decodeThen(internals, input, firstOutput, (batchIndexes) => nativeRanked(reader, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, top));
+    const out = await this.decodeThen(internals, input, firstOutput, (batchIndexes) =>
+      nativeRanked(reader, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, top, withProbabilities),
+    );
     this.positionsRead += count;
     this.hostLogitBytes += count * this.vocabularySize * 4;
     return out;

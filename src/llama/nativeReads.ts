@@ -54,16 +54,24 @@ export class NativeReads {
   }
 }
 
-/** The `top` best tokens of each of `count` positions and the top-two logit margin (the native reader's readTop). */
-export function nativeRanked(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, top: number): RankedNext[] {
+/**
+ * The `top` best tokens of each of `count` positions and the top-two logit margin (the native reader's
+ * readTop); with `withProbabilities`, each token's probability too: exp(logit − the best logit) over
+ * the normaliser Σ exp(logit − the best) that readGreedy computes (one more pass over each row).
+ */
+export function nativeRanked(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, top: number, withProbabilities = false): RankedNext[] {
   const tokens = new Int32Array(count * top);
   const logits = new Float32Array(count * top);
   reader.readTop(nativeContext, batchIndexes, count, top, tokens, logits, sequenceId);
+  const weights = new Float32Array(withProbabilities ? count : 0);
+  if (withProbabilities) reader.readGreedy(nativeContext, batchIndexes, count, new Int32Array(0), -1, true, new Int32Array(count), weights, sequenceId);
   const out: RankedNext[] = [];
   for (let j = 0; j < count; j++) {
     const ranked: Token[] = [];
     for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
-    out.push({ tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY });
+    const next: RankedNext = { tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY };
+    if (withProbabilities) next.probabilities = ranked.map((_, r) => Math.exp(logits[j * top + r] - logits[j * top]) / weights[j]);
+    out.push(next);
   }
   return out;
 }

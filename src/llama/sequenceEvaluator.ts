@@ -9,7 +9,7 @@ import type { EvaluatorPath } from './evaluatorPaths';
  * saves and loads its cells through either.
  */
 export interface SequenceEvaluator extends GreedyEvaluator {
-  appendRanked(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]>;
+  appendRanked(input: readonly Token[], outputs: number, top: number, withProbabilities?: boolean): Promise<RankedNext[]>;
   /** Forgets everything (after an error left the cache unknown). */
   reset(): Promise<void>;
   saveState(file: string): Promise<number>;

@@ -125,7 +125,7 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     });
   }
 
-  async appendRanked(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]> {
+  async appendRanked(input: readonly Token[], outputs: number, top: number, withProbabilities = false): Promise<RankedNext[]> {
     if (input.length === 0) return [];
     if (!(top >= 1)) throw new Error(`top must be at least 1, not ${top}`);
     this.checkAppend(input.length);
@@ -133,7 +133,7 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     return this.decodeThen(input, firstOutput, (batchIndexes, count) => {
       if (count <= 0) return [];
       this.counted(count);
-      return nativeRanked(this.context.addon, this.context.handle, -1, batchIndexes, count, top);
+      return nativeRanked(this.context.addon, this.context.handle, -1, batchIndexes, count, top, withProbabilities);
     });
   }
 

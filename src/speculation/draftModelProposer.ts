@@ -1,14 +1,27 @@
 import type { Token } from '../shared/decoding';
-import { syncAndPredictNext, type GreedyEvaluator } from './greedyEvaluator';
-import { type AcceptanceModel, type ChainOffer, chainOffer, type ModelProposer } from './proposer';
+import { type EvaluatedNext, type GreedyEvaluator, type RankedNext, syncAndPredictNext, syncAndRankNext } from './greedyEvaluator';
+import { type AcceptanceModel, type ChainOffer, chainOffer, type ModelProposer, type TreeOffer } from './proposer';
+import type { TokenTree } from './tokenTree';
 
 /** The draft's source: a geometric acceptance rate from this prior, its ms per token charged by the policy. */
 export const DRAFT_SOURCE = 'draft';
 export const draftAcceptance = (): AcceptanceModel => ({ prior: 0.5 });
 
 /**
+ * Tokens the draft's distribution is read for at each drafted position when its chain may be verified
+ * as a tree: its greedy token and the next ones, the leaves (docs/BENCHMARK.md, "Token trees").
+ */
+export const DRAFT_TREE_TOP = 4;
+
+/**
  * Greedy proposals from the draft model's own long-lived sequence. Its cache follows the accepted
  * history (longest common prefix reused), so after a rejection only the correction is evaluated.
+ *
+ * Where the step may verify a tree (`treeNodes` > 0: a fixed verify shape that the target verifies
+ * trees on), the chain comes with leaves: at each depth, the draft's next most likely tokens after its
+ * greedy one, read from the distributions the chain's own evaluations computed (no draft evaluation
+ * more). The batch's room beyond the chain, padding otherwise, then holds the likeliest alternatives
+ * to each drafted token; a leaf the target agrees with adds one token to the step.
  */
 export class DraftModelProposer implements ModelProposer {
   readonly id = DRAFT_SOURCE;
@@ -21,11 +34,13 @@ export class DraftModelProposer implements ModelProposer {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  async offer(history: readonly Token[], maxLen: number): Promise<ChainOffer> {
+  async offer(history: readonly Token[], maxLen: number, treeNodes = 0): Promise<ChainOffer | TreeOffer> {
     const tokens: Token[] = [];
     if (maxLen <= 0 || history.length + maxLen >= this.draft.capacity) return chainOffer(tokens, { evaluations: 0 });
     const t0 = this.now();
-    const first = await syncAndPredictNext(this.draft, history, true);
+    // Leaves fill the room the chain leaves: where it stops short of the batch (unsure, or asked for fewer).
+    const ranked = treeNodes > 1 && this.draft.appendRanked ? new DraftLeaves(this.draft) : null;
+    const first = ranked ? await ranked.sync(history) : await syncAndPredictNext(this.draft, history, true);
     // A call that first caught up with a whole prompt says nothing about the cost per step.
     const representative = first.evaluated <= 8;
     let evaluations = 1;
@@ -34,11 +49,63 @@ export class DraftModelProposer implements ModelProposer {
     while ((next.confidence ?? 1) >= this.minConfidence) {
       tokens.push(next.token);
       if (tokens.length >= maxLen) break;
-      [next] = await this.draft.append([next.token], 1, true);
+      next = ranked ? await ranked.append(next.token) : (await this.draft.append([next.token], 1, true))[0]!;
       evaluations++;
     }
-    return chainOffer(tokens, { evaluations, generationMs: representative ? this.now() - t0 : undefined });
+    const fields = { evaluations, generationMs: representative ? this.now() - t0 : undefined };
+    if (!ranked) return chainOffer(tokens, fields);
+    return { kind: 'tree', tree: ranked.tree(tokens, treeNodes), chain: tokens, ...fields };
   }
 
   record(): void {}
+}
+
+/** The draft's distributions at each depth of a chain being drafted, and the tree of its leaves. */
+class DraftLeaves {
+  /** Index d: the draft's ranked tokens and their probabilities after d tokens of the chain. */
+  private readonly depths: { tokens: Token[]; probabilities: number[] }[] = [];
+
+  constructor(private readonly draft: GreedyEvaluator) {}
+
+  /** As syncAndPredictNext, the next token ranked. */
+  async sync(history: readonly Token[]): Promise<{ next: EvaluatedNext; evaluated: number }> {
+    const { next, evaluated } = await syncAndRankNext(this.draft, history, DRAFT_TREE_TOP);
+    return { next: this.keep(next), evaluated };
+  }
+
+  /** The drafted `token` evaluated, the next one ranked. */
+  async append(token: Token): Promise<EvaluatedNext> {
+    const [next] = await this.draft.appendRanked!([token], 1, DRAFT_TREE_TOP, true);
+    return this.keep(next!);
+  }
+
+  /** A depth's distribution kept; its greedy token with its probability, as the chain reads it. */
+  private keep(ranked: RankedNext): EvaluatedNext {
+    const probabilities = ranked.probabilities ?? [];
+    this.depths.push({ tokens: ranked.tokens, probabilities });
+    return probabilities.length > 0 ? { token: ranked.tokens[0]!, confidence: probabilities[0]! } : { token: ranked.tokens[0]! };
+  }
+
+  /**
+   * The chain, then leaves up to `nodes` nodes in all: at depth d (under chain node d − 1, the root at
+   * d = 0) the draft's ranked tokens other than the chain's, each scored by the chance of the chain up
+   * to it times its own probability, the likeliest first. Where the chain stopped unsure, its greedy
+   * token there is a leaf too.
+   */
+  tree(chain: readonly Token[], nodes: number): TokenTree {
+    const tree: TokenTree = { tokens: [...chain], parents: chain.map((_, i) => i - 1) };
+    const leaves: { parent: number; token: Token; score: number }[] = [];
+    let reach = 1;
+    for (let d = 0; d < this.depths.length && d <= chain.length; d++) {
+      const { tokens, probabilities } = this.depths[d]!;
+      for (let r = 0; r < tokens.length; r++) if (tokens[r] !== chain[d]) leaves.push({ parent: d - 1, token: tokens[r]!, score: reach * (probabilities[r] ?? 0) });
+      reach *= probabilities[0] ?? 0;
+    }
+    leaves.sort((a, b) => b.score - a.score);
+    for (const leaf of leaves.slice(0, Math.max(0, nodes - chain.length))) {
+      tree.tokens.push(leaf.token);
+      tree.parents.push(leaf.parent);
+    }
+    return tree;
+  }
 }

@@ -33,7 +33,7 @@ export interface GreedyEvaluator {
    * append (every position is read whole), so only called when alternatives are asked for; optional
    * (the tests' plain-function evaluators need not have it).
    */
-  appendRanked?(input: readonly Token[], outputs: number, top: number): Promise<RankedNext[]>;
+  appendRanked?(input: readonly Token[], outputs: number, top: number, withProbabilities?: boolean): Promise<RankedNext[]>;
   /**
    * Verifies a token tree (speculation/tokenTree.ts) after the cached tokens in ONE batch [pending,
    * ...tree nodes], each node attending only to the cache, the pending token and its own ancestors;
@@ -69,6 +69,8 @@ export interface RankedNext {
    * Infinity when there is no second token, or its probability underflowed to 0.
    */
   margin: number;
+  /** With `withProbabilities`: each token's probability (the softmax over the whole vocabulary), in the order of `tokens`. */
+  probabilities?: number[];
 }
 
 export interface EvaluatedNext {
@@ -142,6 +144,14 @@ export async function syncAndPredictNext(evaluator: GreedyEvaluator, tokens: rea
   const rest = tokens.slice(reused);
   const [next] = await evaluator.append(rest, 1, withConfidence);
   return { next, reused, evaluated: rest.length };
+}
+
+/** As syncAndPredictNext, the next token's `top` likeliest with their probabilities (GreedyEvaluator.appendRanked, which the evaluator must have). */
+export async function syncAndRankNext(evaluator: GreedyEvaluator, tokens: readonly Token[], top: number): Promise<{ next: RankedNext; evaluated: number }> {
+  const { reused } = await keepReusable(evaluator, tokens);
+  const rest = tokens.slice(reused);
+  const [next] = await evaluator.appendRanked!(rest, 1, top, true);
+  return { next: next!, evaluated: rest.length };
 }
 
 /**

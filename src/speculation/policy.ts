@@ -300,7 +300,12 @@ export class SpeculationPolicy {
    * over its cost compare with its likeliest chain's (TreeChoice).
    */
   verifiesTree(source: SourceId, size: number): boolean {
-    return this.settings.verifyTrees !== false && this.verifyShapeMode === 'fixed' && size > 1 && this.trees.prefersTree(source, size);
+    return this.mayVerifyTrees(size) && this.trees.prefersTree(source, size);
+  }
+
+  /** Whether a step on a fixed shape of `size` may verify a tree at all (the settings allow trees; nothing learned is asked). */
+  mayVerifyTrees(size: number): boolean {
+    return this.settings.verifyTrees !== false && this.verifyShapeMode === 'fixed' && size > 1;
   }
 
   /** Records what a fixed-shape step of `size` tokens yielded (the target's token included). */

@@ -100,7 +100,12 @@ export interface LookupProposer<O extends Offer = Offer> extends ProposerBase<O>
 /** Costs model evaluations (a draft model): asked only once the policy chose it, for the length it chose. */
 export interface ModelProposer<O extends Offer = Offer> extends ProposerBase<O> {
   readonly asks: 'model';
-  offer(history: readonly Token[], maxLen: number): Promise<O | null>;
+  /**
+   * What it offers after `history`: a chain of at most maxLen tokens, or null. `treeNodes` (> 0): the
+   * step may verify a tree of that many nodes (a fixed verify shape the target verifies trees on), so
+   * it may offer a tree holding that chain and alternatives beside it.
+   */
+  offer(history: readonly Token[], maxLen: number, treeNodes?: number): Promise<O | null>;
 }
 
 export type Proposer<O extends Offer = Offer> = LookupProposer<O> | ModelProposer<O>;

@@ -144,7 +144,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
     const remaining = Math.min(stop.remaining, room + 1);
     const draftMsBefore = spec.draftMs;
     const tPropose = now();
-    const proposal = shape === 1 ? NO_PROPOSAL : await propose(policy, proposers, history, remaining, spec, now, shape);
+    const proposal = shape === 1 ? NO_PROPOSAL : await propose(policy, proposers, history, remaining, spec, now, shape, treeRoom(target, policy, shape));
     const step: StepContext = { target, policy, spec, observers, history, now };
     const t0 = now();
     const tree = treeToVerify(step, proposal, shape);
@@ -189,12 +189,18 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
   return finish();
 }
 
+/** Nodes a tree of this step may hold where the target verifies trees on this fixed shape (0: chains only). */
+function treeRoom(target: GreedyEvaluator, policy: SpeculationPolicy, shape: number): number {
+  return target.verifyTree && policy.mayVerifyTrees(shape) && shape - 1 <= (target.maxTreeNodes ?? Number.POSITIVE_INFINITY) ? shape - 1 : 0;
+}
+
 /**
  * The step's proposal. The lookups are asked every step (also when another source wins: the window
  * copy follows the output through the window); a source that runs a model only once chosen, for the
  * length the policy chose. With a fixed shape (`shape` > 1) the batch costs the same whatever it
  * holds: the lookups offer up to shape − 1 tokens and the chosen one's whole offer is verified; where
- * the policy chose none, the longest offer is (the first of equals).
+ * the policy chose none, the longest offer is (the first of equals). A model is told the tree room
+ * (`treeNodes`), where a step may verify a tree.
  */
 async function propose(
   policy: SpeculationPolicy,
@@ -204,6 +210,7 @@ async function propose(
   spec: SpeculationStats,
   now: () => number,
   shape: number,
+  treeNodes: number,
 ): Promise<StepProposal> {
   if (proposers.length === 0) return NO_PROPOSAL;
   const maxLen = shape > 1 ? shape - 1 : Math.max(0, remaining - 1);
@@ -219,7 +226,7 @@ async function propose(
   const { proposer, offer } = offers.find((o) => o.proposer.id === plan.source)!;
   if (proposer.asks === 'lookup') return offer ? { tokens: shape > 1 ? offeredChain(offer) : offeredChain(offer).slice(0, plan.maxLen), chosen: { proposer, offer } } : NO_PROPOSAL;
   const t0 = now();
-  const asked = await proposer.offer(history, plan.maxLen);
+  const asked = await proposer.offer(history, plan.maxLen, treeNodes);
   spec.draftMs += now() - t0;
   const tokens = asked ? offeredChain(asked).slice(0, plan.maxLen) : [];
   spec.draftEvaluations += asked?.evaluations ?? tokens.length;

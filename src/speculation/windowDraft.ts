@@ -1,7 +1,7 @@
 import type { Token } from '../shared/decoding';
 import { DRAFT_SOURCE, DraftModelProposer, draftAcceptance } from './draftModelProposer';
 import type { GreedyEvaluator } from './greedyEvaluator';
-import type { ChainOffer, ModelProposer } from './proposer';
+import type { ModelProposer, Offer } from './proposer';
 
 /** Where the window may start moves in steps of this many tokens: a keystroke then keeps the window's cache. */
 export const WINDOW_STEP = 64;
@@ -39,8 +39,8 @@ export class WindowDraftProposer implements ModelProposer {
     return [...history.slice(0, this.sinks), ...history.slice(this.cut)];
   }
 
-  offer(history: readonly Token[], maxLen: number): Promise<ChainOffer> {
-    return this.inner.offer(this.windowOf(history), maxLen);
+  offer(history: readonly Token[], maxLen: number, treeNodes?: number): Promise<Offer> {
+    return this.inner.offer(this.windowOf(history), maxLen, treeNodes);
   }
 
   record(): void {}

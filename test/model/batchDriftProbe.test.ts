@@ -16,8 +16,12 @@ const ROOT = path.resolve(__dirname, '../..');
 const TARGET = path.join(ROOT, 'models/draftline-code-target.gguf');
 const DRAFT = path.join(ROOT, 'models/draftline-code-draft.gguf');
 
-async function load(flashAttention: 'on' | 'off'): Promise<InferenceSession> {
-  return InferenceSession.load({ targetModel: TARGET, draftModel: DRAFT, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512, flashAttention }, { ...DEFAULT_SPECULATION }, () => undefined);
+async function load(flashAttention: 'on' | 'off', treeVerification: 'on' | 'off' = 'off'): Promise<InferenceSession> {
+  return InferenceSession.load(
+    { targetModel: TARGET, draftModel: DRAFT, gpu: 'cpu', gpuLayers: 0, threads: 1, contextSize: 512, flashAttention, treeVerification },
+    { ...DEFAULT_SPECULATION },
+    () => undefined,
+  );
 }
 
 describe('batch-drift probe', () => {
@@ -38,5 +42,16 @@ describe('batch-drift probe', () => {
     const on = await batchDrift(session);
     assert.ok(off > 1e-3, `flash attention off: drift ${off}`);
     assert.equal(on, 0, 'flash attention on: batches are bit-identical to single tokens');
+  });
+
+  it('sees what tree steps move where the target verifies trees: with flash attention on, the KV cells out of order', async () => {
+    await session?.dispose();
+    // The same target on Draftline's unified context: tree steps leave accepted cells after rejected ones'.
+    session = await load('on', 'on');
+    assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
+    const trees = await batchDrift(session);
+    assert.ok(trees > 1e-3, `tree steps: drift ${trees}`);
+    // The probe leaves the cache empty.
+    assert.equal(session.target.evaluator.tokens.length, 0);
   });
 });

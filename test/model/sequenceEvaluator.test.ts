@@ -227,6 +227,36 @@ describe('LlamaSequenceEvaluator: the native and direct paths equal the library 
       process.stdout.write(`# ${fast}: ${positions} positions ranked, ${smallMargins} with a margin under 1\n`);
     });
 
+  for (const fast of FAST_PATHS)
+    it(`${fast}: appendRanked with probabilities gives the library's, the first the greedy token's confidence`, async () => {
+      const ranked = await make(fast);
+      const library = await make('library');
+      const greedy = await make(fast);
+      const TOP = 4;
+      const rand = mulberry32(23);
+      let positions = 0;
+      const check = async (batch: number[], outputs: number, what: string) => {
+        const [a, b, g] = [await ranked.appendRanked(batch, outputs, TOP, true), await library.appendRanked(batch, outputs, TOP, true), await greedy.append(batch, outputs, true)];
+        a.forEach((next, j) => {
+          positions++;
+          const p = next.probabilities!;
+          assert.equal(p.length, next.tokens.length, what);
+          assert.deepEqual(next.tokens, b[j]!.tokens, `${what}, position ${j}`);
+          for (const [r, x] of p.entries()) assert.ok(Math.abs(x - b[j]!.probabilities![r]!) <= 1e-4, `${what}, position ${j}, rank ${r}: ${x} vs the library's ${b[j]!.probabilities![r]}`);
+          assert.ok(Math.abs(p[0]! - g[j]!.confidence!) <= 1e-5, `${what}: ${p[0]} vs the confidence ${g[j]!.confidence}`);
+          assert.ok(p.every((x, r) => r === 0 || x <= p[r - 1]!) && p.reduce((t, x) => t + x, 0) <= 1 + 1e-5, `${what}: ${p}`);
+        });
+      };
+      // Without asking, none.
+      assert.equal((await (await make(fast)).appendRanked(prompt, 1, TOP))[0]!.probabilities, undefined);
+      await check(prompt, 3, 'prompt');
+      for (let step = 0; step < 6; step++) {
+        const batch = Array.from({ length: 1 + (step % 3) }, () => Math.floor(rand() * 4000) + 10);
+        await check(batch, step % 2 === 0 ? 1 : batch.length, `step ${step}`);
+      }
+      assert.ok(positions >= 10, `${positions} positions`);
+    });
+
   it("the native reader's argmax picks what llama.cpp's greedy sampler picks: the first of equal logits, never a NaN after index 0", () => {
     const loaded = loadNativeAddon();
     assert.ok('addon' in loaded, 'error' in loaded ? loaded.error : '');

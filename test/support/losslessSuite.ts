@@ -175,7 +175,7 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
 
     treeIt('token trees on a fixed shape (the right continuation among wrong branches, and random ones) equal plain greedy decoding token for token', async () => {
       assert.equal(session.info.treeVerification?.used, true, JSON.stringify(session.info.treeVerification));
-      const tally = { steps: 0, nodes: 0, accepted: 0, offersWithTruth: 0, suffixSteps: 0 };
+      const tally = { steps: 0, nodes: 0, accepted: 0, offersWithTruth: 0, suffixSteps: 0, draftSteps: 0 };
       for (const c of promptCases(Math.max(2, Math.ceil(pair.prompts / 2)), pair.prompts * 19 + pair.name.length)) {
         const plain = await session.complete(request_(c, 'plain'));
         const prompt = session.promptFor(request_(c, 'plain'));
@@ -197,12 +197,18 @@ export function losslessSuite(pair: Pair, options: SuiteOptions): void {
           await same(suffix, plain, request_(c, mode), `${mode} with the suffix proposer's trees on ${c.name}`);
           tally.suffixSteps += sourceStats(suffix.stats.speculation, 'suffix').treeSteps ?? 0;
         }
+        // The draft's chains with leaves (its next likeliest tokens at each depth) verified as trees.
+        const draftPolicy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, ...pair.speculation, adaptive: false, verifyShape: 'fixed', fixedShapeSize: 16 });
+        const draft = await session.complete(request_(c, 'draft'), undefined, { policy: draftPolicy });
+        await same(draft, plain, request_(c, 'draft'), `draft with its leaves on ${c.name}`);
+        tally.draftSteps += sourceStats(draft.stats.speculation, 'draft').treeSteps ?? 0;
       }
       process.stdout.write(
-        `# ${pair.name}: ${tally.steps} tree steps, ${tally.accepted} of ${tally.nodes} nodes accepted (${tally.offersWithTruth} trees held the right continuation); the suffix proposer's trees: ${tally.suffixSteps} steps\n`,
+        `# ${pair.name}: ${tally.steps} tree steps, ${tally.accepted} of ${tally.nodes} nodes accepted (${tally.offersWithTruth} trees held the right continuation); the suffix proposer's trees: ${tally.suffixSteps} steps; the draft's with leaves: ${tally.draftSteps} steps\n`,
       );
       // The check proves something only if trees were verified and some of their nodes kept.
       assert.ok(tally.steps > 0 && tally.accepted > 0, JSON.stringify(tally));
+      assert.ok(tally.draftSteps > 0, JSON.stringify(tally));
     });
 
     const copyIt = pair.treesOnly ? it.skip : it;
