@@ -38,7 +38,7 @@ export function wantsTreeVerification(setting: ModelSettings['treeVerification']
     const where = gpu === false ? 'the CPU' : gpuLayers > 0 ? gpu : `${gpu} with no layer on the GPU`;
     return { used: false, reason: `the target computes on ${where}: verify batches cost about what they hold there, so chains are verified` };
   }
-  if (!proposesTrees) return { used: false, reason: 'no proposer in use offers trees (the suffix proposer, draftline.speculation.suffix, is off)' };
+  if (!proposesTrees) return { used: false, reason: "no tree proposer is on (the suffix proposer, draftline.speculation.suffix, is off; the draft's leaves alone do not turn trees on)" };
   return { used: true };
 }
 

@@ -235,7 +235,7 @@ describe('where the target verifies trees, and what Show Stats says of them', ()
     // One KV stream costs every step attention over the other sequences' cells: 'auto' waits for a proposer that offers trees.
     const idle = wantsTreeVerification('auto', 'cuda', 28, false);
     assert.equal(idle.used, false);
-    if (addon) assert.match((idle as { reason: string }).reason, /no proposer in use offers trees/);
+    if (addon) assert.match((idle as { reason: string }).reason, /no tree proposer is on/);
     assert.equal(wantsTreeVerification('on', 'cuda', 28, false).used, addon);
     // Where the backend rules trees out, that is the reason given, whatever the proposers.
     if (addon) assert.match((wantsTreeVerification('auto', false, 0, false) as { reason: string }).reason, /^the target computes on the CPU/);
