@@ -18,7 +18,7 @@ const LIMIT = 60 * 2 ** 20;
 const SERVER_BIN = path.join(ROOT, 'bench', 'cache', 'llama-server', 'build', 'bin');
 /** Short: every step starts and most are cut at their limits (the minimum, 20 s). */
 const BUDGET_S = 150;
-const LEASE_STEPS = ['edits-gpu-q8', 'regime1-gpu', 'regime2-gpu', 'edits-gpu-f16', 'profile-gpu', 'edits-cpu', 'regime1-cpu'];
+const LEASE_STEPS = ['edits-gpu-q8', 'regime1-gpu', 'trees-gpu', 'regime2-gpu', 'edits-gpu-f16', 'profile-gpu', 'edits-cpu', 'regime1-cpu'];
 
 /**
  * `unshare -n` when it works here (root, or user namespaces): then the run has no network interface
