@@ -118,7 +118,7 @@ lease() {
   local -a steps=(
     "edits-gpu-q8|22|$q --gpu $cuda --regimes edits --edits-replay-target $replay_q8 --edits-cases $e --edits-replay-cases $r"
     "regime1-gpu|14|$q --gpu $cuda --regimes 1 --pairs v3 --tasks $tasks --auto-closed-tasks $((tasks / 4))"
-    "trees-gpu|8|$q --gpu $cuda --regimes 1 --pairs v3 --tasks $tasks --auto-closed-tasks 0 --modes plain,draft,hybrid --trees on"
+    "trees-gpu|8|$q --gpu $cuda --regimes 1 --pairs v3 --tasks $((tasks / 2 > 0 ? tasks / 2 : 1)) --auto-closed-tasks 0 --modes plain,draft,hybrid --trees on"
     "regime2-gpu|22|$q --gpu $cuda --regimes 2 --regime2-targets v3${big_targets:+,$big_targets} --tasks $t2"
     "edits-gpu-f16|12|$q --gpu $cuda --regimes edits --edits-replay-target $replay_f16 --edits-cases $n --edits-replay-cases $((r / 2 > 0 ? r / 2 : 1))"
     "profile-gpu|10|profile --gpu $cuda --targets $profile_targets --tasks $((t2 < 4 ? t2 : 4))"
