@@ -11,6 +11,7 @@ import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { type CountedCase, countReplay, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
 import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
 import { fmt, median } from './stats';
+import { mulberry32 } from '../testbed/ggufWriter';
 
 /** The replay's rivals: llama-server's two model-free spec types, ported, with the server's defaults. */
 export const REPLAY_RIVALS = {
@@ -66,14 +67,7 @@ const ORDER_MODES = { own: 'copy + suffix (ours)', ported: 'ngram-simple' } as c
 
 /** `items` in a seeded random order (Fisher-Yates over mulberry32): the same order for a seed at every commit. */
 export function shuffled<T>(items: readonly T[], seed: number): T[] {
-  let state = seed >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = mulberry32(seed);
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

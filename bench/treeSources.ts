@@ -7,6 +7,7 @@ import type { LlamaContextSequence } from '../src/llama/llamaTypes';
 import { HistoryIndex, type NgramIndex, type SuffixMatches, suffixMatches } from '../src/ngram';
 import { SUFFIX_MAX_OCCURRENCES } from '../src/inference/documentNgrams';
 import { SuffixRates } from '../src/speculation/suffixAcceptance';
+import { chainWithLeaves } from '../src/speculation/draftModelProposer';
 import { type SuffixOffer, SuffixProposer } from '../src/speculation/suffixProposer';
 import type { Token } from '../src/shared/decoding';
 import type { NgramProposer } from '../src/speculation/ngramProposer';
@@ -120,7 +121,7 @@ export async function draftChain(at: DraftAt, step: StepContext, minConfidence: 
  * costs no draft batch more than the chain. The chain's nodes first, then the leaves by their path's
  * draft probability, up to `budget`.
  */
-export async function draftChainWithSiblings(at: DraftAt, step: StepContext, minConfidence: number, k: number): Promise<StepProposal> {
+export async function draftChainWithLeaves(at: DraftAt, step: StepContext, minConfidence: number, k: number): Promise<StepProposal> {
   const path: Token[] = [];
   const tops: TopK[] = [];
   while (path.length < step.budget) {
@@ -129,20 +130,12 @@ export async function draftChainWithSiblings(at: DraftAt, step: StepContext, min
     if (top.tokens.length === 0 || top.probs[0]! < minConfidence) break;
     path.push(top.tokens[0]!);
   }
-  const tree = chainTree(path);
-  // Leaves at depth d hang under chain node d − 1 (the root at d = 0), scored by the chain's probability up to them;
-  // where the chain stopped unsure, its top token there is a leaf too.
-  const leaves: { parent: number; token: Token; score: number }[] = [];
-  let reach = 1;
-  tops.forEach((top, d) => {
-    for (let i = d < path.length ? 1 : 0; i < Math.min(k, top.tokens.length); i++) leaves.push({ parent: d - 1, token: top.tokens[i]!, score: reach * top.probs[i]! });
-    reach *= top.probs[0] ?? 0;
-  });
-  leaves.sort((a, b) => b.score - a.score);
-  for (const leaf of leaves.slice(0, Math.max(0, step.budget - path.length))) {
-    tree.tokens.push(leaf.token);
-    tree.parents.push(leaf.parent);
-  }
+  // The draft's k likeliest at each depth, as DraftModelProposer reads them.
+  const tree = chainWithLeaves(
+    path,
+    tops.map((top) => ({ tokens: top.tokens.slice(0, k), probabilities: top.probs.slice(0, k) })),
+    step.budget,
+  );
   // Call 0 evaluated the pending token, call j + 1 chain node j; no leaf was evaluated.
   const expanded = tree.tokens.map((_, j) => j < path.length && j + 1 < tops.length);
   return { tree, draftLevels: path.filter((_, j) => j + 1 < tops.length).map(() => 1), expanded };

@@ -86,26 +86,31 @@ class DraftLeaves {
     return probabilities.length > 0 ? { token: ranked.tokens[0]!, confidence: probabilities[0]! } : { token: ranked.tokens[0]! };
   }
 
-  /**
-   * The chain, then leaves up to `nodes` nodes in all: at depth d (under chain node d − 1, the root at
-   * d = 0) the draft's ranked tokens other than the chain's, each scored by the chance of the chain up
-   * to it times its own probability, the likeliest first. Where the chain stopped unsure, its greedy
-   * token there is a leaf too.
-   */
+  /** The chain and its leaves, `nodes` nodes in all (chainWithLeaves). */
   tree(chain: readonly Token[], nodes: number): TokenTree {
-    const tree: TokenTree = { tokens: [...chain], parents: chain.map((_, i) => i - 1) };
-    const leaves: { parent: number; token: Token; score: number }[] = [];
-    let reach = 1;
-    for (let d = 0; d < this.depths.length && d <= chain.length; d++) {
-      const { tokens, probabilities } = this.depths[d]!;
-      for (let r = 0; r < tokens.length; r++) if (tokens[r] !== chain[d]) leaves.push({ parent: d - 1, token: tokens[r]!, score: reach * (probabilities[r] ?? 0) });
-      reach *= probabilities[0] ?? 0;
-    }
-    leaves.sort((a, b) => b.score - a.score);
-    for (const leaf of leaves.slice(0, Math.max(0, nodes - chain.length))) {
-      tree.tokens.push(leaf.token);
-      tree.parents.push(leaf.parent);
-    }
-    return tree;
+    return chainWithLeaves(chain, this.depths, nodes);
   }
+}
+
+/**
+ * The chain, then leaves up to `nodes` nodes in all: at depth d (under chain node d − 1, the root at
+ * d = 0) the draft's ranked tokens there (`depths[d]`, the greedy first) other than the chain's, each
+ * scored by the chance of the chain up to it times its own probability, the likeliest first. Where the
+ * chain stopped unsure (a distribution at depth chain.length), its greedy token there is a leaf too.
+ */
+export function chainWithLeaves(chain: readonly Token[], depths: readonly { tokens: readonly Token[]; probabilities: readonly number[] }[], nodes: number): TokenTree {
+  const tree: TokenTree = { tokens: [...chain], parents: chain.map((_, i) => i - 1) };
+  const leaves: { parent: number; token: Token; score: number }[] = [];
+  let reach = 1;
+  for (let d = 0; d < depths.length && d <= chain.length; d++) {
+    const { tokens, probabilities } = depths[d]!;
+    for (let r = 0; r < tokens.length; r++) if (tokens[r] !== chain[d]) leaves.push({ parent: d - 1, token: tokens[r]!, score: reach * (probabilities[r] ?? 0) });
+    reach *= probabilities[0] ?? 0;
+  }
+  leaves.sort((a, b) => b.score - a.score);
+  for (const leaf of leaves.slice(0, Math.max(0, nodes - chain.length))) {
+    tree.tokens.push(leaf.token);
+    tree.parents.push(leaf.parent);
+  }
+  return tree;
 }
