@@ -8,7 +8,7 @@ import { DirectSamplerReads } from './directSamplerReads';
 import { checkOutputsFit, decodeWithOutputs, directInternals, type LlamaInternals } from './evaluatorInternals';
 import type { ConfidenceSource, EvaluatorOptions, EvaluatorPath, TotalLogitWeightSupport } from './evaluatorPaths';
 import { libraryGreedy, libraryRanked } from './libraryEvaluation';
-import { NativeReads, nativeRanked } from './nativeReads';
+import { NativeReads } from './nativeReads';
 
 export type { ConfidenceSource, DeviceGreedyChoice, EvaluatorOptions, EvaluatorPath } from './evaluatorPaths';
 export { rankedFromProbabilities } from './libraryEvaluation';
@@ -333,7 +333,7 @@ export class LlamaSequenceEvaluator implements GreedyEvaluator {
       return this.direct!.readRanked(batchIndexes, count, firstOutput, top, withProbabilities);
     }
     const out = await this.decodeThen(internals, input, firstOutput, (batchIndexes) =>
-      nativeRanked(reader, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, top, withProbabilities),
+      this.reads.ranked(reader, internals.seq._context._ctx, this.sequenceId ?? -1, batchIndexes, count, top, withProbabilities),
     );
     this.positionsRead += count;
     this.hostLogitBytes += count * this.vocabularySize * 4;

@@ -6,7 +6,7 @@ import type { NativeAddon, NativeTarget } from './nativeAddon';
 /**
  * The reads of a decoded batch that go through Draftline's native addon, with the arrays they reuse
  * from step to step (no allocation per step): the native reader's greedy tokens (and confidences),
- * the device sampler's tokens, and the few best tokens of each position for alternatives.
+ * the device sampler's tokens, and the few best tokens of each position (alternatives, the draft's leaves).
  * LlamaSequenceEvaluator keeps the counts of what each read took.
  */
 export class NativeReads {
@@ -14,6 +14,8 @@ export class NativeReads {
   private expectedTokens = new Int32Array(16);
   private readTokens = new Int32Array(16);
   private readWeights = new Float32Array(16);
+  private topTokens = new Int32Array(64);
+  private topLogits = new Float32Array(64);
 
   /** Grows the reused arrays to hold `count` output positions. */
   reserve(count: number): void {
@@ -52,26 +54,29 @@ export class NativeReads {
     for (let j = 0; j < read; j++) out.push({ token: this.readTokens[j] });
     return { out, shippedBytes };
   }
-}
 
-/**
- * The `top` best tokens of each of `count` positions and the top-two logit margin (the native reader's
- * readTop); with `withProbabilities`, each token's probability too: exp(logit − the best logit) over
- * the normaliser Σ exp(logit − the best) that readGreedy computes (one more pass over each row).
- */
-export function nativeRanked(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, top: number, withProbabilities = false): RankedNext[] {
-  const tokens = new Int32Array(count * top);
-  const logits = new Float32Array(count * top);
-  reader.readTop(nativeContext, batchIndexes, count, top, tokens, logits, sequenceId);
-  const weights = new Float32Array(withProbabilities ? count : 0);
-  if (withProbabilities) reader.readGreedy(nativeContext, batchIndexes, count, new Int32Array(0), -1, true, new Int32Array(count), weights, sequenceId);
-  const out: RankedNext[] = [];
-  for (let j = 0; j < count; j++) {
-    const ranked: Token[] = [];
-    for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
-    const next: RankedNext = { tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY };
-    if (withProbabilities) next.probabilities = ranked.map((_, r) => Math.exp(logits[j * top + r] - logits[j * top]) / weights[j]);
-    out.push(next);
+  /**
+   * The `top` best tokens of each of `count` positions and the top-two logit margin (the native
+   * reader's readTop); with `withProbabilities`, each token's probability too: exp(logit − the best
+   * logit) over the normaliser Σ exp(logit − the best) that readGreedy computes (one more pass over each row).
+   */
+  ranked(reader: NativeAddon, nativeContext: NativeTarget, sequenceId: number, batchIndexes: Int32Array, count: number, top: number, withProbabilities = false): RankedNext[] {
+    this.reserve(count);
+    if (this.topTokens.length < count * top) {
+      this.topTokens = new Int32Array(count * top * 2);
+      this.topLogits = new Float32Array(count * top * 2);
+    }
+    const { topTokens: tokens, topLogits: logits } = this;
+    reader.readTop(nativeContext, batchIndexes, count, top, tokens, logits, sequenceId);
+    if (withProbabilities) reader.readGreedy(nativeContext, batchIndexes, count, this.expectedTokens, -1, true, this.readTokens, this.readWeights, sequenceId);
+    const out: RankedNext[] = [];
+    for (let j = 0; j < count; j++) {
+      const ranked: Token[] = [];
+      for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
+      const next: RankedNext = { tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY };
+      if (withProbabilities) next.probabilities = ranked.map((_, r) => Math.exp(logits[j * top + r] - logits[j * top]) / this.readWeights[j]);
+      out.push(next);
+    }
+    return out;
   }
-  return out;
 }

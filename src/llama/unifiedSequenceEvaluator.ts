@@ -2,7 +2,7 @@ import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext, TreeVerdict } from '../speculation/greedyEvaluator';
 import type { TokenTree } from '../speculation/tokenTree';
 import { checkOutputsFit } from './evaluatorInternals';
-import { NativeReads, nativeRanked } from './nativeReads';
+import { NativeReads } from './nativeReads';
 import type { NativeAddon } from './nativeAddon';
 import { treeBatch, walkTree } from './treeBatch';
 
@@ -133,7 +133,7 @@ export class UnifiedSequenceEvaluator implements GreedyEvaluator {
     return this.decodeThen(input, firstOutput, (batchIndexes, count) => {
       if (count <= 0) return [];
       this.counted(count);
-      return nativeRanked(this.context.addon, this.context.handle, -1, batchIndexes, count, top, withProbabilities);
+      return this.reads.ranked(this.context.addon, this.context.handle, -1, batchIndexes, count, top, withProbabilities);
     });
   }
 
