@@ -1,4 +1,5 @@
 // npm run bench:kv-branches [-- --targets v3,1.5b] [--prefix 1000] [--context 2048] [--threads N] [--rounds 15] [--gpu cpu|cuda]
+//   [--flash-attention off|on|off,on]
 //
 // The two ways a token tree's branches can share a cached prefix, measured:
 // (a) branches in KV sequences of node-llama-cpp's context, which keeps one KV stream per sequence
@@ -38,6 +39,11 @@ const contextSize = Number(arg('context', '2048'));
 const threads = Number(arg('threads', '2'));
 const rounds = Number(arg('rounds', '25'));
 const gpu = arg('gpu', 'cpu') as ModelSettings['gpu'];
+/** Each target is measured once per setting: one stream's attention over the other sequences' cells may cost otherwise with flash attention (a GPU's usual choice). */
+const flashAttentionSettings = arg('flash-attention', 'off').split(',').map((s) => {
+  if (s !== 'on' && s !== 'off') throw new Error(`--flash-attention takes off, on or off,on, not ${s}`);
+  return s === 'on';
+});
 /** Other sequences (prompt states) beside the measured one in (b), each holding a prompt as long as its prefix. */
 const CROWD = 3;
 /** Paths a tree step's tree has in (b)'s timing (the suffix trees below have about as many at B = 16). */
@@ -55,9 +61,10 @@ interface Row {
   /** (b): µs of a seq_cp (an id added to the prefix's cells) and of a seq_rm of a path, and ms of a tree step's batch vs a chain's at B = 16. */
   unified: { copyUs: number; removeUs: number; treeStepMs: number; chainStepMs: number; crowdedChainStepMs: number; aloneChainStepMs: number };
   backend: string;
+  flashAttention: boolean;
 }
 
-async function measure(name: string): Promise<Row> {
+async function measure(name: string, flashAttention: boolean): Promise<Row> {
   const target = await benchTarget(name);
   const info = await inspectModelFile(target.file);
   const llama = await getRuntime({ gpu }, threads, () => undefined);
@@ -69,7 +76,7 @@ async function measure(name: string): Promise<Row> {
   const batchSize = 512;
   try {
     // (a) node-llama-cpp's context: a stream per sequence.
-    const context = await model.createContext({ contextSize, sequences: 2, threads, batchSize, flashAttention: false });
+    const context = await model.createContext({ contextSize, sequences: 2, threads, batchSize, flashAttention });
     const native = (context as unknown as { _ctx: object & { removeTokenCellsFromSequence(seq: number, from: number, to: number): boolean } })._ctx;
     const main = new LlamaSequenceEvaluator(context.getSequence(), model);
     for (let at = 0; at < prefix.length; at += batchSize) await main.append(prefix.slice(at, at + batchSize), 0);
@@ -96,7 +103,7 @@ async function measure(name: string): Promise<Row> {
     };
 
     // (b) Draftline's unified context: one stream.
-    const unified = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention: false, treeNodes: 63 });
+    const unified = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
     try {
       const ev = unified.evaluators[0]!;
       for (let at = 0; at < prefix.length; at += batchSize) await ev.append(prefix.slice(at, at + batchSize), 0);
@@ -134,7 +141,7 @@ async function measure(name: string): Promise<Row> {
       // The same chain step on a second context whose other sequences hold prompts of their own (one
       // stream: every step's attention spans their cells too, masked, where a stream per sequence
       // spans its own), the two contexts' steps alternated round by round: the machine's speed drifts.
-      const crowdedContext = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention: false, treeNodes: 63 });
+      const crowdedContext = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
       const crowded: number[] = [];
       const alone: number[] = [];
       try {
@@ -158,7 +165,7 @@ async function measure(name: string): Promise<Row> {
         await crowdedContext.dispose();
       }
       return {
-        target: `${name} (${target.note})`,
+        target: `${name} (${target.note})${flashAttentionSettings.length > 1 || flashAttention ? `, flash attention ${flashAttention ? 'on' : 'off'}` : ''}`,
         bytesPerToken,
         streamCopy,
         unified: {
@@ -170,6 +177,7 @@ async function measure(name: string): Promise<Row> {
           aloneChainStepMs: median(alone),
         },
         backend: llama.gpu === false ? 'cpu' : llama.gpu,
+        flashAttention,
       };
     } finally {
       await unified.dispose();
@@ -239,8 +247,10 @@ function tokens(count: number, vocab: number, from = 0): Token[] {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const name of targets) {
-    process.stderr.write(`measuring ${name}\n`);
-    rows.push(await measure(name));
+    for (const flashAttention of flashAttentionSettings) {
+      process.stderr.write(`measuring ${name}, flash attention ${flashAttention ? 'on' : 'off'}\n`);
+      rows.push(await measure(name, flashAttention));
+    }
   }
   const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
   const vocabulary = await llama.loadModel({ modelPath: (await benchTarget('v3')).file, vocabOnly: true });

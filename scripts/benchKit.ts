@@ -75,6 +75,7 @@ async function bundleBenches(): Promise<void> {
       profile: path.join(ROOT, 'bench/profile.ts'),
       targets: path.join(ROOT, 'bench/writeTargets.ts'),
       'server-check': path.join(ROOT, 'bench/serverCheck.ts'),
+      'kv-branches': path.join(ROOT, 'bench/kvBranches.ts'),
     },
     outdir: path.join(KIT, 'bench'),
     bundle: true,

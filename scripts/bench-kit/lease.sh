@@ -112,14 +112,15 @@ lease() {
   timeout -k 5 90 bash "$KIT/run.sh" server-check --gpu "$cuda"
   echo "[lease] server check: exit $?, $(($(now) - t)) s"
 
-  local n=1 e=6 r=24 tasks=20 t2=6 q=
-  [ "$small" = 1 ] && { n=1 e=1 r=1 tasks=2 t2=1 q=--quick; }
+  local n=1 e=6 r=24 tasks=20 t2=6 q= kv_rounds=15
+  [ "$small" = 1 ] && { n=1 e=1 r=1 tasks=2 t2=1 q=--quick kv_rounds=2; }
   # name | weight | run.sh arguments. In order of value; weights are shares of the budget left.
   local -a steps=(
     "edits-gpu-q8|22|$q --gpu $cuda --regimes edits --edits-replay-target $replay_q8 --edits-cases $e --edits-replay-cases $r"
     "regime1-gpu|14|$q --gpu $cuda --regimes 1 --pairs v3 --tasks $tasks --auto-closed-tasks $((tasks / 4))"
     "trees-gpu|8|$q --gpu $cuda --regimes 1 --pairs v3 --tasks $((tasks / 2 > 0 ? tasks / 2 : 1)) --auto-closed-tasks 0 --modes plain,draft,hybrid --trees on"
-    "regime2-gpu|22|$q --gpu $cuda --regimes 2 --regime2-targets v3${big_targets:+,$big_targets} --tasks $t2"
+    "kv-branches-gpu|6|kv-branches --gpu $cuda --targets v3,$replay_f16 --flash-attention off,on --rounds $kv_rounds"
+    "regime2-gpu|16|$q --gpu $cuda --regimes 2 --regime2-targets v3${big_targets:+,$big_targets} --tasks $t2"
     "edits-gpu-f16|12|$q --gpu $cuda --regimes edits --edits-replay-target $replay_f16 --edits-cases $n --edits-replay-cases $((r / 2 > 0 ? r / 2 : 1))"
     "profile-gpu|10|profile --gpu $cuda --targets $profile_targets --tasks $((t2 < 4 ? t2 : 4))"
     "edits-cpu|8|$q --gpu cpu --threads $cores --regimes edits --edits-replay-target $replay_q8 --edits-cases $n --edits-replay-cases $((r / 3 > 0 ? r / 3 : 1))"

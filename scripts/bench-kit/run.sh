@@ -2,6 +2,7 @@
 # Runs Draftline's benchmark from this kit, with no network and no Node installed:
 #   bash run.sh [bench args]            e.g. --gpu cuda --regimes 1,2 --regime2-targets v3,7b-qwen
 #   bash run.sh profile [profile args]  the per-step profile (npm run bench:profile)
+#   bash run.sh kv-branches [args]      the KV designs for token trees (npm run bench:kv-branches)
 #   bash run.sh lease [--budget-s N] [--out DIR]   every GPU step of a lease, one command (lease.sh)
 #   bash run.sh lease --prepare         the build and the random targets, detached (a first command)
 #   bash run.sh server-check            llama-server starts and answers
@@ -29,6 +30,7 @@ if [ -z "$preparing" ] && { [ ! -f "$KIT/models/draftline-code-target.gguf" ] ||
 fi
 if [ "${1:-}" = lease ]; then shift; exec bash "$KIT/lease.sh" "$@"; fi
 if [ "${1:-}" = profile ]; then SCRIPT="$KIT/bench/profile.js"; shift; fi
+if [ "${1:-}" = kv-branches ]; then SCRIPT="$KIT/bench/kv-branches.js"; shift; fi
 # run.sh server-check [--gpu cuda]: llama-server starts and answers (bench/serverCheck.ts).
 if [ "${1:-}" = server-check ]; then SCRIPT="$KIT/bench/server-check.js"; shift; fi
 args=("$@")
@@ -43,7 +45,7 @@ if [ ! -f "$KIT/models/tiny-code-target.gguf" ]; then
   has() { local a; for a in "${args[@]}"; do [ "$a" = "$1" ] && return 0; done; return 1; }
   if [ "$SCRIPT" = "$KIT/bench/profile.js" ]; then
     has --targets || args+=(--targets v3,qwen-vocab)
-  else
+  elif [ "$SCRIPT" = "$KIT/bench/run.js" ]; then
     has --pairs || has --target || args+=(--pairs v3)
     has --regime2-targets || args+=(--regime2-targets v3,qwen-vocab)
   fi

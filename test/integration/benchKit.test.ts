@@ -18,7 +18,7 @@ const LIMIT = 60 * 2 ** 20;
 const SERVER_BIN = path.join(ROOT, 'bench', 'cache', 'llama-server', 'build', 'bin');
 /** Short: every step starts and most are cut at their limits (the minimum, 20 s). */
 const BUDGET_S = 150;
-const LEASE_STEPS = ['edits-gpu-q8', 'regime1-gpu', 'trees-gpu', 'regime2-gpu', 'edits-gpu-f16', 'profile-gpu', 'edits-cpu', 'regime1-cpu'];
+const LEASE_STEPS = ['edits-gpu-q8', 'regime1-gpu', 'trees-gpu', 'kv-branches-gpu', 'regime2-gpu', 'edits-gpu-f16', 'profile-gpu', 'edits-cpu', 'regime1-cpu'];
 
 /**
  * `unshare -n` when it works here (root, or user namespaces): then the run has no network interface
@@ -79,6 +79,9 @@ describe('bench kit', () => {
         `# bench kit: lease in ${((Date.now() - t) / 1000).toFixed(0)} s; ${log.match(/\[lease\] targets written in .*/)?.[0]}; ${log.match(/\[lease\] server check: .*/)?.[0]}; ${log.match(/\[lease\] steps: .*/)?.[0]}\n`,
       );
       for (const step of LEASE_STEPS) assert.match(log, new RegExp(`\\[lease\\] step ${step}: \\d+ s \\(limit \\d+ s\\), (exit 0|stopped at its limit)`), `step ${step}`);
+      // Where the KV designs' step ended on its own, both flash-attention settings measured the shared stream's cost.
+      if (/\[lease\] step kv-branches-gpu: \d+ s \(limit \d+ s\), exit 0/.test(log))
+        for (const setting of ['off', 'on']) assert.match(log, new RegExp(`^\\| v3 \\(.*\\), flash attention ${setting} \\|( [\\d.]+ \\|){7}$`, 'm'), `kv-branches, flash attention ${setting}`);
       if (/Regime 1: the embedded v3 pair/.test(log)) {
         assert.match(log, /Regime 1: the embedded v3 pair \(draftline-code-target \+ draftline-code-draft, CPU \(as set in draftline\.gpu\), context \d+\)/);
         // The bench fails a run on any other difference: n/n, or fewer with the rest at measured ties.
