@@ -15,10 +15,11 @@
 // (suffix-style trees over the regime-1 corpus: the continuations of every earlier occurrence of the
 // text's last tokens, the best B − 1 nodes).
 import * as os from 'node:os';
+import type { LlamaModel } from '../src/llama/llamaTypes';
 import { getRuntime } from '../src/inference/llamaRuntime';
 import { cellsPerSequence, kvBytesPerToken } from '../src/inference/sequenceBudget';
 import { LlamaSequenceEvaluator } from '../src/llama/llamaSequenceEvaluator';
-import { loadNativeAddon } from '../src/llama/nativeAddon';
+import { loadNativeAddon, type NativeAddon } from '../src/llama/nativeAddon';
 import { UnifiedContext } from '../src/llama/unifiedContext';
 import type { ModelSettings } from '../src/shared/settings';
 import type { Token } from '../src/shared/decoding';
@@ -40,10 +41,12 @@ const threads = Number(arg('threads', '2'));
 const rounds = Number(arg('rounds', '25'));
 const gpu = arg('gpu', 'cpu') as ModelSettings['gpu'];
 /** Each target is measured once per setting: one stream's attention over the other sequences' cells may cost otherwise with flash attention (a GPU's usual choice). */
-const flashAttentionSettings = arg('flash-attention', 'off').split(',').map((s) => {
-  if (s !== 'on' && s !== 'off') throw new Error(`--flash-attention takes off, on or off,on, not ${s}`);
-  return s === 'on';
-});
+const flashAttentionSettings = arg('flash-attention', 'off')
+  .split(',')
+  .map((s) => {
+    if (s !== 'on' && s !== 'off') throw new Error(`--flash-attention takes off, on or off,on, not ${s}`);
+    return s === 'on';
+  });
 /** Other sequences (prompt states) beside the measured one in (b), each holding a prompt as long as its prefix. */
 const CROWD = 3;
 /** Paths a tree step's tree has in (b)'s timing (the suffix trees below have about as many at B = 16). */
@@ -64,17 +67,36 @@ interface Row {
   flashAttention: boolean;
 }
 
-async function measure(name: string, flashAttention: boolean): Promise<Row> {
+/** `name`'s rows, one per flash-attention setting, its model loaded once. */
+async function measure(name: string): Promise<Row[]> {
   const target = await benchTarget(name);
   const info = await inspectModelFile(target.file);
   const llama = await getRuntime({ gpu }, threads, () => undefined);
   const model = await llama.loadModel({ modelPath: target.file, gpuLayers: gpu === 'cpu' ? 0 : 'max' });
   const loaded = loadNativeAddon();
   if ('error' in loaded) throw new Error(loaded.error);
-  const addon = loaded.addon;
-  const prefix = tokens(prefixLength, info.vocabSize);
-  const batchSize = 512;
   try {
+    const rows: Row[] = [];
+    for (const flashAttention of flashAttentionSettings) {
+      process.stderr.write(`measuring ${name}, flash attention ${flashAttention ? 'on' : 'off'}\n`);
+      rows.push(
+        await measureWith(
+          { name, note: target.note, model, addon: loaded.addon, vocabSize: info.vocabSize, bytesPerToken: kvBytesPerToken(info), backend: llama.gpu === false ? 'cpu' : llama.gpu },
+          flashAttention,
+        ),
+      );
+    }
+    return rows;
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function measureWith(t: { name: string; note: string; model: LlamaModel; addon: NativeAddon; vocabSize: number; bytesPerToken: number; backend: string }, flashAttention: boolean): Promise<Row> {
+  const { name, model, addon, bytesPerToken } = t;
+  const prefix = tokens(prefixLength, t.vocabSize);
+  const batchSize = 512;
+  {
     // (a) node-llama-cpp's context: a stream per sequence.
     const context = await model.createContext({ contextSize, sequences: 2, threads, batchSize, flashAttention });
     const native = (context as unknown as { _ctx: object & { removeTokenCellsFromSequence(seq: number, from: number, to: number): boolean } })._ctx;
@@ -94,7 +116,6 @@ async function measure(name: string, flashAttention: boolean): Promise<Row> {
     }
     await main.dispose();
     await context.dispose();
-    const bytesPerToken = kvBytesPerToken(info);
     const streamCopy = {
       copyMs: median(timed.copyUs.slice(2)) / 1000,
       baselineMs: median(timed.baselineUs.slice(2)) / 1000,
@@ -146,7 +167,7 @@ async function measure(name: string, flashAttention: boolean): Promise<Row> {
       const alone: number[] = [];
       try {
         for (const [i, e] of crowdedContext.evaluators.entries()) {
-          const own = i === 0 ? prefix : tokens(prefixLength, info.vocabSize, 31 * i);
+          const own = i === 0 ? prefix : tokens(prefixLength, t.vocabSize, 31 * i);
           for (let at = 0; at < own.length; at += batchSize) await e.append(own.slice(at, at + batchSize), 0);
         }
         const crowdedEv = crowdedContext.evaluators[0]!;
@@ -165,7 +186,7 @@ async function measure(name: string, flashAttention: boolean): Promise<Row> {
         await crowdedContext.dispose();
       }
       return {
-        target: `${name} (${target.note})${flashAttentionSettings.length > 1 || flashAttention ? `, flash attention ${flashAttention ? 'on' : 'off'}` : ''}`,
+        target: `${name} (${t.note})${flashAttentionSettings.length > 1 || flashAttention ? `, flash attention ${flashAttention ? 'on' : 'off'}` : ''}`,
         bytesPerToken,
         streamCopy,
         unified: {
@@ -176,14 +197,12 @@ async function measure(name: string, flashAttention: boolean): Promise<Row> {
           crowdedChainStepMs: median(crowded),
           aloneChainStepMs: median(alone),
         },
-        backend: llama.gpu === false ? 'cpu' : llama.gpu,
+        backend: t.backend,
         flashAttention,
       };
     } finally {
       await unified.dispose();
     }
-  } finally {
-    await model.dispose();
   }
 }
 
@@ -247,10 +266,7 @@ function tokens(count: number, vocab: number, from = 0): Token[] {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const name of targets) {
-    for (const flashAttention of flashAttentionSettings) {
-      process.stderr.write(`measuring ${name}, flash attention ${flashAttention ? 'on' : 'off'}\n`);
-      rows.push(await measure(name, flashAttention));
-    }
+    rows.push(...(await measure(name)));
   }
   const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
   const vocabulary = await llama.loadModel({ modelPath: (await benchTarget('v3')).file, vocabOnly: true });
