@@ -74,7 +74,9 @@ export class NativeReads {
       const ranked: Token[] = [];
       for (let r = 0; r < top && tokens[j * top + r] >= 0; r++) ranked.push(tokens[j * top + r]);
       const next: RankedNext = { tokens: ranked, margin: ranked.length > 1 ? logits[j * top] - logits[j * top + 1] : Number.POSITIVE_INFINITY };
-      if (withProbabilities) next.probabilities = ranked.map((_, r) => Math.exp(logits[j * top + r] - logits[j * top]) / this.readWeights[j]);
+      // A row the normaliser could not be computed for (non-finite logits) gets no probabilities.
+      const normaliser = this.readWeights[j]!;
+      if (withProbabilities && Number.isFinite(normaliser) && normaliser > 0) next.probabilities = ranked.map((_, r) => Math.exp(logits[j * top + r] - logits[j * top]) / normaliser);
       out.push(next);
     }
     return out;

@@ -13,7 +13,7 @@ export interface UnifiedSequences {
   readonly batchSize: number;
   readonly contextSize: number;
   readonly vocabularySize: number;
-  /** The sequence ids of a tree step's paths, empty between steps. */
+  /** The sequence ids a tree step gives its paths; the sequences hold no cell between steps. */
   readonly pathIds: readonly number[];
   /** Runs `work` in the context's turn (no two operations on a context overlap). */
   run<T>(work: () => Promise<T>): Promise<T>;

@@ -8,17 +8,17 @@ import type { SourceId } from '../shared/decoding';
 const OUTLIER_CLAMP = 2;
 
 /**
- * Learns what a target evaluation of b tokens costs on this machine, relative to one token. On CPU a
- * batch of 8 costs ~3.5x one; on a GPU far less. Until a size is measured, a CPU-like prior is used.
+ * Learns what a target evaluation of b tokens costs on this machine, relative to one token: on a CPU a
+ * batch costs several times one, on a GPU far less. Until a size is measured, a CPU-like prior is used.
  */
 export class CostModel {
   /** A step of one token (plain decoding), smoothed. */
   private one: number | undefined;
   /**
    * Larger steps as a multiple of the one-token step measured just before them. The machine's speed
-   * drifts (other processes, the VM's neighbours: 0.8-1.5 ms a token on the same tiny model within a
-   * minute here), and sizes are measured at different times: comparing their raw ms compared moments,
-   * not batch sizes, and made the policy flip to proposals that did not pay (bench/PROFILE.md).
+   * drifts (other processes, a VM's neighbours), and sizes are measured at different times: comparing
+   * their raw ms compared moments, not batch sizes, and made the policy flip to proposals that did not
+   * pay (bench/PROFILE.md).
    */
   private readonly ratioToOne = new Map<number, number>();
   /** Sizes measured before any one-token step, in ms. */

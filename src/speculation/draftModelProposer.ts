@@ -17,8 +17,8 @@ export const DRAFT_TREE_TOP = 4;
  * Greedy proposals from the draft model's own long-lived sequence. Its cache follows the accepted
  * history (longest common prefix reused), so after a rejection only the correction is evaluated.
  *
- * Where the step may verify a tree (`treeNodes` > 0: a fixed verify shape that the target verifies
- * trees on), the chain comes with leaves: at each depth, the draft's next most likely tokens after its
+ * Where the step may verify a tree (`treeNodes` > 1: the room of a fixed verify shape that the target
+ * verifies trees on), the chain comes with leaves: at each depth, the draft's next most likely tokens after its
  * greedy one, read from the distributions the chain's own evaluations computed (no draft evaluation
  * more). The batch's room beyond the chain, padding otherwise, then holds the likeliest alternatives
  * to each drafted token; a leaf the target agrees with adds one token to the step.
@@ -44,9 +44,9 @@ export class DraftModelProposer implements ModelProposer {
     // A call that first caught up with a whole prompt says nothing about the cost per step.
     const representative = first.evaluated <= 8;
     let evaluations = 1;
-    let next = first.next;
+    let next: EvaluatedNext | null = first.next;
     // Stop early when the draft itself is unsure: an unlikely guess mostly costs verify time.
-    while ((next.confidence ?? 1) >= this.minConfidence) {
+    while (next && (next.confidence ?? 1) >= this.minConfidence) {
       tokens.push(next.token);
       if (tokens.length >= maxLen) break;
       next = ranked ? await ranked.append(next.token) : (await this.draft.append([next.token], 1, true))[0]!;
@@ -68,19 +68,20 @@ class DraftLeaves {
   constructor(private readonly draft: GreedyEvaluator) {}
 
   /** As syncAndPredictNext, the next token ranked. */
-  async sync(history: readonly Token[]): Promise<{ next: EvaluatedNext; evaluated: number }> {
+  async sync(history: readonly Token[]): Promise<{ next: EvaluatedNext | null; evaluated: number }> {
     const { next, evaluated } = await syncAndRankNext(this.draft, history, DRAFT_TREE_TOP);
     return { next: this.keep(next), evaluated };
   }
 
   /** The drafted `token` evaluated, the next one ranked. */
-  async append(token: Token): Promise<EvaluatedNext> {
+  async append(token: Token): Promise<EvaluatedNext | null> {
     const [next] = await this.draft.appendRanked!([token], 1, DRAFT_TREE_TOP, true);
     return this.keep(next!);
   }
 
-  /** A depth's distribution kept; its greedy token with its probability, as the chain reads it. */
-  private keep(ranked: RankedNext): EvaluatedNext {
+  /** A depth's distribution kept; its greedy token with its probability, as the chain reads it (none: a row with no token read, where drafting stops). */
+  private keep(ranked: RankedNext): EvaluatedNext | null {
+    if (ranked.tokens.length === 0) return null;
     const probabilities = ranked.probabilities ?? [];
     this.depths.push({ tokens: ranked.tokens, probabilities });
     return probabilities.length > 0 ? { token: ranked.tokens[0]!, confidence: probabilities[0]! } : { token: ranked.tokens[0]! };

@@ -47,8 +47,8 @@ export const EXPLORE_FIRST_INTERVAL = 16;
 export const EXPLORE_MAX_INTERVAL = 512;
 /**
  * Speculative steps in a row after which one plain step is taken: the cost model weighs larger steps
- * against a one-token step measured just before them, so that step must stay fresh (~1% of the gain
- * at high acceptance).
+ * against a one-token step measured just before them, so that step must stay fresh; it costs a small
+ * share of the gain at high acceptance.
  */
 export const PLAIN_REFRESH_INTERVAL = 32;
 
@@ -116,7 +116,7 @@ export class SpeculationPolicy {
    * length with the most expected tokens (its acceptance model's, else its geometric rate's) per
    * estimated ms of its step (the verify batch, and the source's own ms per token when it runs a
    * model), or 0 when no length beats plain decoding. On a CPU where small batches cost nearly a step
-   * a token, a copy is long or none; on a GPU, where a batch of 33 costs ~3 steps, nearly always whole.
+   * a token, a copy is long or none; on a GPU, where a large batch costs a few steps, nearly always whole.
    * A lookup weighed by its own model (the copy, the suffix proposer) then verifies the first step of
    * the cheapest split of that length or of the whole offer (stepSplit.ts): a short step first where
    * its guesses are likely wrong at once but, when right, run far.
@@ -173,9 +173,9 @@ export class SpeculationPolicy {
    * How far apart tries of a written-off source are spaced, as a multiple of its retry schedule: a
    * try of `tryLength` tokens costs c extra steps, and the most it can win is g of a step per step (an
    * offer of up to `limit` tokens accepted whole, at the current cost estimates); spacing them by c / g
-   * (at least 1) keeps what tries cost in proportion to what they can win. On a CPU where a batch of 3
-   * costs 3.5 steps and a whole offer wins 20%, tries come ~15x rarer; where batches cost little more
-   * than a token, as scheduled. Null when even a whole offer would not beat plain decoding: a try
+   * (at least 1) keeps what tries cost in proportion to what they can win. On a CPU, where a batch costs
+   * about what it holds and a whole offer wins little, tries come much rarer; where batches cost little
+   * more than a token, as scheduled. Null when even a whole offer would not beat plain decoding: a try
    * could not change the choice. A try whose batch size was never timed is made as scheduled: it times
    * that size, where the estimates would extrapolate (from a batch of 2, whose cost on a CPU is mostly
    * a kernel change, they overstate every larger one).

@@ -2,7 +2,7 @@
 // either way (the tree step adds its path sequences' bookkeeping and a wider attention mask), so the
 // choice is the expected tokens a step keeps over its measured cost. A tree step tells both figures:
 // the tree's accepted path, and what its likeliest chain would have kept given the target's tokens
-// (treeStep.ts chainAcceptance); a chain step only the chain's.
+// (treeStep.ts chainOutcome); a chain step only the chain's.
 import type { SourceId } from '../shared/decoding';
 import { RetrySchedule } from './retrySchedule';
 

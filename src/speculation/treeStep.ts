@@ -15,8 +15,8 @@ export interface ShapedTree {
 /**
  * `offer`'s tree in exactly `nodes` nodes: its first `nodes` (parents come before their children, so
  * any first nodes are a tree; a scored tree puts its best first), or padded as a chain is
- * (verifyShape.ts padToShape): repeats of the last token of its likeliest path, each under the one
- * before, from the end of that path (or the first leaf below it). Padding is verified like any node.
+ * (verifyShape.ts padToShape): below the end of its likeliest path (or the first leaf below that),
+ * repeats of that leaf's token, each under the one before. Padding is verified like any node.
  */
 export function shapeTree(offer: TreeOffer, nodes: number, pending: Token): ShapedTree {
   const offered = Math.min(offer.tree.tokens.length, nodes);
@@ -41,11 +41,15 @@ export function shapeTree(offer: TreeOffer, nodes: number, pending: Token): Shap
 }
 
 /**
- * How many tokens of `chain` a chain step would have kept, given what the tree step found the target
- * writes: the accepted tokens, then its own token after them.
+ * What a chain step of `chain` would have told its source, given what the tree step found the target
+ * writes (the accepted tokens, then its own token after them): how many of its tokens count as
+ * verified, and how many were kept. Where the chain agrees with all of that and goes on, its next
+ * token was not in the tree (a scored tree may leave a deep chain node out for a likelier sibling), so
+ * nothing says how the rest would have fared: the chain counts as verified only as far as it agreed.
  */
-export function chainAcceptance(chain: readonly Token[], accepted: readonly Token[], next: Token): number {
-  return commonPrefixLength(chain, [...accepted, next]);
+export function chainOutcome(chain: readonly Token[], accepted: readonly Token[], next: Token): { proposed: number; accepted: number } {
+  const kept = commonPrefixLength(chain, [...accepted, next]);
+  return { proposed: kept > accepted.length ? kept : chain.length, accepted: kept };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { SpeculationStats } from '../shared/generationStats';
 import type { GreedyEvaluator } from './greedyEvaluator';
 import type { SpeculationPolicy } from './policy';
 import type { Offer, Proposer, TreeOffer } from './proposer';
-import { chainAcceptance, shapeTree, treeStepAsChain } from './treeStep';
+import { chainOutcome, shapeTree, treeStepAsChain } from './treeStep';
 import { padToShape } from './verifyShape';
 
 /** A step's proposal: the tokens verified as a chain, and the source's offer they came from (none: a plain step). */
@@ -109,11 +109,11 @@ export async function treeStep(c: StepContext, pending: Token, proposer: Propose
   s.treeSteps = (s.treeSteps ?? 0) + 1;
   s.treeNodes = (s.treeNodes ?? 0) + shaped.offered;
   s.treeAccepted = (s.treeAccepted ?? 0) + acceptedOffered;
-  const chain = offer.chain.slice(0, shape - 1);
-  const chainAccepted = chainAcceptance(chain, accepted, verdict.next);
-  if (chain.length > 0) c.policy.record(proposer.id, offer, chain.length, chainAccepted);
-  c.policy.trees.recordTree(proposer.id, accepted.length, chainAccepted);
-  proposer.record(chain.length, chainAccepted);
+  const asChain = chainOutcome(offer.chain.slice(0, shape - 1), accepted, verdict.next);
+  if (asChain.proposed > 0) c.policy.record(proposer.id, offer, asChain.proposed, asChain.accepted);
+  // Both without padding, as a chain step's recordChain counts it.
+  c.policy.trees.recordTree(proposer.id, acceptedOffered, asChain.accepted);
+  proposer.record(asChain.proposed, asChain.accepted);
   countPadding(spec, shaped.tree.tokens.length - shaped.offered, accepted.length - acceptedOffered);
   if (predictions) {
     const step = treeStepAsChain(c.history, shaped.tree, verdict.path, predictions);

@@ -19,7 +19,8 @@ import type { Proposer, TreeOffer, VerifiedStep } from '../../src/speculation/pr
 import { decode } from '../../src/speculation/speculativeDecoder';
 import { acceptedPath, isTokenTree, type TokenTree } from '../../src/speculation/tokenTree';
 import { TreeChoice } from '../../src/speculation/treeChoice';
-import { chainAcceptance, shapeTree, treeStepAsChain } from '../../src/speculation/treeStep';
+import { SuffixProposer } from '../../src/speculation/suffixProposer';
+import { chainOutcome, shapeTree, treeStepAsChain } from '../../src/speculation/treeStep';
 import { StopRules } from '../../src/stopping/stopRules';
 import { mulberry32 } from '../../testbed/ggufWriter';
 import { FAKE_EOS, FAKE_VOCAB, FakeEvaluator, FakeTreeEvaluator, fakeDetokenize, hashModel, repetitiveModel } from '../support/fakeModel';
@@ -107,14 +108,33 @@ describe('a fixed-shape step of a tree offer', () => {
   });
 
   it('knows what the likeliest chain would have kept, and shows observers a root path with the target’s token after each position', () => {
-    assert.equal(chainAcceptance([10, 12, 13], [10, 12, 14], 99), 2);
-    assert.equal(chainAcceptance([11], [10], 5), 0);
-    assert.equal(chainAcceptance([10, 12], [10], 12), 2);
+    assert.deepEqual(chainOutcome([10, 12, 13], [10, 12, 14], 99), { proposed: 3, accepted: 2 });
+    assert.deepEqual(chainOutcome([11], [10], 5), { proposed: 1, accepted: 0 });
+    assert.deepEqual(chainOutcome([10, 12], [10], 12), { proposed: 2, accepted: 2 });
+    // The chain goes on past what the step could check: verified only as far as it agreed.
+    assert.deepEqual(chainOutcome([10, 12, 13, 15], [10], 12), { proposed: 2, accepted: 2 });
     const step = treeStepAsChain([1, 2, 9], TREE, [0], [10, 12, 70, 13, 80, 90]);
     // Accepted a (0), then on through a's first child c (2) and c's first child d (3).
     assert.deepEqual(step.guesses, [10, 12, 13]);
     assert.deepEqual(step.predictions, [10, 12, 13, 80]);
     assert.equal(step.accepted, 1);
+  });
+});
+
+describe('a scored tree that leaves out deep nodes of its own chain', () => {
+  it('tells its source no miss the step did not verify', () => {
+    // After the match: 1 2 3 4 twice over (through 3, 4 and 3, 5), 6 once, 7 once. Three nodes hold
+    // 1 and its likelier siblings 6 and 7, not the chain's 2 and 3.
+    const proposer = new SuffixProposer(() => ({ matchLength: 1, continuations: [[1, 2, 3, 4], [1, 2, 3, 5], [6], [7]] }));
+    const offer = proposer.offer([9], 3)!;
+    assert.deepEqual(offer.chain, [1, 2, 3]);
+    const shaped = shapeTree(offer, 3, 9);
+    assert.deepEqual([...shaped.tree.tokens].sort(), [1, 6, 7]);
+    // The target writes 1 2 3 4: the tree keeps 1, and the target's own token after it is 2.
+    const accepted = acceptedPath(shaped.tree, [1, 2, 3, 4], 0).map((node) => shaped.tree.tokens[node]!);
+    assert.deepEqual(accepted, [1]);
+    // The chain's 2 agrees; its 3 was never verified, so the source hears of two tokens kept, not a miss at the third.
+    assert.deepEqual(chainOutcome(offer.chain, accepted, 2), { proposed: 2, accepted: 2 });
   });
 });
 
