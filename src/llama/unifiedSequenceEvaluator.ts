@@ -1,10 +1,10 @@
 import type { Token } from '../shared/decoding';
 import type { EvaluatedNext, GreedyEvaluator, RankedNext, TreeVerdict } from '../speculation/greedyEvaluator';
-import type { TokenTree } from '../speculation/tokenTree';
+import { type TokenTree, walkTree } from '../speculation/tokenTree';
 import { checkOutputsFit } from './evaluatorInternals';
 import { NativeReads } from './nativeReads';
 import type { NativeAddon } from './nativeAddon';
-import { treeBatch, walkTree } from './treeBatch';
+import { treeBatch } from './treeBatch';
 
 /** What an evaluator needs of its unified context (llama/unifiedContext.ts, which makes them). */
 export interface UnifiedSequences {

@@ -6,7 +6,7 @@ import type { SourceOffer, SpeculationPolicy } from './policy';
 import { offeredChain, type Proposer } from './proposer';
 import { VariableStepCosts } from './costModel';
 import { ShapeHistory } from './verifyShape';
-import { chainStep, NO_PROPOSAL, type StepContext, type StepProposal, treeStep, treeToVerify } from './verifyStep';
+import { chainStep, NO_PROPOSAL, type StepContext, type StepProposal, targetTreeRoom, treeStep, treeToVerify } from './verifyStep';
 
 export interface DecodeInput {
   mode: DecodeMode;
@@ -191,7 +191,7 @@ export async function decode(input: DecodeInput): Promise<DecoderStats> {
 
 /** Nodes a tree of this step may hold where the target verifies trees on this fixed shape (0: chains only). */
 function treeRoom(target: GreedyEvaluator, policy: SpeculationPolicy, shape: number): number {
-  return target.verifyTree && policy.mayVerifyTrees(shape) && shape - 1 <= (target.maxTreeNodes ?? Number.POSITIVE_INFINITY) ? shape - 1 : 0;
+  return policy.mayVerifyTrees(shape) ? targetTreeRoom(target, shape) : 0;
 }
 
 /**

@@ -19,18 +19,28 @@ export function chainTree(tokens: readonly Token[]): TokenTree {
   return { tokens: [...tokens], parents: tokens.map((_, i) => i - 1) };
 }
 
-/** Whether `tree` is well formed: parents before children, no two siblings with one token. */
-export function isTokenTree(tree: TokenTree): boolean {
-  if (tree.tokens.length !== tree.parents.length) return false;
+/** Why `tree` cannot be verified as a tree (malformed, or larger than `maxNodes`); null when it can. */
+export function treeProblem(tree: TokenTree, maxNodes: number): string | null {
+  if (!tree || !Array.isArray(tree.tokens) || !Array.isArray(tree.parents)) return 'a token tree has tokens and parents';
+  const n = tree.tokens.length;
+  if (tree.parents.length !== n) return `a token tree has a parent per node: ${n} tokens, ${tree.parents.length} parents`;
+  if (n > maxNodes) return `the tree has ${n} nodes: more than the ${maxNodes} a batch holds after the pending token`;
   const seen = new Set<string>();
-  for (let i = 0; i < tree.tokens.length; i++) {
+  for (let i = 0; i < n; i++) {
     const parent = tree.parents[i]!;
-    if (!(parent >= -1 && parent < i)) return false;
-    const key = `${parent}:${tree.tokens[i]}`;
-    if (seen.has(key)) return false;
+    const token = tree.tokens[i]!;
+    if (!Number.isInteger(token) || token < 0) return `node ${i} has no valid token (${token})`;
+    if (!Number.isInteger(parent) || parent < -1 || parent >= i) return `node ${i}'s parent ${parent} does not come before it (parents come before their children)`;
+    const key = `${parent}:${token}`;
+    if (seen.has(key)) return `node ${i} repeats token ${token} of a sibling under ${parent < 0 ? 'the pending token' : `node ${parent}`}`;
     seen.add(key);
   }
-  return true;
+  return null;
+}
+
+/** Whether `tree` is well formed: parents before children, no two siblings with one token. */
+export function isTokenTree(tree: TokenTree): boolean {
+  return treeProblem(tree, Number.POSITIVE_INFINITY) === null;
 }
 
 /** Depth of every node (1 for the root's children). */
@@ -43,27 +53,39 @@ export function nodeDepths(tree: TokenTree): number[] {
   return depths;
 }
 
+/** Each node's children by parent + 1 (index 0: the root's), in node order. */
+export function childrenOf(tree: TokenTree): number[][] {
+  const children: number[][] = Array.from({ length: tree.tokens.length + 1 }, () => []);
+  for (let i = 0; i < tree.parents.length; i++) children[tree.parents[i]! + 1]!.push(i);
+  return children;
+}
+
+/**
+ * Greedy acceptance on a verified tree: from the pending token's output (batch index 0), the child
+ * whose token is the target's greedy token there, then that node's output (batch index node + 1), and
+ * so on. `predictionAt(batchIndex)` is the target's greedy token after that batch position. Returns the
+ * accepted nodes and the target's token after the last of them.
+ */
+export function walkTree(tree: TokenTree, children: readonly (readonly number[])[], predictionAt: (batchIndex: number) => Token): { path: number[]; next: Token } {
+  const path: number[] = [];
+  let at = -1;
+  for (;;) {
+    const next = predictionAt(at + 1);
+    const child = children[at + 1]!.find((c) => tree.tokens[c] === next);
+    if (child === undefined) return { path, next };
+    path.push(child);
+    at = child;
+  }
+}
+
 /**
  * The nodes of the longest root path equal to truth[from], truth[from + 1], ...: what greedy
  * verification keeps of the tree (the target's own token after it comes on top). Siblings never
  * share a token (isTokenTree), so the path is unique.
  */
 export function acceptedPath(tree: TokenTree, truth: readonly Token[], from: number): number[] {
-  const path: number[] = [];
-  let parent = -1;
-  for (let at = from; at < truth.length; at++) {
-    let next = -1;
-    for (let i = parent + 1; i < tree.tokens.length; i++) {
-      if (tree.parents[i] === parent && tree.tokens[i] === truth[at]) {
-        next = i;
-        break;
-      }
-    }
-    if (next < 0) break;
-    path.push(next);
-    parent = next;
-  }
-  return path;
+  let depth = from;
+  return walkTree(tree, childrenOf(tree), () => truth[depth++]!).path;
 }
 
 /** How many of the tree's tokens greedy verification accepts at `from`. */

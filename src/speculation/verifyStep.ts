@@ -42,10 +42,15 @@ export interface StepResult {
   evaluatedAt: number;
 }
 
+/** Nodes a tree may hold after the pending token where `target` verifies trees on this fixed shape (0: chains only). */
+export function targetTreeRoom(target: GreedyEvaluator, shape: number): number {
+  return shape > 1 && target.verifyTree && shape - 1 <= (target.maxTreeNodes ?? Number.POSITIVE_INFINITY) ? shape - 1 : 0;
+}
+
 /** The tree of a step that verifies one, where the step's shape, the target and the policy allow it. */
 export function treeToVerify(c: StepContext, proposal: StepProposal, shape: number): { proposer: Proposer; offer: TreeOffer } | null {
   const chosen = proposal.chosen;
-  if (shape <= 1 || !c.target.verifyTree || chosen?.offer.kind !== 'tree' || shape - 1 > (c.target.maxTreeNodes ?? Number.POSITIVE_INFINITY)) return null;
+  if (targetTreeRoom(c.target, shape) === 0 || chosen?.offer.kind !== 'tree') return null;
   return c.policy.verifiesTree(chosen.proposer.id, shape) ? { proposer: chosen.proposer, offer: chosen.offer } : null;
 }
 
