@@ -29,7 +29,8 @@ export interface StepContext {
 /** A proposer replayed: offers a tree for a step, and hears which of its nodes were accepted. */
 export interface ReplaySource {
   propose(step: StepContext): StepProposal | Promise<StepProposal>;
-  record?(step: StepContext, proposal: StepProposal, accepted: number[]): void;
+  /** `accepted`: the nodes of the accepted path; `next`: the target's token after it (none at the output's end). */
+  record?(step: StepContext, proposal: StepProposal, accepted: number[], next: Token | undefined): void;
 }
 
 /**
@@ -90,7 +91,7 @@ export async function replayGeneration(prompt: readonly Token[], truth: readonly
     const tree = proposal.tree;
     if (tree.tokens.length > batch - 1) throw new Error(`a proposal of ${tree.tokens.length} nodes does not fit a batch of ${batch}`);
     const path = acceptedPath(tree, truth, position);
-    source.record?.(step, proposal, path);
+    source.record?.(step, proposal, path, truth[position + path.length]);
     count.steps++;
     count.evaluations++;
     count.nodes += tree.tokens.length;

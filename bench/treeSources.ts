@@ -14,6 +14,7 @@ import type { NgramProposer } from '../src/speculation/ngramProposer';
 import type { AcceptanceTracker } from '../src/speculation/acceptanceTracker';
 import type { CopyAcceptance } from '../src/speculation/copyAcceptance';
 import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
+import { chainOutcome } from '../src/speculation/treeStep';
 import type { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import {
   acceptTree,
@@ -220,13 +221,24 @@ export class SuffixTreeSource implements ReplaySource {
     return { tree: this.last?.tree ?? chainTree([]) };
   }
 
-  record(_step: StepContext, proposal: StepProposal, accepted: number[]): void {
-    if (this.last) this.learn(this.last, agreedPrefix(proposal.tree, accepted, this.last.chain));
+  record(_step: StepContext, proposal: StepProposal, accepted: number[], next: Token | undefined): void {
+    if (this.last) this.learnFromTree(this.last, proposal.tree, accepted, next);
   }
 
-  /** What an offer's chain proposed and how much of it the accepted path kept. */
+  /** What an offer's chain proposed and how much of it the accepted path kept (verified as a chain). */
   learn(offer: SuffixOffer, agreed: number): void {
     this.rates.record(offer, offer.chain.length, agreed);
+  }
+
+  /**
+   * What an offer's chain would have kept, learned from a step that verified a tree holding `offer`'s
+   * nodes (or some of them) as the decoder learns it (treeStep.ts chainOutcome): verified only as far
+   * as the step could check.
+   */
+  learnFromTree(offer: SuffixOffer, tree: TokenTree, accepted: readonly number[], next: Token | undefined): void {
+    const tokens = accepted.map((i) => tree.tokens[i]!);
+    const outcome = next === undefined ? { proposed: commonPrefixLength(offer.chain, tokens), accepted: commonPrefixLength(offer.chain, tokens) } : chainOutcome(offer.chain, tokens, next);
+    if (outcome.proposed > 0) this.rates.record(offer, outcome.proposed, outcome.accepted);
   }
 
   /** The latest offer (what `learn` is told about by a source that builds on this one). */
@@ -346,8 +358,8 @@ export function hybridTree(suffix: SuffixTreeSource, trees: DraftTrees, k: numbe
         expanded: best.from.map((i) => trie.expanded[i]!),
       };
     },
-    record: (_step, proposal, accepted) => {
-      if (lastOffer) suffix.learn(lastOffer, agreedPrefix(proposal.tree, accepted, lastOffer.chain));
+    record: (_step, proposal, accepted, next) => {
+      if (lastOffer) suffix.learnFromTree(lastOffer, proposal.tree, accepted, next);
     },
   };
 }
@@ -474,7 +486,7 @@ export class CopySource implements ReplaySource {
     return trie;
   }
 
-  record(_step: StepContext, proposal: StepProposal, accepted: number[]): void {
+  record(_step: StepContext, proposal: StepProposal, accepted: number[], next: Token | undefined): void {
     if (this.last && this.last.tokens.length > 0) {
       const agreed = agreedPrefix(proposal.tree, accepted, this.last.tokens);
       // The copy's tokens the tree kept (alternatives may take the place of its deepest).
@@ -482,7 +494,7 @@ export class CopySource implements ReplaySource {
       this.copy.record(proposed, Math.min(agreed, proposed));
       this.acceptance.record(this.last.inRun, proposed, Math.min(agreed, proposed), this.last.agreement);
     }
-    if (this.options.suffix && this.lastSuffix) this.options.suffix.learn(this.lastSuffix, agreedPrefix(proposal.tree, accepted, this.lastSuffix.chain));
+    if (this.options.suffix && this.lastSuffix) this.options.suffix.learnFromTree(this.lastSuffix, proposal.tree, accepted, next);
   }
 }
 
@@ -514,6 +526,6 @@ export function candidateBound(inner: { trie(step: StepContext): ScoredTrie; rec
       }
       return { tree: chainTree(path) };
     },
-    record: inner.record ? (step, proposal, accepted) => inner.record!(step, proposal, accepted) : undefined,
+    record: inner.record ? (step, proposal, accepted, next) => inner.record!(step, proposal, accepted, next) : undefined,
   };
 }

@@ -10,7 +10,9 @@ import { mulberry32 } from '../../../testbed/ggufWriter';
 import { acceptedPath, acceptTree, addContinuations, chainTree, draftTreePrefix, eagleTree, expansionLevels, isTokenTree, nodeDepths, ScoredTrie, type TokenTree, type TopK } from '../../tokenTree';
 import { h100VerifyCost } from '../../editReplay';
 import { type CostTable, interpolatedRatio, monotoneCurve, type ReplaySource, replayGeneration } from '../../treeReplay';
-import { candidateBound, CopySource, draftChain, resyncContinuations } from '../../treeSources';
+import { SuffixProposer } from '../../../src/speculation/suffixProposer';
+import { shapeTree } from '../../../src/speculation/treeStep';
+import { candidateBound, CopySource, draftChain, resyncContinuations, SuffixTreeSource } from '../../treeSources';
 
 describe('tree acceptance walk', () => {
   // root ─ 1 ─ 2 ─ 3
@@ -311,5 +313,22 @@ describe('candidate bound', () => {
     assert.deepEqual(p.tree.tokens, [1, 5, 6]);
     // A budget-limited tree of the same trie keeps the likelier branch and accepts less.
     assert.equal(acceptTree(trie.best(3).tree, truth, 1), 1);
+  });
+});
+
+describe('the suffix source learning from a tree step', () => {
+  it('learns as the decoder does: a chain node the tree left out counts as unverified, not as a miss', () => {
+    // 1 and its likelier siblings 6 and 7 take the three nodes; the chain is 1 2 3.
+    const offer = new SuffixProposer(() => ({ matchLength: 1, continuations: [[1, 2, 3, 4], [1, 2, 3, 5], [6], [7]] })).offer([9], 3)!;
+    const tree = shapeTree(offer, 3, 9).tree;
+    const accepted = acceptedPath(tree, [1, 2, 3, 4], 0);
+    const learned = new SuffixTreeSource(() => ({ documents: null }));
+    // The target's token after the accepted 1 is 2: the chain kept 2 of the 2 tokens the step could check.
+    learned.learnFromTree(offer, tree, accepted, 2);
+    const [verified, missed] = [new SuffixTreeSource(() => ({ documents: null })), new SuffixTreeSource(() => ({ documents: null }))];
+    verified.rates.record(offer, 2, 2);
+    missed.rates.record(offer, 3, 2);
+    assert.deepEqual(learned.reach(1, 3), verified.reach(1, 3));
+    assert.notDeepEqual(learned.reach(1, 3), missed.reach(1, 3));
   });
 });
