@@ -9,15 +9,24 @@ import { SpeculationPolicy } from '../src/speculation/policy';
 import { type LookupProposer, offeredChain } from '../src/speculation/proposer';
 import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { type CountedCase, countReplay, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
-import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
+import { NgramModProposer, NgramModState, NgramSimpleProposer } from './llamaServerProposers';
 import { fmt, median } from './stats';
 import { mulberry32 } from '../testbed/ggufWriter';
 
-/** The replay's rivals: llama-server's two model-free spec types, ported, with the server's defaults. */
-export const REPLAY_RIVALS = {
-  'ngram-simple': () => new NgramSimpleProposer(),
-  'ngram-mod': (promptLength: number) => new NgramModProposer(promptLength),
-};
+/**
+ * The replay's rivals, for one run over a corpus's cases: llama-server's two model-free spec types,
+ * ported, with the server's defaults; ngram-mod's table kept across the cases, as one server slot
+ * keeps it across requests.
+ */
+export function replayRivals(): Record<RivalName, (promptLength: number) => LookupProposer> {
+  const modState = new NgramModState();
+  return {
+    'ngram-simple': () => new NgramSimpleProposer(),
+    'ngram-mod': (promptLength: number) => new NgramModProposer(promptLength, modState),
+  };
+}
+const RIVAL_NAMES = ['ngram-simple', 'ngram-mod'] as const;
+type RivalName = (typeof RIVAL_NAMES)[number];
 
 /**
  * Our other proposers on the same replay: the suffix proposer alone, and after the copy (as the hybrid
@@ -77,7 +86,7 @@ export function shuffled<T>(items: readonly T[], seed: number): T[] {
 }
 
 /** The ported ones among a replay's rivals (the others are ours). */
-export const isPorted = (name: string) => Object.hasOwn(REPLAY_RIVALS, name);
+export const isPorted = (name: string) => (RIVAL_NAMES as readonly string[]).includes(name);
 export const rivalLabel = (name: string) => (isPorted(name) ? `${name} (llama-server's, ported)` : name);
 
 /** The cost tables the replay is counted under where no such machine is at hand. */
@@ -90,7 +99,7 @@ const COUNT_TABLES: [string, (batch: number) => number][] = [
 export async function countedUnderTables(cases: CountedCase[]): Promise<CountedReplay[]> {
   const out: CountedReplay[] = [];
   for (const [table, cost] of COUNT_TABLES) {
-    const counted: CountedReplay = { table, ...(await countReplay(cases, cost, REPLAY_RIVALS, OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) };
+    const counted: CountedReplay = { table, ...(await countReplay(cases, cost, replayRivals(), OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) };
     counted.shuffled = await countedInShuffledOrders(cases, cost);
     out.push(counted);
   }
@@ -101,7 +110,7 @@ export async function countedUnderTables(cases: CountedCase[]): Promise<CountedR
 async function countedInShuffledOrders(cases: CountedCase[], cost: (batch: number) => number): Promise<Record<string, number[]>> {
   const medians: Record<string, number[]> = { copy: [], [ORDER_MODES.own]: [], [ORDER_MODES.ported]: [] };
   for (let seed = 1; seed <= SHUFFLED_ORDERS; seed++) {
-    const r = await countReplay(shuffled(cases, seed), cost, { [ORDER_MODES.ported]: REPLAY_RIVALS[ORDER_MODES.ported] }, { [ORDER_MODES.own]: OWN_REPLAY_VARIANTS[ORDER_MODES.own]! });
+    const r = await countReplay(shuffled(cases, seed), cost, { [ORDER_MODES.ported]: replayRivals()[ORDER_MODES.ported] }, { [ORDER_MODES.own]: OWN_REPLAY_VARIANTS[ORDER_MODES.own]! });
     medians.copy!.push(r.copy);
     medians[ORDER_MODES.own]!.push(r.rivals[ORDER_MODES.own]!);
     medians[ORDER_MODES.ported]!.push(r.rivals[ORDER_MODES.ported]!);

@@ -12,6 +12,7 @@ import type { LookupProposer, Proposer } from '../src/speculation/proposer';
 import { sourceStats } from '../src/shared/generationStats';
 import { WindowCopyProposer, type WindowCopyOptions } from '../src/speculation/windowCopyProposer';
 import { StopRules } from '../src/stopping/stopRules';
+import { median as statsMedian } from './stats';
 
 /** Issue #39's measured CPU verify cost V(b)/V(1) (llama-bench, 1.5B-shaped Q8_0, 2 threads, depth 512). */
 export const ISSUE_CPU_VERIFY_COST: readonly [batch: number, ratio: number][] = [
@@ -174,7 +175,8 @@ class PerfectModel implements GreedyEvaluator {
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+/** The median (of an even count, the mean of the middle two), as every other table of the bench reads it (stats.ts). */
+const median = (values: number[]) => statsMedian(values) ?? Number.NaN;
 
 /**
  * Plain decoding (one evaluation per expected token) and the copy proposer's speculative decoding of a

@@ -23,7 +23,7 @@ import { loadNesCases, nesCasesAvailable } from '../testbed/nesCases';
 import { batchDrift, judgeDivergence } from '../testbed/batchDrift';
 import { type EditCase, editCases } from './editCorpus';
 import { replayPerfectModel, type CountedCase } from './editReplay';
-import { type CountedReplay, countedUnderTables, isPorted, OWN_REPLAY_VARIANTS, REPLAY_RIVALS, rivalLabel } from './countedReplay';
+import { type CountedReplay, countedUnderTables, isPorted, OWN_REPLAY_VARIANTS, replayRivals, rivalLabel } from './countedReplay';
 import { LlamaServer, LlamaServerStreamError } from '../testbed/llamaServer';
 import { fmt, median, percentile, Progress } from './stats';
 import { sideBySideTable, treeCounts, TreeSideBySide, type TreesOption, type TreeVariant } from './treeModes';
@@ -566,7 +566,7 @@ export async function regimeEditsReplay(
   // One policy for every case, as a session keeps one: adaptive, its cost model learns this machine's
   // verify cost and the copy length follows from it.
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true, graphReplay: replaysGraphs(session.info) });
-  const rivals = { ...REPLAY_RIVALS, ...Object.fromEntries(Object.entries(OWN_REPLAY_VARIANTS).map(([name, make]) => [name, make()])) };
+  const rivals = { ...replayRivals(), ...Object.fromEntries(Object.entries(OWN_REPLAY_VARIANTS).map(([name, make]) => [name, make()])) };
   try {
     for (const c of cases) {
       const prompt = NEXT_EDIT_FORMATS.sweep.buildPrompt(nextEditRequestOf(c, 'copy', 'sweep'));

@@ -3,9 +3,10 @@
 // speculative.cpp `common_speculative_impl_ngram_mod` over ngram-mod.cpp), with the defaults
 // `--spec-type ngram-simple` / `ngram-mod` run with (common.h). The edits replay (bench/editReplay.ts)
 // feeds them the same perfect next-edit output on the same target batches as our window copy
-// proposer: the proposers compared alone, without either runtime's overheads. What is not ported: the
-// server's reuse of a partial draft carried over between batches, and ngram-mod's table shared
-// across requests (each run here starts with an empty one, filled from its prompt as `begin` does).
+// proposer: the proposers compared alone, without either runtime's overheads. ngram-mod's table and
+// its streak of poorly accepted drafts live as long as the server's slot, across requests
+// (NgramModState: one for a replay's cases). What is not ported: the server's reuse of a partial
+// draft carried over between batches.
 import type { Token } from '../src/shared/decoding';
 import type { SpeculationSettings } from '../src/shared/settings';
 import { COPY_MAX_PROPOSAL } from '../src/speculation/copyAcceptance';
@@ -74,16 +75,20 @@ export class NgramModProposer implements LookupProposer {
   readonly id = 'ngram-mod';
   readonly asks = 'lookup';
   readonly acceptanceModel = rivalAcceptance;
-  private readonly table = new Map<string, Token>();
   private iLast = 0;
   private started = false;
   private lastDraft = 0;
-  private lowStreak = 0;
 
   constructor(
     private readonly promptLength: number,
+    /** The slot's table and streak, kept across requests (a new one: a fresh server). */
+    private readonly state: NgramModState = new NgramModState(),
     private readonly params: { nMatch: number; nMax: number; nMin: number } = NGRAM_MOD_DEFAULTS,
   ) {}
+
+  private get table(): Map<string, Token> {
+    return this.state.table;
+  }
 
   offer(history: readonly Token[], maxLen: number): ChainOffer | null {
     const n = this.params.nMatch;
@@ -119,13 +124,13 @@ export class NgramModProposer implements LookupProposer {
   record(_proposed: number, accepted: number): void {
     if (this.lastDraft <= 0) return;
     if (accepted / this.lastDraft < 0.25) {
-      if (++this.lowStreak >= 5) {
+      if (++this.state.lowStreak >= 5) {
         this.table.clear();
-        this.lowStreak = 0;
+        this.state.lowStreak = 0;
         this.iLast = 0;
       }
     } else {
-      this.lowStreak = 0;
+      this.state.lowStreak = 0;
     }
   }
 
@@ -134,6 +139,8 @@ export class NgramModProposer implements LookupProposer {
     if (prompt.length < n) return;
     for (let i = 0; i < prompt.length - n; i++) this.add(prompt, i);
     this.iLast = prompt.length - n;
+    // The source empties a table filled past a quarter of its 4M entries.
+    if (this.table.size > NGRAM_MOD_TABLE_ENTRIES / 4) this.table.clear();
   }
 
   private add(tokens: readonly Token[], at: number): void {
@@ -142,3 +149,12 @@ export class NgramModProposer implements LookupProposer {
 }
 
 const key = (tokens: readonly Token[], at: number, n: number) => tokens.slice(at, at + n).join(',');
+
+/** Entries of ngram-mod's hash table (common_speculative_impl_ngram_mod's `mod`). */
+const NGRAM_MOD_TABLE_ENTRIES = 4 * 1024 * 1024;
+
+/** What an ngram-mod slot keeps from one request to the next: its table and its streak of poorly accepted drafts. */
+export class NgramModState {
+  readonly table = new Map<string, Token>();
+  lowStreak = 0;
+}

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CountingTarget, ISSUE_CPU_VERIFY_COST, countReplay, h100VerifyCost, replayPerfectModel, tableVerifyCost } from '../../editReplay';
-import { REPLAY_RIVALS } from '../../countedReplay';
+import { replayRivals } from '../../countedReplay';
 import { DEFAULT_SPECULATION, InferenceSession } from '../../../src/inference/inferenceSession';
 import { mulberry32 } from '../../../testbed/ggufWriter';
 import { ensureTestModel } from '../../../testbed/models';
@@ -47,7 +47,7 @@ describe('replay of a perfect next-edit model', () => {
     const source = Array.from({ length: 300 }, token);
     const prompt = [...Array.from({ length: 40 }, token), ...source, token()];
     const expected = [...source.slice(0, 100), token(), token(), token(), ...source.slice(103)];
-    const result = await replayPerfectModel({ target: session.target.evaluator, prompt, expected, copySource: source, rivals: REPLAY_RIVALS });
+    const result = await replayPerfectModel({ target: session.target.evaluator, prompt, expected, copySource: source, rivals: replayRivals() });
     const simple = result.rivals['ngram-simple']!;
     const mod = result.rivals['ngram-mod']!;
     // ngram-simple drafts 48 (the 12 tokens before in the prompt): batches of 49 while it copies.
@@ -68,11 +68,11 @@ describe('replay of a perfect next-edit model', () => {
       const prompt = [...Array.from({ length: 30 }, token), ...source, token()];
       return { prompt, copySource: source, expected: [...source.slice(0, 80), token(), token(), ...source.slice(82)] };
     });
-    const flat = await countReplay(cases, () => 1, REPLAY_RIVALS);
+    const flat = await countReplay(cases, () => 1, replayRivals());
     assert.equal(flat.cases, 4);
     assert.ok(flat.copy > 4 && flat.tokensPerEvaluation > 4, `flat: ${flat.copy.toFixed(2)}x, ${flat.tokensPerEvaluation.toFixed(1)} tokens per evaluation`);
     assert.ok(flat.rivals['ngram-simple']! > 1 && flat.rivals['ngram-mod']! > 1);
-    const steep = await countReplay(cases, (b) => b, REPLAY_RIVALS);
+    const steep = await countReplay(cases, (b) => b, replayRivals());
     assert.ok(steep.copy < flat.copy && steep.copy <= 1.05, `a batch costing a step a token leaves nothing to gain (${steep.copy.toFixed(2)}x)`);
     const target = new CountingTarget((b) => 2 * b);
     await target.append([1, 2, 3], 3);

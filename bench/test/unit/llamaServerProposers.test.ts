@@ -2,7 +2,7 @@
 // (bench/llamaServerProposers.ts): the rules of the C++ source, case by case.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NGRAM_MOD_DEFAULTS, NgramModProposer, NgramSimpleProposer, ngramSimpleDraft } from '../../llamaServerProposers';
+import { NGRAM_MOD_DEFAULTS, NgramModProposer, NgramModState, NgramSimpleProposer, ngramSimpleDraft } from '../../llamaServerProposers';
 import { mulberry32 } from '../../../testbed/ggufWriter';
 
 const randomTokens = (seed: number, n: number) => {
@@ -62,14 +62,25 @@ describe("llama-server's ngram-mod, ported", () => {
 
   it('the chain stops where an n-gram has no successor: a draft when it is at least n_min long, else none', () => {
     // Keys from the prompt: [1 2 3 4]→5 … [7 8 50 51]→9; from the output's last four (2 3 4 5): 6 7 8 50 51 9, then no successor.
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 6 }).offer(history, 100)?.tokens, [6, 7, 8, 50, 51, 9]);
-    assert.equal(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 7 }).offer(history, 100), null);
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 4, nMin: 2 }).offer(history, 100)?.tokens, [6, 7, 8, 50]);
-    assert.deepEqual(new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 2 }).offer(history, 3)?.tokens, [6, 7, 8], 'cut to the request');
+    assert.deepEqual(new NgramModProposer(prompt.length, new NgramModState(), { nMatch: 4, nMax: 10, nMin: 6 }).offer(history, 100)?.tokens, [6, 7, 8, 50, 51, 9]);
+    assert.equal(new NgramModProposer(prompt.length, new NgramModState(), { nMatch: 4, nMax: 10, nMin: 7 }).offer(history, 100), null);
+    assert.deepEqual(new NgramModProposer(prompt.length, new NgramModState(), { nMatch: 4, nMax: 4, nMin: 2 }).offer(history, 100)?.tokens, [6, 7, 8, 50]);
+    assert.deepEqual(new NgramModProposer(prompt.length, new NgramModState(), { nMatch: 4, nMax: 10, nMin: 2 }).offer(history, 3)?.tokens, [6, 7, 8], 'cut to the request');
+  });
+
+  it("keeps its table across requests, as a server slot does: a later request drafts from an earlier one's prompt", () => {
+    const params = { nMatch: 4, nMax: 10, nMin: 2 };
+    const state = new NgramModState();
+    // The first request's prompt holds 1 2 3 4 5 6 7 8 50 51 9; the second's prompt does not.
+    assert.ok(new NgramModProposer(prompt.length, state, params).offer(history, 100));
+    const second = [70, 71, 72, 73, 74];
+    assert.deepEqual(new NgramModProposer(second.length, state, params).offer([...second, 2, 3, 4, 5], 100)?.tokens, [6, 7, 8, 50, 51, 9]);
+    // A fresh server knows only its own prompt.
+    assert.equal(new NgramModProposer(second.length, new NgramModState(), params).offer([...second, 2, 3, 4, 5], 100), null);
   });
 
   it('five drafts in a row with under a quarter accepted empty the table (refilled only 32 tokens later)', () => {
-    const proposer = new NgramModProposer(prompt.length, { nMatch: 4, nMax: 10, nMin: 2 });
+    const proposer = new NgramModProposer(prompt.length, new NgramModState(), { nMatch: 4, nMax: 10, nMin: 2 });
     for (let i = 0; i < 4; i++) {
       assert.ok(proposer.offer(history, 100));
       proposer.record(6, 1);
