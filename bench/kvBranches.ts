@@ -1,5 +1,5 @@
 // npm run bench:kv-branches [-- --targets v3,1.5b] [--prefix 1000] [--context 2048] [--threads N] [--rounds 15] [--gpu cpu|cuda]
-//   [--flash-attention off|on|off,on]
+//   [--flash-attention off|on|off,on] [--shapes off]
 //
 // The two ways a token tree's branches can share a cached prefix, measured:
 // (a) branches in KV sequences of node-llama-cpp's context, which keeps one KV stream per sequence
@@ -39,6 +39,8 @@ const prefixLength = Number(arg('prefix', '1000'));
 const contextSize = Number(arg('context', '2048'));
 const threads = Number(arg('threads', '2'));
 const rounds = Number(arg('rounds', '25'));
+/** `--shapes off` leaves out the tree shapes' table (the same on any backend: a GPU's lease need not spend its time on it). */
+const withShapes = arg('shapes', 'on') !== 'off';
 const gpu = arg('gpu', 'cpu') as ModelSettings['gpu'];
 /** Each target is measured once per setting: one stream's attention over the other sequences' cells may cost otherwise with flash attention (a GPU's usual choice). */
 const flashAttentionSettings = arg('flash-attention', 'off')
@@ -67,8 +69,8 @@ interface Row {
   flashAttention: boolean;
 }
 
-/** `name`'s rows, one per flash-attention setting, its model loaded once. */
-async function measure(name: string): Promise<Row[]> {
+/** `name`'s rows, one per flash-attention setting, its model loaded once; each given to `measured` as it comes. */
+async function measure(name: string, measured: (row: Row) => void): Promise<void> {
   const target = await benchTarget(name);
   const info = await inspectModelFile(target.file);
   const llama = await getRuntime({ gpu }, threads, () => undefined);
@@ -76,17 +78,15 @@ async function measure(name: string): Promise<Row[]> {
   const loaded = loadNativeAddon();
   if ('error' in loaded) throw new Error(loaded.error);
   try {
-    const rows: Row[] = [];
     for (const flashAttention of flashAttentionSettings) {
       process.stderr.write(`measuring ${name}, flash attention ${flashAttention ? 'on' : 'off'}\n`);
-      rows.push(
+      measured(
         await measureWith(
           { name, note: target.note, model, addon: loaded.addon, vocabSize: info.vocabSize, bytesPerToken: kvBytesPerToken(info), backend: llama.gpu === false ? 'cpu' : llama.gpu },
           flashAttention,
         ),
       );
     }
-    return rows;
   } finally {
     await model.dispose();
   }
@@ -263,18 +263,36 @@ function tokens(count: number, vocab: number, from = 0): Token[] {
   return Array.from({ length: count }, (_, i) => ((from + i * 7) % span) + 1);
 }
 
-async function main(): Promise<void> {
-  const rows: Row[] = [];
-  for (const name of targets) {
-    rows.push(...(await measure(name)));
-  }
-  const llama = await getRuntime({ gpu: 'cpu' }, 1, () => undefined);
+/** The tree shapes' table's rows: suffix-style trees over the corpus, tokenized by the v3 vocabulary (on the run's own runtime). */
+async function shapeRows(): Promise<ReturnType<typeof shapeRow>[]> {
+  const llama = await getRuntime({ gpu }, threads, () => undefined);
   const vocabulary = await llama.loadModel({ modelPath: (await benchTarget('v3')).file, vocabOnly: true });
   const texts = sampleTasks(sourceFiles(ensureCorpus()), 40, 7).map((task) => vocabulary.tokenize(task.text.slice(0, 4000)) as Token[]);
   await vocabulary.dispose();
-  const shapes = SHAPES.map((size) => ({ size, ...treeShapes(texts, size) }));
+  return SHAPES.map((size) => shapeRow(texts, size));
+}
+
+const shapeRow = (texts: readonly Token[][], size: number) => ({ size, ...treeShapes(texts, size) });
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  let folder: string | undefined;
+  // Saved after every row: a run stopped at a time limit keeps what it measured.
+  const save = (shapes: ReturnType<typeof shapeRow>[] | null, quiet: boolean) => {
+    folder = saveReport('kv-branches', 'kv-branches', report(rows, shapes), { threads, rounds, gpu, prefixLength, contextSize, rows, shapes }, { folder, quiet });
+  };
+  for (const name of targets) {
+    await measure(name, (row) => {
+      rows.push(row);
+      save(null, true);
+    });
+  }
+  save(withShapes ? await shapeRows() : null, false);
+}
+
+function report(rows: readonly Row[], shapes: ReturnType<typeof shapeRow>[] | null): string[] {
   const f = (x: number, d = 1) => x.toFixed(d);
-  const md = [
+  return [
     '# KV designs for token trees: branches in their own KV streams (a) vs one unified stream (b)',
     '',
     `Backend ${rows[0]?.backend ?? '-'}, ${threads} thread(s), ${os.cpus()[0]?.model ?? 'CPU'}; a ${prefixLength}-token prefix in a context of ${contextSize} tokens a sequence; medians of ${rounds} rounds.`,
@@ -303,11 +321,14 @@ async function main(): Promise<void> {
     '',
     '## Tokens a verify batch evaluates for the same trees (suffix-style trees over the corpus)',
     '',
-    '| B | trees | leaves (mean) | (b) unified: pending + nodes | (a) streams: each branch its pending token and path | (a) / (b) |',
-    '|---|---|---|---|---|---|',
-    ...shapes.map((s) => `| ${s.size} | ${s.trees} | ${f(s.leaves / s.trees)} | ${f(s.unified / s.trees)} | ${f(s.branches / s.trees)} | ${f(s.branches / s.unified, 2)} |`),
+    ...(shapes
+      ? [
+          '| B | trees | leaves (mean) | (b) unified: pending + nodes | (a) streams: each branch its pending token and path | (a) / (b) |',
+          '|---|---|---|---|---|---|',
+          ...shapes.map((s) => `| ${s.size} | ${s.trees} | ${f(s.leaves / s.trees)} | ${f(s.unified / s.trees)} | ${f(s.branches / s.trees)} | ${f(s.branches / s.unified, 2)} |`),
+        ]
+      : [withShapes ? 'Not measured yet: the run had not reached this table.' : 'Left out (`--shapes off`).']),
   ];
-  saveReport('kv-branches', 'kv-branches', md, { threads, rounds, gpu, prefixLength, contextSize, rows, shapes });
 }
 
 runBenchmark(main);

@@ -15,14 +15,20 @@ export function resultsJson(value: unknown, indent?: number): string {
 }
 
 /** Writes `<name>.md` and `<name>.json` into bench/results/<time>-<folderTag>/ and prints the report. */
-export function saveReport(folderTag: string, name: string, md: string[], json: unknown): void {
-  const dir = path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
+/**
+ * Writes `name`.md and `name`.json into a new results folder, or into `options.folder` (a report saved
+ * again as a run goes on, so that a run stopped midway keeps what it measured), and prints the report
+ * unless `options.quiet`. Returns the folder.
+ */
+export function saveReport(folderTag: string, name: string, md: string[], json: unknown, options: { folder?: string; quiet?: boolean } = {}): string {
+  const dir = options.folder ?? path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);
   fs.mkdirSync(dir, { recursive: true });
   // The header says what was measured with: the native addon, and each model's decode path.
   const report = [...md.slice(0, 1), '', ...decodePathHeader(), ...md.slice(1)];
   fs.writeFileSync(path.join(dir, `${name}.md`), `${report.join('\n')}\n`);
   fs.writeFileSync(path.join(dir, `${name}.json`), resultsJson({ decodePaths: decodePaths(), ...(json as object) }, 2));
-  process.stdout.write(`${report.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  if (!options.quiet) process.stdout.write(`${report.join('\n')}\n\nsaved ${path.relative(ROOT, dir)}\n`);
+  return dir;
 }
 
 /**

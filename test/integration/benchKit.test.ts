@@ -41,6 +41,51 @@ describe('bench kit', () => {
     assert.deepEqual(serverEnv({ PATH: '/bin', LD_LIBRARY_PATH: '/x' }), { PATH: '/bin', LD_LIBRARY_PATH: '/x' });
   });
 
+  it('keeps a GPU build whose llama-server does not start: ggml-cuda in place, the server set aside, no rebuild', () => {
+    // build-cuda.sh on stand-ins for nvidia-smi, nvcc and cmake (the build writes a llama-server that
+    // cannot start): what only a GPU machine would otherwise show.
+    const kit = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-build-cuda-'));
+    try {
+      fs.copyFileSync(path.join(ROOT, 'scripts', 'bench-kit', 'build-cuda.sh'), path.join(kit, 'build-cuda.sh'));
+      const bins = path.join(kit, 'node_modules', '@node-llama-cpp', 'linux-x64-cuda', 'bins', 'linux-x64-cuda');
+      fs.mkdirSync(bins, { recursive: true });
+      fs.writeFileSync(path.join(bins, 'libggml-base.so'), '');
+      fs.mkdirSync(path.join(kit, 'src', 'llama.cpp'), { recursive: true });
+      fs.writeFileSync(path.join(kit, 'src', 'llama.cpp', 'CMakeLists.txt'), '');
+      execFileSync('tar', ['-cJf', path.join(kit, 'llama.cpp.tar.xz'), '-C', path.join(kit, 'src'), 'llama.cpp']);
+      const stubs = path.join(kit, 'stubs');
+      fs.mkdirSync(stubs);
+      const stub = (name: string, body: string) => fs.writeFileSync(path.join(stubs, name), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+      stub('nvidia-smi', 'echo 9.0');
+      stub('nvcc', 'echo "Cuda compilation tools, release 13.0"');
+      // cmake -S … -B BUILD configures; cmake --build BUILD … writes what the targets would.
+      stub(
+        'cmake',
+        [
+          'if [ "$1" = --build ]; then',
+          '  mkdir -p "$2/bin" && : >"$2/bin/libggml-cuda.so"',
+          `  printf '#!/bin/sh\\nexit 1\\n' >"$2/bin/llama-server" && printf '#!/bin/sh\\nexit 0\\n' >"$2/bin/llama-quantize"`,
+          '  chmod +x "$2/bin/llama-server" "$2/bin/llama-quantize"',
+          'fi',
+        ].join('\n'),
+      );
+      const env = { PATH: `${stubs}:/usr/bin:/bin` };
+      const first = spawnSync('bash', [path.join(kit, 'build-cuda.sh')], { env, encoding: 'utf8' });
+      assert.equal(first.status, 3, first.stderr);
+      assert.match(first.stderr, /ggml-cuda is built, but the built llama-server does not start/);
+      assert.ok(fs.existsSync(path.join(bins, 'libggml-cuda.so')), 'ggml-cuda in place');
+      const serverBin = path.join(kit, 'bench', 'cache', 'llama-server', 'build', 'bin');
+      // The bench leaves llama-server's modes out where it finds no server (testbed/llamaServer.ts); llama-quantize stays.
+      assert.equal(fs.existsSync(path.join(serverBin, 'llama-server')), false);
+      assert.ok(fs.existsSync(path.join(serverBin, 'llama-quantize')));
+      const again = spawnSync('bash', [path.join(kit, 'build-cuda.sh')], { env, encoding: 'utf8' });
+      assert.equal(again.status, 0, again.stderr);
+      assert.match(again.stdout, /already built/);
+    } finally {
+      fs.rmSync(kit, { recursive: true, force: true });
+    }
+  });
+
   it('fits the upload limit, and runs a lease from an empty folder without node on PATH or network', () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'draftline-kit-'));
     try {
