@@ -8,7 +8,7 @@ import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
 import { SpeculationPolicy } from '../src/speculation/policy';
 import { type LookupProposer, offeredChain } from '../src/speculation/proposer';
 import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
-import { type CountedCase, countReplay, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
+import { type CountedCase, countReplay, geometricMean, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
 import { NgramModProposer, NgramModState, NgramSimpleProposer } from './llamaServerProposers';
 import { fmt, median } from './stats';
 import { mulberry32 } from '../testbed/ggufWriter';
@@ -61,6 +61,11 @@ export interface CountedReplay {
   geometricMean?: { copy: number; rivals: Record<string, number> };
   /** The medians of ORDER_MODES in each of SHUFFLED_ORDERS seeded orders of the cases, by mode. */
   shuffled?: Record<string, number[]>;
+  /**
+   * The best of ours over the better ported rival (the two chosen by their medians) case by case: the
+   * median and the geometric mean of the per-case ratios (the table's own figure is a ratio of medians).
+   */
+  bestOverPortedPerCase?: { median: number; geometricMean: number };
 }
 
 /**
@@ -99,7 +104,9 @@ const COUNT_TABLES: [string, (batch: number) => number][] = [
 export async function countedUnderTables(cases: CountedCase[]): Promise<CountedReplay[]> {
   const out: CountedReplay[] = [];
   for (const [table, cost] of COUNT_TABLES) {
-    const counted: CountedReplay = { table, ...(await countReplay(cases, cost, replayRivals(), OWN_REPLAY_VARIANTS)), knownLengths: knownLengths(cases, cost) };
+    const { perCase, ...replay } = await countReplay(cases, cost, replayRivals(), OWN_REPLAY_VARIANTS);
+    const counted: CountedReplay = { table, ...replay, knownLengths: knownLengths(cases, cost) };
+    counted.bestOverPortedPerCase = perCaseRatio(counted, perCase);
     counted.shuffled = await countedInShuffledOrders(cases, cost);
     out.push(counted);
   }
@@ -116,6 +123,21 @@ async function countedInShuffledOrders(cases: CountedCase[], cost: (batch: numbe
     medians[ORDER_MODES.ported]!.push(r.rivals[ORDER_MODES.ported]!);
   }
   return medians;
+}
+
+/** The best of ours over the better ported rival, case by case (CountedReplay.bestOverPortedPerCase). */
+export function perCaseRatio(counted: CountedReplay, perCase: { copy: number[]; rivals: Record<string, number[]> }): { median: number; geometricMean: number } {
+  const { best, ported } = bestAndPorted(counted);
+  const of = (name: string) => (name === 'copy' ? perCase.copy : perCase.rivals[name]!);
+  const ratios = of(best).map((x, i) => x / of(ported)[i]!);
+  return { median: median(ratios) ?? Number.NaN, geometricMean: geometricMean(ratios) };
+}
+
+/** The best of ours and the better ported rival, by their medians ('copy': the copy alone). */
+function bestAndPorted(c: CountedReplay): { best: string; ported: string } {
+  const names = Object.keys(c.rivals);
+  const byMedian = (a: string, b: string) => ((a === 'copy' ? c.copy : c.rivals[a]!) >= (b === 'copy' ? c.copy : c.rivals[b]!) ? a : b);
+  return { best: ['copy', ...names.filter((n) => !isPorted(n))].reduce(byMedian), ported: names.filter(isPorted).reduce(byMedian) };
 }
 
 /** How sure the counted medians are: each in the corpus's order and in the shuffled orders, and the geometric mean, for the copy and ORDER_MODES. */
@@ -165,7 +187,8 @@ export function countedSummary(counted: CountedReplay[]): string[] {
       const betterPorted = Math.max(...ported.map((n) => c.rivals[n]!));
       const bestOurs = Math.max(c.copy, ...names.filter((n) => !isPorted(n)).map((n) => c.rivals[n]!));
       const knownCells = known.map((n) => (c.knownLengths?.[n] ? `${fmt(c.knownLengths[n].speedup, 2)}x, ${fmt(c.knownLengths[n].tokensPerEvaluation, 1)}` : '-'));
-      return `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => cell(c, n)).join(' | ')} | ${fmt(c.copy / betterPorted, 2)}x | ${fmt(bestOurs / betterPorted, 2)}x | ${knownCells.join(' | ')} |`;
+      const perCase = c.bestOverPortedPerCase ? ` (per case: median ${fmt(c.bestOverPortedPerCase.median, 2)}x, geometric mean ${fmt(c.bestOverPortedPerCase.geometricMean, 2)}x)` : '';
+      return `| ${c.table} | ${c.cases} | ${fmt(c.copy, 2)}x, ${fmt(c.tokensPerEvaluation, 1)} | ${names.map((n) => cell(c, n)).join(' | ')} | ${fmt(c.copy / betterPorted, 2)}x | ${fmt(bestOurs / betterPorted, 2)}x${perCase} | ${knownCells.join(' | ')} |`;
     }),
   ];
 }

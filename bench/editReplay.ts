@@ -344,6 +344,8 @@ export async function countReplay(
   rivalTokensPerEvaluation: Record<string, number>;
   /** Geometric means over the cases of the same ratios: ours (`copy`) and each rival's. */
   geometricMean: { copy: number; rivals: Record<string, number> };
+  /** Each case's ratio, in the cases' order: ours (`copy`) and each rival's. */
+  perCase: { copy: number[]; rivals: Record<string, number[]> };
 }> {
   const target = new CountingTarget(cost);
   const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
@@ -368,7 +370,8 @@ export async function countReplay(
     tokensPerEvaluation: median(perEvaluation),
     rivalTokensPerEvaluation: Object.fromEntries(Object.entries(rivalPerEvaluation).map(([name, v]) => [name, median(v)])),
     geometricMean: { copy: geometricMean(copy), rivals: Object.fromEntries(Object.entries(byRival).map(([name, v]) => [name, geometricMean(v)])) },
+    perCase: { copy, rivals: byRival },
   };
 }
 
-const geometricMean = (values: number[]) => Math.exp(values.reduce((sum, x) => sum + Math.log(x), 0) / values.length);
+export const geometricMean = (values: number[]) => Math.exp(values.reduce((sum, x) => sum + Math.log(x), 0) / values.length);

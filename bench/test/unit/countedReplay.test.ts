@@ -2,7 +2,7 @@
 // knowing the output bound what a policy choosing them reaches with the same proposers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countKnownLengths, shuffled } from '../../countedReplay';
+import { type CountedReplay, countKnownLengths, perCaseRatio, shuffled } from '../../countedReplay';
 import { type CountedCase, countReplay, h100VerifyCost } from '../../editReplay';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 
@@ -47,5 +47,15 @@ describe('counted replay: how sure', () => {
     assert.ok(Math.abs(one.geometricMean.copy - one.copy) < 1e-9, `${one.geometricMean.copy} against ${one.copy}`);
     const three = await countReplay([editedCase(20, [50]), editedCase(90, [50, 51, 52]), editedCase(150, [60, 61])], h100VerifyCost, {});
     assert.ok(three.geometricMean.copy > 1);
+  });
+
+  it('gives the best of ours over the better ported rival case by case, each chosen by its median', () => {
+    // By their medians: ours 'copy + suffix (ours)' beats the copy, and ngram-simple beats ngram-mod.
+    const counted = { table: 't', cases: 3, copy: 4, rivals: { 'copy + suffix (ours)': 6, 'ngram-simple': 3, 'ngram-mod': 2 }, tokensPerEvaluation: 1 } as CountedReplay;
+    const perCase = { copy: [4, 4, 4], rivals: { 'copy + suffix (ours)': [6, 8, 2], 'ngram-simple': [3, 2, 2], 'ngram-mod': [1, 1, 1] } };
+    // Ratios 2, 4, 1: median 2, geometric mean 2.
+    const r = perCaseRatio(counted, perCase);
+    assert.equal(r.median, 2);
+    assert.ok(Math.abs(r.geometricMean - 2) < 1e-9);
   });
 });
