@@ -96,113 +96,111 @@ async function measureWith(t: { name: string; note: string; model: LlamaModel; a
   const { name, model, addon, bytesPerToken } = t;
   const prefix = tokens(prefixLength, t.vocabSize);
   const batchSize = 512;
-  {
-    // (a) node-llama-cpp's context: a stream per sequence.
-    const context = await model.createContext({ contextSize, sequences: 2, threads, batchSize, flashAttention });
-    const native = (context as unknown as { _ctx: object & { removeTokenCellsFromSequence(seq: number, from: number, to: number): boolean } })._ctx;
-    const main = new LlamaSequenceEvaluator(context.getSequence(), model);
-    for (let at = 0; at < prefix.length; at += batchSize) await main.append(prefix.slice(at, at + batchSize), 0);
-    const one = Int32Array.of(prefix[7]!);
-    // The copy alone (the native micro-benchmark: seq_cp, then the decode that performs it and refuses the batch).
-    const timed = addon.timeSequenceCopy(native, 0, 1, prefix[7]!, rounds + 2);
-    if (timed.refusedWith === 0) throw new Error('llama.cpp took a token of two sequences on a context with a KV stream per sequence');
-    // A one-token decode step on the prefix, for scale.
-    const alone: number[] = [];
-    for (let r = 0; r < rounds + 2; r++) {
-      const t = performance.now();
-      await addon.decode(native, 0, prefix.length, one, 0);
-      alone.push(performance.now() - t);
-      native.removeTokenCellsFromSequence(0, prefix.length, -1);
-    }
-    await main.dispose();
-    await context.dispose();
-    const streamCopy = {
-      copyMs: median(timed.copyUs.slice(2)) / 1000,
-      baselineMs: median(timed.baselineUs.slice(2)) / 1000,
-      decodeMs: median(alone.slice(2)),
-      bytes: bytesPerToken * cellsPerSequence(contextSize),
-    };
+  // (a) node-llama-cpp's context: a stream per sequence.
+  const context = await model.createContext({ contextSize, sequences: 2, threads, batchSize, flashAttention });
+  const native = (context as unknown as { _ctx: object & { removeTokenCellsFromSequence(seq: number, from: number, to: number): boolean } })._ctx;
+  const main = new LlamaSequenceEvaluator(context.getSequence(), model);
+  for (let at = 0; at < prefix.length; at += batchSize) await main.append(prefix.slice(at, at + batchSize), 0);
+  const one = Int32Array.of(prefix[7]!);
+  // The copy alone (the native micro-benchmark: seq_cp, then the decode that performs it and refuses the batch).
+  const timed = addon.timeSequenceCopy(native, 0, 1, prefix[7]!, rounds + 2);
+  if (timed.refusedWith === 0) throw new Error('llama.cpp took a token of two sequences on a context with a KV stream per sequence');
+  // A one-token decode step on the prefix, for scale.
+  const alone: number[] = [];
+  for (let r = 0; r < rounds + 2; r++) {
+    const t = performance.now();
+    await addon.decode(native, 0, prefix.length, one, 0);
+    alone.push(performance.now() - t);
+    native.removeTokenCellsFromSequence(0, prefix.length, -1);
+  }
+  await main.dispose();
+  await context.dispose();
+  const streamCopy = {
+    copyMs: median(timed.copyUs.slice(2)) / 1000,
+    baselineMs: median(timed.baselineUs.slice(2)) / 1000,
+    decodeMs: median(alone.slice(2)),
+    bytes: bytesPerToken * cellsPerSequence(contextSize),
+  };
 
-    // (b) Draftline's unified context: one stream.
-    const unified = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
-    try {
-      const ev = unified.evaluators[0]!;
-      for (let at = 0; at < prefix.length; at += batchSize) await ev.append(prefix.slice(at, at + batchSize), 0);
-      const copies: number[] = [];
-      const removes: number[] = [];
-      const treeSteps: number[] = [];
-      const chainSteps: number[] = [];
-      const tree = pathsTree(prefix, PATHS, 15);
-      for (let r = 0; r < rounds + 2; r++) {
-        await unified.run(async () => {
-          let t = performance.now();
-          for (const path of unified.pathIds.slice(0, PATHS)) unified.copy(0, path, -1, -1);
-          const copy = (performance.now() - t) / PATHS;
-          t = performance.now();
-          for (const path of unified.pathIds.slice(0, PATHS)) unified.remove(path, -1, -1);
-          const remove = (performance.now() - t) / PATHS;
-          if (r >= 2) {
-            copies.push(copy * 1000);
-            removes.push(remove * 1000);
-          }
-        });
+  // (b) Draftline's unified context: one stream.
+  const unified = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
+  try {
+    const ev = unified.evaluators[0]!;
+    for (let at = 0; at < prefix.length; at += batchSize) await ev.append(prefix.slice(at, at + batchSize), 0);
+    const copies: number[] = [];
+    const removes: number[] = [];
+    const treeSteps: number[] = [];
+    const chainSteps: number[] = [];
+    const tree = pathsTree(prefix, PATHS, 15);
+    for (let r = 0; r < rounds + 2; r++) {
+      await unified.run(async () => {
         let t = performance.now();
-        await ev.verifyTree(prefix[3]!, tree);
-        const treeMs = performance.now() - t;
-        await ev.truncate(prefix.length);
+        for (const path of unified.pathIds.slice(0, PATHS)) unified.copy(0, path, -1, -1);
+        const copy = (performance.now() - t) / PATHS;
         t = performance.now();
-        await ev.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
-        const chainMs = performance.now() - t;
-        await ev.truncate(prefix.length);
+        for (const path of unified.pathIds.slice(0, PATHS)) unified.remove(path, -1, -1);
+        const remove = (performance.now() - t) / PATHS;
         if (r >= 2) {
-          treeSteps.push(treeMs);
-          chainSteps.push(chainMs);
+          copies.push(copy * 1000);
+          removes.push(remove * 1000);
         }
+      });
+      let t = performance.now();
+      await ev.verifyTree(prefix[3]!, tree);
+      const treeMs = performance.now() - t;
+      await ev.truncate(prefix.length);
+      t = performance.now();
+      await ev.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
+      const chainMs = performance.now() - t;
+      await ev.truncate(prefix.length);
+      if (r >= 2) {
+        treeSteps.push(treeMs);
+        chainSteps.push(chainMs);
       }
-      // The same chain step on a second context whose other sequences hold prompts of their own (one
-      // stream: every step's attention spans their cells too, masked, where a stream per sequence
-      // spans its own), the two contexts' steps alternated round by round: the machine's speed drifts.
-      const crowdedContext = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
-      const crowded: number[] = [];
-      const alone: number[] = [];
-      try {
-        for (const [i, e] of crowdedContext.evaluators.entries()) {
-          const own = i === 0 ? prefix : tokens(prefixLength, t.vocabSize, 31 * i);
-          for (let at = 0; at < own.length; at += batchSize) await e.append(own.slice(at, at + batchSize), 0);
-        }
-        const crowdedEv = crowdedContext.evaluators[0]!;
-        for (let r = 0; r < rounds + 2; r++) {
-          for (const [e, times] of [
-            [ev, alone],
-            [crowdedEv, crowded],
-          ] as const) {
-            const t = performance.now();
-            await e.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
-            if (r >= 2) times.push(performance.now() - t);
-            await e.truncate(prefix.length);
-          }
-        }
-      } finally {
-        await crowdedContext.dispose();
-      }
-      return {
-        target: `${name} (${t.note})${flashAttentionSettings.length > 1 || flashAttention ? `, flash attention ${flashAttention ? 'on' : 'off'}` : ''}`,
-        bytesPerToken,
-        streamCopy,
-        unified: {
-          copyUs: median(copies),
-          removeUs: median(removes),
-          treeStepMs: median(treeSteps),
-          chainStepMs: median(chainSteps),
-          crowdedChainStepMs: median(crowded),
-          aloneChainStepMs: median(alone),
-        },
-        backend: t.backend,
-        flashAttention,
-      };
-    } finally {
-      await unified.dispose();
     }
+    // The same chain step on a second context whose other sequences hold prompts of their own (one
+    // stream: every step's attention spans their cells too, masked, where a stream per sequence
+    // spans its own), the two contexts' steps alternated round by round: the machine's speed drifts.
+    const crowdedContext = await UnifiedContext.create(model, { sequences: 1 + CROWD, contextSize, batchSize, threads, flashAttention, treeNodes: 63 });
+    const crowded: number[] = [];
+    const alone: number[] = [];
+    try {
+      for (const [i, e] of crowdedContext.evaluators.entries()) {
+        const own = i === 0 ? prefix : tokens(prefixLength, t.vocabSize, 31 * i);
+        for (let at = 0; at < own.length; at += batchSize) await e.append(own.slice(at, at + batchSize), 0);
+      }
+      const crowdedEv = crowdedContext.evaluators[0]!;
+      for (let r = 0; r < rounds + 2; r++) {
+        for (const [e, times] of [
+          [ev, alone],
+          [crowdedEv, crowded],
+        ] as const) {
+          const t = performance.now();
+          await e.append([prefix[3]!, ...prefix.slice(10, 25)], 16, false, prefix.slice(10, 25));
+          if (r >= 2) times.push(performance.now() - t);
+          await e.truncate(prefix.length);
+        }
+      }
+    } finally {
+      await crowdedContext.dispose();
+    }
+    return {
+      target: `${name} (${t.note})${flashAttentionSettings.length > 1 || flashAttention ? `, flash attention ${flashAttention ? 'on' : 'off'}` : ''}`,
+      bytesPerToken,
+      streamCopy,
+      unified: {
+        copyUs: median(copies),
+        removeUs: median(removes),
+        treeStepMs: median(treeSteps),
+        chainStepMs: median(chainSteps),
+        crowdedChainStepMs: median(crowded),
+        aloneChainStepMs: median(alone),
+      },
+      backend: t.backend,
+      flashAttention,
+    };
+  } finally {
+    await unified.dispose();
   }
 }
 

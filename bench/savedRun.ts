@@ -14,9 +14,8 @@ export function resultsJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, (_key, v) => (typeof v === 'string' && v.startsWith(ROOT + path.sep) ? path.relative(ROOT, v).split(path.sep).join('/') : v), indent);
 }
 
-/** Writes `<name>.md` and `<name>.json` into bench/results/<time>-<folderTag>/ and prints the report. */
 /**
- * Writes `name`.md and `name`.json into a new results folder, or into `options.folder` (a report saved
+ * Writes `name`.md and `name`.json into a new results folder (bench/results/<time>-<folderTag>/), or into `options.folder` (a report saved
  * again as a run goes on, so that a run stopped midway keeps what it measured), and prints the report
  * unless `options.quiet`. Returns the folder.
  */

@@ -237,8 +237,14 @@ export class SuffixTreeSource implements ReplaySource {
    */
   learnFromTree(offer: SuffixOffer, tree: TokenTree, accepted: readonly number[], next: Token | undefined): void {
     const tokens = accepted.map((i) => tree.tokens[i]!);
-    const outcome = next === undefined ? { proposed: commonPrefixLength(offer.chain, tokens), accepted: commonPrefixLength(offer.chain, tokens) } : chainOutcome(offer.chain, tokens, next);
-    if (outcome.proposed > 0) this.rates.record(offer, outcome.proposed, outcome.accepted);
+    if (next !== undefined) {
+      const outcome = chainOutcome(offer.chain, tokens, next);
+      if (outcome.proposed > 0) this.rates.record(offer, outcome.proposed, outcome.accepted);
+      return;
+    }
+    // At the output's end no token follows: the chain counts as verified as far as the accepted path.
+    const kept = commonPrefixLength(offer.chain, tokens);
+    if (kept > 0) this.rates.record(offer, kept, kept);
   }
 
   /** The latest offer (what `learn` is told about by a source that builds on this one). */

@@ -17,9 +17,9 @@ export const DRAFT_TREE_TOP = 4;
  * Greedy proposals from the draft model's own long-lived sequence. Its cache follows the accepted
  * history (longest common prefix reused), so after a rejection only the correction is evaluated.
  *
- * Where the step may verify a tree (`treeNodes` > 1: the room of a fixed verify shape that the target
- * verifies trees on), the chain comes with leaves: at each depth, the draft's next most likely tokens after its
- * greedy one, read from the distributions the chain's own evaluations computed (no draft evaluation
+ * Where the step may verify a tree (`treeNodes` > 1: the room of a fixed verify shape that the
+ * target verifies trees on), the chain comes with leaves: at each depth, the draft's next most likely
+ * tokens after its greedy one, read from the distributions the chain's own evaluations computed (no draft evaluation
  * more). The batch's room beyond the chain, padding otherwise, then holds the likeliest alternatives
  * to each drafted token; a leaf the target agrees with adds one token to the step.
  */
@@ -79,7 +79,10 @@ class DraftLeaves {
     return this.keep(next!);
   }
 
-  /** A depth's distribution kept; its greedy token with its probability, as the chain reads it (none: a row with no token read, where drafting stops). */
+  /**
+   * A depth's distribution kept; its greedy token with its probability, as the chain reads it (none: a
+   * row with no token read, where drafting stops).
+   */
   private keep(ranked: RankedNext): EvaluatedNext | null {
     if (ranked.tokens.length === 0) return null;
     const probabilities = ranked.probabilities ?? [];
