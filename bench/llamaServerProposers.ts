@@ -5,8 +5,8 @@
 // feeds them the same perfect next-edit output on the same target batches as our window copy
 // proposer: the proposers compared alone, without either runtime's overheads. ngram-mod's table and
 // its streak of poorly accepted drafts live as long as the server's slot, across requests
-// (NgramModState: one for a replay's cases). What is not ported: the server's reuse of a partial
-// draft carried over between batches.
+// (NgramModState: one for a replay's cases, one for a pair's requests in regime 1). What is not
+// ported: the server's reuse of a partial draft carried over between batches.
 import type { Token } from '../src/shared/decoding';
 import type { SpeculationSettings } from '../src/shared/settings';
 import { COPY_MAX_PROPOSAL } from '../src/speculation/copyAcceptance';

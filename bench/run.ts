@@ -12,7 +12,7 @@ import type { CompletionRequest } from '../src/shared/completion';
 import type { DecodeMode, Token } from '../src/shared/decoding';
 import type { ModelSettings, SpeculationSettings } from '../src/shared/settings';
 import { DEFAULT_SPECULATION, type DecodeOverrides, type InferenceSession, replaysGraphs } from '../src/inference/inferenceSession';
-import { NgramModProposer, NgramSimpleProposer } from './llamaServerProposers';
+import { NgramModProposer, NgramModState, NgramSimpleProposer } from './llamaServerProposers';
 import { decodePathHeader, decodePaths, loadBenchSession, prepareBenchNative } from './decodePath';
 import { DEFAULT_EMBEDDED_PAIR, EMBEDDED_PAIRS, embeddedPairPaths, type EmbeddedPairName } from '../src/models/embedded';
 import { findInSequence, NgramIndex } from '../src/ngram';
@@ -111,7 +111,8 @@ const MODES: Mode[] = ['plain', 'stock-draft', 'stock-lookup', 'ngram', 'draft',
 /**
  * Regime 1's variants of our modes in their text proposers, run only when named (--modes): the suffix
  * proposer beside the n-gram one ("+suffix") or in its place ("suffix", "hybrid-ngram+suffix"), and llama-server's ngram-simple and
- * ngram-mod (ported, bench/llamaServerProposers.ts) in its place; the same decoder and policy.
+ * ngram-mod (ported, bench/llamaServerProposers.ts) in its place; the same decoder and policy. ngram-mod's
+ * table is one per pair (`modState`), kept across the requests, as one server keeps it.
  */
 const TEXT_VARIANTS = {
   'ngram+suffix': { mode: 'ngram', overrides: () => ({ ngram: true, suffix: true }) },
@@ -119,8 +120,8 @@ const TEXT_VARIANTS = {
   'hybrid+suffix': { mode: 'hybrid', overrides: () => ({ ngram: true, suffix: true }) },
   'hybrid-ngram+suffix': { mode: 'hybrid', overrides: () => ({ ngram: false, suffix: true }) },
   'ngram-simple': { mode: 'ngram', overrides: () => ({ ngram: false, extraProposers: [new NgramSimpleProposer()] }) },
-  'ngram-mod': { mode: 'ngram', overrides: (promptLength: number) => ({ ngram: false, extraProposers: [new NgramModProposer(promptLength)] }) },
-} satisfies Record<string, { mode: DecodeMode; overrides(promptLength: number): DecodeOverrides }>;
+  'ngram-mod': { mode: 'ngram', overrides: (promptLength: number, modState: NgramModState) => ({ ngram: false, extraProposers: [new NgramModProposer(promptLength, modState)] }) },
+} satisfies Record<string, { mode: DecodeMode; overrides(promptLength: number, modState: NgramModState): DecodeOverrides }>;
 type TextVariant = keyof typeof TEXT_VARIANTS;
 const isTextVariant = (mode: Mode): mode is TextVariant => Object.hasOwn(TEXT_VARIANTS, mode);
 /** Sources counted as text proposals (the table's n-gram acceptance): ours and the ported ones. */
@@ -240,6 +241,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
   }
   const runs: Run[] = [];
   const requests = new Map<number, CompletionRequest>();
+  const modState = new NgramModState();
   const progress = new Progress(tasks.length * modes.length, `modes (${pair.name})`);
   let previousKey: string | undefined;
   for (const task of tasks) {
@@ -309,7 +311,7 @@ async function regimeModes(tasks: BenchTask[], pair: ModelPair) {
         const text = isTextVariant(mode) ? TEXT_VARIANTS[mode] : undefined;
         const tree = TreeSideBySide.isVariant(mode) && sideBySide ? mode : null;
         const ours = text?.mode ?? (tree ? TreeSideBySide.baseMode(tree) : (mode as DecodeMode));
-        const overrides = (r: CompletionRequest): DecodeOverrides => (tree ? sideBySide!.overrides(tree) : (text?.overrides(session.promptFor(r).length) ?? {}));
+        const overrides = (r: CompletionRequest): DecodeOverrides => (tree ? sideBySide!.overrides(tree) : (text?.overrides(session.promptFor(r).length, modState) ?? {}));
         await session.complete({ ...earlier, mode: ours }, undefined, overrides(earlier));
         const t0 = performance.now();
         const r = await session.complete({ ...request, mode: ours }, undefined, overrides(request));
