@@ -9,6 +9,7 @@ import { SpeculationPolicy } from '../src/speculation/policy';
 import { type LookupProposer, offeredChain } from '../src/speculation/proposer';
 import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { type CountedCase, countReplay, geometricMean, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
+import { LENGTH_HEADROOM_VARIANTS, type StepKind } from './lengthHeadroom';
 import { NgramModProposer, NgramModState, NgramSimpleProposer } from './llamaServerProposers';
 import { fmt, median } from './stats';
 import { mulberry32 } from '../testbed/ggufWriter';
@@ -66,6 +67,11 @@ export interface CountedReplay {
    * median and the geometric mean of the per-case ratios (the table's own figure is a ratio of medians).
    */
   bestOverPortedPerCase?: { median: number; geometricMean: number };
+  /**
+   * Where the length choice loses (bench/lengthHeadroom.ts): 'copy + suffix (ours)' with the lengths of
+   * one kind of step known ('all': of every kind), median speedups.
+   */
+  lengthHeadroom?: Record<StepKind | 'all', number>;
 }
 
 /**
@@ -108,6 +114,7 @@ export async function countedUnderTables(cases: CountedCase[]): Promise<CountedR
     const counted: CountedReplay = { table, ...replay, knownLengths: knownLengths(cases, cost) };
     counted.bestOverPortedPerCase = perCaseRatio(counted, perCase);
     counted.shuffled = await countedInShuffledOrders(cases, cost);
+    counted.lengthHeadroom = (await countReplay(cases, cost, {}, LENGTH_HEADROOM_VARIANTS)).rivals as Record<StepKind | 'all', number>;
     out.push(counted);
   }
   return out;
@@ -160,6 +167,20 @@ export function countedOrderSummary(counted: CountedReplay[]): string[] {
     ),
     '',
     `How sure: one adaptive policy learns across the cases (as a session's does), so a median moves with their order; the same replay counted again in ${SHUFFLED_ORDERS} seeded random orders (bench/countedReplay.ts shuffled), and the geometric mean over the cases in the corpus's order. A difference between two medians smaller than the spread of the shuffled ones is within what the order alone moves.`,
+  ];
+}
+
+/** Where ours ('copy + suffix (ours)') loses in choosing lengths: its median with the lengths of each kind of step known. */
+export function lengthHeadroomSummary(counted: CountedReplay[]): string[] {
+  const rows = counted.filter((c) => c.lengthHeadroom);
+  if (!rows.length) return [];
+  const kinds = Object.keys(rows[0]!.lengthHeadroom!) as (StepKind | 'all')[];
+  return [
+    `| cost table | ${ORDER_MODES.own}: as chosen | ${kinds.map((k) => `lengths known: ${k}`).join(' | ')} |`,
+    `|---|---|${kinds.map(() => '---|').join('')}`,
+    ...rows.map((c) => `| ${c.table} | ${fmt(c.rivals[ORDER_MODES.own]!, 2)}x | ${kinds.map((k) => `${fmt(c.lengthHeadroom![k], 2)}x`).join(' | ')} |`),
+    '',
+    "Where the length choice loses: ours again with the steps of one kind verifying exactly what the output agrees with (a plain step where their first guess is wrong), the policy choosing the rest (bench/lengthHeadroom.ts). cursor: the window's copy before the output's first edit; resync: a copy right after re-synchronising; run: a copy continuing a fully accepted one; suffix: the suffix proposer's. all: every kind (about countKnownLengths's headroom, reached through the same policy's choice of source).",
   ];
 }
 

@@ -53,6 +53,8 @@ export type Rival = ((promptLength: number) => LookupProposer) | OwnVariant;
 export interface OwnVariant {
   policy: SpeculationPolicy;
   proposers(promptLength: number, copySource: readonly Token[], copyCursor?: number): Proposer[];
+  /** Told the expected output before each run (a headroom's policy that knows it: bench/lengthHeadroom.ts). */
+  begin?(expected: readonly Token[]): void;
 }
 
 export interface ReplayInput {
@@ -201,6 +203,7 @@ export async function replayPerfectModel(input: ReplayInput): Promise<ReplayResu
     let firstEditMs: number | undefined;
     const rival = mode.startsWith('rival:') ? input.rivals![mode.slice('rival:'.length)]! : undefined;
     const own = rival && typeof rival !== 'function' ? rival : undefined;
+    own?.begin?.(expected);
     const proposers: Proposer[] = own
       ? own.proposers(prompt.length, input.copySource, input.copyCursor)
       : rival

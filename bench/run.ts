@@ -40,7 +40,7 @@ import { StockRunner, type StockMode } from './stockModes';
 import { clockNative, meanForwardMs, measureForwardPass } from './nativeClock';
 import { benchTarget, benchTargetMissing } from './targets';
 import { resultsJson } from './savedRun';
-import { countedOrderSummary, countedSummary } from './countedReplay';
+import { countedOrderSummary, countedSummary, lengthHeadroomSummary } from './countedReplay';
 import { EDITS_HEADER, editsCases, editsTableRow, editsTreeTable, regimeEdits, regimeEditsReplay, replayRivalSummary, replaySummary, replayVerifyCost } from './edits';
 import { WINDOW_LINES } from './editCorpus';
 import { demoNextEditModel } from './demoNextEdit';
@@ -1276,9 +1276,10 @@ async function editsSection(bench: Bench): Promise<void> {
   results.replay = { target: replayTarget, rows: replay.rows, skipped: replay.skipped, speedupMedian: median(replay.rows.map((x) => x.speedup)) };
   const countedTable = countedSummary(replay.counted);
   const orderTable = countedOrderSummary(replay.counted);
+  const headroomTable = lengthHeadroomSummary(replay.counted);
   const countedLegend = `Counted, not timed: the same replay (ours, the suffix proposer alone and after the copy, and the ported rivals, the true window as the output) over ${replay.counted[0]?.cases ?? 0} cases, each batch weighed by the table's V(b)/V(1) (a target that computes nothing, its clock advanced by the table; the policy learns from that clock): what a machine of that cost allows, where none is at hand. Medians of plain's cost over each mode's. Lengths known: the copy (and the copy with the suffix proposer) with every step verifying exactly the part of the offers the output agrees with (bench/countedReplay.ts countKnownLengths): the headroom in choosing lengths; the rest of the way to the whole window in one step is the proposers' content.`;
   (results.replay as Record<string, unknown>).counted = replay.counted;
-  emit(bench, [`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '', ...rivalTable, '', rivalLegend, '', ...countedTable, '', countedLegend, '', ...orderTable, '']);
+  emit(bench, [`## ${replayHeading}`, '', ...replayTable, '', replayLegend, '', ...rivalTable, '', rivalLegend, '', ...countedTable, '', countedLegend, '', ...orderTable, '', ...headroomTable, '']);
 }
 
 /**

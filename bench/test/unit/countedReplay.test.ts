@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CountedReplay, countKnownLengths, perCaseRatio, shuffled } from '../../countedReplay';
-import { type CountedCase, countReplay, h100VerifyCost } from '../../editReplay';
+import { type CountedCase, countReplay, h100VerifyCost, replayPerfectModel, CountingTarget } from '../../editReplay';
+import { LENGTH_HEADROOM_VARIANTS, lengthsKnownVariant, stepKind } from '../../lengthHeadroom';
+import { chainOffer } from '../../../src/speculation/proposer';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 
 /** A window of 200 distinct tokens, and its rewrite with a few tokens inserted after `at`, then an end token. */
@@ -57,5 +59,29 @@ describe('counted replay: how sure', () => {
     const r = perCaseRatio(counted, perCase);
     assert.equal(r.median, 2);
     assert.ok(Math.abs(r.geometricMean - 2) < 1e-9);
+  });
+});
+
+describe('counted replay: where the length choice loses', () => {
+  it("tells the kinds of step apart by source and by the copy offer's phase", () => {
+    const copy = (phase: object) => chainOffer([1, 2], { inRun: false, agreement: 1, ...phase });
+    assert.equal(stepKind('copy', copy({ cursorDistance: 3 })), 'cursor');
+    assert.equal(stepKind('copy', copy({ inRun: true })), 'run');
+    assert.equal(stepKind('copy', copy({})), 'resync');
+    assert.equal(stepKind('suffix', chainOffer([1])), 'suffix');
+    assert.equal(stepKind('draft', chainOffer([1])), null);
+  });
+
+  it('with every length known verifies no guess the output rejects, and is no slower than the policy', async () => {
+    const c = editedCase(90, [50, 51, 52]);
+    const target = new CountingTarget(h100VerifyCost);
+    const replay = (rivals: Parameters<typeof replayPerfectModel>[0]['rivals']) =>
+      replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, copyCursor: c.copyCursor, rivals, now: () => target.clock });
+    const r = await replay({ all: lengthsKnownVariant(['cursor', 'resync', 'run', 'suffix'])() });
+    assert.equal(r.rivals.all!.proposedTokens, r.rivals.all!.acceptedTokens);
+    assert.ok(r.rivals.all!.acceptedTokens > c.expected.length / 2);
+    const counted = await countReplay([c, editedCase(20, [50]), editedCase(150, [60, 61])], h100VerifyCost, {}, { ours: lengthsKnownVariant([]), ...LENGTH_HEADROOM_VARIANTS });
+    for (const kind of ['cursor', 'resync', 'run', 'suffix', 'all']) assert.ok(counted.rivals[kind]! >= counted.rivals.ours! - 1e-9, `${kind}: ${counted.rivals[kind]} against ${counted.rivals.ours}`);
+    assert.ok(counted.rivals.all! > counted.rivals.ours!, `all: ${counted.rivals.all} against ${counted.rivals.ours}`);
   });
 });
