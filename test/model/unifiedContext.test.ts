@@ -178,7 +178,16 @@ describe("Draftline's unified context and its evaluator, against node-llama-cpp'
       await b.append([5, 6, 7], 1);
       await b.loadState(file);
       assert.deepEqual(b.tokens, a.tokens);
-      assert.deepEqual(await b.append([prompt[2]!], 1, true), await a.append([prompt[2]!], 1, true));
+      // The second of the two decodes attends over one more cell of the shared stream (the first's,
+      // masked out), and on some CPUs the attention's sums over the longer row round differently:
+      // whichever decodes first reads the same, the other the same token, its confidence a few parts
+      // in 10^4 apart.
+      const [fromB, fromA] = [await b.append([prompt[2]!], 1, true), await a.append([prompt[2]!], 1, true)];
+      assert.deepEqual(
+        fromB.map((x) => x.token),
+        fromA.map((x) => x.token),
+      );
+      assert.ok(Math.abs(fromB[0]!.confidence! - fromA[0]!.confidence!) < 1e-3, `confidence ${fromB[0]!.confidence} against ${fromA[0]!.confidence}`);
       fs.writeFileSync(path.join(dir, 'broken'), 'not a state');
       await assert.rejects(b.loadState(path.join(dir, 'broken')), /could not load|could not be read/);
       assert.deepEqual(b.tokens, []);
