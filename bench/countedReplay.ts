@@ -9,7 +9,7 @@ import { SpeculationPolicy } from '../src/speculation/policy';
 import { type LookupProposer, offeredChain } from '../src/speculation/proposer';
 import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import { type CountedCase, countReplay, geometricMean, h100VerifyCost, type OwnVariant, tableVerifyCost } from './editReplay';
-import { LENGTH_HEADROOM_VARIANTS, type StepKind } from './lengthHeadroom';
+import { lengthsKnownVariant, STEP_KINDS, type StepKind } from './lengthHeadroom';
 import { NgramModProposer, NgramModState, NgramSimpleProposer } from './llamaServerProposers';
 import { fmt, median } from './stats';
 import { mulberry32 } from '../testbed/ggufWriter';
@@ -41,11 +41,19 @@ export const OWN_REPLAY_VARIANTS: Record<string, () => OwnVariant> = {
   },
   'copy + suffix (ours)': () => {
     const policy = new SpeculationPolicy({ ...DEFAULT_SPECULATION, adaptive: true });
-    return {
-      policy,
-      proposers: (promptLength, copySource, cursor) => [new WindowCopyProposer(copySource, promptLength, { cursor }), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)],
-    };
+    return { policy, proposers: copyThenSuffix(policy) };
   },
+};
+
+/** The window copy, then the suffix proposer scored with `policy`'s rates: 'copy + suffix (ours)'. */
+function copyThenSuffix(policy: SpeculationPolicy): OwnVariant['proposers'] {
+  return (promptLength, copySource, cursor) => [new WindowCopyProposer(copySource, promptLength, { cursor }), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)];
+}
+
+/** 'copy + suffix (ours)' with the lengths of each kind of step known, and of every kind ('all'): bench/lengthHeadroom.ts. */
+export const LENGTH_HEADROOM_VARIANTS: Record<StepKind | 'all', () => OwnVariant> = {
+  ...(Object.fromEntries(STEP_KINDS.map((k) => [k, lengthsKnownVariant([k], copyThenSuffix)])) as Record<StepKind, () => OwnVariant>),
+  all: lengthsKnownVariant(STEP_KINDS, copyThenSuffix),
 };
 
 export interface CountedReplay {

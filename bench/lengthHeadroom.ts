@@ -1,16 +1,15 @@
-// Where the counted next-edit replay's choice of lengths loses, by the kind of step: ours (the copy,
-// then the suffix proposer, as 'copy + suffix (ours)') replayed again with the steps of one kind
-// verifying exactly the part of their offer the output agrees with, the policy choosing every other
-// length as it does. Lengths known in every kind is countKnownLengths's headroom, reached step by
-// step; each kind alone says how much of that a better estimate of how far its guesses run could win.
+// Where the counted next-edit replay's choice of lengths loses, by the kind of step: ours replayed
+// again (bench/countedReplay.ts LENGTH_HEADROOM_VARIANTS: the copy, then the suffix proposer) with
+// the steps of one kind verifying exactly the part of their offer the output agrees with, the policy
+// choosing every other length as it does. Lengths known in every kind is countKnownLengths's
+// headroom, reached step by step; each kind alone says how much of that a better estimate of how far
+// its guesses run could win.
 import type { Token } from '../src/shared/decoding';
-import { documentSuffixProposer } from '../src/inference/documentNgrams';
 import { DEFAULT_SPECULATION } from '../src/inference/inferenceSession';
 import type { CopyOffer } from '../src/speculation/copyAcceptance';
 import { commonPrefixLength } from '../src/speculation/greedyEvaluator';
 import { type SourceOffer, SpeculationPolicy, type StepPlan } from '../src/speculation/policy';
 import { type Offer, offeredChain } from '../src/speculation/proposer';
-import { WindowCopyProposer } from '../src/speculation/windowCopyProposer';
 import type { OwnVariant } from './editReplay';
 
 /**
@@ -59,20 +58,10 @@ export class LengthsKnownIn extends SpeculationPolicy {
   }
 }
 
-/** 'copy + suffix (ours)' under a LengthsKnownIn policy for `kinds`. */
-export function lengthsKnownVariant(kinds: readonly StepKind[]): () => OwnVariant {
+/** A replay variant whose `proposers` (given its policy) run under a LengthsKnownIn policy for `kinds`. */
+export function lengthsKnownVariant(kinds: readonly StepKind[], proposers: (policy: SpeculationPolicy) => OwnVariant['proposers']): () => OwnVariant {
   return () => {
     const policy = new LengthsKnownIn(new Set(kinds));
-    return {
-      policy,
-      begin: (expected) => policy.expect(expected),
-      proposers: (promptLength, copySource, cursor) => [new WindowCopyProposer(copySource, promptLength, { cursor }), documentSuffixProposer(null, undefined, DEFAULT_SPECULATION, policy)],
-    };
+    return { policy, begin: (expected) => policy.expect(expected), proposers: proposers(policy) };
   };
 }
-
-/** The variants the headroom table counts: lengths known in each kind alone, and in all. */
-export const LENGTH_HEADROOM_VARIANTS: Record<StepKind | 'all', () => OwnVariant> = {
-  ...(Object.fromEntries(STEP_KINDS.map((k) => [k, lengthsKnownVariant([k])])) as Record<StepKind, () => OwnVariant>),
-  all: lengthsKnownVariant(STEP_KINDS),
-};

@@ -2,9 +2,9 @@
 // knowing the output bound what a policy choosing them reaches with the same proposers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CountedReplay, countKnownLengths, perCaseRatio, shuffled } from '../../countedReplay';
+import { type CountedReplay, countKnownLengths, LENGTH_HEADROOM_VARIANTS, OWN_REPLAY_VARIANTS, perCaseRatio, shuffled } from '../../countedReplay';
 import { type CountedCase, countReplay, h100VerifyCost, replayPerfectModel, CountingTarget } from '../../editReplay';
-import { LENGTH_HEADROOM_VARIANTS, lengthsKnownVariant, stepKind } from '../../lengthHeadroom';
+import { stepKind } from '../../lengthHeadroom';
 import { chainOffer } from '../../../src/speculation/proposer';
 import { WindowCopyProposer } from '../../../src/speculation/windowCopyProposer';
 
@@ -77,10 +77,10 @@ describe('counted replay: where the length choice loses', () => {
     const target = new CountingTarget(h100VerifyCost);
     const replay = (rivals: Parameters<typeof replayPerfectModel>[0]['rivals']) =>
       replayPerfectModel({ target, prompt: c.prompt, expected: c.expected, copySource: c.copySource, copyCursor: c.copyCursor, rivals, now: () => target.clock });
-    const r = await replay({ all: lengthsKnownVariant(['cursor', 'resync', 'run', 'suffix'])() });
+    const r = await replay({ all: LENGTH_HEADROOM_VARIANTS.all() });
     assert.equal(r.rivals.all!.proposedTokens, r.rivals.all!.acceptedTokens);
     assert.ok(r.rivals.all!.acceptedTokens > c.expected.length / 2);
-    const counted = await countReplay([c, editedCase(20, [50]), editedCase(150, [60, 61])], h100VerifyCost, {}, { ours: lengthsKnownVariant([]), ...LENGTH_HEADROOM_VARIANTS });
+    const counted = await countReplay([c, editedCase(20, [50]), editedCase(150, [60, 61])], h100VerifyCost, {}, { ours: OWN_REPLAY_VARIANTS['copy + suffix (ours)']!, ...LENGTH_HEADROOM_VARIANTS });
     for (const kind of ['cursor', 'resync', 'run', 'suffix', 'all']) assert.ok(counted.rivals[kind]! >= counted.rivals.ours! - 1e-9, `${kind}: ${counted.rivals[kind]} against ${counted.rivals.ours}`);
     assert.ok(counted.rivals.all! > counted.rivals.ours!, `all: ${counted.rivals.all} against ${counted.rivals.ours}`);
   });
