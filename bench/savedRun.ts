@@ -15,9 +15,9 @@ export function resultsJson(value: unknown, indent?: number): string {
 }
 
 /**
- * Writes `name`.md and `name`.json into a new results folder (bench/results/<time>-<folderTag>/), or into `options.folder` (a report saved
- * again as a run goes on, so that a run stopped midway keeps what it measured), and prints the report
- * unless `options.quiet`. Returns the folder.
+ * Writes `name`.md and `name`.json into a new results folder (bench/results/<time>-<folderTag>/),
+ * or into `options.folder` (a report saved again as a run goes on, so that a run stopped midway keeps
+ * what it measured), and prints the report unless `options.quiet`. Returns the folder.
  */
 export function saveReport(folderTag: string, name: string, md: string[], json: unknown, options: { folder?: string; quiet?: boolean } = {}): string {
   const dir = options.folder ?? path.join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}-${folderTag}`);

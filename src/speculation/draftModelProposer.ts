@@ -19,9 +19,10 @@ export const DRAFT_TREE_TOP = 4;
  *
  * Where the step may verify a tree (`treeNodes` > 1: the room of a fixed verify shape that the
  * target verifies trees on), the chain comes with leaves: at each depth, the draft's next most likely
- * tokens after its greedy one, read from the distributions the chain's own evaluations computed (no draft evaluation
- * more). The batch's room beyond the chain, padding otherwise, then holds the likeliest alternatives
- * to each drafted token; a leaf the target agrees with adds one token to the step.
+ * tokens after its greedy one, read from the distributions the chain's own evaluations computed (no
+ * draft evaluation more). The batch's room beyond the chain, padding otherwise, then holds the
+ * likeliest alternatives to each drafted token; a leaf the target agrees with adds one token to the
+ * step.
  */
 export class DraftModelProposer implements ModelProposer {
   readonly id = DRAFT_SOURCE;

@@ -157,8 +157,7 @@ export async function syncAndRankNext(evaluator: GreedyEvaluator, tokens: readon
 /**
  * Tokens of a prompt evaluated per batch when it is long: the abort signal is checked between
  * batches, so a keystroke stops a long prompt within one batch instead of after all of it. What was
- * evaluated stays in the cache for the next
- * request (it usually shares that beginning).
+ * evaluated stays in the cache for the next request (it usually shares that beginning).
  */
 export const PROMPT_CHUNK = 32;
 
